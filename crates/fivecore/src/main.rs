@@ -1,0 +1,30 @@
+//! `fivecore`: one binary, one subcommand per network function, `up` to run them all.
+
+mod cli;
+mod config;
+mod logging;
+mod nf;
+mod up;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Version => {
+            println!("fivecore {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Command::Up(args) => up::run(&args),
+        Command::Nrf(args) => nf::run(nf::Nf::Nrf, &args),
+        Command::Udr(args) => nf::run(nf::Nf::Udr, &args),
+        Command::Bsf(args) => nf::run(nf::Nf::Bsf, &args),
+        Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
+        Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
+        Command::Bench(_) => nf::not_landed("the benchmark kit (`fivecore bench`)", Some(4)),
+    }
+}

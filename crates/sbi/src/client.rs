@@ -1,0 +1,1055 @@
+//! The SBI client every NF uses to call other NFs (3GPP TS 29.500).
+//!
+//! One [`SbiClient`] per NF process is enough: it is cheap to clone and keeps one pooled HTTP/2
+//! connection per producer authority (`scheme://host:port`). `http://` URIs use HTTP/2 with prior
+//! knowledge (h2c, the 3GPP norm); `https://` URIs use TLS with ALPN `h2`, verified against the
+//! configured root CAs, optionally presenting a client certificate for mutual TLS.
+//!
+//! Every request gets a `User-Agent` (`<NF type>-<NF instance id>`, see [`user_agent`]) and a
+//! `3gpp-Sbi-Sender-Timestamp` when the caller did not set them, and times out after
+//! `3gpp-Sbi-Max-Rsp-Time` milliseconds when the request carries that header, otherwise after
+//! [`ClientConfig::request_timeout_ms`].
+//!
+//! [`SbiClient::send_with_alternates`] re-sends a request to alternate producers (the TS 29.500
+//! reselection of an alternative NF service producer) when a producer cannot be reached, does
+//! not answer in time, or answers 503 Service Unavailable or 504 Gateway Timeout. See [`is_retryable_status`]
+//! for why 500 is not retried.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), sbi::client::ClientError> {
+//! use sbi::client::{user_agent, ClientConfig, SbiClient};
+//! use std::time::Duration;
+//!
+//! let config = ClientConfig {
+//!     user_agent: Some(user_agent("PCF", "5a3c4c9e-8f1b-4a8e-9d3c-2f0e1b7a6c55")),
+//!     ..ClientConfig::default()
+//! };
+//! let client = SbiClient::new(&config)?;
+//! let rsp = client
+//!     .get("http://127.0.0.1:7001/nudr-dr/v2/policy-data/ues/imsi-001010000000001/am-data")
+//!     .max_rsp_time(Duration::from_millis(500))
+//!     .send()
+//!     .await?;
+//! if rsp.status().is_success() {
+//!     let _body: serde_json::Value = rsp.json()?;
+//! } else if let Some(problem) = rsp.problem() {
+//!     tracing::warn!(%problem, "UDR refused");
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{request, HeaderMap, Method, Request, StatusCode, Uri, Version};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The TS 29.500 §5.2.2.2 `User-Agent` of an NF, `<NF type>-<NF instance id>`: `PCF-5a3c...`.
+pub use crate::headers::user_agent;
+use crate::headers::{format_sender_timestamp, MAX_RSP_TIME, SENDER_TIMESTAMP};
+
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+const DEFAULT_USER_AGENT: &str = "fivecore";
+/// RFC 9113 §6.9.1: a flow-control window may not exceed 2^31-1 octets.
+const MAX_WINDOW: u32 = (1 << 31) - 1;
+/// RFC 9113 §6.9.2: the initial window is 65 535 octets; smaller values only slow things down.
+const MIN_WINDOW: u32 = 65_535;
+
+type BoxError = Box<dyn StdError + Send + Sync>;
+type Connector = HttpsConnector<HttpConnector>;
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+/// How an NF's SBI client talks to other NFs. Every field is optional in a config file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    /// Time, in milliseconds, to wait for a complete answer when the request does not carry
+    /// `3gpp-Sbi-Max-Rsp-Time` (which, when present, takes precedence). With alternate producers
+    /// each attempt has this budget. Default 3000.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Time, in milliseconds, allowed to open a TCP connection (and, for https, to complete the
+    /// TLS handshake) to a producer before trying the next alternate. Default 1000.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Interval, in milliseconds, between HTTP/2 PINGs on each pooled connection, also while
+    /// idle, to detect a producer that silently went away. 0 disables PINGs. Default 10000.
+    #[serde(default = "default_ping_interval_ms")]
+    pub ping_interval_ms: u64,
+    /// Time, in milliseconds, to wait for a PING acknowledgement before the connection is
+    /// closed and the next request opens a new one. Default 5000.
+    #[serde(default = "default_ping_timeout_ms")]
+    pub ping_timeout_ms: u64,
+    /// Time, in milliseconds, after which a connection with no request in flight is closed.
+    /// 0 keeps idle connections open for ever. Default 90000.
+    #[serde(default = "default_pool_idle_timeout_ms")]
+    pub pool_idle_timeout_ms: u64,
+    /// How many alternate producers `send_with_alternates` tries after the first one fails,
+    /// so at most `1 + max_alternates` attempts per request. Default 2.
+    #[serde(default = "default_max_alternates")]
+    pub max_alternates: usize,
+    /// HTTP/2 initial stream flow-control window, in bytes, granted to producers: how much of
+    /// one answer may be in flight before the client acknowledges it. The default 1 MiB lets a
+    /// 65 KB NRF discovery answer arrive in one round trip (the protocol default, 65 535 bytes,
+    /// would stall it). Must be 65535..=2147483647.
+    #[serde(default = "default_stream_window")]
+    pub http2_initial_stream_window: u32,
+    /// HTTP/2 initial connection flow-control window, in bytes, shared by all concurrent
+    /// answers on one connection. Default 8 MiB. Must be 65535..=2147483647.
+    #[serde(default = "default_connection_window")]
+    pub http2_initial_connection_window: u32,
+    /// `User-Agent` sent on requests that have none. TS 29.500 §5.2.2.2 wants
+    /// `<NF type>-<NF instance id>`, e.g. `PCF-5a3c4c9e-...` (see `user_agent()`); the NF
+    /// normally fills this in from its own profile. Unset: `fivecore`.
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// TLS towards `https://` producers.
+    #[serde(default)]
+    pub tls: TlsClientConfig,
+}
+
+/// TLS settings for `https://` producers. There are no built-in root CAs: list the CAs that
+/// sign your producers' certificates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsClientConfig {
+    /// PEM files of the CA certificates trusted to sign producer certificates (each file may
+    /// hold several certificates).
+    #[serde(default)]
+    pub ca_files: Vec<PathBuf>,
+    /// PEM file with the client certificate chain (leaf first) presented for mutual TLS.
+    /// Requires `key_file`.
+    #[serde(default)]
+    pub cert_file: Option<PathBuf>,
+    /// PEM file with the private key (PKCS#8, PKCS#1 or SEC1) of `cert_file`.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    3_000
+}
+fn default_connect_timeout_ms() -> u64 {
+    1_000
+}
+fn default_ping_interval_ms() -> u64 {
+    10_000
+}
+fn default_ping_timeout_ms() -> u64 {
+    5_000
+}
+fn default_pool_idle_timeout_ms() -> u64 {
+    90_000
+}
+fn default_max_alternates() -> usize {
+    2
+}
+fn default_stream_window() -> u32 {
+    1 << 20
+}
+fn default_connection_window() -> u32 {
+    8 << 20
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout_ms: default_request_timeout_ms(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            ping_interval_ms: default_ping_interval_ms(),
+            ping_timeout_ms: default_ping_timeout_ms(),
+            pool_idle_timeout_ms: default_pool_idle_timeout_ms(),
+            max_alternates: default_max_alternates(),
+            http2_initial_stream_window: default_stream_window(),
+            http2_initial_connection_window: default_connection_window(),
+            user_agent: None,
+            tls: TlsClientConfig::default(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// What can go wrong when calling another NF.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The client could not be built from its configuration (bad value, unreadable PEM, ...).
+    #[error("SBI client configuration: {0}")]
+    Config(String),
+    /// The URI is not an absolute `http://` or `https://` URI (or, for alternates, a
+    /// producer apiRoot is unusable).
+    #[error("invalid URI `{uri}`: {reason}")]
+    InvalidUri { uri: String, reason: String },
+    /// The request could not be built (bad header name or value, JSON serialization).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// No connection could be opened to the producer: refused, unreachable, connect timeout,
+    /// TLS handshake failure. The request was not sent.
+    #[error("cannot connect to {producer}")]
+    Connect {
+        producer: String,
+        #[source]
+        source: BoxError,
+    },
+    /// No complete answer within the request's response time.
+    #[error("no answer from {producer} within {after:?}")]
+    Timeout { producer: String, after: Duration },
+    /// The HTTP/2 exchange failed after the connection was up (reset, GOAWAY, connection lost,
+    /// peer rejected our TLS client certificate, ...). The producer may have seen the request.
+    #[error("HTTP exchange with {producer} failed")]
+    Http {
+        producer: String,
+        #[source]
+        source: BoxError,
+    },
+    /// `send_with_alternates` was given no producer.
+    #[error("no producer to send the request to")]
+    NoProducers,
+    /// Every producer tried failed or gave a retryable answer; `attempts` lists them in order.
+    /// `last_response` is the last retryable answer (503/504) received, if any, e.g. to read
+    /// its ProblemDetails or Retry-After.
+    #[error("all {} producers tried failed: {}", attempts.len(), DisplayAttempts(attempts))]
+    AllProducersFailed {
+        attempts: Vec<Attempt>,
+        last_response: Option<Box<SbiResponse>>,
+    },
+    /// The answer body is not the JSON expected.
+    #[error("JSON body: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl ClientError {
+    /// True for failures after which trying an alternate producer makes sense: connect
+    /// failure, timeout, transport failure, unusable producer URI.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Connect { .. }
+                | ClientError::Timeout { .. }
+                | ClientError::Http { .. }
+                | ClientError::InvalidUri { .. }
+        )
+    }
+
+    /// True for a timeout (also when every alternate timed out).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            ClientError::Timeout { .. } => true,
+            ClientError::AllProducersFailed { attempts, .. } => attempts
+                .iter()
+                .all(|a| matches!(&a.outcome, AttemptOutcome::Failed(e) if e.is_timeout())),
+            _ => false,
+        }
+    }
+}
+
+/// One try of `send_with_alternates` on one producer.
+#[derive(Debug)]
+pub struct Attempt {
+    /// The producer's apiRoot as given (`scheme://authority[/prefix]`).
+    pub producer: String,
+    pub outcome: AttemptOutcome,
+}
+
+/// Why an attempt did not end the request.
+#[derive(Debug)]
+pub enum AttemptOutcome {
+    /// The producer answered with a retryable status (503 or 504).
+    Status(StatusCode),
+    /// The request failed without an answer.
+    Failed(Box<ClientError>),
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.producer)?;
+        match &self.outcome {
+            AttemptOutcome::Status(s) => write!(f, "answered {s}"),
+            AttemptOutcome::Failed(e) => write!(f, "{}", ErrorChain(&**e)),
+        }
+    }
+}
+
+struct DisplayAttempts<'a>(&'a [Attempt]);
+
+impl fmt::Display for DisplayAttempts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, a) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "[{}] {a}", i + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// An error and its sources, `outer: inner: innermost`.
+struct ErrorChain<'a>(&'a (dyn StdError + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut src = self.0.source();
+        while let Some(e) = src {
+            write!(f, ": {e}")?;
+            src = e.source();
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------------------------
+
+/// A complete answer from a producer: status, headers and the whole body.
+#[derive(Debug, Clone)]
+pub struct SbiResponse {
+    status: StatusCode,
+    version: Version,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl SbiResponse {
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The HTTP version the answer came over (HTTP/2 for every SBI exchange).
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// The value of header `name` if present and visible ASCII.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.to_str().ok()
+    }
+
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    pub fn into_body(self) -> Bytes {
+        self.body
+    }
+
+    /// Decodes the body as JSON.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ClientError> {
+        Ok(serde_json::from_slice(&self.body)?)
+    }
+
+    /// The ProblemDetails (TS 29.571) of an `application/problem+json` answer, if this is one
+    /// and its body is JSON.
+    pub fn problem(&self) -> Option<serde_json::Value> {
+        let ct = self.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if !media.eq_ignore_ascii_case("application/problem+json") {
+            return None;
+        }
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client
+// ---------------------------------------------------------------------------------------------
+
+/// Pooled HTTP/2 client for SBI calls. Clone it freely: clones share the connection pool.
+#[derive(Clone)]
+pub struct SbiClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: HyperClient<Connector, Full<Bytes>>,
+    default_timeout: Duration,
+    user_agent: HeaderValue,
+    max_alternates: usize,
+}
+
+impl fmt::Debug for SbiClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SbiClient")
+            .field("default_timeout", &self.inner.default_timeout)
+            .field("user_agent", &self.inner.user_agent)
+            .field("max_alternates", &self.inner.max_alternates)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`SbiClient`] from a [`ClientConfig`] plus PEM material given in memory (in
+/// addition to the files named in `config.tls`).
+#[derive(Debug)]
+pub struct SbiClientBuilder {
+    config: ClientConfig,
+    root_ca_pems: Vec<Vec<u8>>,
+    identity_pem: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl SbiClientBuilder {
+    /// Trusts the CA certificates in `pem` (one or more `CERTIFICATE` blocks).
+    pub fn add_root_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_ca_pems.push(pem.into());
+        self
+    }
+
+    /// Presents this certificate chain (leaf first) and key for mutual TLS; replaces
+    /// `config.tls.cert_file`/`key_file`.
+    pub fn client_identity_pem(
+        mut self,
+        cert_chain_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.identity_pem = Some((cert_chain_pem.into(), key_pem.into()));
+        self
+    }
+
+    /// Overrides `config.user_agent`, typically with `user_agent(nf_type, instance_id)`.
+    pub fn user_agent(mut self, value: impl Into<String>) -> Self {
+        self.config.user_agent = Some(value.into());
+        self
+    }
+
+    /// Reads the PEM files named in the config (blocking file reads: call this at start-up)
+    /// and builds the client. Needs no runtime; the first request must run inside Tokio.
+    pub fn build(self) -> Result<SbiClient, ClientError> {
+        let c = &self.config;
+        if c.request_timeout_ms == 0 {
+            return Err(ClientError::Config("request_timeout_ms must be > 0".into()));
+        }
+        if c.connect_timeout_ms == 0 {
+            return Err(ClientError::Config("connect_timeout_ms must be > 0".into()));
+        }
+        if c.ping_interval_ms > 0 && c.ping_timeout_ms == 0 {
+            return Err(ClientError::Config(
+                "ping_timeout_ms must be > 0 when ping_interval_ms is".into(),
+            ));
+        }
+        for (name, v) in [
+            ("http2_initial_stream_window", c.http2_initial_stream_window),
+            (
+                "http2_initial_connection_window",
+                c.http2_initial_connection_window,
+            ),
+        ] {
+            if !(MIN_WINDOW..=MAX_WINDOW).contains(&v) {
+                return Err(ClientError::Config(format!(
+                    "{name} = {v} is outside {MIN_WINDOW}..={MAX_WINDOW}"
+                )));
+            }
+        }
+        let ua = c.user_agent.as_deref().unwrap_or(DEFAULT_USER_AGENT);
+        let user_agent = HeaderValue::from_str(ua)
+            .map_err(|_| ClientError::Config(format!("user_agent {ua:?} is not a header value")))?;
+
+        let tls = self.tls_config()?;
+
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_millis(c.connect_timeout_ms)));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http2()
+            .wrap_connector(http);
+
+        let mut b = HyperClient::builder(TokioExecutor::new());
+        b.http2_only(true)
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(
+                (c.pool_idle_timeout_ms > 0).then(|| Duration::from_millis(c.pool_idle_timeout_ms)),
+            )
+            .http2_initial_stream_window_size(c.http2_initial_stream_window)
+            .http2_initial_connection_window_size(c.http2_initial_connection_window)
+            .http2_adaptive_window(false);
+        if c.ping_interval_ms > 0 {
+            b.http2_keep_alive_interval(Duration::from_millis(c.ping_interval_ms))
+                .http2_keep_alive_timeout(Duration::from_millis(c.ping_timeout_ms))
+                .http2_keep_alive_while_idle(true);
+        }
+        let http = b.build(connector);
+
+        Ok(SbiClient {
+            inner: Arc::new(Inner {
+                http,
+                default_timeout: Duration::from_millis(c.request_timeout_ms),
+                user_agent,
+                max_alternates: c.max_alternates,
+            }),
+        })
+    }
+
+    fn tls_config(&self) -> Result<rustls::ClientConfig, ClientError> {
+        let tls = &self.config.tls;
+        let mut roots = rustls::RootCertStore::empty();
+        let mut add_roots = |pem: &[u8], origin: &str| -> Result<(), ClientError> {
+            let mut n = 0;
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| ClientError::Config(format!("{origin}: {e}")))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| ClientError::Config(format!("{origin}: {e}")))?;
+                n += 1;
+            }
+            if n == 0 {
+                return Err(ClientError::Config(format!(
+                    "{origin}: no PEM CERTIFICATE found"
+                )));
+            }
+            Ok(())
+        };
+        for path in &tls.ca_files {
+            let pem = read_file(path)?;
+            add_roots(&pem, &path.display().to_string())?;
+        }
+        for pem in &self.root_ca_pems {
+            add_roots(pem, "root CA PEM")?;
+        }
+
+        let identity = match (&self.identity_pem, &tls.cert_file, &tls.key_file) {
+            (Some((cert, key)), _, _) => Some(parse_identity(cert, key, "client identity PEM")?),
+            (None, Some(cert), Some(key)) => Some(parse_identity(
+                &read_file(cert)?,
+                &read_file(key)?,
+                &cert.display().to_string(),
+            )?),
+            (None, None, None) => None,
+            (None, _, _) => {
+                return Err(ClientError::Config(
+                    "tls.cert_file and tls.key_file go together".into(),
+                ))
+            }
+        };
+
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ClientError::Config(format!("TLS: {e}")))?
+            .with_root_certificates(roots);
+        match identity {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| ClientError::Config(format!("TLS client certificate: {e}"))),
+            None => Ok(builder.with_no_client_auth()),
+        }
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<Vec<u8>, ClientError> {
+    std::fs::read(path).map_err(|e| ClientError::Config(format!("{}: {e}", path.display())))
+}
+
+fn parse_identity(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    origin: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ClientError> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ClientError::Config(format!("{origin}: certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(ClientError::Config(format!(
+            "{origin}: no PEM CERTIFICATE found"
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|e| ClientError::Config(format!("{origin}: private key: {e}")))?;
+    Ok((chain, key))
+}
+
+/// True for the answers after which `send_with_alternates` tries the next producer:
+/// 503 Service Unavailable (producer overloaded or shutting down: TS 29.500 overload control
+/// expects the consumer to divert traffic; the request was not processed) and 504 Gateway Timeout (the producer's own
+/// upstream did not answer). 500 Internal Server Error is NOT retried: the producer has
+/// processed the request (re-sending a non-idempotent POST could, e.g., create two
+/// sessions), and a deterministic fault would fail on every instance anyway.
+pub fn is_retryable_status(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
+    )
+}
+
+impl SbiClient {
+    /// Builds a client from `config`, reading its PEM files.
+    pub fn new(config: &ClientConfig) -> Result<Self, ClientError> {
+        Self::builder(config.clone()).build()
+    }
+
+    /// Starts a builder, to add PEM material held in memory.
+    pub fn builder(config: ClientConfig) -> SbiClientBuilder {
+        SbiClientBuilder {
+            config,
+            root_ca_pems: Vec::new(),
+            identity_pem: None,
+        }
+    }
+
+    /// The response time used when a request carries no `3gpp-Sbi-Max-Rsp-Time`.
+    pub fn default_timeout(&self) -> Duration {
+        self.inner.default_timeout
+    }
+
+    /// The `User-Agent` added to requests that have none.
+    pub fn user_agent(&self) -> &HeaderValue {
+        &self.inner.user_agent
+    }
+
+    /// Starts a request. `url` is absolute (`http://host:port/path?query`) for
+    /// [`RequestBuilder::send`], or may be just `/path?query` for
+    /// [`RequestBuilder::send_with_alternates`].
+    pub fn request(&self, method: Method, url: &str) -> RequestBuilder {
+        let uri = url.parse::<Uri>().map_err(|e| ClientError::InvalidUri {
+            uri: url.to_owned(),
+            reason: e.to_string(),
+        });
+        RequestBuilder {
+            client: self.clone(),
+            method,
+            uri,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            error: None,
+        }
+    }
+
+    pub fn get(&self, url: &str) -> RequestBuilder {
+        self.request(Method::GET, url)
+    }
+
+    pub fn post(&self, url: &str) -> RequestBuilder {
+        self.request(Method::POST, url)
+    }
+
+    pub fn put(&self, url: &str) -> RequestBuilder {
+        self.request(Method::PUT, url)
+    }
+
+    pub fn patch(&self, url: &str) -> RequestBuilder {
+        self.request(Method::PATCH, url)
+    }
+
+    pub fn delete(&self, url: &str) -> RequestBuilder {
+        self.request(Method::DELETE, url)
+    }
+
+    /// Sends `req` (absolute `http://` or `https://` URI) to its producer and reads the whole
+    /// answer. Any status is `Ok`; errors are transport failures and timeouts.
+    pub async fn send(&self, req: Request<Bytes>) -> Result<SbiResponse, ClientError> {
+        let (mut parts, body) = req.into_parts();
+        let (scheme, authority) = absolute_target(&parts.uri)?;
+        let timeout = self.response_time(&parts.headers);
+        self.add_default_headers(&mut parts.headers, true);
+        let uri = std::mem::take(&mut parts.uri);
+        self.attempt(
+            parts.method,
+            uri,
+            &scheme,
+            &authority,
+            parts.headers,
+            body,
+            timeout,
+        )
+        .await
+    }
+
+    /// Sends the request to `producers` in order until one gives a non-retryable answer,
+    /// at most `1 + max_alternates` of them.
+    ///
+    /// Each producer is an apiRoot, `scheme://authority[/prefix]`; the request goes to
+    /// `apiRoot + path-and-query of parts.uri` (scheme and authority of `parts.uri`, if any,
+    /// are ignored). Method, headers and body are the same on every attempt, apart from a
+    /// fresh `3gpp-Sbi-Sender-Timestamp` unless the caller set one. Each attempt has the full
+    /// response time (`3gpp-Sbi-Max-Rsp-Time` or the default).
+    ///
+    /// The next producer is tried after a connect failure, a timeout, a transport failure or
+    /// a 503/504 answer ([`is_retryable_status`]); any other answer, 4xx and 500 included, is
+    /// returned as is. When all fail: [`ClientError::AllProducersFailed`] listing each attempt.
+    pub async fn send_with_alternates(
+        &self,
+        mut parts: request::Parts,
+        body: Bytes,
+        producers: &[Uri],
+    ) -> Result<SbiResponse, ClientError> {
+        if producers.is_empty() {
+            return Err(ClientError::NoProducers);
+        }
+        let timeout = self.response_time(&parts.headers);
+        let caller_timestamp = parts.headers.contains_key(&SENDER_TIMESTAMP);
+        self.add_default_headers(&mut parts.headers, false);
+        let path = parts
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+
+        let n = producers.len().min(1 + self.inner.max_alternates);
+        let mut attempts = Vec::new();
+        let mut last_response = None;
+        for (i, producer) in producers[..n].iter().enumerate() {
+            let last = i + 1 == n;
+            let outcome = match alternate_target(producer, &path) {
+                Err(e) => Err(e),
+                Ok((uri, scheme, authority)) => {
+                    let mut headers = if last {
+                        std::mem::take(&mut parts.headers)
+                    } else {
+                        parts.headers.clone()
+                    };
+                    if !caller_timestamp {
+                        headers.insert(&SENDER_TIMESTAMP, sender_timestamp_now());
+                    }
+                    self.attempt(
+                        parts.method.clone(),
+                        uri,
+                        &scheme,
+                        &authority,
+                        headers,
+                        body.clone(),
+                        timeout,
+                    )
+                    .await
+                }
+            };
+            let outcome = match outcome {
+                Ok(rsp) if is_retryable_status(rsp.status) => {
+                    let status = rsp.status;
+                    last_response = Some(Box::new(rsp));
+                    AttemptOutcome::Status(status)
+                }
+                Ok(rsp) => return Ok(rsp),
+                Err(e) if e.is_retryable() => AttemptOutcome::Failed(Box::new(e)),
+                Err(e) => return Err(e),
+            };
+            let attempt = Attempt {
+                producer: producer.to_string(),
+                outcome,
+            };
+            tracing::debug!(
+                method = %parts.method,
+                path = %path,
+                attempt = i + 1,
+                %attempt,
+                alternates_left = n - i - 1,
+                "SBI request failed on producer"
+            );
+            attempts.push(attempt);
+        }
+        Err(ClientError::AllProducersFailed {
+            attempts,
+            last_response,
+        })
+    }
+
+    fn response_time(&self, headers: &HeaderMap) -> Duration {
+        crate::headers::max_rsp_time(headers)
+            .filter(|d| !d.is_zero())
+            .unwrap_or(self.inner.default_timeout)
+    }
+
+    fn add_default_headers(&self, headers: &mut HeaderMap, timestamp: bool) {
+        if !headers.contains_key(USER_AGENT) {
+            headers.insert(USER_AGENT, self.inner.user_agent.clone());
+        }
+        if timestamp && !headers.contains_key(&SENDER_TIMESTAMP) {
+            headers.insert(&SENDER_TIMESTAMP, sender_timestamp_now());
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        method: Method,
+        uri: Uri,
+        scheme: &Scheme,
+        authority: &Authority,
+        headers: HeaderMap,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<SbiResponse, ClientError> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = uri;
+        *req.headers_mut() = headers;
+        let exchange = async {
+            let rsp = self.inner.http.request(req).await.map_err(|e| {
+                let producer = format!("{scheme}://{authority}");
+                if e.is_connect() {
+                    ClientError::Connect {
+                        producer,
+                        source: Box::new(e),
+                    }
+                } else {
+                    ClientError::Http {
+                        producer,
+                        source: Box::new(e),
+                    }
+                }
+            })?;
+            let (parts, body) = rsp.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|e| ClientError::Http {
+                    producer: format!("{scheme}://{authority}"),
+                    source: Box::new(e),
+                })?
+                .to_bytes();
+            Ok(SbiResponse {
+                status: parts.status,
+                version: parts.version,
+                headers: parts.headers,
+                body,
+            })
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(ClientError::Timeout {
+                producer: format!("{scheme}://{authority}"),
+                after: timeout,
+            }),
+        }
+    }
+}
+
+fn sender_timestamp_now() -> HeaderValue {
+    let s = format_sender_timestamp(std::time::SystemTime::now());
+    HeaderValue::from_maybe_shared(Bytes::from(s)).expect("timestamp is a valid header value")
+}
+
+fn check_scheme(uri: &Uri) -> Result<Scheme, ClientError> {
+    match uri.scheme() {
+        Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => Ok(s.clone()),
+        Some(s) => Err(ClientError::InvalidUri {
+            uri: uri.to_string(),
+            reason: format!("scheme `{s}` is neither http nor https"),
+        }),
+        None => Err(ClientError::InvalidUri {
+            uri: uri.to_string(),
+            reason: "not an absolute URI (no scheme)".into(),
+        }),
+    }
+}
+
+fn absolute_target(uri: &Uri) -> Result<(Scheme, Authority), ClientError> {
+    let scheme = check_scheme(uri)?;
+    let authority = uri
+        .authority()
+        .cloned()
+        .ok_or_else(|| ClientError::InvalidUri {
+            uri: uri.to_string(),
+            reason: "no authority".into(),
+        })?;
+    Ok((scheme, authority))
+}
+
+/// `apiRoot` + `path`: scheme and authority from the apiRoot, its path (if any, without a
+/// trailing `/`) as a prefix of `path`.
+fn alternate_target(
+    api_root: &Uri,
+    path: &PathAndQuery,
+) -> Result<(Uri, Scheme, Authority), ClientError> {
+    let (scheme, authority) = absolute_target(api_root)?;
+    let prefix = api_root.path().trim_end_matches('/');
+    let pq = if prefix.is_empty() {
+        path.clone()
+    } else {
+        let joined = format!("{prefix}{}", path.as_str());
+        PathAndQuery::from_maybe_shared(Bytes::from(joined)).map_err(|e| {
+            ClientError::InvalidUri {
+                uri: api_root.to_string(),
+                reason: e.to_string(),
+            }
+        })?
+    };
+    let mut p = http::uri::Parts::default();
+    p.scheme = Some(scheme.clone());
+    p.authority = Some(authority.clone());
+    p.path_and_query = Some(pq);
+    let uri = Uri::from_parts(p).map_err(|e| ClientError::InvalidUri {
+        uri: api_root.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok((uri, scheme, authority))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request builder
+// ---------------------------------------------------------------------------------------------
+
+/// A request being built; see [`SbiClient::request`]. Errors (bad URI, header, JSON) surface
+/// when it is sent.
+#[derive(Debug)]
+#[must_use = "a request does nothing until sent"]
+pub struct RequestBuilder {
+    client: SbiClient,
+    method: Method,
+    uri: Result<Uri, ClientError>,
+    headers: HeaderMap,
+    body: Bytes,
+    error: Option<ClientError>,
+}
+
+impl RequestBuilder {
+    /// Adds a header (repeating a name adds another value).
+    pub fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        V: TryInto<HeaderValue>,
+    {
+        if self.error.is_some() {
+            return self;
+        }
+        match (name.try_into(), value.try_into()) {
+            (Ok(n), Ok(v)) => {
+                self.headers.append(n, v);
+            }
+            (Err(_), _) => self.error = Some(ClientError::InvalidRequest("bad header name".into())),
+            (Ok(n), Err(_)) => {
+                self.error = Some(ClientError::InvalidRequest(format!(
+                    "bad value for header {n}"
+                )))
+            }
+        }
+        self
+    }
+
+    /// Adds all these headers.
+    pub fn headers(mut self, headers: HeaderMap) -> Self {
+        self.headers.extend(headers);
+        self
+    }
+
+    /// Sets a JSON body and, unless already set, `Content-Type: application/json`.
+    pub fn json<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(v) => {
+                self.body = Bytes::from(v);
+                if !self.headers.contains_key(CONTENT_TYPE) {
+                    self.headers.insert(CONTENT_TYPE, APPLICATION_JSON);
+                }
+            }
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(ClientError::InvalidRequest(format!("JSON body: {e}")));
+                }
+            }
+        }
+        self
+    }
+
+    /// Sets a raw body (set `Content-Type` with [`header`](Self::header)).
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Sets `3gpp-Sbi-Max-Rsp-Time` (whole milliseconds, at least 1): the producer learns how
+    /// long we wait, and the client times out after it.
+    pub fn max_rsp_time(mut self, d: Duration) -> Self {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.headers.insert(&MAX_RSP_TIME, HeaderValue::from(ms));
+        self
+    }
+
+    /// The request as built (`User-Agent` and timestamp are added at send time).
+    pub fn build(self) -> Result<Request<Bytes>, ClientError> {
+        self.into_parts().map(|(_, req)| req)
+    }
+
+    fn into_parts(self) -> Result<(SbiClient, Request<Bytes>), ClientError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut req = Request::new(self.body);
+        *req.method_mut() = self.method;
+        *req.uri_mut() = self.uri?;
+        *req.headers_mut() = self.headers;
+        Ok((self.client, req))
+    }
+
+    /// Sends to the absolute URL given to [`SbiClient::request`].
+    pub async fn send(self) -> Result<SbiResponse, ClientError> {
+        let (client, req) = self.into_parts()?;
+        client.send(req).await
+    }
+
+    /// Sends to the first producer that gives a non-retryable answer; see
+    /// [`SbiClient::send_with_alternates`]. The URL given to [`SbiClient::request`] only
+    /// contributes its path and query.
+    pub async fn send_with_alternates(self, producers: &[Uri]) -> Result<SbiResponse, ClientError> {
+        let (client, req) = self.into_parts()?;
+        let (parts, body) = req.into_parts();
+        client.send_with_alternates(parts, body, producers).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_and_unknown_fields() {
+        let c: ClientConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c, ClientConfig::default());
+        assert!(serde_json::from_str::<ClientConfig>(r#"{"request_timeout":1}"#).is_err());
+        assert!(serde_json::from_str::<ClientConfig>(r#"{"tls":{"ca_file":"x"}}"#).is_err());
+    }
+
+    #[test]
+    fn alternate_target_joins_prefix() {
+        let pq = PathAndQuery::from_static("/nudr-dr/v2/x?a=1");
+        let (u, _, _) = alternate_target(&"http://h:1".parse().unwrap(), &pq).unwrap();
+        assert_eq!(u.to_string(), "http://h:1/nudr-dr/v2/x?a=1");
+        let (u, _, _) = alternate_target(&"https://h:2/pre/".parse().unwrap(), &pq).unwrap();
+        assert_eq!(u.to_string(), "https://h:2/pre/nudr-dr/v2/x?a=1");
+        assert!(alternate_target(&"/rel".parse().unwrap(), &pq).is_err());
+        assert!(alternate_target(&"ftp://h/".parse().unwrap(), &pq).is_err());
+    }
+
+    #[test]
+    fn bad_config_rejected() {
+        let c = ClientConfig {
+            http2_initial_stream_window: 10,
+            ..ClientConfig::default()
+        };
+        assert!(matches!(SbiClient::new(&c), Err(ClientError::Config(_))));
+        let c = ClientConfig {
+            tls: TlsClientConfig {
+                cert_file: Some("c.pem".into()),
+                ..Default::default()
+            },
+            ..ClientConfig::default()
+        };
+        assert!(matches!(SbiClient::new(&c), Err(ClientError::Config(_))));
+    }
+}

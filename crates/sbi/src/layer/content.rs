@@ -1,0 +1,77 @@
+//! Content checks that need no knowledge of the operation: the answer can be JSON (406), the body
+//! is framed (411) and within the size limit (413). The body is then read whole, so handlers get
+//! `Bytes` and never stream.
+
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::Request;
+use tower::{Layer, Service};
+
+use super::LayerFuture;
+use crate::body;
+use crate::router::Response;
+
+#[derive(Clone)]
+pub struct ContentLayer {
+    max_body_bytes: usize,
+}
+
+impl ContentLayer {
+    pub fn new(max_body_bytes: usize) -> Self {
+        ContentLayer { max_body_bytes }
+    }
+}
+
+impl<S> Layer<S> for ContentLayer {
+    type Service = ContentService<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        ContentService {
+            inner,
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct ContentService<S> {
+    inner: S,
+    max_body_bytes: usize,
+}
+
+impl<S, B> Service<Request<B>> for ContentService<S>
+where
+    S: Service<Request<Bytes>, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = LayerFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The inner service was made ready for this call; take it and leave a clone behind
+        // (tower's rule for services called from a spawned future).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let limit = self.max_body_bytes;
+        Box::pin(async move {
+            let (head, b) = req.into_parts();
+            if let Err(p) = body::check_accept(&head.headers) {
+                return Ok(p.with_instance(head.uri.path().to_owned()).into_response());
+            }
+            match body::collect(&head.method, head.version, &head.headers, b, limit).await {
+                Ok(bytes) => inner.call(Request::from_parts(head, bytes)).await,
+                Err(p) => Ok(p.with_instance(head.uri.path().to_owned()).into_response()),
+            }
+        })
+    }
+}

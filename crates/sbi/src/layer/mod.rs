@@ -1,0 +1,28 @@
+//! The layer stack every SBI request passes through, one concern per layer, outermost first:
+//!
+//! 1. [`request_id`]: takes or makes `x-request-id`, opens the tracing span.
+//! 2. [`metrics`]: counts and times each service operation by status class.
+//! 3. [`route`]: resolves method and path to a service operation (404/405/400 INVALID_API here).
+//! 4. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
+//! 5. [`content`]: Accept, Content-Length and size limits; reads the body whole (406/411/413).
+//! 6. [`tap`]: hands a copy of request and answer to the Data Director (off unless configured).
+//!
+//! and then the operation's handler ([`crate::router::Dispatch`]). Every layer is a plain tower
+//! `Layer`, so an NF can add its own (an OAuth2 bearer check, say) where it belongs.
+
+pub mod content;
+pub mod metrics;
+pub mod overload;
+pub mod request_id;
+pub mod route;
+pub mod tap;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::router::Response;
+
+/// The future every layer returns. SBI services never fail at the tower level: errors are
+/// answers (ProblemDetails), so the error type is `Infallible`.
+pub type LayerFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;

@@ -1,0 +1,206 @@
+//! What every SBI port says about itself: `/metrics` (Prometheus text, including process CPU and
+//! RSS read from /proc), `/healthz/live` and `/healthz/ready`. These are answered before the layer
+//! stack so that an overloaded NF still reports its state to its orchestrator.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use http::{header, HeaderValue, StatusCode};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use crate::body::Body;
+use crate::problem::{cause, ProblemDetails};
+use crate::router::{empty_response, Response};
+
+pub const METRICS_PATH: &str = "/metrics";
+pub const LIVE_PATH: &str = "/healthz/live";
+pub const READY_PATH: &str = "/healthz/ready";
+
+/// Shared by an NF's SBI server and its internals: the metric registry and the readiness flag.
+#[derive(Clone)]
+pub struct Observability {
+    registry: Arc<Mutex<Registry>>,
+    ready: Arc<AtomicBool>,
+}
+
+impl Default for Observability {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observability {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(ProcessCollector));
+        Observability {
+            registry: Arc::new(Mutex::new(registry)),
+            ready: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Registers NF-specific metrics. Registration happens at start-up, never per request.
+    pub fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        let mut reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut reg)
+    }
+
+    /// An NF calls this once its state is loaded and it can serve.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+        out
+    }
+
+    /// Answers the three built-in paths; `None` for anything else.
+    pub fn answer(&self, path: &str) -> Option<Response> {
+        match path {
+            METRICS_PATH => {
+                let mut resp = http::Response::new(Body::from(self.encode()));
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    ),
+                );
+                Some(resp)
+            }
+            LIVE_PATH => Some(empty_response(StatusCode::OK)),
+            READY_PATH if self.is_ready() => Some(empty_response(StatusCode::OK)),
+            READY_PATH => Some(
+                ProblemDetails::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    cause::NF_CONGESTION,
+                    "not ready: state is still loading",
+                )
+                .into_response(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Process CPU time and resident memory, read at scrape time.
+#[derive(Debug)]
+struct ProcessCollector;
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(usage) = ProcessUsage::read_self() {
+            let cpu = ConstCounter::new(usage.cpu_seconds());
+            let m = encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "Total user and system CPU time spent in seconds.",
+                None,
+                cpu.metric_type(),
+            )?;
+            cpu.encode(m)?;
+            let rss = ConstGauge::new(usage.rss_bytes as i64);
+            let m = encoder.encode_descriptor(
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                None,
+                rss.metric_type(),
+            )?;
+            rss.encode(m)?;
+        }
+        Ok(())
+    }
+}
+
+/// CPU and memory of a process from /proc, shared with the benchmark kit which reads its NFs'.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessUsage {
+    pub utime_ticks: u64,
+    pub stime_ticks: u64,
+    pub rss_bytes: u64,
+}
+
+impl ProcessUsage {
+    pub fn read_self() -> Option<Self> {
+        Self::read("self")
+    }
+
+    pub fn read_pid(pid: u32) -> Option<Self> {
+        Self::read(&pid.to_string())
+    }
+
+    fn read(pid: &str) -> Option<Self> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name may contain spaces and parentheses: fields start after the last ')'.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // After the name: state(3) ... utime(14) stime(15) ... rss(24), 1-based in proc(5).
+        let utime_ticks = fields.get(11)?.parse().ok()?;
+        let stime_ticks = fields.get(12)?.parse().ok()?;
+        let rss_pages: u64 = fields.get(21)?.parse().ok()?;
+        Some(ProcessUsage {
+            utime_ticks,
+            stime_ticks,
+            rss_bytes: rss_pages * page_size(),
+        })
+    }
+
+    pub fn cpu_seconds(&self) -> f64 {
+        (self.utime_ticks + self.stime_ticks) as f64 / clock_ticks() as f64
+    }
+}
+
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no preconditions; it only reads a system constant.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+fn page_size() -> u64 {
+    // SAFETY: as above.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_include_process_cpu_and_rss() {
+        let o = Observability::new();
+        let text = o.encode();
+        assert!(text.contains("process_cpu_seconds_total"), "{text}");
+        assert!(text.contains("process_resident_memory_bytes"), "{text}");
+        let rss = ProcessUsage::read_self().unwrap().rss_bytes;
+        assert!(rss > 1024 * 1024, "rss {rss}");
+    }
+
+    #[test]
+    fn readiness_follows_the_flag() {
+        let o = Observability::new();
+        assert_eq!(o.answer(READY_PATH).unwrap().status(), 503);
+        o.set_ready(true);
+        assert_eq!(o.answer(READY_PATH).unwrap().status(), 200);
+        assert_eq!(o.answer(LIVE_PATH).unwrap().status(), 200);
+        assert!(o.answer("/other").is_none());
+    }
+}

@@ -1,0 +1,396 @@
+//! Routing by method and path template (`/nbsf-management/v1/pcfBindings/{bindingId}`), with the
+//! answers TS 29.500 §5.2.7 gives when nothing matches: 400 INVALID_API for an API name this port
+//! serves under another version, 404 for an unknown resource, 405 (with `Allow`) for a known
+//! resource and an unsupported method.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::body::{self, Body};
+use crate::problem::{cause, ProblemDetails};
+use crate::query::Query;
+
+pub type Response = http::Response<Body>;
+pub type HandlerResult = Result<Response, ProblemDetails>;
+type BoxFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'static>>;
+type ErasedHandler = dyn Fn(SbiRequest) -> BoxFuture + Send + Sync;
+
+/// What a handler receives: the request head, its path parameters and the whole body.
+pub struct SbiRequest {
+    pub head: http::request::Parts,
+    pub body: Bytes,
+    params: Vec<(&'static str, String)>,
+}
+
+impl SbiRequest {
+    pub fn new(
+        head: http::request::Parts,
+        body: Bytes,
+        params: Vec<(&'static str, String)>,
+    ) -> Self {
+        SbiRequest { head, body, params }
+    }
+
+    /// A path parameter of the matched template; percent-decoded.
+    pub fn param(&self, name: &str) -> &str {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    pub fn headers(&self) -> &http::HeaderMap {
+        &self.head.headers
+    }
+
+    pub fn method(&self) -> &Method {
+        &self.head.method
+    }
+
+    pub fn query(&self) -> Query {
+        Query::parse(self.head.uri.query())
+    }
+
+    /// The body as JSON of type `T`: 415 unless sent as application/json, 400 with
+    /// `invalidParams` when it does not decode.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ProblemDetails> {
+        body::require_media_type(&self.head.headers, &[body::JSON])?;
+        body::decode_json(&self.body)
+    }
+}
+
+/// The response builders handlers use.
+pub fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> HandlerResult {
+    let bytes = serde_json::to_vec(value)
+        .map_err(|e| ProblemDetails::internal(format!("response encoding failed: {e}")))?;
+    let mut resp = http::Response::new(Body::from(bytes));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(body::JSON));
+    Ok(resp)
+}
+
+pub fn empty_response(status: StatusCode) -> Response {
+    let mut resp = http::Response::new(Body::empty());
+    *resp.status_mut() = status;
+    resp
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Param(&'static str),
+}
+
+pub(crate) struct Route {
+    method: Method,
+    segments: Vec<Segment>,
+    /// The 3GPP service operation, e.g. `Nbsf_Management_Register`, for metrics and logs.
+    pub(crate) operation: &'static str,
+    pub(crate) handler: Arc<ErasedHandler>,
+}
+
+/// The route a request resolved to, carried in the request's extensions down the layer stack.
+#[derive(Clone)]
+pub struct Matched {
+    pub operation: &'static str,
+    pub(crate) handler: Arc<ErasedHandler>,
+    pub(crate) params: Vec<(&'static str, String)>,
+}
+
+/// The service operation name, set on every response for the metrics layer.
+#[derive(Clone, Copy, Debug)]
+pub struct Operation(pub &'static str);
+
+#[derive(Default, Clone)]
+pub struct Router {
+    routes: Arc<Vec<Route>>,
+}
+
+pub struct RouterBuilder<S> {
+    state: Arc<S>,
+    routes: Vec<Route>,
+}
+
+impl Router {
+    pub fn builder<S: Send + Sync + 'static>(state: Arc<S>) -> RouterBuilder<S> {
+        RouterBuilder {
+            state,
+            routes: Vec::new(),
+        }
+    }
+
+    /// Resolves a request to its route or to the problem answering it.
+    pub fn resolve(&self, method: &Method, path: &str) -> Result<Matched, ProblemDetails> {
+        let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let mut allowed: Vec<&Method> = Vec::new();
+        for route in self.routes.iter() {
+            if let Some(params) = match_segments(&route.segments, &segs) {
+                if route.method == *method {
+                    return Ok(Matched {
+                        operation: route.operation,
+                        handler: route.handler.clone(),
+                        params,
+                    });
+                }
+                allowed.push(&route.method);
+            }
+        }
+        if !allowed.is_empty() {
+            let list: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+            let mut p = ProblemDetails::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                cause::METHOD_NOT_ALLOWED,
+                format!(
+                    "{method} is not allowed on {path}; allowed: {}",
+                    list.join(", ")
+                ),
+            );
+            p.instance = Some(path.to_owned());
+            return Err(p);
+        }
+        let api = segs.first().copied().unwrap_or("");
+        let known_api = self
+            .routes
+            .iter()
+            .any(|r| matches!(r.segments.first(), Some(Segment::Literal(l)) if l == api));
+        let version_ok = self.routes.iter().any(|r| {
+            matches!((r.segments.first(), r.segments.get(1), segs.get(1)),
+                (Some(Segment::Literal(a)), Some(Segment::Literal(v)), Some(sv)) if a == api && v == sv)
+        });
+        if known_api && !version_ok {
+            return Err(ProblemDetails::bad_request(
+                cause::INVALID_API,
+                format!(
+                    "API version {} of {api} is not served here",
+                    segs.get(1).unwrap_or(&"")
+                ),
+            ));
+        }
+        Err(ProblemDetails::new(
+            StatusCode::NOT_FOUND,
+            cause::RESOURCE_URI_STRUCTURE_NOT_FOUND,
+            format!("no resource at {path}"),
+        ))
+    }
+
+    /// The methods a path supports, for the `Allow` header of a 405.
+    pub fn allowed_methods(&self, path: &str) -> Vec<Method> {
+        let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        self.routes
+            .iter()
+            .filter(|r| match_segments(&r.segments, &segs).is_some())
+            .map(|r| r.method.clone())
+            .collect()
+    }
+}
+
+impl<S: Send + Sync + 'static> RouterBuilder<S> {
+    /// Adds `method template` served by `handler`, named after its 3GPP service operation.
+    ///
+    /// # Panics
+    /// On a malformed template: routes are fixed at start-up, so this is a programming error.
+    pub fn route<F, Fut>(
+        mut self,
+        method: Method,
+        template: &'static str,
+        operation: &'static str,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Arc<S>, SbiRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        let segments = parse_template(template);
+        let state = self.state.clone();
+        let handler: Arc<ErasedHandler> =
+            Arc::new(move |req| Box::pin(handler(state.clone(), req)) as BoxFuture);
+        self.routes.push(Route {
+            method,
+            segments,
+            operation,
+            handler,
+        });
+        self
+    }
+
+    pub fn build(self) -> Router {
+        Router {
+            routes: Arc::new(self.routes),
+        }
+    }
+}
+
+fn parse_template(template: &'static str) -> Vec<Segment> {
+    assert!(
+        template.starts_with('/'),
+        "route template must start with '/': {template}"
+    );
+    template[1..]
+        .split('/')
+        .map(
+            |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => {
+                    assert!(!name.is_empty(), "empty parameter name in {template}");
+                    Segment::Param(name)
+                }
+                None => Segment::Literal(s.to_owned()),
+            },
+        )
+        .collect()
+}
+
+fn match_segments(template: &[Segment], path: &[&str]) -> Option<Vec<(&'static str, String)>> {
+    if template.len() != path.len() {
+        return None;
+    }
+    let mut params = Vec::new();
+    for (t, p) in template.iter().zip(path) {
+        match t {
+            Segment::Literal(l) if l == p => {}
+            Segment::Literal(_) => return None,
+            Segment::Param(_) if p.is_empty() => return None,
+            Segment::Param(name) => {
+                let decoded = percent_decode(p)?;
+                params.push((*name, decoded));
+            }
+        }
+    }
+    Some(params)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let decoded: Vec<u8> =
+        form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned().into_bytes())?;
+    String::from_utf8(decoded).ok()
+}
+
+/// The innermost service: runs the matched operation's handler. A handler's error becomes its
+/// ProblemDetails answer; a handler that panics answers 500 instead of taking the connection down.
+#[derive(Clone, Default)]
+pub struct Dispatch;
+
+impl tower::Service<http::Request<Bytes>> for Dispatch {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = crate::layer::LayerFuture;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
+        use futures_util::FutureExt;
+        let (mut head, body) = req.into_parts();
+        let Some(matched) = head.extensions.remove::<Matched>() else {
+            // Only reachable if the stack is assembled without the route layer.
+            let p = ProblemDetails::internal("request reached dispatch without a route");
+            return Box::pin(std::future::ready(Ok(p.into_response())));
+        };
+        let path = head.uri.path().to_owned();
+        let fut = (matched.handler)(SbiRequest::new(head, body, matched.params));
+        Box::pin(async move {
+            let resp = match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(problem)) => {
+                    let problem = if problem.instance.is_none() {
+                        problem.with_instance(path)
+                    } else {
+                        problem
+                    };
+                    problem.into_response()
+                }
+                Err(_) => {
+                    tracing::error!(%path, "handler panicked");
+                    ProblemDetails::internal("internal error while serving the request")
+                        .with_instance(path)
+                        .into_response()
+                }
+            };
+            Ok(resp)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        async fn ok(_: Arc<()>, _: SbiRequest) -> HandlerResult {
+            Ok(empty_response(StatusCode::NO_CONTENT))
+        }
+        Router::builder(Arc::new(()))
+            .route(
+                Method::GET,
+                "/nbsf-management/v1/pcfBindings",
+                "Nbsf_Management_Discovery",
+                ok,
+            )
+            .route(
+                Method::POST,
+                "/nbsf-management/v1/pcfBindings",
+                "Nbsf_Management_Register",
+                ok,
+            )
+            .route(
+                Method::DELETE,
+                "/nbsf-management/v1/pcfBindings/{bindingId}",
+                "Nbsf_Management_Deregister",
+                ok,
+            )
+            .build()
+    }
+
+    #[test]
+    fn resolves_templates_and_decodes_params() {
+        let r = router();
+        let m = r
+            .resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/a%2Fb")
+            .unwrap();
+        assert_eq!(m.operation, "Nbsf_Management_Deregister");
+        assert_eq!(m.params, vec![("bindingId", "a/b".to_owned())]);
+    }
+
+    #[test]
+    fn answers_405_404_and_invalid_api() {
+        let r = router();
+        let e = r
+            .resolve(&Method::PUT, "/nbsf-management/v1/pcfBindings")
+            .err()
+            .unwrap();
+        assert_eq!(e.status, Some(405));
+        assert_eq!(
+            r.allowed_methods("/nbsf-management/v1/pcfBindings").len(),
+            2
+        );
+        let e = r
+            .resolve(&Method::GET, "/nbsf-management/v1/nothing")
+            .err()
+            .unwrap();
+        assert_eq!(e.status, Some(404));
+        let e = r
+            .resolve(&Method::GET, "/nbsf-management/v9/pcfBindings")
+            .err()
+            .unwrap();
+        assert_eq!(e.cause.as_deref(), Some(cause::INVALID_API));
+        let e = r
+            .resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/")
+            .err()
+            .unwrap();
+        assert_eq!(e.status, Some(404));
+    }
+}

@@ -1,0 +1,91 @@
+//! TLS for SBI ports (TS 33.501 §13.1: TLS 1.2 or 1.3), with ALPN `h2` and `http/1.1` and
+//! optional mutual TLS, on rustls with the ring provider.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use serde::Deserialize;
+
+/// `[sbi.tls]`: present means the port speaks TLS only.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// PEM CA certificates; when set, clients must present a certificate signed by one of them
+    /// (mutual TLS).
+    #[serde(default)]
+    pub client_ca: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read {path}: {reason}")]
+    Pem { path: PathBuf, reason: String },
+    #[error("{path} holds no certificate")]
+    NoCertificate { path: PathBuf },
+    #[error("TLS configuration rejected: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error("client CA rejected: {0}")]
+    Verifier(String),
+}
+
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| TlsError::Pem {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+    if certs.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: path.to_owned(),
+        });
+    }
+    Ok(certs)
+}
+
+pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Pem {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+pub fn load_roots(path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for cert in load_certs(path)? {
+        roots.add(cert)?;
+    }
+    Ok(roots)
+}
+
+/// The rustls server configuration for an SBI port.
+pub fn server_config(cfg: &TlsConfig) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = provider();
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match &cfg.client_ca {
+        Some(ca) => {
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(load_roots(ca)?), provider)
+                    .build()
+                    .map_err(|e| TlsError::Verifier(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(load_certs(&cfg.cert)?, load_key(&cfg.key)?)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}

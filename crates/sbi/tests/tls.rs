@@ -1,0 +1,171 @@
+//! TLS 1.2/1.3 with ALPN on an SBI port, and mutual TLS.
+
+mod common;
+
+use bytes::Bytes;
+use http::{Method, StatusCode, Version};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use sbi::tls::TlsConfig;
+use sbi::ServerConfig;
+
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+    client_cert_pem: String,
+    client_key_pem: String,
+}
+
+fn pki() -> Pki {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issue = |names: Vec<String>| {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &ca, &ca_key)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (server_cert, server_key) = issue(vec!["localhost".into(), "127.0.0.1".into()]);
+    let (client_cert_pem, client_key_pem) = issue(vec!["pcf.example".into()]);
+    std::fs::write(dir.path().join("server.crt"), server_cert).unwrap();
+    std::fs::write(dir.path().join("server.key"), server_key).unwrap();
+    std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
+    Pki {
+        dir,
+        ca_pem: ca.pem(),
+        client_cert_pem,
+        client_key_pem,
+    }
+}
+
+fn tls_config(p: &Pki, mutual: bool) -> TlsConfig {
+    TlsConfig {
+        cert: p.dir.path().join("server.crt"),
+        key: p.dir.path().join("server.key"),
+        client_ca: mutual.then(|| p.dir.path().join("ca.crt")),
+    }
+}
+
+fn client(
+    p: &Pki,
+    with_cert: bool,
+    alpn: &[&[u8]],
+) -> Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+> {
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pki_types::CertificateDer::pem_slice_iter(p.ca_pem.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(sbi::tls::provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let cfg = if with_cert {
+        let certs = rustls_pki_types::CertificateDer::pem_slice_iter(p.client_cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key =
+            rustls_pki_types::PrivateKeyDer::from_pem_slice(p.client_key_pem.as_bytes()).unwrap();
+        builder.with_client_auth_cert(certs, key).unwrap()
+    } else {
+        builder.with_no_client_auth()
+    };
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(cfg)
+        .https_only();
+    // hyper-rustls sets ALPN itself from the versions enabled.
+    let https = if alpn == [b"h2"] {
+        builder.enable_http2().build()
+    } else {
+        builder.enable_http1().build()
+    };
+    Client::builder(TokioExecutor::new()).build(https)
+}
+
+async fn get(
+    c: &Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Full<Bytes>,
+    >,
+    url: String,
+) -> Result<(StatusCode, Version, serde_json::Value), String> {
+    let req = http::Request::builder()
+        .method(Method::GET)
+        .uri(url)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resp = c.request(req).await.map_err(|e| format!("{e:?}"))?;
+    let status = resp.status();
+    let version = resp.version();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    Ok((
+        status,
+        version,
+        serde_json::from_slice(&body).unwrap_or_default(),
+    ))
+}
+
+#[tokio::test]
+async fn tls_with_alpn_h2_and_http1() {
+    let p = pki();
+    let srv = common::start(ServerConfig {
+        tls: Some(tls_config(&p, false)),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://localhost:{}/ntest/v1/items/none", srv.addr.port());
+    let (status, version, body) = get(&client(&p, false, &[b"h2"]), url.clone())
+        .await
+        .unwrap();
+    assert_eq!((status, version), (StatusCode::NOT_FOUND, Version::HTTP_2));
+    assert_eq!(body["cause"], "RESOURCE_NOT_FOUND");
+    let (status, version, _) = get(&client(&p, false, &[b"http/1.1"]), url).await.unwrap();
+    assert_eq!((status, version), (StatusCode::NOT_FOUND, Version::HTTP_11));
+    srv.stop().await;
+}
+
+#[tokio::test]
+async fn mutual_tls_requires_a_client_certificate() {
+    let p = pki();
+    let srv = common::start(ServerConfig {
+        tls: Some(tls_config(&p, true)),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://localhost:{}/healthz/live", srv.addr.port());
+    assert!(
+        get(&client(&p, false, &[b"h2"]), url.clone())
+            .await
+            .is_err(),
+        "no client cert must fail"
+    );
+    let (status, version, _) = get(&client(&p, true, &[b"h2"]), url).await.unwrap();
+    assert_eq!((status, version), (StatusCode::OK, Version::HTTP_2));
+    srv.stop().await;
+}
+
+#[test]
+fn missing_certificate_files_are_reported() {
+    let cfg = TlsConfig {
+        cert: "/nonexistent.crt".into(),
+        key: "/nonexistent.key".into(),
+        client_ca: None,
+    };
+    let e = sbi::tls::server_config(&cfg).unwrap_err().to_string();
+    assert!(e.contains("/nonexistent.crt"), "{e}");
+}

@@ -1,0 +1,236 @@
+//! Configuration of the embedded SQLite engine.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// Settings of the embedded SQLite store (`[store]` in an NF's config file).
+///
+/// Every field has a default, so an empty table is a valid configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SqliteConfig {
+    /// Path of the database file. The `-wal` and `-shm` files live next to
+    /// it, so its directory must be writable. Default: `fivecore.db`.
+    pub path: PathBuf,
+
+    /// When a commit is considered durable. Default: `full`.
+    ///
+    /// - `full`: the WAL is fsynced at every commit. An acknowledged write
+    ///   survives a process kill, an OS crash and a power loss.
+    /// - `normal`: the WAL is fsynced only at checkpoints. An acknowledged
+    ///   write survives a process kill (`kill -9`), because it already sits in
+    ///   the OS page cache, but the last commits may be lost on power loss or
+    ///   an OS crash. The database itself never corrupts.
+    pub synchronous: Synchronous,
+
+    /// How long a connection waits for a lock held by another process (a
+    /// backup tool, the `sqlite3` shell) before failing, in milliseconds.
+    /// Default: 5000.
+    pub busy_timeout_ms: u64,
+
+    /// Page cache per connection, in MiB. The writer and every reader have
+    /// their own, so the total is `(readers + 1) * cache_size_mib`.
+    /// Default: 16.
+    pub cache_size_mib: u64,
+
+    /// Size of the memory map used for reads, in MiB (0 disables it). The
+    /// map is shared by all connections through the OS page cache.
+    /// Default: 256.
+    pub mmap_size_mib: u64,
+
+    /// Number of reader threads, each with its own read-only connection.
+    /// Default: 4.
+    pub readers: usize,
+
+    /// Largest number of write jobs committed in one transaction (group
+    /// commit). Default: 512.
+    pub max_batch: usize,
+
+    /// Capacity of the write queue and of the read queue. When a queue is
+    /// full, callers wait (asynchronously) for room: back-pressure instead of
+    /// unbounded memory. Default: 4096.
+    pub queue_capacity: usize,
+}
+
+/// SQLite `PRAGMA synchronous` values the store accepts. `OFF` is not offered:
+/// it would break the rule that an acknowledged write survives a process kill
+/// during a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// fsync the WAL at every commit.
+    #[default]
+    Full,
+    /// fsync only at checkpoints.
+    Normal,
+}
+
+impl Synchronous {
+    pub(crate) fn pragma_value(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        Self {
+            path: default_path(),
+            synchronous: Synchronous::default(),
+            busy_timeout_ms: default_busy_timeout_ms(),
+            cache_size_mib: default_cache_size_mib(),
+            mmap_size_mib: default_mmap_size_mib(),
+            readers: default_readers(),
+            max_batch: default_max_batch(),
+            queue_capacity: default_queue_capacity(),
+        }
+    }
+}
+
+impl SqliteConfig {
+    /// Default settings for the database at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.path.as_os_str().is_empty() {
+            return Err(invalid("path must not be empty"));
+        }
+        // Readers cannot see a private in-memory database of the writer.
+        if self.path.as_os_str() == ":memory:" {
+            return Err(invalid("path must be a file, not :memory:"));
+        }
+        if self.readers == 0 {
+            return Err(invalid("readers must be at least 1"));
+        }
+        if self.max_batch == 0 {
+            return Err(invalid("max_batch must be at least 1"));
+        }
+        if self.queue_capacity == 0 {
+            return Err(invalid("queue_capacity must be at least 1"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn busy_timeout(&self) -> Duration {
+        Duration::from_millis(self.busy_timeout_ms)
+    }
+
+    /// `PRAGMA cache_size` takes a negative number to mean KiB.
+    pub(crate) fn cache_size_pragma(&self) -> i64 {
+        let kib = self.cache_size_mib.saturating_mul(1024);
+        -i64::try_from(kib).unwrap_or(i64::MAX)
+    }
+
+    pub(crate) fn mmap_size_bytes(&self) -> i64 {
+        let bytes = self.mmap_size_mib.saturating_mul(1024 * 1024);
+        i64::try_from(bytes).unwrap_or(i64::MAX)
+    }
+}
+
+fn invalid(msg: &str) -> Error {
+    Error::InvalidArgument(format!("store config: {msg}"))
+}
+
+fn default_path() -> PathBuf {
+    PathBuf::from("fivecore.db")
+}
+
+fn default_busy_timeout_ms() -> u64 {
+    5000
+}
+
+fn default_cache_size_mib() -> u64 {
+    16
+}
+
+fn default_mmap_size_mib() -> u64 {
+    256
+}
+
+fn default_readers() -> usize {
+    4
+}
+
+fn default_max_batch() -> usize {
+    512
+}
+
+fn default_queue_capacity() -> usize {
+    4096
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_table_gives_defaults() {
+        let config: SqliteConfig = parse("");
+        assert_eq!(config, SqliteConfig::default());
+        assert_eq!(config.synchronous, Synchronous::Full);
+        assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn fields_parse_and_unknown_ones_are_rejected() {
+        let config = parse("path = \"/var/lib/x.db\"\nsynchronous = \"normal\"\nreaders = 2\n");
+        assert_eq!(config.path, PathBuf::from("/var/lib/x.db"));
+        assert_eq!(config.synchronous, Synchronous::Normal);
+        assert_eq!(config.readers, 2);
+        assert_eq!(config.max_batch, default_max_batch());
+
+        assert!(toml::from_str::<SqliteConfig>("readerz = 2").is_err());
+        assert!(toml::from_str::<SqliteConfig>("synchronous = \"off\"").is_err());
+    }
+
+    #[test]
+    fn validation_rejects_unusable_values() {
+        for bad in [
+            SqliteConfig {
+                readers: 0,
+                ..SqliteConfig::default()
+            },
+            SqliteConfig {
+                max_batch: 0,
+                ..SqliteConfig::default()
+            },
+            SqliteConfig {
+                queue_capacity: 0,
+                ..SqliteConfig::default()
+            },
+            SqliteConfig::new(":memory:"),
+            SqliteConfig::new(""),
+        ] {
+            assert!(
+                matches!(bad.validate(), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pragma_units() {
+        let config = SqliteConfig {
+            cache_size_mib: 2,
+            mmap_size_mib: 1,
+            ..SqliteConfig::default()
+        };
+        assert_eq!(config.cache_size_pragma(), -2048);
+        assert_eq!(config.mmap_size_bytes(), 1024 * 1024);
+    }
+
+    fn parse(text: &str) -> SqliteConfig {
+        toml::from_str(text).expect("valid config")
+    }
+}

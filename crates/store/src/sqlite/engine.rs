@@ -1,0 +1,590 @@
+//! Threads, channels and group commit of the embedded SQLite engine.
+//!
+//! SQLite allows one writer at a time; many threads contending for the write
+//! lock would spin on `SQLITE_BUSY` and each pay an fsync. Instead a single
+//! writer thread owns the only read-write connection and commits whatever
+//! has queued up since its last commit in one transaction, so the cost of an
+//! fsync is shared by every write of the batch. Readers never wait for the
+//! writer in WAL mode, so they get their own threads and read-only
+//! connections. Async callers talk to all of them through bounded channels
+//! and await a oneshot reply: no tokio worker ever blocks on SQLite.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use tokio::sync::{mpsc, oneshot};
+
+use super::migrate::{apply_migrations, Migration};
+use crate::config::SqliteConfig;
+use crate::error::{Error, Result};
+
+/// Statements prepared once per connection: the document primitive's plus
+/// room for an NF schema's.
+const STATEMENT_CACHE_CAPACITY: usize = 64;
+/// Bound on the WAL file left behind after a checkpoint, so a burst does not
+/// leave a huge file forever.
+const JOURNAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
+
+/// Handle to an embedded SQLite store. Cheap to clone; all clones share the
+/// same threads, which stop once the last clone is dropped (after finishing
+/// the work already queued) or when [`close`](Self::close) is called.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: mpsc::Sender<WriterMsg>,
+    readers: mpsc::Sender<ReaderMsg>,
+    reader_count: usize,
+    counters: Arc<Counters>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Counters of the engine since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Transactions committed by the writer thread (one per batch).
+    pub commits: u64,
+    /// Write jobs acknowledged as committed.
+    pub writes: u64,
+    /// Write jobs that failed and were rolled back to their savepoint, or
+    /// lost in a batch that could not commit.
+    pub failed_writes: u64,
+    /// Batches that could not commit.
+    pub failed_batches: u64,
+    /// Most write jobs committed by one transaction.
+    pub largest_batch: u64,
+    /// Read jobs run.
+    pub reads: u64,
+    /// Write jobs waiting in the queue now.
+    pub queued_writes: u64,
+    /// Read jobs waiting in the queue now.
+    pub queued_reads: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    commits: AtomicU64,
+    writes: AtomicU64,
+    failed_writes: AtomicU64,
+    failed_batches: AtomicU64,
+    largest_batch: AtomicU64,
+    reads: AtomicU64,
+}
+
+impl Counters {
+    fn add(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+enum WriterMsg {
+    Job(Box<dyn WriteJob>),
+    Shutdown,
+}
+
+enum ReaderMsg {
+    Job(Box<dyn ReadJob>),
+    Shutdown,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database, switches it to WAL mode,
+    /// creates the document tables and starts the writer and reader threads.
+    pub async fn open(config: SqliteConfig) -> Result<Self> {
+        config.validate()?;
+        let counters = Arc::new(Counters::default());
+        let mut threads = Vec::with_capacity(config.readers + 1);
+
+        // The writer goes first: it creates the file, turns on WAL and
+        // creates the schema, all of which read-only connections cannot do.
+        let (writer, writer_rx) = mpsc::channel(config.queue_capacity);
+        let (ready, ready_rx) = oneshot::channel();
+        threads.push(spawn("store-writer".to_owned(), {
+            let config = config.clone();
+            let counters = Arc::clone(&counters);
+            move || writer_main(&config, writer_rx, &counters, ready)
+        })?);
+        ready_rx.await.map_err(|_| Error::Closed)??;
+
+        let (readers, reader_rx) = mpsc::channel(config.queue_capacity);
+        let reader_rx = Arc::new(Mutex::new(reader_rx));
+        for n in 0..config.readers {
+            let (ready, ready_rx) = oneshot::channel();
+            threads.push(spawn(format!("store-reader-{n}"), {
+                let config = config.clone();
+                let counters = Arc::clone(&counters);
+                let rx = Arc::clone(&reader_rx);
+                move || reader_main(&config, &rx, &counters, ready)
+            })?);
+            // On failure the senders drop here and the started threads exit.
+            ready_rx.await.map_err(|_| Error::Closed)??;
+        }
+
+        tracing::info!(
+            path = %config.path.display(),
+            synchronous = config.synchronous.pragma_value(),
+            readers = config.readers,
+            max_batch = config.max_batch,
+            "store opened"
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: config.path,
+                writer,
+                readers,
+                reader_count: config.readers,
+                counters,
+                threads: Mutex::new(threads),
+            }),
+        })
+    }
+
+    /// Path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on the writer thread inside the current group-commit
+    /// transaction, within its own savepoint: if `f` fails, only its changes
+    /// are rolled back. Returns once the transaction has committed.
+    ///
+    /// `f` shares the transaction with other jobs, so it must not commit,
+    /// roll back or change connection settings, and should be short: the
+    /// whole batch waits for it.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let job = Box::new(Job { f, reply });
+        self.inner
+            .writer
+            .send(WriterMsg::Job(job))
+            .await
+            .map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Runs `f` on a reader thread, inside a read transaction so that all its
+    /// queries see the same snapshot. It sees every write acknowledged before
+    /// the call.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let job = Box::new(Job { f, reply });
+        self.inner
+            .readers
+            .send(ReaderMsg::Job(job))
+            .await
+            .map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
+    }
+
+    /// Applies the migrations not applied yet, in order, and returns how many
+    /// ran. Each is recorded by id, so call this at every start with the
+    /// full list; never edit or reorder a released migration, append a new
+    /// one. All of them commit together or not at all.
+    pub async fn migrate(&self, migrations: impl IntoIterator<Item = Migration>) -> Result<usize> {
+        let migrations: Vec<Migration> = migrations.into_iter().collect();
+        self.write(move |tx| apply_migrations(tx, &migrations))
+            .await
+    }
+
+    /// Engine counters and queue depths.
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.inner.counters;
+        let queued = |max: usize, free: usize| max.saturating_sub(free) as u64;
+        StoreStats {
+            commits: c.commits.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            failed_writes: c.failed_writes.load(Ordering::Relaxed),
+            failed_batches: c.failed_batches.load(Ordering::Relaxed),
+            largest_batch: c.largest_batch.load(Ordering::Relaxed),
+            reads: c.reads.load(Ordering::Relaxed),
+            queued_writes: queued(
+                self.inner.writer.max_capacity(),
+                self.inner.writer.capacity(),
+            ),
+            queued_reads: queued(
+                self.inner.readers.max_capacity(),
+                self.inner.readers.capacity(),
+            ),
+        }
+    }
+
+    /// Finishes the work queued before this call, stops the threads and
+    /// waits for them. Later calls on any clone fail with [`Error::Closed`].
+    pub async fn close(&self) -> Result<()> {
+        // Sending fails only if the threads are gone already, which is fine.
+        let _ = self.inner.writer.send(WriterMsg::Shutdown).await;
+        for _ in 0..self.inner.reader_count {
+            let _ = self.inner.readers.send(ReaderMsg::Shutdown).await;
+        }
+        let threads = std::mem::take(
+            &mut *self
+                .inner
+                .threads
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        tokio::task::spawn_blocking(move || {
+            for thread in threads {
+                if thread.join().is_err() {
+                    tracing::error!("store thread panicked");
+                }
+            }
+        })
+        .await
+        .map_err(Error::backend)
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    thread::Builder::new()
+        .name(name)
+        .spawn(body)
+        .map_err(Error::backend)
+}
+
+/// A job and where its result goes. The same type serves both queues.
+struct Job<F, T> {
+    f: F,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+/// A type-erased write job.
+trait WriteJob: Send {
+    /// The caller stopped waiting, so running the job would be wasted work.
+    fn abandoned(&self) -> bool;
+    /// Runs the job; its reply waits until the batch is settled.
+    fn run(self: Box<Self>, tx: &Transaction<'_>) -> Box<dyn PendingReply>;
+    /// Reports a job that could not run.
+    fn fail(self: Box<Self>, err: Error);
+}
+
+/// The outcome of a write job that ran, held back until the commit.
+trait PendingReply: Send {
+    fn succeeded(&self) -> bool;
+    /// `settled` is the fate of the batch: `Ok` once committed.
+    fn send(self: Box<Self>, settled: Result<()>);
+}
+
+struct Pending<T> {
+    result: Result<T>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<F, T> WriteJob for Job<F, T>
+where
+    F: FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    fn abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
+
+    fn run(self: Box<Self>, tx: &Transaction<'_>) -> Box<dyn PendingReply> {
+        let Job { f, reply } = *self;
+        let result = guard_panic(|| f(tx));
+        Box::new(Pending { result, reply })
+    }
+
+    fn fail(self: Box<Self>, err: Error) {
+        // The caller may have gone; nobody else wants the result.
+        let _ = self.reply.send(Err(err));
+    }
+}
+
+impl<T: Send> PendingReply for Pending<T> {
+    fn succeeded(&self) -> bool {
+        self.result.is_ok()
+    }
+
+    fn send(self: Box<Self>, settled: Result<()>) {
+        let _ = self.reply.send(settled.and(self.result));
+    }
+}
+
+/// A type-erased read job.
+trait ReadJob: Send {
+    fn abandoned(&self) -> bool;
+    fn run(self: Box<Self>, conn: &Connection);
+}
+
+impl<F, T> ReadJob for Job<F, T>
+where
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    fn abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
+
+    fn run(self: Box<Self>, conn: &Connection) {
+        let Job { f, reply } = *self;
+        let _ = reply.send(guard_panic(|| f(conn)));
+    }
+}
+
+/// A panicking job must not take its thread, and with it the store, down.
+fn guard_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(Error::backend_msg("job panicked")))
+}
+
+fn writer_main(
+    config: &SqliteConfig,
+    mut rx: mpsc::Receiver<WriterMsg>,
+    counters: &Counters,
+    ready: oneshot::Sender<Result<()>>,
+) {
+    let conn = match open_writer(config) {
+        Ok(conn) => conn,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+
+    let mut msgs = Vec::with_capacity(config.max_batch);
+    // Blocks for the first job, then takes whatever else is queued: under
+    // load the queue fills during each commit, so batches grow by
+    // themselves; when idle a lone write commits at once.
+    while rx.blocking_recv_many(&mut msgs, config.max_batch) > 0 {
+        let mut shutdown = false;
+        let jobs: Vec<Box<dyn WriteJob>> = msgs
+            .drain(..)
+            .filter_map(|msg| match msg {
+                WriterMsg::Job(job) if !shutdown => Some(job),
+                // Jobs queued after a shutdown request are dropped, which
+                // their callers see as `Closed`.
+                WriterMsg::Job(_) => None,
+                WriterMsg::Shutdown => {
+                    shutdown = true;
+                    None
+                }
+            })
+            .filter(|job| !job.abandoned())
+            .collect();
+        run_batch(&conn, jobs, counters);
+        if shutdown {
+            break;
+        }
+    }
+    // Keeps query plans good for the next start; cheap when nothing changed.
+    if let Err(err) = conn.execute_batch("PRAGMA optimize") {
+        tracing::warn!(%err, "PRAGMA optimize failed");
+    }
+}
+
+/// Commits `jobs`, normally in one transaction. If the transaction breaks
+/// midway, the jobs already run in it fail and the rest go into a new one.
+fn run_batch(conn: &Connection, jobs: Vec<Box<dyn WriteJob>>, counters: &Counters) {
+    let mut jobs = jobs.into_iter();
+    while jobs.len() > 0 {
+        commit_some(conn, &mut jobs, counters);
+    }
+}
+
+fn commit_some(
+    conn: &Connection,
+    jobs: &mut std::vec::IntoIter<Box<dyn WriteJob>>,
+    counters: &Counters,
+) {
+    // IMMEDIATE takes the write lock now, so another process holding it is
+    // waited for (busy_timeout) here rather than failing a job halfway.
+    let tx = match Transaction::new_unchecked(conn, TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(err) => {
+            let err = Error::from(err);
+            tracing::error!(%err, "cannot begin a write transaction");
+            Counters::add(&counters.failed_writes, jobs.len());
+            Counters::add(&counters.failed_batches, 1);
+            for job in jobs {
+                job.fail(err.clone());
+            }
+            return;
+        }
+    };
+
+    let mut pending: Vec<Box<dyn PendingReply>> = Vec::with_capacity(jobs.len());
+    for job in jobs.by_ref() {
+        if let Err(err) = exec(&tx, "SAVEPOINT job") {
+            job.fail(err);
+            return abort(tx, pending, counters, 1);
+        }
+        let reply = job.run(&tx);
+        let ended = if reply.succeeded() {
+            exec(&tx, "RELEASE job")
+        } else {
+            exec(&tx, "ROLLBACK TO job").and_then(|()| exec(&tx, "RELEASE job"))
+        };
+        pending.push(reply);
+        // Some errors (I/O, disk full) make SQLite roll back the whole
+        // transaction on its own; the earlier jobs' work is then gone and
+        // must not be acknowledged.
+        if ended.is_err() || tx.is_autocommit() {
+            return abort(tx, pending, counters, 0);
+        }
+    }
+
+    let count = pending.len();
+    match tx.commit() {
+        Ok(()) => {
+            let failed = pending.iter().filter(|p| !p.succeeded()).count();
+            Counters::add(&counters.commits, 1);
+            Counters::add(&counters.writes, count - failed);
+            Counters::add(&counters.failed_writes, failed);
+            counters
+                .largest_batch
+                .fetch_max(count as u64, Ordering::Relaxed);
+            for reply in pending {
+                reply.send(Ok(()));
+            }
+        }
+        Err(err) => {
+            let err = Error::from(err);
+            tracing::error!(%err, jobs = count, "group commit failed");
+            fail_all(pending, &err, counters, 0);
+        }
+    }
+}
+
+/// Gives up on the transaction: nothing run in it can be acknowledged.
+fn abort(
+    tx: Transaction<'_>,
+    pending: Vec<Box<dyn PendingReply>>,
+    counters: &Counters,
+    already_failed: usize,
+) {
+    let err = Error::backend_msg("write transaction aborted; the write was rolled back");
+    tracing::error!(jobs = pending.len(), "write transaction aborted");
+    // Dropping the transaction rolls back whatever SQLite has not already.
+    drop(tx);
+    fail_all(pending, &err, counters, already_failed);
+}
+
+fn fail_all(
+    pending: Vec<Box<dyn PendingReply>>,
+    err: &Error,
+    counters: &Counters,
+    already_failed: usize,
+) {
+    Counters::add(&counters.failed_batches, 1);
+    Counters::add(&counters.failed_writes, pending.len() + already_failed);
+    for reply in pending {
+        reply.send(Err(err.clone()));
+    }
+}
+
+/// Runs a parameterless statement through the statement cache, which spares
+/// re-parsing the savepoint statements for every job.
+fn exec(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+fn reader_main(
+    config: &SqliteConfig,
+    rx: &Mutex<mpsc::Receiver<ReaderMsg>>,
+    counters: &Counters,
+    ready: oneshot::Sender<Result<()>>,
+) {
+    let conn = match open_reader(config) {
+        Ok(conn) => conn,
+        Err(err) => {
+            let _ = ready.send(Err(err));
+            return;
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    loop {
+        // tokio's mpsc has a single consumer; the lock turns it into a
+        // work queue shared by the pool. Only the thread waiting for a job
+        // holds it, never one running a job.
+        let msg = rx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .blocking_recv();
+        let job = match msg {
+            Some(ReaderMsg::Job(job)) => job,
+            Some(ReaderMsg::Shutdown) | None => break,
+        };
+        if job.abandoned() {
+            continue;
+        }
+        Counters::add(&counters.reads, 1);
+        // A read transaction pins one snapshot for all the job's queries.
+        if let Err(err) = exec(&conn, "BEGIN") {
+            tracing::warn!(%err, "cannot begin a read transaction");
+        }
+        job.run(&conn);
+        if !conn.is_autocommit() {
+            if let Err(err) = exec(&conn, "COMMIT") {
+                tracing::warn!(%err, "cannot end a read transaction");
+            }
+        }
+    }
+}
+
+fn open_writer(config: &SqliteConfig) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&config.path, flags)?;
+    tune(&conn, config)?;
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::backend_msg(format!(
+            "cannot switch {} to WAL mode (got {mode})",
+            config.path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", config.synchronous.pragma_value())?;
+    conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT_BYTES)?;
+    let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
+    apply_migrations(&tx, super::document::MIGRATIONS)?;
+    tx.commit()?;
+    Ok(conn)
+}
+
+fn open_reader(config: &SqliteConfig) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&config.path, flags)?;
+    tune(&conn, config)?;
+    Ok(conn)
+}
+
+/// Per-connection settings shared by the writer and the readers.
+fn tune(conn: &Connection, config: &SqliteConfig) -> Result<()> {
+    conn.busy_timeout(config.busy_timeout())?;
+    conn.pragma_update(None, "cache_size", config.cache_size_pragma())?;
+    conn.pragma_update(None, "mmap_size", config.mmap_size_bytes())?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    Ok(())
+}

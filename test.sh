@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs every test of fivecore: formatting, lints, and the whole test suite.
+# Installs what the tests need when it is missing, so it works on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+# --- what the tests need -----------------------------------------------------------------
+APT_UPDATED=0
+need_deb() { # need_deb <command> <debian package>
+    command -v "$1" >/dev/null 2>&1 && return 0
+    log "installing Debian package $2 (for $1)"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        $sudo apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
+}
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo not found: install Rust stable with rustup (https://rustup.rs) first" >&2
+    exit 1
+fi
+for component in rustfmt clippy; do
+    if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        log "installing rustup component $component"
+        rustup component add "$component"
+    fi
+done
+need_deb cc gcc          # rusqlite builds SQLite from source
+need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
+
+# --- checks ------------------------------------------------------------------------------
+export CARGO_TERM_COLOR=never
+export CARGO_INCREMENTAL=0
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+log "cargo test"
+cargo test --workspace --locked
+
+log "all tests passed"
