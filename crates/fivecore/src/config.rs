@@ -14,9 +14,9 @@ pub struct Config {
     /// The SBI server of the NF (`listen`, TLS, HTTP/2, limits, overload).
     pub sbi: sbi::ServerConfig,
     /// The SBI client the NF uses to call others.
-    pub client: toml::Table,
-    /// The embedded store.
-    pub store: toml::Table,
+    pub client: sbi::client::ClientConfig,
+    /// The embedded store (its `path` is placed under `--data-dir` when that flag is given).
+    pub store: store::SqliteConfig,
     /// Sections of the NFs; each NF's issue defines its own.
     pub nrf: toml::Table,
     pub udr: toml::Table,
@@ -28,27 +28,16 @@ pub struct Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("invalid configuration {}: {source}", path.display())]
-    Parse {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
+    Parse { path: PathBuf, source: toml::de::Error },
 }
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.into(),
-            source,
-        })?;
-        Self::parse(&text).map_err(|source| ConfigError::Parse {
-            path: path.into(),
-            source,
-        })
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Self::parse(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })
     }
 
     pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
@@ -65,6 +54,9 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/fivecore.toml");
         let cfg = Config::load(&path).unwrap();
         assert_eq!(cfg.sbi.overload.max_in_flight, 4096);
+        assert_eq!(cfg.sbi.overload, sbi::layer::overload::OverloadConfig::default());
+        assert_eq!(cfg.client, sbi::client::ClientConfig::default());
+        assert_eq!(cfg.store.max_batch, store::SqliteConfig::default().max_batch);
     }
 
     #[test]

@@ -7,9 +7,7 @@ use crate::cli::LogFormat;
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // try_init: a second call (tests) keeps the first subscriber.
     let _ = match format {
         LogFormat::Text => builder.try_init(),

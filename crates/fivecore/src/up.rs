@@ -40,20 +40,14 @@ pub fn endpoint_table() -> String {
         String::from("NF             SBI                     Diameter                  status\n");
     for i in nf::ALL.iter() {
         let sbi = format!("http://127.0.0.1:{}", i.sbi_port);
-        let dia = i.diameter.map_or("-".to_owned(), |(app, port)| {
-            format!("127.0.0.1:{port} ({app})")
-        });
+        let dia =
+            i.diameter.map_or("-".to_owned(), |(app, port)| format!("127.0.0.1:{port} ({app})"));
         let status = if i.available {
             "serving".to_owned()
         } else {
-            i.issue.map_or("not landed".to_owned(), |n| {
-                format!("not landed (issue #{n})")
-            })
+            i.issue.map_or("not landed".to_owned(), |n| format!("not landed (issue #{n})"))
         };
-        out.push_str(&format!(
-            "{:<14} {:<23} {:<25} {}\n",
-            i.name, sbi, dia, status
-        ));
+        out.push_str(&format!("{:<14} {:<23} {:<25} {}\n", i.name, sbi, dia, status));
     }
     out.push_str("Every SBI port also serves /metrics, /healthz/live and /healthz/ready.");
     out

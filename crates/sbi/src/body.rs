@@ -62,12 +62,7 @@ impl http_body::Body for Body {
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(
-            self.0
-                .take()
-                .filter(|b| !b.is_empty())
-                .map(|b| Ok(Frame::data(b))),
-        )
+        Poll::Ready(self.0.take().filter(|b| !b.is_empty()).map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -79,35 +74,23 @@ impl http_body::Body for Body {
     }
 }
 
-/// Reads a request body whole, enforcing the size limit before buffering past it.
-///
-/// Answers 413 when Content-Length or the received bytes exceed `limit`, and 411 for an HTTP/1.x
-/// request of a method that carries a body but states neither Content-Length nor
-/// Transfer-Encoding (HTTP/2 frames its bodies, so it never needs the header).
-pub async fn collect<B>(
+/// The checks on a request's framing that need no body byte: 411 for an HTTP/1.x request of a
+/// method that carries a body but states neither Content-Length nor Transfer-Encoding (HTTP/2
+/// frames its bodies, so it never needs the header), and 413 when Content-Length exceeds `limit`.
+pub fn check_framing(
     method: &Method,
     version: Version,
     headers: &HeaderMap,
-    body: B,
     limit: usize,
-) -> Result<Bytes, ProblemDetails>
-where
-    B: http_body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) -> Result<(), ProblemDetails> {
     let declared = match headers.get(header::CONTENT_LENGTH) {
-        Some(v) => Some(
-            v.to_str()
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| {
-                    ProblemDetails::new(
-                        StatusCode::LENGTH_REQUIRED,
-                        cause::INCORRECT_LENGTH,
-                        "Content-Length is not a number",
-                    )
-                })?,
-        ),
+        Some(v) => Some(v.to_str().ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
+            ProblemDetails::new(
+                StatusCode::LENGTH_REQUIRED,
+                cause::INCORRECT_LENGTH,
+                "Content-Length is not a number",
+            )
+        })?),
         None => None,
     };
     let carries_body = matches!(*method, Method::POST | Method::PUT | Method::PATCH);
@@ -125,6 +108,16 @@ where
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
+    Ok(())
+}
+
+/// Reads a request body whole after [`check_framing`], stopping at `limit` bytes (413) so a
+/// body without Content-Length cannot make us buffer without bound.
+pub async fn collect<B>(body: B, limit: usize) -> Result<Bytes, ProblemDetails>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let limited = http_body_util::Limited::new(body, limit);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
@@ -175,12 +168,7 @@ pub fn check_accept(headers: &HeaderMap) -> Result<(), ProblemDetails> {
     };
     let accept = accept.to_str().unwrap_or("");
     let ok = accept.split(',').any(|range| {
-        let mt = range
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let mt = range.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         matches!(
             mt.as_str(),
             "*/*" | "application/*" | JSON | PROBLEM_JSON | "application/3gppHal+json"
@@ -212,10 +200,7 @@ pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProblemDetail
         let e = e.into_inner();
         // serde reports a missing field at its parent; name the field itself.
         let msg = e.to_string();
-        if let Some(field) = msg
-            .strip_prefix("missing field `")
-            .and_then(|r| r.split('`').next())
-        {
+        if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
             if !pointer.ends_with('/') {
                 pointer.push('/');
             }
@@ -274,10 +259,7 @@ pub fn apply_json_patch(
     json_patch::patch(target, &patch).map_err(|e| {
         ProblemDetails::invalid_params(
             cause::MANDATORY_IE_INCORRECT,
-            vec![InvalidParam::new(
-                format!("/{}", e.operation),
-                e.to_string(),
-            )],
+            vec![InvalidParam::new(format!("/{}", e.operation), e.to_string())],
         )
         .with_status(StatusCode::CONFLICT)
     })
@@ -328,10 +310,7 @@ mod tests {
                          {"op":"test","path":"/nfStatus","value":"SUSPENDED"}]"#;
         let e = apply_json_patch(&mut doc, patch).unwrap_err();
         assert_eq!(e.status, Some(409));
-        assert_eq!(
-            doc["load"], 10,
-            "failed patch must leave the document untouched"
-        );
+        assert_eq!(doc["load"], 10, "failed patch must leave the document untouched");
         apply_json_patch(&mut doc, br#"[{"op":"replace","path":"/load","value":50}]"#).unwrap();
         assert_eq!(doc["load"], 50);
     }
@@ -349,10 +328,7 @@ mod tests {
         assert!(check_accept(&h).is_ok());
         h.insert(header::ACCEPT, "text/html".parse().unwrap());
         assert_eq!(check_accept(&h).unwrap_err().status, Some(406));
-        h.insert(
-            header::ACCEPT,
-            "text/html, application/json;q=0.5".parse().unwrap(),
-        );
+        h.insert(header::ACCEPT, "text/html, application/json;q=0.5".parse().unwrap());
         assert!(check_accept(&h).is_ok());
     }
 }

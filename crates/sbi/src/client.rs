@@ -230,10 +230,7 @@ pub enum ClientError {
     /// `last_response` is the last retryable answer (503/504) received, if any, e.g. to read
     /// its ProblemDetails or Retry-After.
     #[error("all {} producers tried failed: {}", attempts.len(), DisplayAttempts(attempts))]
-    AllProducersFailed {
-        attempts: Vec<Attempt>,
-        last_response: Option<Box<SbiResponse>>,
-    },
+    AllProducersFailed { attempts: Vec<Attempt>, last_response: Option<Box<SbiResponse>> },
     /// The answer body is not the JSON expected.
     #[error("JSON body: {0}")]
     Json(#[from] serde_json::Error),
@@ -454,10 +451,7 @@ impl SbiClientBuilder {
         }
         for (name, v) in [
             ("http2_initial_stream_window", c.http2_initial_stream_window),
-            (
-                "http2_initial_connection_window",
-                c.http2_initial_connection_window,
-            ),
+            ("http2_initial_connection_window", c.http2_initial_connection_window),
         ] {
             if !(MIN_WINDOW..=MAX_WINDOW).contains(&v) {
                 return Err(ClientError::Config(format!(
@@ -515,15 +509,11 @@ impl SbiClientBuilder {
             let mut n = 0;
             for cert in CertificateDer::pem_slice_iter(pem) {
                 let cert = cert.map_err(|e| ClientError::Config(format!("{origin}: {e}")))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| ClientError::Config(format!("{origin}: {e}")))?;
+                roots.add(cert).map_err(|e| ClientError::Config(format!("{origin}: {e}")))?;
                 n += 1;
             }
             if n == 0 {
-                return Err(ClientError::Config(format!(
-                    "{origin}: no PEM CERTIFICATE found"
-                )));
+                return Err(ClientError::Config(format!("{origin}: no PEM CERTIFICATE found")));
             }
             Ok(())
         };
@@ -577,9 +567,7 @@ fn parse_identity(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ClientError::Config(format!("{origin}: certificate: {e}")))?;
     if chain.is_empty() {
-        return Err(ClientError::Config(format!(
-            "{origin}: no PEM CERTIFICATE found"
-        )));
+        return Err(ClientError::Config(format!("{origin}: no PEM CERTIFICATE found")));
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|e| ClientError::Config(format!("{origin}: private key: {e}")))?;
@@ -593,10 +581,7 @@ fn parse_identity(
 /// processed the request (re-sending a non-idempotent POST could, e.g., create two
 /// sessions), and a deterministic fault would fail on every instance anyway.
 pub fn is_retryable_status(status: StatusCode) -> bool {
-    matches!(
-        status,
-        StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT
-    )
+    matches!(status, StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT)
 }
 
 impl SbiClient {
@@ -607,11 +592,7 @@ impl SbiClient {
 
     /// Starts a builder, to add PEM material held in memory.
     pub fn builder(config: ClientConfig) -> SbiClientBuilder {
-        SbiClientBuilder {
-            config,
-            root_ca_pems: Vec::new(),
-            identity_pem: None,
-        }
+        SbiClientBuilder { config, root_ca_pems: Vec::new(), identity_pem: None }
     }
 
     /// The response time used when a request carries no `3gpp-Sbi-Max-Rsp-Time`.
@@ -628,10 +609,9 @@ impl SbiClient {
     /// [`RequestBuilder::send`], or may be just `/path?query` for
     /// [`RequestBuilder::send_with_alternates`].
     pub fn request(&self, method: Method, url: &str) -> RequestBuilder {
-        let uri = url.parse::<Uri>().map_err(|e| ClientError::InvalidUri {
-            uri: url.to_owned(),
-            reason: e.to_string(),
-        });
+        let uri = url
+            .parse::<Uri>()
+            .map_err(|e| ClientError::InvalidUri { uri: url.to_owned(), reason: e.to_string() });
         RequestBuilder {
             client: self.clone(),
             method,
@@ -670,16 +650,7 @@ impl SbiClient {
         let timeout = self.response_time(&parts.headers);
         self.add_default_headers(&mut parts.headers, true);
         let uri = std::mem::take(&mut parts.uri);
-        self.attempt(
-            parts.method,
-            uri,
-            &scheme,
-            &authority,
-            parts.headers,
-            body,
-            timeout,
-        )
-        .await
+        self.attempt(parts.method, uri, &scheme, &authority, parts.headers, body, timeout).await
     }
 
     /// Sends the request to `producers` in order until one gives a non-retryable answer,
@@ -706,11 +677,8 @@ impl SbiClient {
         let timeout = self.response_time(&parts.headers);
         let caller_timestamp = parts.headers.contains_key(&SENDER_TIMESTAMP);
         self.add_default_headers(&mut parts.headers, false);
-        let path = parts
-            .uri
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        let path =
+            parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
 
         let n = producers.len().min(1 + self.inner.max_alternates);
         let mut attempts = Vec::new();
@@ -750,10 +718,7 @@ impl SbiClient {
                 Err(e) if e.is_retryable() => AttemptOutcome::Failed(Box::new(e)),
                 Err(e) => return Err(e),
             };
-            let attempt = Attempt {
-                producer: producer.to_string(),
-                outcome,
-            };
+            let attempt = Attempt { producer: producer.to_string(), outcome };
             tracing::debug!(
                 method = %parts.method,
                 path = %path,
@@ -764,10 +729,7 @@ impl SbiClient {
             );
             attempts.push(attempt);
         }
-        Err(ClientError::AllProducersFailed {
-            attempts,
-            last_response,
-        })
+        Err(ClientError::AllProducersFailed { attempts, last_response })
     }
 
     fn response_time(&self, headers: &HeaderMap) -> Duration {
@@ -804,15 +766,9 @@ impl SbiClient {
             let rsp = self.inner.http.request(req).await.map_err(|e| {
                 let producer = format!("{scheme}://{authority}");
                 if e.is_connect() {
-                    ClientError::Connect {
-                        producer,
-                        source: Box::new(e),
-                    }
+                    ClientError::Connect { producer, source: Box::new(e) }
                 } else {
-                    ClientError::Http {
-                        producer,
-                        source: Box::new(e),
-                    }
+                    ClientError::Http { producer, source: Box::new(e) }
                 }
             })?;
             let (parts, body) = rsp.into_parts();
@@ -862,13 +818,10 @@ fn check_scheme(uri: &Uri) -> Result<Scheme, ClientError> {
 
 fn absolute_target(uri: &Uri) -> Result<(Scheme, Authority), ClientError> {
     let scheme = check_scheme(uri)?;
-    let authority = uri
-        .authority()
-        .cloned()
-        .ok_or_else(|| ClientError::InvalidUri {
-            uri: uri.to_string(),
-            reason: "no authority".into(),
-        })?;
+    let authority = uri.authority().cloned().ok_or_else(|| ClientError::InvalidUri {
+        uri: uri.to_string(),
+        reason: "no authority".into(),
+    })?;
     Ok((scheme, authority))
 }
 
@@ -885,10 +838,7 @@ fn alternate_target(
     } else {
         let joined = format!("{prefix}{}", path.as_str());
         PathAndQuery::from_maybe_shared(Bytes::from(joined)).map_err(|e| {
-            ClientError::InvalidUri {
-                uri: api_root.to_string(),
-                reason: e.to_string(),
-            }
+            ClientError::InvalidUri { uri: api_root.to_string(), reason: e.to_string() }
         })?
     };
     let mut p = http::uri::Parts::default();
@@ -935,9 +885,7 @@ impl RequestBuilder {
             }
             (Err(_), _) => self.error = Some(ClientError::InvalidRequest("bad header name".into())),
             (Ok(n), Err(_)) => {
-                self.error = Some(ClientError::InvalidRequest(format!(
-                    "bad value for header {n}"
-                )))
+                self.error = Some(ClientError::InvalidRequest(format!("bad value for header {n}")))
             }
         }
         self
@@ -1038,16 +986,10 @@ mod tests {
 
     #[test]
     fn bad_config_rejected() {
-        let c = ClientConfig {
-            http2_initial_stream_window: 10,
-            ..ClientConfig::default()
-        };
+        let c = ClientConfig { http2_initial_stream_window: 10, ..ClientConfig::default() };
         assert!(matches!(SbiClient::new(&c), Err(ClientError::Config(_))));
         let c = ClientConfig {
-            tls: TlsClientConfig {
-                cert_file: Some("c.pem".into()),
-                ..Default::default()
-            },
+            tls: TlsClientConfig { cert_file: Some("c.pem".into()), ..Default::default() },
             ..ClientConfig::default()
         };
         assert!(matches!(SbiClient::new(&c), Err(ClientError::Config(_))));

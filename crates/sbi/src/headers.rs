@@ -37,13 +37,7 @@ pub fn parse_sender_timestamp(s: &str) -> Option<SystemTime> {
 
 /// 3gpp-Sbi-Max-Rsp-Time: the time, in milliseconds, the sender waits for an answer.
 pub fn max_rsp_time(headers: &HeaderMap) -> Option<Duration> {
-    let ms: u64 = headers
-        .get(&MAX_RSP_TIME)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+    let ms: u64 = headers.get(&MAX_RSP_TIME)?.to_str().ok()?.trim().parse().ok()?;
     Some(Duration::from_millis(ms))
 }
 
@@ -118,10 +112,7 @@ mod tests {
     #[test]
     fn oci_fields_are_readable() {
         let oci = format_oci(SystemTime::now(), Duration::from_secs(5), 40, "nf-1");
-        assert_eq!(
-            lci_oci_field(&oci, "Overload-Reduction-Metric"),
-            Some("40%")
-        );
+        assert_eq!(lci_oci_field(&oci, "Overload-Reduction-Metric"), Some("40%"));
         assert_eq!(lci_oci_field(&oci, "NF-Instance"), Some("nf-1"));
         assert_eq!(lci_oci_field(&oci, "Period-of-Validity"), Some("5s"));
     }

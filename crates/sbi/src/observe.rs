@@ -148,11 +148,7 @@ impl ProcessUsage {
         let utime_ticks = fields.get(11)?.parse().ok()?;
         let stime_ticks = fields.get(12)?.parse().ok()?;
         let rss_pages: u64 = fields.get(21)?.parse().ok()?;
-        Some(ProcessUsage {
-            utime_ticks,
-            stime_ticks,
-            rss_bytes: rss_pages * page_size(),
-        })
+        Some(ProcessUsage { utime_ticks, stime_ticks, rss_bytes: rss_pages * page_size() })
     }
 
     pub fn cpu_seconds(&self) -> f64 {

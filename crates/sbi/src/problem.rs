@@ -49,10 +49,7 @@ pub struct InvalidParam {
 
 impl InvalidParam {
     pub fn new(param: impl Into<String>, reason: impl Into<String>) -> Self {
-        InvalidParam {
-            param: param.into(),
-            reason: Some(reason.into()),
-        }
+        InvalidParam { param: param.into(), reason: Some(reason.into()) }
     }
 }
 
@@ -102,10 +99,7 @@ impl ProblemDetails {
             [one] => format!("invalid parameter {}", one.param),
             many => format!("{} invalid parameters", many.len()),
         };
-        ProblemDetails {
-            invalid_params: params,
-            ..Self::bad_request(cause, detail)
-        }
+        ProblemDetails { invalid_params: params, ..Self::bad_request(cause, detail) }
     }
 
     pub fn not_found(detail: impl Into<String>) -> Self {
@@ -113,11 +107,7 @@ impl ProblemDetails {
     }
 
     pub fn internal(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            cause::SYSTEM_FAILURE,
-            detail,
-        )
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, cause::SYSTEM_FAILURE, detail)
     }
 
     pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
@@ -138,10 +128,8 @@ impl ProblemDetails {
         let bytes = serde_json::to_vec(&self).unwrap_or_default();
         let mut resp = http::Response::new(Body::from(bytes));
         *resp.status_mut() = status;
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(crate::body::PROBLEM_JSON),
-        );
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(crate::body::PROBLEM_JSON));
         resp
     }
 }

@@ -31,10 +31,7 @@ impl Query {
     }
 
     fn values<'a, 'b>(&'a self, name: &'b str) -> impl Iterator<Item = &'a str> + use<'a, 'b> {
-        self.pairs
-            .iter()
-            .filter(move |(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.pairs.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// A scalar parameter; present twice is an error, since the two could disagree.
@@ -51,10 +48,7 @@ impl Query {
         self.get(name)?.ok_or_else(|| {
             ProblemDetails::invalid_params(
                 cause::MANDATORY_QUERY_PARAM_MISSING,
-                vec![InvalidParam::new(
-                    name,
-                    "mandatory query parameter is missing",
-                )],
+                vec![InvalidParam::new(name, "mandatory query parameter is missing")],
             )
         })
     }
@@ -73,10 +67,7 @@ impl Query {
     /// An array of plain strings: comma-separated (explode=false) and/or a repeated key
     /// (explode=true) are both accepted, as producers meet both in the field.
     pub fn array(&self, name: &str) -> Vec<&str> {
-        self.values(name)
-            .flat_map(|v| v.split(','))
-            .filter(|s| !s.is_empty())
-            .collect()
+        self.values(name).flat_map(|v| v.split(',')).filter(|s| !s.is_empty()).collect()
     }
 
     /// A structured value encoded as JSON in the query (content `application/json`).
@@ -100,10 +91,7 @@ impl Query {
         if bad.is_empty() {
             Ok(())
         } else {
-            Err(ProblemDetails::invalid_params(
-                cause::INVALID_QUERY_PARAM,
-                bad,
-            ))
+            Err(ProblemDetails::invalid_params(cause::INVALID_QUERY_PARAM, bad))
         }
     }
 }
@@ -133,18 +121,9 @@ mod tests {
              &snssais=%5B%7B%22sst%22%3A1%2C%22sd%22%3A%22000001%22%7D%5D&limit=5",
         ));
         assert_eq!(q.required("target-nf-type").unwrap(), "SMF");
-        assert_eq!(
-            q.array("service-names"),
-            ["nsmf-pdusession", "nsmf-event-exposure", "x"]
-        );
+        assert_eq!(q.array("service-names"), ["nsmf-pdusession", "nsmf-event-exposure", "x"]);
         let s: Vec<Snssai> = q.json("snssais").unwrap().unwrap();
-        assert_eq!(
-            s,
-            [Snssai {
-                sst: 1,
-                sd: Some("000001".into())
-            }]
-        );
+        assert_eq!(s, [Snssai { sst: 1, sd: Some("000001".into()) }]);
         assert_eq!(q.parse_as::<u32>("limit").unwrap(), Some(5));
     }
 
@@ -157,10 +136,7 @@ mod tests {
         assert!(q.get("a").is_err());
         assert!(q.json::<Vec<Snssai>>("snssais").is_err());
         let e = q.required("target-nf-type").unwrap_err();
-        assert_eq!(
-            e.cause.as_deref(),
-            Some(cause::MANDATORY_QUERY_PARAM_MISSING)
-        );
+        assert_eq!(e.cause.as_deref(), Some(cause::MANDATORY_QUERY_PARAM_MISSING));
         assert!(q.deny_unknown(&["limit", "a"]).is_err());
     }
 }

@@ -3,15 +3,21 @@
 //! serves under another version, 404 for an unknown resource, 405 (with `Allow`) for a known
 //! resource and an unsupported method.
 
-use std::future::Future;
+use std::convert::Infallible;
+use std::future::{Future, Ready};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use futures_util::FutureExt;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::body::{self, Body};
+use crate::layer::Either;
 use crate::problem::{cause, ProblemDetails};
 use crate::query::Query;
 
@@ -38,10 +44,7 @@ impl SbiRequest {
 
     /// A path parameter of the matched template; percent-decoded.
     pub fn param(&self, name: &str) -> &str {
-        self.params
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or("", |(_, v)| v.as_str())
+        self.params.iter().find(|(n, _)| *n == name).map_or("", |(_, v)| v.as_str())
     }
 
     pub fn headers(&self) -> &http::HeaderMap {
@@ -70,8 +73,7 @@ pub fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> Hand
         .map_err(|e| ProblemDetails::internal(format!("response encoding failed: {e}")))?;
     let mut resp = http::Response::new(Body::from(bytes));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(body::JSON));
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(body::JSON));
     Ok(resp)
 }
 
@@ -99,13 +101,18 @@ pub(crate) struct Route {
 #[derive(Clone)]
 pub struct Matched {
     pub operation: &'static str,
+    pub index: usize,
     pub(crate) handler: Arc<ErasedHandler>,
     pub(crate) params: Vec<(&'static str, String)>,
 }
 
-/// The service operation name, set on every response for the metrics layer.
+/// The service operation that served a response, set on it for the metrics layer: its name and
+/// its index in [`Router::operations`] (one past the last for requests that matched no route).
 #[derive(Clone, Copy, Debug)]
-pub struct Operation(pub &'static str);
+pub struct Operation {
+    pub name: &'static str,
+    pub index: usize,
+}
 
 #[derive(Default, Clone)]
 pub struct Router {
@@ -119,21 +126,19 @@ pub struct RouterBuilder<S> {
 
 impl Router {
     pub fn builder<S: Send + Sync + 'static>(state: Arc<S>) -> RouterBuilder<S> {
-        RouterBuilder {
-            state,
-            routes: Vec::new(),
-        }
+        RouterBuilder { state, routes: Vec::new() }
     }
 
     /// Resolves a request to its route or to the problem answering it.
     pub fn resolve(&self, method: &Method, path: &str) -> Result<Matched, ProblemDetails> {
         let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let mut allowed: Vec<&Method> = Vec::new();
-        for route in self.routes.iter() {
+        for (index, route) in self.routes.iter().enumerate() {
             if let Some(params) = match_segments(&route.segments, &segs) {
                 if route.method == *method {
                     return Ok(Matched {
                         operation: route.operation,
+                        index,
                         handler: route.handler.clone(),
                         params,
                     });
@@ -146,10 +151,7 @@ impl Router {
             let mut p = ProblemDetails::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 cause::METHOD_NOT_ALLOWED,
-                format!(
-                    "{method} is not allowed on {path}; allowed: {}",
-                    list.join(", ")
-                ),
+                format!("{method} is not allowed on {path}; allowed: {}", list.join(", ")),
             );
             p.instance = Some(path.to_owned());
             return Err(p);
@@ -166,10 +168,7 @@ impl Router {
         if known_api && !version_ok {
             return Err(ProblemDetails::bad_request(
                 cause::INVALID_API,
-                format!(
-                    "API version {} of {api} is not served here",
-                    segs.get(1).unwrap_or(&"")
-                ),
+                format!("API version {} of {api} is not served here", segs.get(1).unwrap_or(&"")),
             ));
         }
         Err(ProblemDetails::new(
@@ -177,6 +176,11 @@ impl Router {
             cause::RESOURCE_URI_STRUCTURE_NOT_FOUND,
             format!("no resource at {path}"),
         ))
+    }
+
+    /// The service operation of each route, in route order.
+    pub fn operations(&self) -> Vec<&'static str> {
+        self.routes.iter().map(|r| r.operation).collect()
     }
 
     /// The methods a path supports, for the `Allow` header of a 405.
@@ -210,38 +214,26 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
         let state = self.state.clone();
         let handler: Arc<ErasedHandler> =
             Arc::new(move |req| Box::pin(handler(state.clone(), req)) as BoxFuture);
-        self.routes.push(Route {
-            method,
-            segments,
-            operation,
-            handler,
-        });
+        self.routes.push(Route { method, segments, operation, handler });
         self
     }
 
     pub fn build(self) -> Router {
-        Router {
-            routes: Arc::new(self.routes),
-        }
+        Router { routes: Arc::new(self.routes) }
     }
 }
 
 fn parse_template(template: &'static str) -> Vec<Segment> {
-    assert!(
-        template.starts_with('/'),
-        "route template must start with '/': {template}"
-    );
+    assert!(template.starts_with('/'), "route template must start with '/': {template}");
     template[1..]
         .split('/')
-        .map(
-            |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                Some(name) => {
-                    assert!(!name.is_empty(), "empty parameter name in {template}");
-                    Segment::Param(name)
-                }
-                None => Segment::Literal(s.to_owned()),
-            },
-        )
+        .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(name) => {
+                assert!(!name.is_empty(), "empty parameter name in {template}");
+                Segment::Param(name)
+            }
+            None => Segment::Literal(s.to_owned()),
+        })
         .collect()
 }
 
@@ -282,46 +274,52 @@ pub struct Dispatch;
 
 impl tower::Service<http::Request<Bytes>> for Dispatch {
     type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = crate::layer::LayerFuture;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, DispatchFuture>;
 
-    fn poll_ready(
-        &mut self,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
-        use futures_util::FutureExt;
         let (mut head, body) = req.into_parts();
         let Some(matched) = head.extensions.remove::<Matched>() else {
             // Only reachable if the stack is assembled without the route layer.
             let p = ProblemDetails::internal("request reached dispatch without a route");
-            return Box::pin(std::future::ready(Ok(p.into_response())));
+            return Either::Left { inner: std::future::ready(Ok(p.into_response())) };
         };
-        let path = head.uri.path().to_owned();
+        // Uri clones share their bytes: the path is kept for an error's `instance` at no cost.
+        let uri = head.uri.clone();
         let fut = (matched.handler)(SbiRequest::new(head, body, matched.params));
-        Box::pin(async move {
-            let resp = match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
-                Ok(Ok(resp)) => resp,
-                Ok(Err(problem)) => {
-                    let problem = if problem.instance.is_none() {
-                        problem.with_instance(path)
-                    } else {
-                        problem
-                    };
-                    problem.into_response()
-                }
-                Err(_) => {
-                    tracing::error!(%path, "handler panicked");
-                    ProblemDetails::internal("internal error while serving the request")
-                        .with_instance(path)
-                        .into_response()
-                }
-            };
-            Ok(resp)
-        })
+        Either::Right { inner: DispatchFuture { inner: AssertUnwindSafe(fut).catch_unwind(), uri } }
+    }
+}
+
+pin_project_lite::pin_project! {
+    pub struct DispatchFuture {
+        #[pin]
+        inner: futures_util::future::CatchUnwind<AssertUnwindSafe<BoxFuture>>,
+        uri: http::Uri,
+    }
+}
+
+impl Future for DispatchFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let resp = match ready!(this.inner.poll(cx)) {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(problem)) if problem.instance.is_some() => problem.into_response(),
+            Ok(Err(problem)) => problem.with_instance(this.uri.path()).into_response(),
+            Err(_) => {
+                tracing::error!(path = this.uri.path(), "handler panicked");
+                ProblemDetails::internal("internal error while serving the request")
+                    .with_instance(this.uri.path())
+                    .into_response()
+            }
+        };
+        Poll::Ready(Ok(resp))
     }
 }
 
@@ -334,18 +332,8 @@ mod tests {
             Ok(empty_response(StatusCode::NO_CONTENT))
         }
         Router::builder(Arc::new(()))
-            .route(
-                Method::GET,
-                "/nbsf-management/v1/pcfBindings",
-                "Nbsf_Management_Discovery",
-                ok,
-            )
-            .route(
-                Method::POST,
-                "/nbsf-management/v1/pcfBindings",
-                "Nbsf_Management_Register",
-                ok,
-            )
+            .route(Method::GET, "/nbsf-management/v1/pcfBindings", "Nbsf_Management_Discovery", ok)
+            .route(Method::POST, "/nbsf-management/v1/pcfBindings", "Nbsf_Management_Register", ok)
             .route(
                 Method::DELETE,
                 "/nbsf-management/v1/pcfBindings/{bindingId}",
@@ -358,9 +346,7 @@ mod tests {
     #[test]
     fn resolves_templates_and_decodes_params() {
         let r = router();
-        let m = r
-            .resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/a%2Fb")
-            .unwrap();
+        let m = r.resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/a%2Fb").unwrap();
         assert_eq!(m.operation, "Nbsf_Management_Deregister");
         assert_eq!(m.params, vec![("bindingId", "a/b".to_owned())]);
     }
@@ -368,29 +354,14 @@ mod tests {
     #[test]
     fn answers_405_404_and_invalid_api() {
         let r = router();
-        let e = r
-            .resolve(&Method::PUT, "/nbsf-management/v1/pcfBindings")
-            .err()
-            .unwrap();
+        let e = r.resolve(&Method::PUT, "/nbsf-management/v1/pcfBindings").err().unwrap();
         assert_eq!(e.status, Some(405));
-        assert_eq!(
-            r.allowed_methods("/nbsf-management/v1/pcfBindings").len(),
-            2
-        );
-        let e = r
-            .resolve(&Method::GET, "/nbsf-management/v1/nothing")
-            .err()
-            .unwrap();
+        assert_eq!(r.allowed_methods("/nbsf-management/v1/pcfBindings").len(), 2);
+        let e = r.resolve(&Method::GET, "/nbsf-management/v1/nothing").err().unwrap();
         assert_eq!(e.status, Some(404));
-        let e = r
-            .resolve(&Method::GET, "/nbsf-management/v9/pcfBindings")
-            .err()
-            .unwrap();
+        let e = r.resolve(&Method::GET, "/nbsf-management/v9/pcfBindings").err().unwrap();
         assert_eq!(e.cause.as_deref(), Some(cause::INVALID_API));
-        let e = r
-            .resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/")
-            .err()
-            .unwrap();
+        let e = r.resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/").err().unwrap();
         assert_eq!(e.status, Some(404));
     }
 }

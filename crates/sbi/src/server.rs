@@ -3,7 +3,7 @@
 //! goes through the [`crate::layer`] stack; `/metrics` and `/healthz/*` are answered before it.
 
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, Ready};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +12,10 @@ use bytes::Bytes;
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use serde::Deserialize;
 use tokio::net::{TcpListener, TcpStream};
+use tower::util::Oneshot;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 use crate::layer::content::ContentLayer;
@@ -24,7 +24,7 @@ use crate::layer::overload::{OverloadConfig, OverloadLayer};
 use crate::layer::request_id::RequestIdLayer;
 use crate::layer::route::RouteLayer;
 use crate::layer::tap::{MessageTap, TapLayer};
-use crate::layer::LayerFuture;
+use crate::layer::Either;
 use crate::observe::Observability;
 use crate::router::{Dispatch, Response, Router};
 use crate::tls::{self, TlsConfig};
@@ -94,10 +94,7 @@ pub struct NfIdentity {
 
 impl NfIdentity {
     pub fn new(nf_type: impl Into<String>, instance_id: impl Into<String>) -> Self {
-        NfIdentity {
-            nf_type: nf_type.into(),
-            instance_id: instance_id.into(),
-        }
+        NfIdentity { nf_type: nf_type.into(), instance_id: instance_id.into() }
     }
 }
 
@@ -114,10 +111,7 @@ pub struct SbiServer {
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
+    Bind { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
 }
@@ -134,22 +128,10 @@ impl SbiServer {
             Some(t) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(t)?)),
             None => None,
         };
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| ServerError::Bind {
-                    addr: config.listen,
-                    source,
-                })?;
-        Ok(SbiServer {
-            listener,
-            tls,
-            config,
-            router,
-            identity,
-            observability,
-            tap: None,
-        })
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ServerError::Bind { addr: config.listen, source })?;
+        Ok(SbiServer { listener, tls, config, router, identity, observability, tap: None })
     }
 
     /// Installs the message-copy tap (the Data Director's hook).
@@ -169,20 +151,14 @@ impl SbiServer {
         let metrics = SbiMetrics::register(&self.observability);
         let stack = ServiceBuilder::new()
             .layer(RequestIdLayer::new())
-            .layer(MetricsLayer::new(metrics))
+            .layer(MetricsLayer::new(&metrics, &self.router.operations()))
             .layer(RouteLayer::new(self.router.clone()))
-            .layer(OverloadLayer::new(
-                self.config.overload.clone(),
-                &self.identity.instance_id,
-            ))
+            .layer(OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id))
             .layer(ContentLayer::new(self.config.max_body_bytes))
             .layer(TapLayer::new(self.tap.clone()))
             .service(Dispatch);
-        let service = SbiService {
-            stack,
-            observability: self.observability.clone(),
-        };
-        let builder = connection_builder(&self.config.http2);
+        let service = SbiService { stack, observability: self.observability.clone() };
+        let builders = Arc::new(ConnectionBuilders::new(&self.config.http2));
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);
         tracing::info!(addr = %self.local_addr(), tls = self.tls.is_some(), nf = %self.identity.nf_type, "SBI server listening");
@@ -201,46 +177,42 @@ impl SbiServer {
             };
             let _ = tcp.set_nodelay(true);
             let svc = service.clone();
-            let builder = builder.clone();
-            match &self.tls {
-                None => {
-                    let conn = builder
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .into_owned();
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        if let Err(e) = conn.await {
-                            tracing::debug!(%peer, error = %e, "connection ended with error");
-                        }
-                    });
+            let builders = builders.clone();
+            let watcher = graceful.watcher();
+            let tls = self.tls.clone();
+            tokio::spawn(async move {
+                let result = match tls {
+                    None => match sniff_h2_preface(&tcp).await {
+                        Ok(true) => watcher
+                            .watch(builders.h2.serve_connection(TokioIo::new(tcp), svc))
+                            .await
+                            .map_err(BoxError::from),
+                        Ok(false) => watcher
+                            .watch(builders.h1.serve_connection(TokioIo::new(tcp), svc))
+                            .await
+                            .map_err(BoxError::from),
+                        Err(e) => Err(BoxError::from(e)),
+                    },
+                    Some(acceptor) => match handshake(acceptor, tcp).await {
+                        Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => watcher
+                            .watch(builders.h2.serve_connection(TokioIo::new(tls), svc))
+                            .await
+                            .map_err(BoxError::from),
+                        Ok(tls) => watcher
+                            .watch(builders.h1.serve_connection(TokioIo::new(tls), svc))
+                            .await
+                            .map_err(BoxError::from),
+                        Err(e) => Err(BoxError::from(e)),
+                    },
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with error");
                 }
-                Some(acceptor) => {
-                    let acceptor = acceptor.clone();
-                    let watcher = graceful.watcher();
-                    tokio::spawn(async move {
-                        let tls = match handshake(acceptor, tcp).await {
-                            Ok(s) => s,
-                            Err(e) => {
-                                tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                                return;
-                            }
-                        };
-                        let conn = builder
-                            .serve_connection(TokioIo::new(tls), svc)
-                            .into_owned();
-                        if let Err(e) = watcher.watch(conn).await {
-                            tracing::debug!(%peer, error = %e, "connection ended with error");
-                        }
-                    });
-                }
-            }
+            });
         }
         drop(self.listener);
         let grace = Duration::from_secs(self.config.shutdown_grace_secs);
-        if tokio::time::timeout(grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
             tracing::warn!("connections still open after the shutdown grace period");
         }
         Ok(())
@@ -253,30 +225,68 @@ async fn handshake(
 ) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
     match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
         Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "TLS handshake timed out",
-        )),
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out")),
     }
 }
 
-fn connection_builder(h2: &Http2Config) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30));
-    let mut b2 = builder.http2();
-    b2.timer(TokioTimer::new())
-        .max_concurrent_streams(h2.max_concurrent_streams)
-        .initial_stream_window_size(h2.initial_stream_window)
-        .initial_connection_window_size(h2.initial_connection_window)
-        .max_frame_size(h2.max_frame_size);
-    if h2.keep_alive_interval_secs > 0 {
-        b2.keep_alive_interval(Duration::from_secs(h2.keep_alive_interval_secs))
-            .keep_alive_timeout(Duration::from_secs(h2.keep_alive_timeout_secs));
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4) starts with this; no HTTP/1 method does.
+const H2_PREFACE_START: &[u8] = b"PRI * HTTP/2.0";
+
+/// Tells h2c with prior knowledge from HTTP/1.1 by peeking at the first bytes, leaving them in
+/// the socket. (hyper-util's auto builder does the same through a rewinding wrapper, which cost
+/// a third more instructions per request in our measurements: docs/BENCHMARKS.md.)
+async fn sniff_h2_preface(tcp: &TcpStream) -> std::io::Result<bool> {
+    let mut buf = [0u8; H2_PREFACE_START.len()];
+    let read = async {
+        loop {
+            let n = tcp.peek(&mut buf).await?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "connection closed before a request",
+                ));
+            }
+            // Decide as soon as the bytes seen can only be one or the other.
+            if !H2_PREFACE_START.starts_with(&buf[..n]) {
+                return Ok(false);
+            }
+            if n == buf.len() {
+                return Ok(true);
+            }
+            // A partial preface: wait for more bytes to arrive.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(30), read).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no request in 30 s")),
     }
-    builder
+}
+
+/// The HTTP/1.1 and HTTP/2 connection settings of a server, built once.
+struct ConnectionBuilders {
+    h1: hyper::server::conn::http1::Builder,
+    h2: hyper::server::conn::http2::Builder<TokioExecutor>,
+}
+
+impl ConnectionBuilders {
+    fn new(h2: &Http2Config) -> Self {
+        let mut b1 = hyper::server::conn::http1::Builder::new();
+        b1.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+        let mut b2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        b2.timer(TokioTimer::new())
+            .max_concurrent_streams(h2.max_concurrent_streams)
+            .initial_stream_window_size(h2.initial_stream_window)
+            .initial_connection_window_size(h2.initial_connection_window)
+            .max_frame_size(h2.max_frame_size);
+        if h2.keep_alive_interval_secs > 0 {
+            b2.keep_alive_interval(Duration::from_secs(h2.keep_alive_interval_secs))
+                .keep_alive_timeout(Duration::from_secs(h2.keep_alive_timeout_secs));
+        }
+        ConnectionBuilders { h1: b1, h2: b2 }
+    }
 }
 
 /// The per-connection hyper service: built-in paths first, then the layer stack.
@@ -288,22 +298,20 @@ struct SbiService<S> {
 
 impl<S> hyper::service::Service<Request<Incoming>> for SbiService<S>
 where
-    S: Service<Request<Incoming>, Response = Response, Error = Infallible, Future = LayerFuture>
-        + Clone
-        + Send
-        + 'static,
+    S: Service<Request<Incoming>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = LayerFuture;
+    type Future = Either<Ready<Result<Response, Infallible>>, Oneshot<S, Request<Incoming>>>;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         if req.method() == http::Method::GET {
             if let Some(resp) = self.observability.answer(req.uri().path()) {
-                return Box::pin(std::future::ready(Ok(resp)));
+                return Either::Left { inner: std::future::ready(Ok(resp)) };
             }
         }
-        Box::pin(self.stack.clone().oneshot(req))
+        Either::Right { inner: self.stack.clone().oneshot(req) }
     }
 }
 

@@ -43,23 +43,16 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| TlsError::Pem {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        .map_err(|e| TlsError::Pem { path: path.to_owned(), reason: e.to_string() })?;
     if certs.is_empty() {
-        return Err(TlsError::NoCertificate {
-            path: path.to_owned(),
-        });
+        return Err(TlsError::NoCertificate { path: path.to_owned() });
     }
     Ok(certs)
 }
 
 pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Pem {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| TlsError::Pem { path: path.to_owned(), reason: e.to_string() })
 }
 
 pub fn load_roots(path: &Path) -> Result<RootCertStore, TlsError> {

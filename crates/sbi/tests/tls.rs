@@ -26,10 +26,7 @@ fn pki() -> Pki {
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issue = |names: Vec<String>| {
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &ca, &ca_key)
-            .unwrap();
+        let cert = CertificateParams::new(names).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
         (cert.pem(), key.serialize_pem())
     };
     let (server_cert, server_key) = issue(vec!["localhost".into(), "127.0.0.1".into()]);
@@ -37,12 +34,7 @@ fn pki() -> Pki {
     std::fs::write(dir.path().join("server.crt"), server_cert).unwrap();
     std::fs::write(dir.path().join("server.key"), server_key).unwrap();
     std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
-    Pki {
-        dir,
-        ca_pem: ca.pem(),
-        client_cert_pem,
-        client_key_pem,
-    }
+    Pki { dir, ca_pem: ca.pem(), client_cert_pem, client_key_pem }
 }
 
 fn tls_config(p: &Pki, mutual: bool) -> TlsConfig {
@@ -80,9 +72,7 @@ fn client(
     } else {
         builder.with_no_client_auth()
     };
-    let builder = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(cfg)
-        .https_only();
+    let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(cfg).https_only();
     // hyper-rustls sets ALPN itself from the versions enabled.
     let https = if alpn == [b"h2"] {
         builder.enable_http2().build()
@@ -107,31 +97,18 @@ async fn get(
     let resp = c.request(req).await.map_err(|e| format!("{e:?}"))?;
     let status = resp.status();
     let version = resp.version();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    Ok((
-        status,
-        version,
-        serde_json::from_slice(&body).unwrap_or_default(),
-    ))
+    let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    Ok((status, version, serde_json::from_slice(&body).unwrap_or_default()))
 }
 
 #[tokio::test]
 async fn tls_with_alpn_h2_and_http1() {
     let p = pki();
-    let srv = common::start(ServerConfig {
-        tls: Some(tls_config(&p, false)),
-        ..Default::default()
-    })
-    .await;
+    let srv =
+        common::start(ServerConfig { tls: Some(tls_config(&p, false)), ..Default::default() })
+            .await;
     let url = format!("https://localhost:{}/ntest/v1/items/none", srv.addr.port());
-    let (status, version, body) = get(&client(&p, false, &[b"h2"]), url.clone())
-        .await
-        .unwrap();
+    let (status, version, body) = get(&client(&p, false, &[b"h2"]), url.clone()).await.unwrap();
     assert_eq!((status, version), (StatusCode::NOT_FOUND, Version::HTTP_2));
     assert_eq!(body["cause"], "RESOURCE_NOT_FOUND");
     let (status, version, _) = get(&client(&p, false, &[b"http/1.1"]), url).await.unwrap();
@@ -142,16 +119,11 @@ async fn tls_with_alpn_h2_and_http1() {
 #[tokio::test]
 async fn mutual_tls_requires_a_client_certificate() {
     let p = pki();
-    let srv = common::start(ServerConfig {
-        tls: Some(tls_config(&p, true)),
-        ..Default::default()
-    })
-    .await;
+    let srv =
+        common::start(ServerConfig { tls: Some(tls_config(&p, true)), ..Default::default() }).await;
     let url = format!("https://localhost:{}/healthz/live", srv.addr.port());
     assert!(
-        get(&client(&p, false, &[b"h2"]), url.clone())
-            .await
-            .is_err(),
+        get(&client(&p, false, &[b"h2"]), url.clone()).await.is_err(),
         "no client cert must fail"
     );
     let (status, version, _) = get(&client(&p, true, &[b"h2"]), url).await.unwrap();

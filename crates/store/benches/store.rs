@@ -29,10 +29,7 @@ fn body(n: u64) -> DocumentData {
     );
     DocumentData::new(json)
         .index("supi", format!("imsi-00101{n:010}"))
-        .index(
-            "ipv4",
-            format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255),
-        )
+        .index("ipv4", format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255))
 }
 
 fn runtime() -> Runtime {
@@ -49,10 +46,7 @@ fn open(
     name: &str,
     synchronous: Synchronous,
 ) -> SqliteStore {
-    let config = SqliteConfig {
-        synchronous,
-        ..SqliteConfig::new(dir.path().join(name))
-    };
+    let config = SqliteConfig { synchronous, ..SqliteConfig::new(dir.path().join(name)) };
     rt.block_on(SqliteStore::open(config)).expect("store opens")
 }
 
@@ -100,10 +94,7 @@ fn group_commit(c: &mut Criterion) {
                     // Fresh ids: the table grows as it would with new sessions.
                     let n = next.fetch_add(1, Ordering::Relaxed);
                     async move {
-                        store
-                            .upsert("bindings", &format!("b{n}"), body(n))
-                            .await
-                            .expect("upsert");
+                        store.upsert("bindings", &format!("b{n}"), body(n)).await.expect("upsert");
                     }
                 })
             });
@@ -130,10 +121,7 @@ fn point_reads(c: &mut Criterion) {
             let store = store.clone();
             writers.spawn(async move {
                 for n in (w..PRELOADED).step_by(CALLERS as usize) {
-                    store
-                        .create("bindings", &format!("b{n}"), body(n))
-                        .await
-                        .expect("preload");
+                    store.create("bindings", &format!("b{n}"), body(n)).await.expect("preload");
                 }
             });
         }
@@ -163,8 +151,7 @@ fn point_reads(c: &mut Criterion) {
         let mut n = 0u64;
         b.iter(|| {
             n = (n + 7919) % PRELOADED;
-            rt.block_on(store.get("bindings", &format!("b{n}")))
-                .expect("get")
+            rt.block_on(store.get("bindings", &format!("b{n}"))).expect("get")
         });
     });
     group.finish();

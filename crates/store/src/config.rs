@@ -96,10 +96,7 @@ impl Default for SqliteConfig {
 impl SqliteConfig {
     /// Default settings for the database at `path`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self {
-            path: path.into(),
-            ..Self::default()
-        }
+        Self { path: path.into(), ..Self::default() }
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
@@ -197,35 +194,20 @@ mod tests {
     #[test]
     fn validation_rejects_unusable_values() {
         for bad in [
-            SqliteConfig {
-                readers: 0,
-                ..SqliteConfig::default()
-            },
-            SqliteConfig {
-                max_batch: 0,
-                ..SqliteConfig::default()
-            },
-            SqliteConfig {
-                queue_capacity: 0,
-                ..SqliteConfig::default()
-            },
+            SqliteConfig { readers: 0, ..SqliteConfig::default() },
+            SqliteConfig { max_batch: 0, ..SqliteConfig::default() },
+            SqliteConfig { queue_capacity: 0, ..SqliteConfig::default() },
             SqliteConfig::new(":memory:"),
             SqliteConfig::new(""),
         ] {
-            assert!(
-                matches!(bad.validate(), Err(Error::InvalidArgument(_))),
-                "{bad:?}"
-            );
+            assert!(matches!(bad.validate(), Err(Error::InvalidArgument(_))), "{bad:?}");
         }
     }
 
     #[test]
     fn pragma_units() {
-        let config = SqliteConfig {
-            cache_size_mib: 2,
-            mmap_size_mib: 1,
-            ..SqliteConfig::default()
-        };
+        let config =
+            SqliteConfig { cache_size_mib: 2, mmap_size_mib: 1, ..SqliteConfig::default() };
         assert_eq!(config.cache_size_pragma(), -2048);
         assert_eq!(config.mmap_size_bytes(), 1024 * 1024);
     }

@@ -45,10 +45,7 @@ pub struct IndexKey {
 impl IndexKey {
     /// An index entry `name = value`.
     pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            value: value.into(),
-        }
+        Self { name: name.into(), value: value.into() }
     }
 }
 
@@ -69,10 +66,7 @@ pub struct DocumentData {
 impl DocumentData {
     /// A document with this body, no expiry and no index entries.
     pub fn new(body: impl Into<Vec<u8>>) -> Self {
-        Self {
-            body: body.into(),
-            ..Self::default()
-        }
+        Self { body: body.into(), ..Self::default() }
     }
 
     /// A document whose body is `value` serialized as JSON.
@@ -134,11 +128,7 @@ pub fn etag(version: u64) -> String {
 /// The version named by an entity tag made by [`etag`]; `None` for anything
 /// else (a weak tag, `*`, garbage), which callers treat as a mismatch.
 pub fn parse_etag(tag: &str) -> Option<u64> {
-    tag.trim()
-        .strip_prefix('"')?
-        .strip_suffix('"')?
-        .parse()
-        .ok()
+    tag.trim().strip_prefix('"')?.strip_suffix('"')?.parse().ok()
 }
 
 /// Result of [`DocumentStore::upsert`].
@@ -301,10 +291,7 @@ fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
         return Err(invalid(format!("{what} is empty")));
     }
     if name.len() > max {
-        return Err(invalid(format!(
-            "{what} is {} bytes, more than {max}",
-            name.len()
-        )));
+        return Err(invalid(format!("{what} is {} bytes, more than {max}", name.len())));
     }
     // NUL terminates strings in C APIs and some wire protocols.
     if name.contains('\0') {
@@ -337,12 +324,10 @@ mod tests {
         struct Body {
             supi: String,
         }
-        let data = DocumentData::json(&Body {
-            supi: "imsi-1".into(),
-        })
-        .expect("serializes")
-        .expires_at(10)
-        .index("supi", "imsi-1");
+        let data = DocumentData::json(&Body { supi: "imsi-1".into() })
+            .expect("serializes")
+            .expires_at(10)
+            .index("supi", "imsi-1");
         assert_eq!(data.expires_at, Some(10));
         assert_eq!(data.index, vec![IndexKey::new("supi", "imsi-1")]);
         let doc = Document {
@@ -361,19 +346,12 @@ mod tests {
 
     #[test]
     fn index_entries_are_sorted_and_deduplicated() {
-        let mut data = DocumentData::new("{}")
-            .index("b", "2")
-            .index("a", "9")
-            .index("b", "1")
-            .index("a", "9");
+        let mut data =
+            DocumentData::new("{}").index("b", "2").index("a", "9").index("b", "1").index("a", "9");
         check_data(&mut data).expect("valid");
         assert_eq!(
             data.index,
-            vec![
-                IndexKey::new("a", "9"),
-                IndexKey::new("b", "1"),
-                IndexKey::new("b", "2")
-            ]
+            vec![IndexKey::new("a", "9"), IndexKey::new("b", "1"), IndexKey::new("b", "2")]
         );
     }
 
@@ -392,18 +370,11 @@ mod tests {
             ("c", "i\0d"),
         ] {
             assert!(
-                matches!(
-                    check_key(collection, Some(id)),
-                    Err(Error::InvalidArgument(_))
-                ),
+                matches!(check_key(collection, Some(id)), Err(Error::InvalidArgument(_))),
                 "{collection:?} {id:?}"
             );
         }
-        assert!(check_key(
-            &"c".repeat(MAX_COLLECTION_LEN),
-            Some(&"x".repeat(MAX_ID_LEN))
-        )
-        .is_ok());
+        assert!(check_key(&"c".repeat(MAX_COLLECTION_LEN), Some(&"x".repeat(MAX_ID_LEN))).is_ok());
     }
 
     #[test]
@@ -413,10 +384,7 @@ mod tests {
         let empty_name = DocumentData::new("{}").index("", "v");
         let big = DocumentData::new(vec![b' '; MAX_BODY_LEN + 1]);
         for mut bad in [too_late, long_value, empty_name, big] {
-            assert!(matches!(
-                check_data(&mut bad),
-                Err(Error::InvalidArgument(_))
-            ));
+            assert!(matches!(check_data(&mut bad), Err(Error::InvalidArgument(_))));
         }
         // An empty value is a legitimate value ("no DNN", say).
         assert!(check_data(&mut DocumentData::new("{}").index("n", "")).is_ok());

@@ -31,9 +31,7 @@ async fn crash_child_writes_forever() {
     let Ok(path) = std::env::var(CHILD_ENV) else {
         return;
     };
-    let store = SqliteStore::open(SqliteConfig::new(path))
-        .await
-        .expect("child opens the store");
+    let store = SqliteStore::open(SqliteConfig::new(path)).await.expect("child opens the store");
     let mut writers = tokio::task::JoinSet::new();
     for writer in 0..WRITERS {
         let store = store.clone();
@@ -120,10 +118,7 @@ fn sigkill_loses_no_acknowledged_write() {
         acks >= 100,
         "child acknowledged only {acks} writes (status {status}); stderr:\n{stderr}"
     );
-    assert!(
-        !status.success(),
-        "child must have been killed, not have finished"
-    );
+    assert!(!status.success(), "child must have been killed, not have finished");
 
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {

@@ -18,11 +18,7 @@ async fn concurrent_writes_share_commits() {
         let store = store.clone();
         tasks.spawn(async move {
             store
-                .create(
-                    "c",
-                    &format!("doc-{n}"),
-                    DocumentData::new("x").index("n", n.to_string()),
-                )
+                .create("c", &format!("doc-{n}"), DocumentData::new("x").index("n", n.to_string()))
                 .await
         });
     }
@@ -35,10 +31,7 @@ async fn concurrent_writes_share_commits() {
     // Each commit fsyncs; while it does, the next writes queue up and then
     // go in together. One commit per write would be 1000.
     assert!(commits <= 100, "{commits} commits for 1000 writes");
-    println!(
-        "1000 concurrent writes: {commits} commits, largest batch {}",
-        stats.largest_batch
-    );
+    println!("1000 concurrent writes: {commits} commits, largest batch {}", stats.largest_batch);
     assert!(stats.largest_batch > 1);
     assert_eq!(store.count("c").await.expect("count"), 1000);
 }
@@ -46,10 +39,7 @@ async fn concurrent_writes_share_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writes_commit_in_batches_of_at_most_max_batch() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = SqliteConfig {
-        max_batch: 100,
-        ..SqliteConfig::new(dir.path().join("t.db"))
-    };
+    let config = SqliteConfig { max_batch: 100, ..SqliteConfig::new(dir.path().join("t.db")) };
     let store = SqliteStore::open(config).await.expect("open");
     let (gate, holder) = hold_writer(&store).await;
     let before = store.stats();
@@ -57,11 +47,8 @@ async fn queued_writes_commit_in_batches_of_at_most_max_batch() {
     let mut tasks = JoinSet::new();
     for n in 0..250 {
         let store = store.clone();
-        tasks.spawn(async move {
-            store
-                .upsert("c", &format!("{n}"), DocumentData::new("x"))
-                .await
-        });
+        tasks
+            .spawn(async move { store.upsert("c", &format!("{n}"), DocumentData::new("x")).await });
     }
     wait_for_queued_writes(&store, 250).await;
     drop(gate);
@@ -79,14 +66,8 @@ async fn queued_writes_commit_in_batches_of_at_most_max_batch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_job_rolls_back_only_itself() {
     let (_dir, store) = open_temp().await;
-    store
-        .create("c", "versioned", DocumentData::new("v1"))
-        .await
-        .expect("created");
-    store
-        .create("c", "taken", DocumentData::new("x"))
-        .await
-        .expect("created");
+    store.create("c", "versioned", DocumentData::new("v1")).await.expect("created");
+    store.create("c", "taken", DocumentData::new("x")).await.expect("created");
     let (gate, holder) = hold_writer(&store).await;
     let before = store.stats();
 
@@ -107,8 +88,7 @@ async fn a_failing_job_rolls_back_only_itself() {
     });
     let s = store.clone();
     let stale = tokio::spawn(async move {
-        s.replace("c", "versioned", DocumentData::new("lost"), Some(9))
-            .await
+        s.replace("c", "versioned", DocumentData::new("lost"), Some(9)).await
     });
     let s = store.clone();
     let duplicate =
@@ -122,25 +102,12 @@ async fn a_failing_job_rolls_back_only_itself() {
 
     ok_a.await.expect("task").expect("a committed");
     ok_b.await.expect("task").expect("b committed");
-    assert!(matches!(
-        partial.await.expect("task"),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        stale.await.expect("task"),
-        Err(Error::VersionMismatch { current: 1 })
-    ));
-    assert!(matches!(
-        duplicate.await.expect("task"),
-        Err(Error::AlreadyExists)
-    ));
+    assert!(matches!(partial.await.expect("task"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(stale.await.expect("task"), Err(Error::VersionMismatch { current: 1 })));
+    assert!(matches!(duplicate.await.expect("task"), Err(Error::AlreadyExists)));
 
     let stats = store.stats();
-    assert_eq!(
-        stats.commits - before.commits,
-        2,
-        "holder + one batch of five"
-    );
+    assert_eq!(stats.commits - before.commits, 2, "holder + one batch of five");
     assert_eq!(stats.writes - before.writes, 3, "holder, a and b");
     assert_eq!(stats.failed_writes - before.failed_writes, 3);
     assert_eq!(stats.failed_batches, 0);
@@ -148,17 +115,9 @@ async fn a_failing_job_rolls_back_only_itself() {
     assert!(store.get("c", "a").await.expect("get").is_some());
     assert!(store.get("c", "b").await.expect("get").is_some());
     assert_eq!(store.get("c", "partial").await.expect("get"), None);
-    let versioned = store
-        .get("c", "versioned")
-        .await
-        .expect("get")
-        .expect("present");
+    let versioned = store.get("c", "versioned").await.expect("get").expect("present");
     assert_eq!((versioned.version, versioned.body), (1, b"v1".to_vec()));
-    let taken = store
-        .get("c", "taken")
-        .await
-        .expect("get")
-        .expect("present");
+    let taken = store.get("c", "taken").await.expect("get").expect("present");
     assert_eq!(taken.body, b"x");
 }
 
@@ -169,11 +128,7 @@ async fn data_survives_close_and_reopen() {
     {
         let store = open_at(&path).await;
         store
-            .create(
-                "c",
-                "kept",
-                DocumentData::new("body").index("k", "v").expires_at(42),
-            )
+            .create("c", "kept", DocumentData::new("body").index("k", "v").expires_at(42))
             .await
             .expect("created");
         store
@@ -185,29 +140,17 @@ async fn data_survives_close_and_reopen() {
             )
             .await
             .expect("replaced");
-        store
-            .create("c", "gone", DocumentData::new("x"))
-            .await
-            .expect("created");
+        store.create("c", "gone", DocumentData::new("x")).await.expect("created");
         store.delete("c", "gone", None).await.expect("deleted");
         store.close().await.expect("closed");
     }
     let store = open_at(&path).await;
     let kept = store.get("c", "kept").await.expect("get").expect("present");
-    assert_eq!(
-        (kept.version, kept.body.as_slice()),
-        (2, b"body2".as_slice())
-    );
+    assert_eq!((kept.version, kept.body.as_slice()), (2, b"body2".as_slice()));
     assert_eq!(store.find("c", "k", "v", 10).await.expect("find").len(), 1);
-    assert_eq!(
-        store.scan_expired("c", 42, 10).await.expect("scan").len(),
-        1
-    );
+    assert_eq!(store.scan_expired("c", 42, 10).await.expect("scan").len(), 1);
     assert_eq!(store.get("c", "gone").await.expect("get"), None);
-    let next = store
-        .upsert("c", "kept", DocumentData::new("body3"))
-        .await
-        .expect("upsert");
+    let next = store.upsert("c", "kept", DocumentData::new("body3")).await.expect("upsert");
     assert_eq!(next.document.version, 3, "versions continue after restart");
 }
 
@@ -222,10 +165,7 @@ async fn dropping_the_last_handle_still_commits_queued_writes() {
     wait_for_queued_writes(&store, 1).await;
     drop(store);
     drop(gate);
-    write
-        .await
-        .expect("task")
-        .expect("committed though the store was dropped");
+    write.await.expect("task").expect("committed though the store was dropped");
     holder.await.expect("holder");
 
     let store = open_at(&path).await;
@@ -241,17 +181,10 @@ async fn escape_hatches_run_nf_sql() {
             "CREATE TABLE sessions (id TEXT PRIMARY KEY, ue TEXT NOT NULL);
              CREATE INDEX sessions_ue ON sessions (ue);",
         ),
-        Migration::new(
-            "test-0002-column",
-            "ALTER TABLE sessions ADD COLUMN dnn TEXT",
-        ),
+        Migration::new("test-0002-column", "ALTER TABLE sessions ADD COLUMN dnn TEXT"),
     ];
     assert_eq!(store.migrate(NF.iter().copied()).await.expect("migrate"), 2);
-    assert_eq!(
-        store.migrate(NF.iter().copied()).await.expect("migrate"),
-        0,
-        "idempotent"
-    );
+    assert_eq!(store.migrate(NF.iter().copied()).await.expect("migrate"), 0, "idempotent");
 
     let inserted = store
         .write(|tx| {
@@ -283,10 +216,7 @@ async fn migrations_apply_all_or_nothing() {
         Migration::new("test-0001-good", "CREATE TABLE good (x INTEGER)"),
         Migration::new("test-0002-bad", "CREATE TABLE oops ("),
     ];
-    assert!(matches!(
-        store.migrate(broken).await,
-        Err(Error::Backend(_))
-    ));
+    assert!(matches!(store.migrate(broken).await, Err(Error::Backend(_))));
     let good_exists = store
         .read(|conn| {
             let n: i64 = conn.query_row(
@@ -321,33 +251,20 @@ async fn readers_cannot_write() {
 #[tokio::test]
 async fn a_panicking_job_fails_alone_and_the_store_keeps_working() {
     let (_dir, store) = open_temp().await;
-    let write = store
-        .write(|_| -> store::Result<()> { panic!("bug in NF code") })
-        .await;
+    let write = store.write(|_| -> store::Result<()> { panic!("bug in NF code") }).await;
     assert!(matches!(write, Err(Error::Backend(_))), "{write:?}");
-    let read = store
-        .read(|_| -> store::Result<()> { panic!("bug in NF code") })
-        .await;
+    let read = store.read(|_| -> store::Result<()> { panic!("bug in NF code") }).await;
     assert!(matches!(read, Err(Error::Backend(_))), "{read:?}");
-    store
-        .create("c", "after", DocumentData::new("x"))
-        .await
-        .expect("writer alive");
-    assert!(store
-        .get("c", "after")
-        .await
-        .expect("reader alive")
-        .is_some());
+    store.create("c", "after", DocumentData::new("x")).await.expect("writer alive");
+    assert!(store.get("c", "after").await.expect("reader alive").is_some());
 }
 
 #[tokio::test]
 async fn reads_see_each_acknowledged_write() {
     let (_dir, store) = open_temp().await;
     for version in 1..=50u64 {
-        let doc = store
-            .upsert("c", "x", DocumentData::new(version.to_string()))
-            .await
-            .expect("upsert");
+        let doc =
+            store.upsert("c", "x", DocumentData::new(version.to_string())).await.expect("upsert");
         assert_eq!(doc.document.version, version);
         let seen = store.get("c", "x").await.expect("get").expect("present");
         assert_eq!(seen.version, version);
@@ -360,10 +277,7 @@ async fn closed_store_refuses_work() {
     let (_dir, store) = open_temp().await;
     let other = store.clone();
     store.close().await.expect("closed");
-    assert!(matches!(
-        other.create("c", "x", DocumentData::new("x")).await,
-        Err(Error::Closed)
-    ));
+    assert!(matches!(other.create("c", "x", DocumentData::new("x")).await, Err(Error::Closed)));
     assert!(matches!(other.get("c", "x").await, Err(Error::Closed)));
     // Closing twice is harmless.
     other.close().await.expect("closed again");
@@ -371,19 +285,10 @@ async fn closed_store_refuses_work() {
 
 #[tokio::test]
 async fn open_rejects_bad_config_and_unusable_paths() {
-    let zero_readers = SqliteConfig {
-        readers: 0,
-        ..SqliteConfig::new("/tmp/never-created.db")
-    };
-    assert!(matches!(
-        SqliteStore::open(zero_readers).await,
-        Err(Error::InvalidArgument(_))
-    ));
+    let zero_readers = SqliteConfig { readers: 0, ..SqliteConfig::new("/tmp/never-created.db") };
+    assert!(matches!(SqliteStore::open(zero_readers).await, Err(Error::InvalidArgument(_))));
     let missing_dir = SqliteConfig::new("/nonexistent-dir/for/sure/x.db");
-    assert!(matches!(
-        SqliteStore::open(missing_dir).await,
-        Err(Error::Backend(_))
-    ));
+    assert!(matches!(SqliteStore::open(missing_dir).await, Err(Error::Backend(_))));
 }
 
 #[tokio::test]
@@ -410,10 +315,7 @@ async fn the_database_is_in_wal_mode_with_the_configured_sync() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandoned_reads_are_skipped() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = SqliteConfig {
-        readers: 1,
-        ..SqliteConfig::new(dir.path().join("r.db"))
-    };
+    let config = SqliteConfig { readers: 1, ..SqliteConfig::new(dir.path().join("r.db")) };
     let store = SqliteStore::open(config).await.expect("open");
 
     // Occupy the only reader until the gate drops.
@@ -432,9 +334,7 @@ async fn abandoned_reads_are_skipped() {
 
     // A caller that gives up (a timeout) while its read is queued...
     let queued = store.get("c", "x");
-    assert!(tokio::time::timeout(Duration::from_millis(20), queued)
-        .await
-        .is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(20), queued).await.is_err());
     assert_eq!(store.stats().queued_reads, 1);
     drop(gate);
     holder.await.expect("task").expect("holder read");

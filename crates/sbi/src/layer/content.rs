@@ -2,13 +2,15 @@
 //! is framed (411) and within the size limit (413). The body is then read whole, so handlers get
 //! `Bytes` and never stream.
 
+use std::convert::Infallible;
+use std::future::Ready;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::Request;
 use tower::{Layer, Service};
 
-use super::LayerFuture;
+use super::{Either, LayerFuture};
 use crate::body;
 use crate::router::Response;
 
@@ -26,10 +28,7 @@ impl ContentLayer {
 impl<S> Layer<S> for ContentLayer {
     type Service = ContentService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        ContentService {
-            inner,
-            max_body_bytes: self.max_body_bytes,
-        }
+        ContentService { inner, max_body_bytes: self.max_body_bytes }
     }
 }
 
@@ -51,27 +50,37 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = Either<Ready<Result<Response, Infallible>>, Either<S::Future, LayerFuture>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        let (head, b) = req.into_parts();
+        let checked = body::check_accept(&head.headers).and_then(|()| {
+            body::check_framing(&head.method, head.version, &head.headers, self.max_body_bytes)
+        });
+        if let Err(p) = checked {
+            let resp = p.with_instance(head.uri.path().to_owned()).into_response();
+            return Either::Left { inner: std::future::ready(Ok(resp)) };
+        }
+        if b.is_end_stream() {
+            // GET, DELETE and most SBI reads: nothing to read, no need to leave this task.
+            let fut = self.inner.call(Request::from_parts(head, Bytes::new()));
+            return Either::Right { inner: Either::Left { inner: fut } };
+        }
         // The inner service was made ready for this call; take it and leave a clone behind
         // (tower's rule for services called from a spawned future).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let limit = self.max_body_bytes;
-        Box::pin(async move {
-            let (head, b) = req.into_parts();
-            if let Err(p) = body::check_accept(&head.headers) {
-                return Ok(p.with_instance(head.uri.path().to_owned()).into_response());
-            }
-            match body::collect(&head.method, head.version, &head.headers, b, limit).await {
+        let fut: LayerFuture = Box::pin(async move {
+            match body::collect(b, limit).await {
                 Ok(bytes) => inner.call(Request::from_parts(head, bytes)).await,
                 Err(p) => Ok(p.with_instance(head.uri.path().to_owned()).into_response()),
             }
-        })
+        });
+        Either::Right { inner: Either::Right { inner: fut } }
     }
 }

@@ -1,8 +1,11 @@
 //! Per service operation: a request counter by status class and a latency histogram, the figures
 //! an operator compares with the reference's per-procedure tables.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use http::Request;
@@ -12,9 +15,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use tower::{Layer, Service};
 
-use super::LayerFuture;
 use crate::observe::Observability;
 use crate::router::{Operation, Response};
+use pin_project_lite::pin_project;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -37,9 +40,7 @@ pub struct SbiMetrics {
 
 fn latency_histogram() -> Histogram {
     // 50 µs .. ~1.6 s, doubling: covers an in-memory lookup and a slow store write alike.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        0.000_05, 2.0, 16,
-    ))
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.000_05, 2.0, 16))
 }
 
 impl SbiMetrics {
@@ -64,41 +65,72 @@ impl SbiMetrics {
     }
 }
 
+/// The metric handles of one service operation, resolved once at start so that counting a
+/// request costs two atomic additions and no label hashing.
+struct OperationMetrics {
+    by_class: [Counter; 5],
+    latency: Histogram,
+}
+
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// Per-operation handles, indexed like [`crate::router::Router::operations`], plus one for
+/// requests that matched no route.
+pub struct OperationTable {
+    ops: Vec<OperationMetrics>,
+}
+
+impl OperationTable {
+    fn new(metrics: &SbiMetrics, operations: &[&'static str]) -> Self {
+        let ops = operations
+            .iter()
+            .copied()
+            .chain(std::iter::once("unrouted"))
+            .map(|operation| OperationMetrics {
+                by_class: CLASSES.map(|status_class| {
+                    metrics
+                        .requests
+                        .get_or_create(&RequestLabels { operation, status_class })
+                        .clone()
+                }),
+                latency: metrics.latency.get_or_create(&OperationLabels { operation }).clone(),
+            })
+            .collect();
+        OperationTable { ops }
+    }
+
+    fn get(&self, index: usize) -> &OperationMetrics {
+        // The last entry is "unrouted"; an out-of-range index counts there too.
+        &self.ops[index.min(self.ops.len() - 1)]
+    }
+}
+
 #[derive(Clone)]
 pub struct MetricsLayer {
-    metrics: Arc<SbiMetrics>,
+    metrics: Arc<OperationTable>,
 }
 
 impl MetricsLayer {
-    pub fn new(metrics: Arc<SbiMetrics>) -> Self {
-        MetricsLayer { metrics }
+    pub fn new(metrics: &SbiMetrics, operations: &[&'static str]) -> Self {
+        MetricsLayer { metrics: Arc::new(OperationTable::new(metrics, operations)) }
     }
 }
 
 impl<S> Layer<S> for MetricsLayer {
     type Service = MetricsService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        MetricsService {
-            inner,
-            metrics: self.metrics.clone(),
-        }
+        MetricsService { inner, metrics: self.metrics.clone() }
     }
 }
 
 #[derive(Clone)]
 pub struct MetricsService<S> {
     inner: S,
-    metrics: Arc<SbiMetrics>,
+    metrics: Arc<OperationTable>,
 }
 
-fn status_class(status: u16) -> &'static str {
-    match status {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    }
+fn status_class(status: u16) -> usize {
+    (status / 100).clamp(1, 5) as usize - 1
 }
 
 impl<S, B> Service<Request<B>> for MetricsService<S>
@@ -108,35 +140,43 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = MetricsFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let start = Instant::now();
-        let fut = self.inner.call(req);
-        let metrics = self.metrics.clone();
-        Box::pin(async move {
-            let resp = fut.await?;
-            let operation = resp
-                .extensions()
-                .get::<Operation>()
-                .map_or("unrouted", |o| o.0);
-            let class = status_class(resp.status().as_u16());
-            metrics
-                .requests
-                .get_or_create(&RequestLabels {
-                    operation,
-                    status_class: class,
-                })
-                .inc();
-            metrics
-                .latency
-                .get_or_create(&OperationLabels { operation })
-                .observe(start.elapsed().as_secs_f64());
-            Ok(resp)
-        })
+        MetricsFuture {
+            inner: self.inner.call(req),
+            start: Instant::now(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+pin_project! {
+    pub struct MetricsFuture<F> {
+        #[pin]
+        inner: F,
+        start: Instant,
+        metrics: Arc<OperationTable>,
+    }
+}
+
+impl<F> Future for MetricsFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let resp = ready!(this.inner.poll(cx))?;
+        let index = resp.extensions().get::<Operation>().map_or(usize::MAX, |o| o.index);
+        let m = this.metrics.get(index);
+        m.by_class[status_class(resp.status().as_u16())].inc();
+        m.latency.observe(this.start.elapsed().as_secs_f64());
+        Poll::Ready(Ok(resp))
     }
 }

@@ -1,6 +1,6 @@
 //! The layer stack every SBI request passes through, one concern per layer, outermost first:
 //!
-//! 1. [`request_id`]: takes or makes `x-request-id`, opens the tracing span.
+//! 1. [`request_id`]: takes (and echoes) or makes a request id, opens the tracing span.
 //! 2. [`metrics`]: counts and times each service operation by status class.
 //! 3. [`route`]: resolves method and path to a service operation (404/405/400 INVALID_API here).
 //! 4. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
@@ -26,3 +26,28 @@ use crate::router::Response;
 /// The future every layer returns. SBI services never fail at the tower level: errors are
 /// answers (ProblemDetails), so the error type is `Infallible`.
 pub type LayerFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// One of two futures, without boxing: a layer that answers at once (Left) or passes the
+    /// request on (Right).
+    #[project = EitherProj]
+    pub enum Either<L, R> {
+        Left { #[pin] inner: L },
+        Right { #[pin] inner: R },
+    }
+}
+
+impl<L, R, T> Future for Either<L, R>
+where
+    L: Future<Output = T>,
+    R: Future<Output = T>,
+{
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        match self.project() {
+            EitherProj::Left { inner } => inner.poll(cx),
+            EitherProj::Right { inner } => inner.poll(cx),
+        }
+    }
+}

@@ -3,24 +3,30 @@
 //! rather than queued without bound. Requests with a 3gpp-Sbi-Message-Priority at or above
 //! `priority_threshold` in importance (a lower number) may use an extra reserve, so signalling
 //! that matters most gets through while the NF sheds. Answers also carry 3gpp-Sbi-Lci (§6.3),
-//! at most once per `lci_interval`, so consumers can balance load before overload.
+//! at most once per `lci_interval_ms` (the clock is consulted on one answer in 32), so consumers
+//! can balance load before overload.
 
+use std::convert::Infallible;
+use std::future::{Future, Ready};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{header, HeaderValue, Request, StatusCode};
 use serde::Deserialize;
 use tower::{Layer, Service};
 
-use super::LayerFuture;
+use pin_project_lite::pin_project;
+
+use super::Either;
 use crate::headers::{self, LCI, OCI};
 use crate::problem::{cause, ProblemDetails};
 use crate::router::Response;
 
 /// `[sbi.overload]` in an NF's configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OverloadConfig {
     /// Requests worked on at once before shedding begins.
@@ -50,48 +56,50 @@ impl Default for OverloadConfig {
     }
 }
 
-struct Guard {
+pub struct Guard {
     config: OverloadConfig,
     nf_instance: String,
     in_flight: AtomicUsize,
-    /// Admitted and shed counts in the current one-second window, packed (admitted << 32 | shed)
-    /// with the window's second in `window`, to compute the Oci reduction without a lock.
-    counts: AtomicU64,
-    window: AtomicU64,
+    /// Requests admitted since start; read only when shedding, so admitting costs one addition.
+    admitted: AtomicU64,
+    /// The shedding window (one second): its start, the admitted count then, and sheds since.
+    window_s: AtomicU64,
+    window_admitted: AtomicU64,
+    window_shed: AtomicU64,
+    /// Answers since start; the clock is read for Lci on one answer in [`LCI_CHECK_EVERY`].
+    answers: AtomicU64,
     lci_last_ms: AtomicU64,
 }
 
+/// Reading the clock on every answer costs more than the rest of this layer; a coarser check is
+/// enough for a header sent at most once per `lci_interval_ms`.
+const LCI_CHECK_EVERY: u64 = 32;
+
 impl Guard {
-    fn note(&self, shed: bool) -> (u64, u64) {
+    /// The share of requests shed in the current one-second window, in percent (1..=100).
+    fn reduction_pct(&self) -> u8 {
         let now_s = now_ms() / 1000;
-        if self.window.load(Ordering::Relaxed) != now_s
-            && self.window.swap(now_s, Ordering::Relaxed) != now_s
-        {
-            self.counts.store(0, Ordering::Relaxed);
+        let admitted = self.admitted.load(Ordering::Relaxed);
+        if self.window_s.swap(now_s, Ordering::Relaxed) != now_s {
+            self.window_admitted.store(admitted, Ordering::Relaxed);
+            self.window_shed.store(0, Ordering::Relaxed);
         }
-        let add = if shed { 1 } else { 1 << 32 };
-        let v = self.counts.fetch_add(add, Ordering::Relaxed) + add;
-        (v >> 32, v & 0xffff_ffff)
+        let shed = self.window_shed.fetch_add(1, Ordering::Relaxed) + 1;
+        let admitted = admitted.saturating_sub(self.window_admitted.load(Ordering::Relaxed));
+        ((shed * 100) / (admitted + shed).max(1)).clamp(1, 100) as u8
     }
 
     fn shed_answer(&self) -> Response {
-        let (admitted, shed) = self.note(true);
         // Ask consumers to cut the share of traffic we are currently refusing.
-        let reduction = ((shed * 100) / (admitted + shed).max(1)).clamp(1, 100) as u8;
+        let reduction = self.reduction_pct();
         let mut resp = ProblemDetails::new(
             StatusCode::SERVICE_UNAVAILABLE,
             cause::NF_CONGESTION,
-            format!(
-                "overloaded: more than {} requests in progress",
-                self.config.max_in_flight
-            ),
+            format!("overloaded: more than {} requests in progress", self.config.max_in_flight),
         )
         .into_response();
         let h = resp.headers_mut();
-        h.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(self.config.retry_after_secs),
-        );
+        h.insert(header::RETRY_AFTER, HeaderValue::from(self.config.retry_after_secs));
         let oci = headers::format_oci(
             SystemTime::now(),
             Duration::from_secs(self.config.oci_validity_secs),
@@ -106,7 +114,9 @@ impl Guard {
 
     fn maybe_lci(&self, resp: &mut Response) {
         let interval = self.config.lci_interval_ms;
-        if interval == 0 {
+        if interval == 0
+            || !self.answers.fetch_add(1, Ordering::Relaxed).is_multiple_of(LCI_CHECK_EVERY)
+        {
             return;
         }
         let now = now_ms();
@@ -128,13 +138,11 @@ impl Guard {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Releases an in-flight slot when the request ends, however it ends (including cancellation).
-struct Slot(Arc<Guard>);
+pub struct Slot(Arc<Guard>);
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Release);
@@ -153,8 +161,11 @@ impl OverloadLayer {
                 config,
                 nf_instance: nf_instance.into(),
                 in_flight: AtomicUsize::new(0),
-                counts: AtomicU64::new(0),
-                window: AtomicU64::new(0),
+                admitted: AtomicU64::new(0),
+                window_s: AtomicU64::new(0),
+                window_admitted: AtomicU64::new(0),
+                window_shed: AtomicU64::new(0),
+                answers: AtomicU64::new(0),
                 lci_last_ms: AtomicU64::new(0),
             }),
         }
@@ -169,10 +180,7 @@ impl OverloadLayer {
 impl<S> Layer<S> for OverloadLayer {
     type Service = OverloadService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        OverloadService {
-            inner,
-            guard: self.guard.clone(),
-        }
+        OverloadService { inner, guard: self.guard.clone() }
     }
 }
 
@@ -189,7 +197,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = Either<Ready<Result<Response, Infallible>>, OverloadFuture<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -204,16 +212,33 @@ where
         let n = g.in_flight.fetch_add(1, Ordering::Acquire) + 1;
         if n > limit {
             g.in_flight.fetch_sub(1, Ordering::Release);
-            return Box::pin(std::future::ready(Ok(g.shed_answer())));
+            return Either::Left { inner: std::future::ready(Ok(g.shed_answer())) };
         }
-        g.note(false);
+        g.admitted.fetch_add(1, Ordering::Relaxed);
         let slot = Slot(g.clone());
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let mut resp = fut.await?;
-            slot.0.maybe_lci(&mut resp);
-            drop(slot);
-            Ok(resp)
-        })
+        Either::Right { inner: OverloadFuture { inner: self.inner.call(req), slot } }
+    }
+}
+
+pin_project! {
+    /// Holds the in-flight slot until the answer is ready (or the request is dropped).
+    pub struct OverloadFuture<F> {
+        #[pin]
+        inner: F,
+        slot: Slot,
+    }
+}
+
+impl<F> Future for OverloadFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut resp = ready!(this.inner.poll(cx))?;
+        this.slot.0.maybe_lci(&mut resp);
+        Poll::Ready(Ok(resp))
     }
 }

@@ -1,21 +1,21 @@
 //! Request id and tracing span: each request is logged under one span carrying its id, method,
-//! path and (later) status, and the id is echoed in `x-request-id` for correlation across NFs.
+//! path and status. A consumer's `x-request-id` is used and echoed; without one, the NF makes an
+//! id (`<per-process prefix>-<counter>`) for its own logs.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use http::{HeaderValue, Request};
 use tower::{Layer, Service};
 use tracing::Instrument;
 
-use super::LayerFuture;
 use crate::headers::REQUEST_ID;
 use crate::router::Response;
-
-/// The id of the request being served, in the request's extensions.
-#[derive(Clone, Debug)]
-pub struct RequestId(pub HeaderValue);
+use pin_project_lite::pin_project;
 
 #[derive(Clone)]
 pub struct RequestIdLayer {
@@ -32,12 +32,7 @@ impl RequestIdLayer {
         // A random per-process prefix keeps ids unique across NF instances without a UUID per
         // request.
         let prefix = uuid::Uuid::new_v4().as_u128() as u32;
-        RequestIdLayer {
-            ids: Arc::new(IdSource {
-                prefix,
-                next: AtomicU64::new(1),
-            }),
-        }
+        RequestIdLayer { ids: Arc::new(IdSource { prefix, next: AtomicU64::new(1) }) }
     }
 }
 
@@ -50,10 +45,7 @@ impl Default for RequestIdLayer {
 impl<S> Layer<S> for RequestIdLayer {
     type Service = RequestIdService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        RequestIdService {
-            inner,
-            ids: self.ids.clone(),
-        }
+        RequestIdService { inner, ids: self.ids.clone() }
     }
 }
 
@@ -70,42 +62,72 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = tracing::instrument::Instrumented<RequestIdFuture<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let id = match req.headers().get(&REQUEST_ID) {
-            Some(v) if !v.is_empty() && v.len() <= 128 => v.clone(),
-            _ => {
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        // A consumer's id is logged and echoed; otherwise the span carries our own id. Echoing a
+        // generated id on every answer would cost about 5% of a trivial request's CPU (a
+        // never-indexed, Huffman-coded HPACK literal), for an id the consumer never asked for.
+        let echoed = match req.headers().get(&REQUEST_ID) {
+            Some(v) if !v.is_empty() && v.len() <= 128 => {
+                let mut v = v.clone();
+                v.set_sensitive(true);
+                Some(v)
+            }
+            _ => None,
+        };
+        let span = match &echoed {
+            Some(id) => request_span(&req, &id.to_str().unwrap_or("-")),
+            None => {
                 let n = self.ids.next.fetch_add(1, Ordering::Relaxed);
-                let s = format!("{:08x}-{n:x}", self.ids.prefix);
-                HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static("-"))
+                request_span(&req, &format_args!("{:08x}-{n:x}", self.ids.prefix))
             }
         };
-        let span = tracing::info_span!(
-            "sbi",
-            method = %req.method(),
-            path = %req.uri().path(),
-            request_id = id.to_str().unwrap_or("-"),
-            status = tracing::field::Empty,
-        );
-        req.extensions_mut().insert(RequestId(id.clone()));
-        let fut = {
+        let inner = {
             let _enter = span.enter();
             self.inner.call(req)
         };
-        let span2 = span.clone();
-        Box::pin(
-            async move {
-                let mut resp = fut.await?;
-                span2.record("status", resp.status().as_u16());
-                resp.headers_mut().insert(&REQUEST_ID, id);
-                Ok(resp)
-            }
-            .instrument(span),
-        )
+        RequestIdFuture { inner, id: echoed, span: span.clone() }.instrument(span)
+    }
+}
+
+fn request_span<B>(req: &Request<B>, id: &dyn std::fmt::Display) -> tracing::Span {
+    tracing::info_span!(
+        "sbi",
+        method = %req.method(),
+        path = %req.uri().path(),
+        request_id = %id,
+        status = tracing::field::Empty,
+    )
+}
+
+pin_project! {
+    /// Echoes the request id and records the status on the span.
+    pub struct RequestIdFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+        span: tracing::Span,
+    }
+}
+
+impl<F> Future for RequestIdFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut resp = ready!(this.inner.poll(cx))?;
+        this.span.record("status", resp.status().as_u16());
+        if let Some(id) = this.id.take() {
+            resp.headers_mut().insert(&REQUEST_ID, id);
+        }
+        Poll::Ready(Ok(resp))
     }
 }

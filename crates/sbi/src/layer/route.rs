@@ -1,12 +1,17 @@
 //! Resolves each request to its service operation before any work is done for it, so that
 //! unknown resources are answered at once and the layers below know which operation they serve.
 
-use std::task::{Context, Poll};
+use std::convert::Infallible;
+use std::future::{Future, Ready};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 
 use http::{header, HeaderValue, Request, StatusCode};
 use tower::{Layer, Service};
 
-use super::LayerFuture;
+use pin_project_lite::pin_project;
+
+use super::Either;
 use crate::router::{Operation, Response, Router};
 
 #[derive(Clone)]
@@ -23,10 +28,7 @@ impl RouteLayer {
 impl<S> Layer<S> for RouteLayer {
     type Service = RouteService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        RouteService {
-            inner,
-            router: self.router.clone(),
-        }
+        RouteService { inner, router: self.router.clone() }
     }
 }
 
@@ -43,7 +45,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = Either<Ready<Result<Response, Infallible>>, RouteFuture<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -52,31 +54,45 @@ where
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         match self.router.resolve(req.method(), req.uri().path()) {
             Ok(matched) => {
-                let op = Operation(matched.operation);
+                let operation = Operation { name: matched.operation, index: matched.index };
                 req.extensions_mut().insert(matched);
-                let fut = self.inner.call(req);
-                Box::pin(async move {
-                    let mut resp = fut.await?;
-                    resp.extensions_mut().insert(op);
-                    Ok(resp)
-                })
+                Either::Right { inner: RouteFuture { inner: self.inner.call(req), operation } }
             }
             Err(problem) => {
                 let path = req.uri().path().to_owned();
                 let mut resp = problem.with_instance(path.clone()).into_response();
                 if resp.status() == StatusCode::METHOD_NOT_ALLOWED {
-                    let allow: Vec<String> = self
-                        .router
-                        .allowed_methods(&path)
-                        .iter()
-                        .map(|m| m.to_string())
-                        .collect();
+                    let allow: Vec<String> =
+                        self.router.allowed_methods(&path).iter().map(|m| m.to_string()).collect();
                     if let Ok(v) = HeaderValue::from_str(&allow.join(", ")) {
                         resp.headers_mut().insert(header::ALLOW, v);
                     }
                 }
-                Box::pin(std::future::ready(Ok(resp)))
+                Either::Left { inner: std::future::ready(Ok(resp)) }
             }
         }
+    }
+}
+
+pin_project! {
+    /// Tags the answer with the service operation, for the metrics layer above.
+    pub struct RouteFuture<F> {
+        #[pin]
+        inner: F,
+        operation: Operation,
+    }
+}
+
+impl<F> Future for RouteFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut resp = ready!(this.inner.poll(cx))?;
+        resp.extensions_mut().insert(*this.operation);
+        Poll::Ready(Ok(resp))
     }
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode, Uri};
 use tower::{Layer, Service};
 
-use super::LayerFuture;
+use super::{Either, LayerFuture};
 use crate::router::Response;
 
 /// One copied exchange.
@@ -48,10 +48,7 @@ impl TapLayer {
 impl<S> Layer<S> for TapLayer {
     type Service = TapService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        TapService {
-            inner,
-            tap: self.tap.clone(),
-        }
+        TapService { inner, tap: self.tap.clone() }
     }
 }
 
@@ -68,7 +65,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = LayerFuture;
+    type Future = Either<S::Future, LayerFuture>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -76,7 +73,7 @@ where
 
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
         let Some(tap) = self.tap.clone() else {
-            return Box::pin(self.inner.call(req));
+            return Either::Left { inner: self.inner.call(req) };
         };
         let received_at = SystemTime::now();
         let method = req.method().clone();
@@ -84,19 +81,21 @@ where
         let request_headers = req.headers().clone();
         let request_body = req.body().clone();
         let fut = self.inner.call(req);
-        Box::pin(async move {
-            let resp = fut.await?;
-            tap.copy(MessageCopy {
-                received_at,
-                method,
-                uri,
-                request_headers,
-                request_body,
-                status: resp.status(),
-                response_headers: resp.headers().clone(),
-                response_body: Bytes::copy_from_slice(resp.body().bytes()),
-            });
-            Ok(resp)
-        })
+        Either::Right {
+            inner: Box::pin(async move {
+                let resp = fut.await?;
+                tap.copy(MessageCopy {
+                    received_at,
+                    method,
+                    uri,
+                    request_headers,
+                    request_body,
+                    status: resp.status(),
+                    response_headers: resp.headers().clone(),
+                    response_body: Bytes::copy_from_slice(resp.body().bytes()),
+                });
+                Ok(resp)
+            }),
+        }
     }
 }

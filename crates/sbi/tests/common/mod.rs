@@ -36,10 +36,7 @@ pub struct TestState {
 
 impl Default for TestState {
     fn default() -> Self {
-        TestState {
-            items: Mutex::default(),
-            gate: Arc::new(Semaphore::new(0)),
-        }
+        TestState { items: Mutex::default(), gate: Arc::new(Semaphore::new(0)) }
     }
 }
 
@@ -47,25 +44,17 @@ async fn get_item(s: Arc<TestState>, req: SbiRequest) -> HandlerResult {
     let items = s.items.lock().await;
     match items.get(req.param("itemId")) {
         Some(v) => json_response(StatusCode::OK, v),
-        None => Err(ProblemDetails::not_found(format!(
-            "no item {}",
-            req.param("itemId")
-        ))),
+        None => Err(ProblemDetails::not_found(format!("no item {}", req.param("itemId")))),
     }
 }
 
 async fn create_item(s: Arc<TestState>, req: SbiRequest) -> HandlerResult {
     let item: Item = req.json()?;
     let id = item.name.clone();
-    s.items
-        .lock()
-        .await
-        .insert(id.clone(), serde_json::to_value(&item).unwrap());
+    s.items.lock().await.insert(id.clone(), serde_json::to_value(&item).unwrap());
     let mut resp = json_response(StatusCode::CREATED, &item)?;
-    resp.headers_mut().insert(
-        http::header::LOCATION,
-        format!("/ntest/v1/items/{id}").parse().unwrap(),
-    );
+    resp.headers_mut()
+        .insert(http::header::LOCATION, format!("/ntest/v1/items/{id}").parse().unwrap());
     Ok(resp)
 }
 
@@ -101,11 +90,7 @@ async fn query_echo(_: Arc<TestState>, req: SbiRequest) -> HandlerResult {
 }
 
 async fn slow(s: Arc<TestState>, _: SbiRequest) -> HandlerResult {
-    let permit = s
-        .gate
-        .acquire()
-        .await
-        .map_err(|_| ProblemDetails::internal("gate closed"))?;
+    let permit = s.gate.acquire().await.map_err(|_| ProblemDetails::internal("gate closed"))?;
     permit.forget();
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
@@ -116,19 +101,9 @@ async fn panics(_: Arc<TestState>, _: SbiRequest) -> HandlerResult {
 
 pub fn router(state: Arc<TestState>) -> Router {
     Router::builder(state)
-        .route(
-            Method::GET,
-            "/ntest/v1/items/{itemId}",
-            "Ntest_Get",
-            get_item,
-        )
+        .route(Method::GET, "/ntest/v1/items/{itemId}", "Ntest_Get", get_item)
         .route(Method::POST, "/ntest/v1/items", "Ntest_Create", create_item)
-        .route(
-            Method::PATCH,
-            "/ntest/v1/items/{itemId}",
-            "Ntest_Update",
-            patch_item,
-        )
+        .route(Method::PATCH, "/ntest/v1/items/{itemId}", "Ntest_Update", patch_item)
         .route(Method::GET, "/ntest/v1/query", "Ntest_Query", query_echo)
         .route(Method::GET, "/ntest/v1/slow", "Ntest_Slow", slow)
         .route(Method::GET, "/ntest/v1/panic", "Ntest_Panic", panics)
@@ -171,22 +146,14 @@ pub async fn start(config: ServerConfig) -> Running {
     let task = tokio::spawn(server.serve(async move {
         let _ = rx.await;
     }));
-    Running {
-        addr,
-        state,
-        observability,
-        stop: Some(tx),
-        task: Some(task),
-    }
+    Running { addr, state, observability, stop: Some(tx), task: Some(task) }
 }
 
 pub type H2Client = Client<HttpConnector, Full<Bytes>>;
 
 /// An h2c client with prior knowledge, as 3GPP NFs connect.
 pub fn h2c_client() -> H2Client {
-    Client::builder(TokioExecutor::new())
-        .http2_only(true)
-        .build_http()
+    Client::builder(TokioExecutor::new()).http2_only(true).build_http()
 }
 
 pub fn h1_client() -> H2Client {
@@ -205,9 +172,7 @@ impl Answer {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
     pub fn content_type(&self) -> &str {
-        self.headers
-            .get(http::header::CONTENT_TYPE)
-            .map_or("", |v| v.to_str().unwrap())
+        self.headers.get(http::header::CONTENT_TYPE).map_or("", |v| v.to_str().unwrap())
     }
 }
 
@@ -222,9 +187,7 @@ pub async fn send(
     for (k, v) in headers {
         b = b.header(*k, *v);
     }
-    let req = b
-        .body(Full::new(Bytes::from(body.unwrap_or("").to_owned())))
-        .unwrap();
+    let req = b.body(Full::new(Bytes::from(body.unwrap_or("").to_owned()))).unwrap();
     let resp = client.request(req).await.unwrap();
     let (parts, body) = resp.into_parts();
     Answer {

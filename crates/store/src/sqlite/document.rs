@@ -1,8 +1,9 @@
 //! [`DocumentStore`] over the SQLite engine.
 //!
-//! Two plain tables, no foreign keys and no SQLite-only features beyond
-//! `RETURNING` and `ON CONFLICT` (a MySQL backend uses its own equivalents),
-//! so the same layout works on InnoDB and NDB.
+//! The SQL is SQLite's (`ON CONFLICT`, `RETURNING`, `WITHOUT ROWID`); what
+//! carries over to a MySQL backend is the layout: two plain tables keyed by
+//! `(collection, id)`, no foreign keys, every access through a primary key
+//! or one secondary index, so it maps onto InnoDB and NDB as is.
 
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 
@@ -133,19 +134,17 @@ impl DocumentStore for SqliteStore {
         let (collection, id) = (collection.to_owned(), id.to_owned());
         self.write(move |tx| {
             let now = now_millis();
-            let (version, created_at): (u64, UnixMillis) = tx.prepare_cached(UPSERT)?.query_row(
-                params![collection, id, now, data.expires_at, data.body],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )?;
+            let (version, created_at): (u64, UnixMillis) = tx
+                .prepare_cached(UPSERT)?
+                .query_row(params![collection, id, now, data.expires_at, data.body], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })?;
             let created = version == 1;
             if !created {
                 delete_index(tx, &collection, &id)?;
             }
             insert_index(tx, &collection, &id, &data.index)?;
-            Ok(Upserted {
-                document: written(id, version, created_at, now, data),
-                created,
-            })
+            Ok(Upserted { document: written(id, version, created_at, now, data), created })
         })
         .await
     }
@@ -158,8 +157,7 @@ impl DocumentStore for SqliteStore {
                 .prepare_cached(GET)?
                 .query_row(params![collection, id], document_row)
                 .optional()?;
-            doc.map(|doc| with_index(conn, &collection, doc))
-                .transpose()
+            doc.map(|doc| with_index(conn, &collection, doc)).transpose()
         })
         .await
     }
@@ -179,14 +177,7 @@ impl DocumentStore for SqliteStore {
             let updated: Option<(u64, UnixMillis)> = tx
                 .prepare_cached(REPLACE)?
                 .query_row(
-                    params![
-                        collection,
-                        id,
-                        now,
-                        data.expires_at,
-                        data.body,
-                        expected_version
-                    ],
+                    params![collection, id, now, data.expires_at, data.body, expected_version],
                     |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()?;
@@ -210,8 +201,7 @@ impl DocumentStore for SqliteStore {
         let (collection, id) = (collection.to_owned(), id.to_owned());
         self.write(move |tx| {
             let deleted =
-                tx.prepare_cached(DELETE)?
-                    .execute(params![collection, id, expected_version])?;
+                tx.prepare_cached(DELETE)?.execute(params![collection, id, expected_version])?;
             if deleted == 0 {
                 return Err(why_not_written(tx, &collection, &id));
             }
@@ -246,9 +236,7 @@ impl DocumentStore for SqliteStore {
         check_key(collection, None)?;
         let collection = collection.to_owned();
         self.read(move |conn| {
-            let count = conn
-                .prepare_cached(COUNT)?
-                .query_row([collection], |row| row.get(0))?;
+            let count = conn.prepare_cached(COUNT)?.query_row([collection], |row| row.get(0))?;
             Ok(count)
         })
         .await
@@ -330,8 +318,7 @@ fn written(
 /// touched no row.
 fn why_not_written(tx: &Transaction<'_>, collection: &str, id: &str) -> Error {
     let current = tx.prepare_cached(VERSION).and_then(|mut stmt| {
-        stmt.query_row(params![collection, id], |row| row.get::<_, u64>(0))
-            .optional()
+        stmt.query_row(params![collection, id], |row| row.get::<_, u64>(0)).optional()
     });
     match current {
         Ok(Some(current)) => Error::VersionMismatch { current },
@@ -357,8 +344,7 @@ fn insert_index(
 }
 
 fn delete_index(tx: &Transaction<'_>, collection: &str, id: &str) -> Result<()> {
-    tx.prepare_cached(DELETE_INDEX)?
-        .execute(params![collection, id])?;
+    tx.prepare_cached(DELETE_INDEX)?.execute(params![collection, id])?;
     Ok(())
 }
 
@@ -378,10 +364,7 @@ fn document_row(row: &Row<'_>) -> rusqlite::Result<Document> {
 fn with_index(conn: &Connection, collection: &str, mut doc: Document) -> Result<Document> {
     let mut stmt = conn.prepare_cached(SELECT_INDEX)?;
     let keys = stmt.query_map(params![collection, doc.id], |row| {
-        Ok(IndexKey {
-            name: row.get(0)?,
-            value: row.get(1)?,
-        })
+        Ok(IndexKey { name: row.get(0)?, value: row.get(1)? })
     })?;
     doc.index = keys.collect::<rusqlite::Result<_>>()?;
     Ok(doc)
@@ -390,12 +373,8 @@ fn with_index(conn: &Connection, collection: &str, mut doc: Document) -> Result<
 /// Reads all documents of `rows`, then their index entries. Runs inside the
 /// reader's snapshot, so entries always match the document version.
 fn collect(conn: &Connection, collection: &str, rows: rusqlite::Rows<'_>) -> Result<Vec<Document>> {
-    let docs = rows
-        .mapped(document_row)
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    docs.into_iter()
-        .map(|doc| with_index(conn, collection, doc))
-        .collect()
+    let docs = rows.mapped(document_row).collect::<rusqlite::Result<Vec<_>>>()?;
+    docs.into_iter().map(|doc| with_index(conn, collection, doc)).collect()
 }
 
 fn sql_limit(limit: usize) -> i64 {
@@ -418,15 +397,11 @@ mod tests {
     }
 
     fn plan(conn: &Connection, sql: &str) -> String {
-        let mut stmt = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .expect("plan");
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("plan");
         // Parameter values do not change the plan; NULL satisfies the count.
         let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
         let details = stmt
-            .query_map(rusqlite::params_from_iter(nulls), |row| {
-                row.get::<_, String>(3)
-            })
+            .query_map(rusqlite::params_from_iter(nulls), |row| row.get::<_, String>(3))
             .expect("rows")
             .collect::<rusqlite::Result<Vec<_>>>()
             .expect("details");

@@ -165,11 +165,7 @@ impl SqliteStore {
     {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job { f, reply });
-        self.inner
-            .writer
-            .send(WriterMsg::Job(job))
-            .await
-            .map_err(|_| Error::Closed)?;
+        self.inner.writer.send(WriterMsg::Job(job)).await.map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -183,11 +179,7 @@ impl SqliteStore {
     {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job { f, reply });
-        self.inner
-            .readers
-            .send(ReaderMsg::Job(job))
-            .await
-            .map_err(|_| Error::Closed)?;
+        self.inner.readers.send(ReaderMsg::Job(job)).await.map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -197,8 +189,7 @@ impl SqliteStore {
     /// one. All of them commit together or not at all.
     pub async fn migrate(&self, migrations: impl IntoIterator<Item = Migration>) -> Result<usize> {
         let migrations: Vec<Migration> = migrations.into_iter().collect();
-        self.write(move |tx| apply_migrations(tx, &migrations))
-            .await
+        self.write(move |tx| apply_migrations(tx, &migrations)).await
     }
 
     /// Engine counters and queue depths.
@@ -212,14 +203,8 @@ impl SqliteStore {
             failed_batches: c.failed_batches.load(Ordering::Relaxed),
             largest_batch: c.largest_batch.load(Ordering::Relaxed),
             reads: c.reads.load(Ordering::Relaxed),
-            queued_writes: queued(
-                self.inner.writer.max_capacity(),
-                self.inner.writer.capacity(),
-            ),
-            queued_reads: queued(
-                self.inner.readers.max_capacity(),
-                self.inner.readers.capacity(),
-            ),
+            queued_writes: queued(self.inner.writer.max_capacity(), self.inner.writer.capacity()),
+            queued_reads: queued(self.inner.readers.max_capacity(), self.inner.readers.capacity()),
         }
     }
 
@@ -231,13 +216,8 @@ impl SqliteStore {
         for _ in 0..self.inner.reader_count {
             let _ = self.inner.readers.send(ReaderMsg::Shutdown).await;
         }
-        let threads = std::mem::take(
-            &mut *self
-                .inner
-                .threads
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let threads =
+            std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(PoisonError::into_inner));
         tokio::task::spawn_blocking(move || {
             for thread in threads {
                 if thread.join().is_err() {
@@ -260,10 +240,7 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 fn spawn(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
-    thread::Builder::new()
-        .name(name)
-        .spawn(body)
-        .map_err(Error::backend)
+    thread::Builder::new().name(name).spawn(body).map_err(Error::backend)
 }
 
 /// A job and where its result goes. The same type serves both queues.
@@ -457,9 +434,7 @@ fn commit_some(
             Counters::add(&counters.commits, 1);
             Counters::add(&counters.writes, count - failed);
             Counters::add(&counters.failed_writes, failed);
-            counters
-                .largest_batch
-                .fetch_max(count as u64, Ordering::Relaxed);
+            counters.largest_batch.fetch_max(count as u64, Ordering::Relaxed);
             for reply in pending {
                 reply.send(Ok(()));
             }
@@ -526,10 +501,7 @@ fn reader_main(
         // tokio's mpsc has a single consumer; the lock turns it into a
         // work queue shared by the pool. Only the thread waiting for a job
         // holds it, never one running a job.
-        let msg = rx
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .blocking_recv();
+        let msg = rx.lock().unwrap_or_else(PoisonError::into_inner).blocking_recv();
         let job = match msg {
             Some(ReaderMsg::Job(job)) => job,
             Some(ReaderMsg::Shutdown) | None => break,

@@ -16,9 +16,7 @@ pub async fn open_temp() -> (TempDir, SqliteStore) {
 }
 
 pub async fn open_at(path: &Path) -> SqliteStore {
-    SqliteStore::open(SqliteConfig::new(path))
-        .await
-        .expect("store opens")
+    SqliteStore::open(SqliteConfig::new(path)).await.expect("store opens")
 }
 
 /// Waits until `n` write jobs sit in the writer's queue, so the next batch is
@@ -30,10 +28,7 @@ pub async fn wait_for_queued_writes(store: &SqliteStore, n: u64) {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!(
-        "only {} writes queued, expected {n}",
-        store.stats().queued_writes
-    );
+    panic!("only {} writes queued, expected {n}", store.stats().queued_writes);
 }
 
 /// Holds the writer thread inside a job until the returned gate is dropped,
