@@ -1,11 +1,8 @@
 //! Per service operation: a request counter by status class and a latency histogram, the figures
 //! an operator compares with the reference's per-procedure tables.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use http::Request;
@@ -15,9 +12,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use tower::{Layer, Service};
 
+use super::{AfterResponse, OnResponse};
 use crate::observe::Observability;
 use crate::router::{Operation, Response};
-use pin_project_lite::pin_project;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -140,43 +137,29 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = MetricsFuture<S::Future>;
+    type Future = AfterResponse<S::Future, Measure>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        MetricsFuture {
-            inner: self.inner.call(req),
-            start: Instant::now(),
-            metrics: self.metrics.clone(),
-        }
+        let measure = Measure { start: Instant::now(), metrics: self.metrics.clone() };
+        AfterResponse::new(self.inner.call(req), measure)
     }
 }
 
-pin_project! {
-    pub struct MetricsFuture<F> {
-        #[pin]
-        inner: F,
-        start: Instant,
-        metrics: Arc<OperationTable>,
-    }
+/// Counts the answer under its operation and status class, and times it.
+pub struct Measure {
+    start: Instant,
+    metrics: Arc<OperationTable>,
 }
 
-impl<F> Future for MetricsFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let resp = ready!(this.inner.poll(cx))?;
+impl OnResponse for Measure {
+    fn on_response(self, resp: &mut Response) {
         let index = resp.extensions().get::<Operation>().map_or(usize::MAX, |o| o.index);
-        let m = this.metrics.get(index);
+        let m = self.metrics.get(index);
         m.by_class[status_class(resp.status().as_u16())].inc();
-        m.latency.observe(this.start.elapsed().as_secs_f64());
-        Poll::Ready(Ok(resp))
+        m.latency.observe(self.start.elapsed().as_secs_f64());
     }
 }

@@ -51,3 +51,41 @@ where
         }
     }
 }
+
+/// What a layer does to the answer once the inner service has produced it. Each layer that
+/// post-processes names its hook type, so layer futures stay nameable and unboxed.
+pub trait OnResponse {
+    fn on_response(self, response: &mut crate::router::Response);
+}
+
+pin_project_lite::pin_project! {
+    /// The inner service's future, then the layer's [`OnResponse`] hook on its answer.
+    pub struct AfterResponse<F, H> {
+        #[pin]
+        inner: F,
+        hook: Option<H>,
+    }
+}
+
+impl<F, H> AfterResponse<F, H> {
+    pub fn new(inner: F, hook: H) -> Self {
+        AfterResponse { inner, hook: Some(hook) }
+    }
+}
+
+impl<F, H> Future for AfterResponse<F, H>
+where
+    F: Future<Output = Result<crate::router::Response, std::convert::Infallible>>,
+    H: OnResponse,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let mut resp = std::task::ready!(this.inner.poll(cx))?;
+        if let Some(hook) = this.hook.take() {
+            hook.on_response(&mut resp);
+        }
+        std::task::Poll::Ready(Ok(resp))
+    }
+}

@@ -7,20 +7,17 @@
 //! can balance load before overload.
 
 use std::convert::Infallible;
-use std::future::{Future, Ready};
-use std::pin::Pin;
+use std::future::Ready;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{header, HeaderValue, Request, StatusCode};
 use serde::Deserialize;
 use tower::{Layer, Service};
 
-use pin_project_lite::pin_project;
-
-use super::Either;
+use super::{AfterResponse, Either, OnResponse};
 use crate::headers::{self, LCI, OCI};
 use crate::problem::{cause, ProblemDetails};
 use crate::router::Response;
@@ -197,7 +194,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = Either<Ready<Result<Response, Infallible>>, OverloadFuture<S::Future>>;
+    type Future = Either<Ready<Result<Response, Infallible>>, AfterResponse<S::Future, Slot>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -216,29 +213,13 @@ where
         }
         g.admitted.fetch_add(1, Ordering::Relaxed);
         let slot = Slot(g.clone());
-        Either::Right { inner: OverloadFuture { inner: self.inner.call(req), slot } }
+        Either::Right { inner: AfterResponse::new(self.inner.call(req), slot) }
     }
 }
 
-pin_project! {
-    /// Holds the in-flight slot until the answer is ready (or the request is dropped).
-    pub struct OverloadFuture<F> {
-        #[pin]
-        inner: F,
-        slot: Slot,
-    }
-}
-
-impl<F> Future for OverloadFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut resp = ready!(this.inner.poll(cx))?;
-        this.slot.0.maybe_lci(&mut resp);
-        Poll::Ready(Ok(resp))
+/// Adds Lci when due; the slot is released when the answer is ready (or the request dropped).
+impl OnResponse for Slot {
+    fn on_response(self, resp: &mut Response) {
+        self.0.maybe_lci(resp);
     }
 }

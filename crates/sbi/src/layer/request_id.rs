@@ -2,20 +2,17 @@
 //! path and status. A consumer's `x-request-id` is used and echoed; without one, the NF makes an
 //! id (`<per-process prefix>-<counter>`) for its own logs.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use http::{HeaderValue, Request};
 use tower::{Layer, Service};
 use tracing::Instrument;
 
+use super::{AfterResponse, OnResponse};
 use crate::headers::REQUEST_ID;
 use crate::router::Response;
-use pin_project_lite::pin_project;
 
 #[derive(Clone)]
 pub struct RequestIdLayer {
@@ -62,7 +59,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = tracing::instrument::Instrumented<RequestIdFuture<S::Future>>;
+    type Future = tracing::instrument::Instrumented<AfterResponse<S::Future, EchoId>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -91,7 +88,7 @@ where
             let _enter = span.enter();
             self.inner.call(req)
         };
-        RequestIdFuture { inner, id: echoed, span: span.clone() }.instrument(span)
+        AfterResponse::new(inner, EchoId { id: echoed, span: span.clone() }).instrument(span)
     }
 }
 
@@ -105,29 +102,17 @@ fn request_span<B>(req: &Request<B>, id: &dyn std::fmt::Display) -> tracing::Spa
     )
 }
 
-pin_project! {
-    /// Echoes the request id and records the status on the span.
-    pub struct RequestIdFuture<F> {
-        #[pin]
-        inner: F,
-        id: Option<HeaderValue>,
-        span: tracing::Span,
-    }
+/// Echoes the request id and records the status on the span.
+pub struct EchoId {
+    id: Option<HeaderValue>,
+    span: tracing::Span,
 }
 
-impl<F> Future for RequestIdFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut resp = ready!(this.inner.poll(cx))?;
-        this.span.record("status", resp.status().as_u16());
-        if let Some(id) = this.id.take() {
+impl OnResponse for EchoId {
+    fn on_response(self, resp: &mut Response) {
+        self.span.record("status", resp.status().as_u16());
+        if let Some(id) = self.id {
             resp.headers_mut().insert(&REQUEST_ID, id);
         }
-        Poll::Ready(Ok(resp))
     }
 }

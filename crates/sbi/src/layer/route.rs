@@ -2,16 +2,13 @@
 //! unknown resources are answered at once and the layers below know which operation they serve.
 
 use std::convert::Infallible;
-use std::future::{Future, Ready};
-use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::future::Ready;
+use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Request, StatusCode};
 use tower::{Layer, Service};
 
-use pin_project_lite::pin_project;
-
-use super::Either;
+use super::{AfterResponse, Either, OnResponse};
 use crate::router::{Operation, Response, Router};
 
 #[derive(Clone)]
@@ -45,7 +42,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = Either<Ready<Result<Response, Infallible>>, RouteFuture<S::Future>>;
+    type Future = Either<Ready<Result<Response, Infallible>>, AfterResponse<S::Future, Operation>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -56,7 +53,7 @@ where
             Ok(matched) => {
                 let operation = Operation { name: matched.operation, index: matched.index };
                 req.extensions_mut().insert(matched);
-                Either::Right { inner: RouteFuture { inner: self.inner.call(req), operation } }
+                Either::Right { inner: AfterResponse::new(self.inner.call(req), operation) }
             }
             Err(problem) => {
                 let path = req.uri().path().to_owned();
@@ -74,25 +71,9 @@ where
     }
 }
 
-pin_project! {
-    /// Tags the answer with the service operation, for the metrics layer above.
-    pub struct RouteFuture<F> {
-        #[pin]
-        inner: F,
-        operation: Operation,
-    }
-}
-
-impl<F> Future for RouteFuture<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut resp = ready!(this.inner.poll(cx))?;
-        resp.extensions_mut().insert(*this.operation);
-        Poll::Ready(Ok(resp))
+/// Tags the answer with the service operation, for the metrics layer above.
+impl OnResponse for Operation {
+    fn on_response(self, resp: &mut Response) {
+        resp.extensions_mut().insert(self);
     }
 }
