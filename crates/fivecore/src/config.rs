@@ -17,8 +17,9 @@ pub struct Config {
     pub client: sbi::client::ClientConfig,
     /// The embedded store (its `path` is placed under `--data-dir` when that flag is given).
     pub store: store::SqliteConfig,
-    /// Sections of the NFs; each NF's issue defines its own.
-    pub nrf: toml::Table,
+    /// The NRF (docs/nrf.md).
+    pub nrf: nrf::NrfConfig,
+    /// Sections of the NFs still to land; each NF's issue defines its own.
     pub udr: toml::Table,
     pub bsf: toml::Table,
     pub pcf: toml::Table,
@@ -57,10 +58,12 @@ mod tests {
         assert_eq!(cfg.sbi.overload, sbi::layer::overload::OverloadConfig::default());
         assert_eq!(cfg.client, sbi::client::ClientConfig::default());
         assert_eq!(cfg.store.max_batch, store::SqliteConfig::default().max_batch);
+        assert_eq!(cfg.nrf, nrf::NrfConfig::default());
     }
 
     #[test]
     fn unknown_settings_are_rejected() {
         assert!(Config::parse("[sbi]\nlisten_addr = \"127.0.0.1:1\"").is_err());
+        assert!(Config::parse("[nrf]\nheartbeat = 3").is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! The network functions and whether each has landed in this build.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::NfArgs;
@@ -34,7 +35,7 @@ pub const ALL: [NfInfo; 5] = [
         sbi_port: 7000,
         diameter: None,
         issue: Some(3),
-        available: false,
+        available: true,
     },
     NfInfo {
         nf: Nf::Udr,
@@ -77,15 +78,74 @@ pub fn info(nf: Nf) -> &'static NfInfo {
 
 pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
     crate::logging::init(args.log_format);
-    if let Some(path) = &args.config {
-        // A bad configuration is reported even before the NF lands, so files can be prepared.
-        if let Err(e) = crate::config::Config::load(path) {
-            eprintln!("fivecore: {e}");
+    let config = match &args.config {
+        Some(path) => match crate::config::Config::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                // A bad configuration is reported even for NFs not landed, so files can be prepared.
+                eprintln!("fivecore: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        None => crate::config::Config::default(),
+    };
+    let info = info(nf);
+    if !info.available {
+        return not_landed(&format!("the {}", info.name), info.issue);
+    }
+    if let Some(dir) = &args.data_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("fivecore: cannot create {}: {e}", dir.display());
             return ExitCode::from(1);
         }
     }
-    let info = info(nf);
-    not_landed(&format!("the {}", info.name), info.issue)
+    match nf {
+        Nf::Nrf => {
+            let mut run = nrf_run_config(&config, args.data_dir.as_deref());
+            if let Some(listen) = args.listen {
+                run.sbi.listen = listen;
+            }
+            serve_until_signal("NRF", nrf::run(run, crate::up::shutdown_signal()))
+        }
+        // Not reachable while only the NRF is available.
+        _ => not_landed(&format!("the {}", info.name), info.issue),
+    }
+}
+
+/// The NRF's run configuration from the file: its store file goes under `data_dir` when given.
+pub fn nrf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> nrf::RunConfig {
+    let mut store = config.store.clone();
+    if let Some(dir) = data_dir {
+        store.path = dir.join(&store.path);
+    }
+    nrf::RunConfig {
+        nrf: config.nrf.clone(),
+        sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store,
+        instance_id: config.instance_id.clone(),
+    }
+}
+
+/// Runs one NF on a fresh runtime until SIGINT/SIGTERM: exit 0 after a clean stop, 1 on error.
+fn serve_until_signal<E: std::fmt::Display>(
+    name: &str,
+    fut: impl std::future::Future<Output = Result<(), E>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fivecore: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fivecore: the {name} failed: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 pub fn not_landed(what: &str, issue: Option<u32>) -> ExitCode {

@@ -1,5 +1,6 @@
 //! `fivecore up`: every NF of this build in one process on its default port.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use crate::cli::UpArgs;
@@ -7,12 +8,16 @@ use crate::nf::{self, NOT_LANDED};
 
 pub fn run(args: &UpArgs) -> ExitCode {
     crate::logging::init(args.log_format);
-    if let Some(path) = &args.config {
-        if let Err(e) = crate::config::Config::load(path) {
-            eprintln!("fivecore: {e}");
-            return ExitCode::from(1);
-        }
-    }
+    let config = match &args.config {
+        Some(path) => match crate::config::Config::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("fivecore: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        None => crate::config::Config::default(),
+    };
     println!("{}", endpoint_table());
     let available = nf::ALL.iter().filter(|i| i.available).count();
     if available == 0 {
@@ -21,8 +26,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
         );
         return ExitCode::from(NOT_LANDED);
     }
-    // Reached once an NF issue lands and marks its NF available; each NF then starts here and
-    // shares the shutdown signal below.
+    if let Err(e) = std::fs::create_dir_all(&args.data_dir) {
+        eprintln!("fivecore up: cannot create {}: {e}", args.data_dir.display());
+        return ExitCode::from(1);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -30,8 +37,32 @@ pub fn run(args: &UpArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    runtime.block_on(shutdown_signal());
-    ExitCode::SUCCESS
+    // Each available NF on its default port with its own database under --data-dir; one
+    // shutdown signal stops them all.
+    let mut nrf_config = nf::nrf_run_config(&config, Some(&args.data_dir));
+    nrf_config.store.path = args.data_dir.join("nrf.db");
+    nrf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Nrf).sbi_port));
+    let result = runtime.block_on(async move {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let mut nrf = tokio::spawn(nrf::run(nrf_config, stopped(stop_rx.clone())));
+        tokio::select! {
+            () = shutdown_signal() => {}
+            // An NF that stops on its own (a port in use) stops `up`.
+            r = &mut nrf => return r.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}")),
+        }
+        let _ = stop_tx.send(true);
+        nrf.await.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fivecore up: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// The table `up` prints: every NF, its ports, and whether this build serves it.

@@ -1,6 +1,6 @@
 //! The `fivecore` binary as a user meets it.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn fivecore(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_fivecore")).args(args).output().unwrap();
@@ -29,7 +29,7 @@ fn version_and_help() {
 
 #[test]
 fn an_nf_that_has_not_landed_exits_2_and_says_so() {
-    for sub in ["nrf", "udr", "bsf", "pcf", "dd"] {
+    for sub in ["udr", "bsf", "pcf", "dd"] {
         let (code, out, err) = fivecore(&[sub, "--listen", "127.0.0.1:0", "--log-format", "json"]);
         assert_eq!(code, 2, "{sub}");
         assert!(out.is_empty());
@@ -41,13 +41,101 @@ fn an_nf_that_has_not_landed_exits_2_and_says_so() {
 }
 
 #[test]
-fn up_prints_the_endpoint_table() {
+fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
     let dir = tempfile_dir();
-    let (code, out, err) = fivecore(&["up", "--data-dir", &dir]);
-    assert_eq!(code, 2, "no NF has landed yet: {err}");
-    for line in ["NRF", "http://127.0.0.1:7000", "127.0.0.1:3869 (Rx proxy)", "/healthz/ready"] {
-        assert!(out.contains(line), "table lacks {line}: {out}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["up", "--data-dir", &format!("{dir}/up")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, 7000);
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for line in
+        ["NRF", "http://127.0.0.1:7000", "serving", "127.0.0.1:3869 (Rx proxy)", "/healthz/ready"]
+    {
+        assert!(stdout.contains(line), "table lacks {line}: {stdout}");
     }
+    assert!(std::path::Path::new(&format!("{dir}/up/nrf.db")).exists());
+}
+
+#[test]
+fn nrf_registers_stops_on_sigterm_and_keeps_profiles() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/nrf-data");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let id = "5b1d7a6e-2c3f-4d4e-8f90-a1b2c3d4e5f6";
+    let url = format!("http://{listen}/nnrf-nfm/v1/nf-instances/{id}");
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_fivecore"))
+            .args(["nrf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+
+    let mut child = start();
+    wait_ready(&mut child, port);
+    let profile = format!(
+        r#"{{"nfInstanceId":"{id}","nfType":"BSF","nfStatus":"REGISTERED","fqdn":"bsf.example"}}"#
+    );
+    let r = rt
+        .block_on(client.put(&url).header("content-type", "application/json").body(profile).send())
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let mut child = start();
+    wait_ready(&mut child, port);
+    let r = rt.block_on(client.get(&url).send()).unwrap();
+    assert_eq!(r.status(), 200, "the profile survived the restart");
+    assert!(String::from_utf8_lossy(r.body()).contains("bsf.example"));
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until /healthz/ready answers 200 on `port` (the child must not have exited).
+fn wait_ready(child: &mut std::process::Child, port: u16) {
+    use std::io::{Read, Write};
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(e) = child.stderr.as_mut() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("fivecore exited early ({status}): {err}");
+        }
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ =
+                s.write_all(b"GET /healthz/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            if answer.starts_with("HTTP/1.1 200") {
+                return;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "fivecore not ready on port {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn sigterm(child: &std::process::Child) {
+    let ok = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
 }
 
 #[test]
@@ -61,9 +149,19 @@ fn a_bad_configuration_is_an_error() {
     let (code, _, err) = fivecore(&["up", "--config", "/nonexistent/fivecore.toml"]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot read"), "{err}");
+    // The example configuration is valid: the NRF starts with it (and stops on SIGTERM).
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/fivecore.toml");
-    let (code, _, _) = fivecore(&["nrf", "--config", example]);
-    assert_eq!(code, 2, "the example configuration is valid");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["nrf", "--config", example, "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--data-dir", &format!("{dir}/example")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, port);
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 fn tempfile_dir() -> String {

@@ -1,0 +1,230 @@
+//! `[nrf]` in the configuration file. Every field has a default, so an empty (or absent) section
+//! is a working NRF; unknown keys are errors so a typo never falls back to a default silently.
+//! docs/nrf.md explains each setting.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The NRF's own settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrfConfig {
+    /// `apiRoot` (`http://host:port`) used in `Location` headers and `_links`. Unset: taken from
+    /// the request's authority (`Host`), which is what the consumer used to reach us.
+    #[serde(default)]
+    pub api_root: Option<String>,
+
+    /// heartBeatTimer, seconds, the NRF answers when an NF proposes none or one outside
+    /// `heartbeat_min_secs..=heartbeat_max_secs` (TS 29.510 §5.2.2.3.2). Default 10.
+    #[serde(default = "default_heartbeat_timer_secs")]
+    pub heartbeat_timer_secs: u32,
+    /// Smallest heartBeatTimer an NF may propose, seconds. Default 5.
+    #[serde(default = "default_heartbeat_min_secs")]
+    pub heartbeat_min_secs: u32,
+    /// Largest heartBeatTimer an NF may propose, seconds. Default 300.
+    #[serde(default = "default_heartbeat_max_secs")]
+    pub heartbeat_max_secs: u32,
+    /// Extra time after a missed heartbeat before the NF is marked SUSPENDED, milliseconds.
+    /// Default 5000.
+    #[serde(default = "default_heartbeat_grace_ms")]
+    pub heartbeat_grace_ms: u64,
+    /// How often the heartbeat audit runs, milliseconds. Default 1000.
+    #[serde(default = "default_audit_interval_ms")]
+    pub audit_interval_ms: u64,
+
+    /// Largest NF profile accepted, bytes of JSON: a larger NFRegister/NFUpdate body is answered
+    /// 413, a PATCH whose result is larger 400. Default 65536.
+    #[serde(default = "default_max_profile_bytes")]
+    pub max_profile_bytes: usize,
+
+    /// Subscriptions the NRF keeps at once; the next NFStatusSubscribe is answered 403
+    /// `INSUFFICIENT_RESOURCES`. Default 1000.
+    #[serde(default = "default_max_subscriptions")]
+    pub max_subscriptions: usize,
+    /// Longest subscription lifetime, seconds: the validityTime granted when none is asked for,
+    /// and the cap on one that is. Default 86400.
+    #[serde(default = "default_subscription_validity_secs")]
+    pub subscription_validity_secs: u64,
+
+    /// Nnrf_NFDiscovery settings.
+    #[serde(default)]
+    pub discovery: DiscoveryConfig,
+
+    /// NFStatusNotify delivery.
+    #[serde(default)]
+    pub notify: NotifyConfig,
+}
+
+/// `[nrf.discovery]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryConfig {
+    /// SearchResult validityPeriod, seconds, for target NF types not listed in
+    /// `validity_period_per_type`. Default 3600.
+    #[serde(default = "default_validity_period_secs")]
+    pub validity_period_secs: u32,
+    /// validityPeriod per target NF type, e.g. `{ UDR = 600, PCF = 60 }`.
+    #[serde(default)]
+    pub validity_period_per_type: BTreeMap<String, u32>,
+    /// Most profiles in one SearchResult (the `limit` query parameter may ask for fewer).
+    /// Default 12.
+    #[serde(default = "default_max_profiles")]
+    pub max_profiles: usize,
+    /// The "empty list" option: when no REGISTERED profile matches, answer with the matching
+    /// SUSPENDED ones instead of an empty list. Default false.
+    #[serde(default)]
+    pub suspended_when_empty: bool,
+}
+
+/// `[nrf.notify]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Notifications being delivered at once; beyond it new ones are dropped (and counted in
+    /// the logs) rather than queued without bound. Default 1024.
+    #[serde(default = "default_notify_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Attempts per notification (first send included). Default 3.
+    #[serde(default = "default_notify_attempts")]
+    pub attempts: u32,
+    /// Wait before the first retry, milliseconds; doubled at each retry. Default 200.
+    #[serde(default = "default_notify_backoff_ms")]
+    pub backoff_ms: u64,
+}
+
+impl Default for NrfConfig {
+    fn default() -> Self {
+        NrfConfig {
+            api_root: None,
+            heartbeat_timer_secs: default_heartbeat_timer_secs(),
+            heartbeat_min_secs: default_heartbeat_min_secs(),
+            heartbeat_max_secs: default_heartbeat_max_secs(),
+            heartbeat_grace_ms: default_heartbeat_grace_ms(),
+            audit_interval_ms: default_audit_interval_ms(),
+            max_profile_bytes: default_max_profile_bytes(),
+            max_subscriptions: default_max_subscriptions(),
+            subscription_validity_secs: default_subscription_validity_secs(),
+            discovery: DiscoveryConfig::default(),
+            notify: NotifyConfig::default(),
+        }
+    }
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        DiscoveryConfig {
+            validity_period_secs: default_validity_period_secs(),
+            validity_period_per_type: BTreeMap::new(),
+            max_profiles: default_max_profiles(),
+            suspended_when_empty: false,
+        }
+    }
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            max_in_flight: default_notify_max_in_flight(),
+            attempts: default_notify_attempts(),
+            backoff_ms: default_notify_backoff_ms(),
+        }
+    }
+}
+
+impl NrfConfig {
+    /// Rejects settings that cannot work, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.heartbeat_min_secs == 0 || self.heartbeat_min_secs > self.heartbeat_max_secs {
+            return Err("nrf: heartbeat_min_secs must be 1..=heartbeat_max_secs".into());
+        }
+        if !(self.heartbeat_min_secs..=self.heartbeat_max_secs).contains(&self.heartbeat_timer_secs)
+        {
+            return Err("nrf: heartbeat_timer_secs must lie within heartbeat_min/max_secs".into());
+        }
+        if self.audit_interval_ms == 0 {
+            return Err("nrf: audit_interval_ms must be at least 1".into());
+        }
+        if self.discovery.max_profiles == 0 {
+            return Err("nrf.discovery: max_profiles must be at least 1".into());
+        }
+        if self.notify.attempts == 0 || self.notify.max_in_flight == 0 {
+            return Err("nrf.notify: attempts and max_in_flight must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The validityPeriod of a discovery answer for `target` NF type.
+    pub fn validity_period(&self, target: &str) -> u32 {
+        self.discovery
+            .validity_period_per_type
+            .get(target)
+            .copied()
+            .unwrap_or(self.discovery.validity_period_secs)
+    }
+}
+
+fn default_heartbeat_timer_secs() -> u32 {
+    10
+}
+fn default_heartbeat_min_secs() -> u32 {
+    5
+}
+fn default_heartbeat_max_secs() -> u32 {
+    300
+}
+fn default_heartbeat_grace_ms() -> u64 {
+    5000
+}
+fn default_audit_interval_ms() -> u64 {
+    1000
+}
+fn default_max_profile_bytes() -> usize {
+    64 * 1024
+}
+fn default_max_subscriptions() -> usize {
+    1000
+}
+fn default_subscription_validity_secs() -> u64 {
+    86_400
+}
+fn default_validity_period_secs() -> u32 {
+    3600
+}
+fn default_max_profiles() -> usize {
+    12
+}
+fn default_notify_max_in_flight() -> usize {
+    1024
+}
+fn default_notify_attempts() -> u32 {
+    3
+}
+fn default_notify_backoff_ms() -> u64 {
+    200
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_section_is_the_default_and_valid() {
+        let c: NrfConfig = toml::from_str("").unwrap();
+        assert_eq!(c, NrfConfig::default());
+        assert!(c.validate().is_ok());
+        assert_eq!(c.max_subscriptions, 1000);
+        assert_eq!(c.discovery.max_profiles, 12);
+    }
+
+    #[test]
+    fn per_type_validity_and_unknown_keys() {
+        let c: NrfConfig =
+            toml::from_str("[discovery]\nvalidity_period_per_type = { UDR = 60 }\n").unwrap();
+        assert_eq!(c.validity_period("UDR"), 60);
+        assert_eq!(c.validity_period("PCF"), 3600);
+        assert!(toml::from_str::<NrfConfig>("heartbeat_timer = 3").is_err());
+        let bad = NrfConfig { heartbeat_timer_secs: 1, ..NrfConfig::default() };
+        assert!(bad.validate().is_err());
+    }
+}

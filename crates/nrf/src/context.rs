@@ -1,0 +1,251 @@
+//! The NRF's state: the in-memory profile index every discovery is served from, the
+//! subscriptions, the store handle and the notifier.
+//!
+//! Locks: the index and the subscription table are `std::sync::RwLock`s held only for map
+//! operations, never across an `.await`. Writes to one NF instance are serialised by one of
+//! [`WRITE_STRIPES`] async mutexes (by hash of the id), so a store write and the index update
+//! that follows it cannot be reordered against a concurrent write to the same instance, while
+//! writes to different instances still reach the store together (group commit).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use sbi::{ProblemDetails, SbiRequest};
+use serde_json::Value;
+
+use crate::config::NrfConfig;
+use crate::models::{self, NfProfile};
+use crate::nnrf_disc::DiscInfo;
+use crate::notify::Notifier;
+use crate::store::NrfStore;
+use crate::subscriptions::Subscription;
+
+const WRITE_STRIPES: usize = 64;
+
+/// One registered NF instance, immutable once built: a write replaces the whole entry.
+#[derive(Debug)]
+pub struct Entry {
+    /// The index key: the nfInstanceId in lower case.
+    pub key: String,
+    pub profile: NfProfile,
+    /// The profile as stored and answered by NFProfile retrieval.
+    pub value: Value,
+    /// The consumer view (no authorisation attributes) serialised once, so a discovery answer
+    /// is assembled from bytes rather than re-encoded per request.
+    pub public_json: Bytes,
+    /// What discovery matches on, extracted once.
+    pub disc: DiscInfo,
+    /// Store version, the ETag.
+    pub version: u64,
+    /// Last heartbeat (or write), ms since the epoch; updated in place by heartbeats.
+    pub last_seen_ms: AtomicU64,
+}
+
+impl Entry {
+    pub fn new(key: String, profile: NfProfile, value: Value, version: u64) -> Entry {
+        let public_json =
+            Bytes::from(serde_json::to_vec(&models::public_view(&value)).unwrap_or_default());
+        let disc = DiscInfo::from_profile(&profile, &value);
+        Entry {
+            key,
+            profile,
+            value,
+            public_json,
+            disc,
+            version,
+            last_seen_ms: AtomicU64::new(now_ms()),
+        }
+    }
+
+    pub fn last_seen(&self) -> u64 {
+        self.last_seen_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn touch(&self) {
+        self.last_seen_ms.store(now_ms(), Ordering::Relaxed);
+    }
+}
+
+#[derive(Default)]
+pub struct Index {
+    by_id: HashMap<String, Arc<Entry>>,
+    /// Per NF type, sorted by key: what discovery and NFList scan.
+    by_type: HashMap<String, Vec<Arc<Entry>>>,
+}
+
+impl Index {
+    pub fn get(&self, key: &str) -> Option<&Arc<Entry>> {
+        self.by_id.get(key)
+    }
+
+    pub fn of_type(&self, nf_type: &str) -> &[Arc<Entry>] {
+        self.by_type.get(nf_type).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Entry>> {
+        self.by_id.values()
+    }
+
+    /// Inserts or replaces; returns the previous entry.
+    pub fn insert(&mut self, e: Arc<Entry>) -> Option<Arc<Entry>> {
+        let old = self.remove(&e.key);
+        let list = self.by_type.entry(e.profile.nf_type.clone()).or_default();
+        let pos = list.partition_point(|x| x.key < e.key);
+        list.insert(pos, e.clone());
+        self.by_id.insert(e.key.clone(), e);
+        old
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
+        let old = self.by_id.remove(key)?;
+        if let Some(list) = self.by_type.get_mut(&old.profile.nf_type) {
+            list.retain(|x| x.key != key);
+        }
+        Some(old)
+    }
+}
+
+/// Shared by every handler and background task.
+pub struct Nrf {
+    pub config: NrfConfig,
+    pub store: NrfStore,
+    pub index: RwLock<Index>,
+    pub subscriptions: RwLock<HashMap<String, Arc<Subscription>>>,
+    pub notifier: Notifier,
+    /// `http` or `https`, for apiRoots taken from the request.
+    pub scheme: &'static str,
+    /// The bound address, the apiRoot of last resort (set once the port is bound).
+    pub local_authority: std::sync::OnceLock<String>,
+    write_stripes: Vec<tokio::sync::Mutex<()>>,
+}
+
+impl Nrf {
+    pub fn new(
+        config: NrfConfig,
+        store: NrfStore,
+        notifier: Notifier,
+        scheme: &'static str,
+    ) -> Nrf {
+        Nrf {
+            config,
+            store,
+            index: RwLock::new(Index::default()),
+            subscriptions: RwLock::new(HashMap::new()),
+            notifier,
+            scheme,
+            local_authority: std::sync::OnceLock::new(),
+            write_stripes: (0..WRITE_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+        }
+    }
+
+    /// Serialises writes to one key (an NF instance or a subscription).
+    pub async fn lock_key(&self, key: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        self.write_stripes[(h.finish() as usize) % WRITE_STRIPES].lock().await
+    }
+
+    pub fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn write_index(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
+        self.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn entry(&self, key: &str) -> Option<Arc<Entry>> {
+        self.read_index().get(key).cloned()
+    }
+
+    pub fn read_subscriptions(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Subscription>>> {
+        self.subscriptions.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn write_subscriptions(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Subscription>>> {
+        self.subscriptions.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The apiRoot consumers reach us at: configured, else the request's authority.
+    pub fn api_root(&self, req: Option<&SbiRequest>) -> String {
+        if let Some(root) = &self.config.api_root {
+            return root.trim_end_matches('/').to_owned();
+        }
+        let authority = req.and_then(|r| {
+            r.head.uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
+                r.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
+            })
+        });
+        format!(
+            "{}://{}",
+            self.scheme,
+            authority
+                .as_deref()
+                .or(self.local_authority.get().map(String::as_str))
+                .unwrap_or("localhost")
+        )
+    }
+
+    /// Loads the stored profiles and subscriptions into memory (at start).
+    pub async fn load(&self) -> Result<(usize, usize), store::Error> {
+        let profiles = self.store.load_all(crate::store::PROFILES).await?;
+        let mut n = 0;
+        {
+            let mut index = self.write_index();
+            for (id, version, value) in profiles {
+                match serde_json::from_value::<NfProfile>(value.clone()) {
+                    Ok(p) => {
+                        index.insert(Arc::new(Entry::new(id, p, value, version)));
+                        n += 1;
+                    }
+                    Err(e) => {
+                        tracing::error!(%id, error = %e, "stored profile unreadable; skipped")
+                    }
+                }
+            }
+        }
+        let subs = self.store.load_all(crate::store::SUBSCRIPTIONS).await?;
+        let now = now_ms();
+        let mut m = 0;
+        {
+            let mut table = self.write_subscriptions();
+            for (id, _, value) in subs {
+                match Subscription::from_stored(value) {
+                    Ok(s) if s.expires_ms > now => {
+                        table.insert(id, Arc::new(s));
+                        m += 1;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(%id, error = %e, "stored subscription unreadable"),
+                }
+            }
+        }
+        Ok((n, m))
+    }
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A store failure as the answer: 500 SYSTEM_FAILURE.
+pub fn store_error(e: store::Error) -> ProblemDetails {
+    tracing::error!(error = %e, "store failure");
+    ProblemDetails::internal(format!("storage failure: {e}"))
+}

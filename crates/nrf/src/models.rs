@@ -1,0 +1,369 @@
+//! The TS 29.510 types the NRF reads. Only the attributes the NRF acts on are typed; every other
+//! attribute is kept in a flattened JSON map, so a profile or subscription round-trips whole
+//! (an NF's vendor extensions and attributes of later releases included).
+
+use sbi::problem::cause;
+use sbi::{InvalidParam, ProblemDetails};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `NFType` values of TS 29.510 Rel-17 (§6.1.6.3.3). The schema allows other strings for
+/// forward compatibility; the NRF refuses them, since it could never serve a discovery for them.
+pub const NF_TYPES: &[&str] = &[
+    "NRF",
+    "UDM",
+    "AMF",
+    "SMF",
+    "AUSF",
+    "NEF",
+    "PCF",
+    "SMSF",
+    "NSSF",
+    "UDR",
+    "LMF",
+    "GMLC",
+    "5G_EIR",
+    "SEPP",
+    "UPF",
+    "N3IWF",
+    "AF",
+    "UDSF",
+    "BSF",
+    "CHF",
+    "NWDAF",
+    "PCSCF",
+    "CBCF",
+    "HSS",
+    "UCMF",
+    "SOR_AF",
+    "SPAF",
+    "MME",
+    "SCSAS",
+    "SCEF",
+    "SCP",
+    "NSSAAF",
+    "ICSCF",
+    "SCSCF",
+    "DRA",
+    "IMS_AS",
+    "AANF",
+    "5G_DDNMF",
+    "NSACF",
+    "MFAF",
+    "EASDF",
+    "DCCF",
+    "MB_SMF",
+    "TSCTSF",
+    "ADRF",
+    "GBA_BSF",
+    "CEF",
+    "MB_UPF",
+    "NSWOF",
+    "PKMF",
+    "MNPF",
+    "SMS_GMSC",
+    "SMS_IWMSC",
+    "MBSF",
+    "MBSTF",
+    "PANF",
+];
+
+pub const REGISTERED: &str = "REGISTERED";
+pub const SUSPENDED: &str = "SUSPENDED";
+pub const UNDISCOVERABLE: &str = "UNDISCOVERABLE";
+pub const NF_STATUSES: &[&str] = &[REGISTERED, SUSPENDED, UNDISCOVERABLE];
+
+pub fn is_nf_type(s: &str) -> bool {
+    NF_TYPES.contains(&s)
+}
+
+/// NFProfile (TS 29.510 §6.1.6.2.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NfProfile {
+    pub nf_instance_id: String,
+    pub nf_type: String,
+    pub nf_status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heart_beat_timer: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locality: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nf_services: Option<Vec<NfService>>,
+    /// Everything else, as received.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// NFService (TS 29.510 §6.1.6.2.3), the attributes the NRF reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NfService {
+    pub service_instance_id: String,
+    pub service_name: String,
+    pub versions: Value,
+    pub scheme: String,
+    pub nf_service_status: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl NfProfile {
+    /// The checks TS 29.510 §6.1.6.2.2 and §5.2.2.2.2 ask beyond the JSON types: a UUID instance
+    /// id equal to the one in the path, a known NF type and status, an FQDN or an IP address,
+    /// service instance ids unique. Every failure is listed.
+    pub fn validate(&self, path_id: &str) -> Result<(), ProblemDetails> {
+        let mut bad = Vec::new();
+        if uuid::Uuid::parse_str(&self.nf_instance_id).is_err() {
+            bad.push(InvalidParam::new("/nfInstanceId", "not a UUID"));
+        } else if !self.nf_instance_id.eq_ignore_ascii_case(path_id) {
+            bad.push(InvalidParam::new(
+                "/nfInstanceId",
+                "differs from the nfInstanceID in the URI",
+            ));
+        }
+        if !is_nf_type(&self.nf_type) {
+            bad.push(InvalidParam::new("/nfType", format!("unknown NF type {}", self.nf_type)));
+        }
+        if !NF_STATUSES.contains(&self.nf_status.as_str()) {
+            bad.push(InvalidParam::new("/nfStatus", format!("unknown status {}", self.nf_status)));
+        }
+        if self.load.is_some_and(|l| l > 100) {
+            bad.push(InvalidParam::new("/load", "must be 0..=100"));
+        }
+        if self.heart_beat_timer == Some(0) {
+            bad.push(InvalidParam::new("/heartBeatTimer", "must be at least 1"));
+        }
+        let has_address = ["fqdn", "ipv4Addresses", "ipv6Addresses"]
+            .iter()
+            .any(|k| self.extra.get(*k).is_some_and(|v| !v.is_null()));
+        if !has_address {
+            bad.push(InvalidParam::new(
+                "/fqdn",
+                "one of fqdn, ipv4Addresses, ipv6Addresses is required",
+            ));
+        }
+        if let Some(services) = &self.nf_services {
+            for (i, s) in services.iter().enumerate() {
+                if services[..i].iter().any(|o| o.service_instance_id == s.service_instance_id) {
+                    bad.push(InvalidParam::new(
+                        format!("/nfServices/{i}/serviceInstanceId"),
+                        "duplicate serviceInstanceId",
+                    ));
+                }
+                if !NF_STATUSES.contains(&s.nf_service_status.as_str()) {
+                    bad.push(InvalidParam::new(
+                        format!("/nfServices/{i}/nfServiceStatus"),
+                        "unknown status",
+                    ));
+                }
+            }
+        }
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let missing = bad.iter().any(|p| p.param == "/fqdn");
+        let c = if missing && bad.len() == 1 {
+            cause::MANDATORY_IE_MISSING
+        } else {
+            cause::MANDATORY_IE_INCORRECT
+        };
+        Err(ProblemDetails::invalid_params(c, bad))
+    }
+
+    /// Whether one of its services is named `name`.
+    pub fn has_service(&self, name: &str) -> bool {
+        self.nf_services.iter().flatten().any(|s| s.service_name == name)
+    }
+}
+
+/// SubscriptionData (TS 29.510 §6.1.6.2.16).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionData {
+    pub nf_status_notification_uri: String,
+    /// Read-only: assigned by the NRF, ignored in a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscr_cond: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub req_notif_events: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notif_condition: Option<NotifCondition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub req_nf_type: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// NotifCondition (TS 29.510 §6.1.6.2.20): JSON pointers into the profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotifCondition {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitored_attributes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmonitored_attributes: Vec<String>,
+}
+
+pub const NF_REGISTERED: &str = "NF_REGISTERED";
+pub const NF_DEREGISTERED: &str = "NF_DEREGISTERED";
+pub const NF_PROFILE_CHANGED: &str = "NF_PROFILE_CHANGED";
+pub const NOTIFICATION_EVENTS: &[&str] = &[NF_REGISTERED, NF_DEREGISTERED, NF_PROFILE_CHANGED];
+
+/// ChangeItem (TS 29.571 §5.2.4.21), one entry of `profileChanges`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeItem {
+    pub op: &'static str,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orig_value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_value: Option<Value>,
+}
+
+/// NotificationData (TS 29.510 §6.1.6.2.17).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationData<'a> {
+    pub event: &'static str,
+    pub nf_instance_uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nf_profile: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_changes: Option<Vec<&'a ChangeItem>>,
+}
+
+/// The changes turning `old` into `new`, as ChangeItems with JSON-pointer paths: objects are
+/// compared member by member, anything else (arrays included) replaced whole.
+pub fn diff(old: &Value, new: &Value) -> Vec<ChangeItem> {
+    let mut out = Vec::new();
+    diff_into(old, new, &mut String::new(), &mut out);
+    out
+}
+
+fn diff_into(old: &Value, new: &Value, path: &mut String, out: &mut Vec<ChangeItem>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, va) in a {
+                let len = path.len();
+                push_pointer(path, k);
+                match b.get(k) {
+                    Some(vb) => diff_into(va, vb, path, out),
+                    None => out.push(ChangeItem {
+                        op: "REMOVE",
+                        path: path.clone(),
+                        orig_value: Some(va.clone()),
+                        new_value: None,
+                    }),
+                }
+                path.truncate(len);
+            }
+            for (k, vb) in b {
+                if !a.contains_key(k) {
+                    let len = path.len();
+                    push_pointer(path, k);
+                    out.push(ChangeItem {
+                        op: "ADD",
+                        path: path.clone(),
+                        orig_value: None,
+                        new_value: Some(vb.clone()),
+                    });
+                    path.truncate(len);
+                }
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => out.push(ChangeItem {
+            op: "REPLACE",
+            path: path.clone(),
+            orig_value: Some(a.clone()),
+            new_value: Some(b.clone()),
+        }),
+    }
+}
+
+fn push_pointer(path: &mut String, key: &str) {
+    path.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+/// The attributes a consumer may not see in a notification or a discovery answer (they are the
+/// producer's authorisation rules: TS 29.510 NotificationData.nfProfile excludes them).
+const AUTHORISATION_ATTRIBUTES: &[&str] =
+    &["allowedPlmns", "allowedSnpns", "allowedNfTypes", "allowedNfDomains", "allowedNssais"];
+
+/// The profile as consumers see it: without the authorisation attributes.
+pub fn public_view(profile: &Value) -> Value {
+    let mut v = profile.clone();
+    if let Some(map) = v.as_object_mut() {
+        for k in AUTHORISATION_ATTRIBUTES {
+            map.remove(*k);
+        }
+        if let Some(Value::Array(services)) = map.get_mut("nfServices") {
+            for s in services.iter_mut().filter_map(Value::as_object_mut) {
+                for k in AUTHORISATION_ATTRIBUTES {
+                    s.remove(*k);
+                }
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_attributes_round_trip() {
+        let v = json!({"nfInstanceId": "4947a69a-f61b-4bc1-b9da-47c9c5d14b64", "nfType": "UDR",
+            "nfStatus": "REGISTERED", "fqdn": "udr.example", "udrInfo": {"groupId": "g1"},
+            "vendorX": [1, 2], "nfServices": [{"serviceInstanceId": "1",
+            "serviceName": "nudr-dr", "versions": [], "scheme": "http",
+            "nfServiceStatus": "REGISTERED", "apiPrefix": "x"}]});
+        let p: NfProfile = serde_json::from_value(v.clone()).unwrap();
+        assert!(p.validate("4947a69a-f61b-4bc1-b9da-47c9c5d14b64").is_ok());
+        assert_eq!(serde_json::to_value(&p).unwrap(), v);
+        assert!(p.has_service("nudr-dr"));
+    }
+
+    #[test]
+    fn validation_lists_every_problem() {
+        let p: NfProfile = serde_json::from_value(
+            json!({"nfInstanceId": "nope", "nfType": "XYZ", "nfStatus": "BUSY"}),
+        )
+        .unwrap();
+        let e = p.validate("nope").unwrap_err();
+        assert_eq!(e.invalid_params.len(), 4, "{e:?}");
+    }
+
+    #[test]
+    fn diff_finds_nested_changes() {
+        let a = json!({"nfStatus": "REGISTERED", "load": 1, "x": {"a/b": 1}});
+        let b = json!({"nfStatus": "SUSPENDED", "x": {"a/b": 2}, "y": true});
+        let d = diff(&a, &b);
+        let paths: Vec<(&str, &str)> = d.iter().map(|c| (c.op, c.path.as_str())).collect();
+        assert_eq!(
+            paths,
+            [("REMOVE", "/load"), ("REPLACE", "/nfStatus"), ("REPLACE", "/x/a~1b"), ("ADD", "/y")]
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Nnrf_NFDiscovery (TS 29.510 §5.3, API /nnrf-disc/v1): NFDiscover, served from the in-memory
+//! index only. What a profile is matched on is extracted once per write ([`DiscInfo`]), and each
+//! profile's JSON is serialised once, so a discovery costs a scan of the target type's entries,
+//! a sort of the matches and a byte copy of the chosen profiles.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use http::{header, HeaderValue, StatusCode};
+use sbi::problem::cause;
+use sbi::query::Query;
+use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::context::{Entry, Nrf};
+use crate::models::{self, NfProfile};
+
+/// Default and largest `max-payload-size`, kilo-octets (TS 29.510 §6.2.3.2.3.1).
+const DEFAULT_MAX_PAYLOAD_KB: usize = 124;
+const LARGEST_MAX_PAYLOAD_KB: usize = 2000;
+
+/// A numeric identity range (SupiRange / IdentityRange with start and end). Pattern ranges are
+/// not evaluated (see docs/nrf.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    pub start: String,
+    pub end: String,
+}
+
+impl Range {
+    fn contains(&self, digits: &str) -> bool {
+        digits.len() == self.start.len()
+            && digits.len() == self.end.len()
+            && self.start.as_str() <= digits
+            && digits <= self.end.as_str()
+    }
+}
+
+/// A TAI, lower-cased: (mcc, mnc, tac).
+type Tai = (String, String, String);
+
+/// What discovery matches a profile on. `None` means the profile does not restrict that
+/// dimension (TS 29.510: an absent attribute means "any").
+#[derive(Debug, Default, Clone)]
+pub struct DiscInfo {
+    pub services: Vec<String>,
+    pub snssais: Option<Vec<Snssai>>,
+    pub dnns: Option<Vec<String>>,
+    pub tais: Option<Vec<Tai>>,
+    /// (mcc, mnc, start, end) TAC ranges.
+    pub tac_ranges: Vec<(String, String, u32, u32)>,
+    pub supi_ranges: Option<Vec<Range>>,
+    pub gpsi_ranges: Option<Vec<Range>>,
+    pub group_ids: Vec<String>,
+    pub routing_indicators: Option<Vec<String>>,
+    pub set_ids: Vec<String>,
+    pub allowed_nf_types: Option<Vec<String>>,
+}
+
+/// An S-NSSAI of a query or a profile (ExtSnssai: sd, wildcardSd).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Snssai {
+    pub sst: u8,
+    #[serde(default)]
+    pub sd: Option<String>,
+    #[serde(default)]
+    pub wildcard_sd: Option<bool>,
+}
+
+impl Snssai {
+    fn serves(&self, wanted: &Snssai) -> bool {
+        self.sst == wanted.sst
+            && (self.wildcard_sd == Some(true)
+                || match (&self.sd, &wanted.sd) {
+                    (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                    (None, None) => true,
+                    _ => false,
+                })
+    }
+}
+
+fn strings(v: Option<&Value>) -> impl Iterator<Item = String> + '_ {
+    v.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned)
+}
+
+fn ranges(v: Option<&Value>) -> Vec<Range> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            Some(Range {
+                start: r.get("start")?.as_str()?.to_owned(),
+                end: r.get("end")?.as_str()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn tai_of(v: &Value) -> Option<Tai> {
+    let plmn = v.get("plmnId")?;
+    Some((
+        plmn.get("mcc")?.as_str()?.to_ascii_lowercase(),
+        plmn.get("mnc")?.as_str()?.to_ascii_lowercase(),
+        v.get("tac")?.as_str()?.to_ascii_lowercase(),
+    ))
+}
+
+fn push_opt<T>(slot: &mut Option<Vec<T>>, items: impl IntoIterator<Item = T>) {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_some() {
+        slot.get_or_insert_with(Vec::new).extend(items);
+    }
+}
+
+impl DiscInfo {
+    pub fn from_profile(p: &NfProfile, v: &Value) -> DiscInfo {
+        let mut d = DiscInfo {
+            services: p.nf_services.iter().flatten().map(|s| s.service_name.clone()).collect(),
+            ..DiscInfo::default()
+        };
+        if let Some(list) = v.get("sNssais").and_then(Value::as_array) {
+            d.snssais =
+                Some(list.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect());
+        }
+        d.set_ids = strings(v.get("nfSetIdList")).collect();
+        d.allowed_nf_types = v.get("allowedNfTypes").map(|a| strings(Some(a)).collect());
+        // Every xxxInfo object and every value of every xxxInfoList map.
+        let Some(obj) = v.as_object() else { return d };
+        let mut infos: Vec<&Value> = Vec::new();
+        for (k, val) in obj {
+            if k.ends_with("InfoList") {
+                if let Some(m) = val.as_object() {
+                    infos.extend(m.values());
+                }
+            } else if k.ends_with("Info") && val.is_object() {
+                infos.push(val);
+            }
+        }
+        for info in infos {
+            if let Some(g) = info.get("groupId").and_then(Value::as_str) {
+                d.group_ids.push(g.to_owned());
+            }
+            push_opt(&mut d.supi_ranges, ranges(info.get("supiRanges")));
+            push_opt(&mut d.gpsi_ranges, ranges(info.get("gpsiRanges")));
+            push_opt(&mut d.routing_indicators, strings(info.get("routingIndicators")));
+            push_opt(&mut d.dnns, strings(info.get("dnnList")));
+            for key in ["sNssaiSmfInfoList", "sNssaiUpfInfoList"] {
+                for s in info.get(key).and_then(Value::as_array).into_iter().flatten() {
+                    for dl in ["dnnSmfInfoList", "dnnUpfInfoList"] {
+                        let dnns = s.get(dl).and_then(Value::as_array).into_iter().flatten();
+                        push_opt(
+                            &mut d.dnns,
+                            dnns.filter_map(|x| x.get("dnn")?.as_str().map(str::to_owned)),
+                        );
+                    }
+                }
+            }
+            push_opt(
+                &mut d.tais,
+                info.get("taiList")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(tai_of),
+            );
+            for tr in info.get("taiRangeList").and_then(Value::as_array).into_iter().flatten() {
+                let Some(plmn) = tr.get("plmnId") else { continue };
+                let (Some(mcc), Some(mnc)) = (
+                    plmn.get("mcc").and_then(Value::as_str),
+                    plmn.get("mnc").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                for r in tr.get("tacRangeList").and_then(Value::as_array).into_iter().flatten() {
+                    let hex = |k: &str| {
+                        r.get(k)
+                            .and_then(Value::as_str)
+                            .and_then(|s| u32::from_str_radix(s, 16).ok())
+                    };
+                    if let (Some(a), Some(b)) = (hex("start"), hex("end")) {
+                        d.tac_ranges.push((
+                            mcc.to_ascii_lowercase(),
+                            mnc.to_ascii_lowercase(),
+                            a,
+                            b,
+                        ));
+                    }
+                }
+            }
+        }
+        d
+    }
+
+    fn serves_tai(&self, t: &Tai) -> bool {
+        if self.tais.is_none() && self.tac_ranges.is_empty() {
+            return true;
+        }
+        self.tais.iter().flatten().any(|x| x == t)
+            || u32::from_str_radix(&t.2, 16).is_ok_and(|tac| {
+                self.tac_ranges
+                    .iter()
+                    .any(|(mcc, mnc, a, b)| *mcc == t.0 && *mnc == t.1 && (*a..=*b).contains(&tac))
+            })
+    }
+}
+
+/// A parsed discovery request: the filters present, each once.
+struct Request<'q> {
+    target: &'q str,
+    requester: &'q str,
+    services: Vec<&'q str>,
+    instance: Option<String>,
+    snssais: Option<Vec<Snssai>>,
+    dnn: Option<&'q str>,
+    tai: Option<Tai>,
+    supi: Option<&'q str>,
+    gpsi: Option<&'q str>,
+    groups: Vec<&'q str>,
+    routing_indicator: Option<&'q str>,
+    set_id: Option<&'q str>,
+    locality: Option<&'q str>,
+    limit: usize,
+    max_payload: usize,
+}
+
+fn invalid(name: &str, reason: &str) -> ProblemDetails {
+    ProblemDetails::invalid_params(
+        cause::INVALID_QUERY_PARAM,
+        vec![InvalidParam::new(name, reason)],
+    )
+}
+
+fn nf_type<'q>(
+    q: &'q Query,
+    name: &str,
+    required: bool,
+) -> Result<Option<&'q str>, ProblemDetails> {
+    let v = if required { Some(q.required(name)?) } else { q.get(name)? };
+    match v {
+        Some(t) if !models::is_nf_type(t) => Err(invalid(name, "unknown NF type")),
+        v => Ok(v),
+    }
+}
+
+impl<'q> Request<'q> {
+    fn parse(q: &'q Query, max_profiles: usize) -> Result<Request<'q>, ProblemDetails> {
+        let target = nf_type(q, "target-nf-type", true)?.unwrap_or_default();
+        let requester = nf_type(q, "requester-nf-type", true)?.unwrap_or_default();
+        let tai = match q.json::<Value>("tai")? {
+            Some(v) => Some(tai_of(&v).ok_or_else(|| invalid("tai", "not a Tai"))?),
+            None => None,
+        };
+        let limit = match q.parse_as::<usize>("limit")? {
+            Some(0) => return Err(invalid("limit", "must be at least 1")),
+            Some(n) => n.min(max_profiles),
+            None => max_profiles,
+        };
+        let max_payload = match q.parse_as::<usize>("max-payload-size")? {
+            Some(n) if (1..=LARGEST_MAX_PAYLOAD_KB).contains(&n) => n,
+            Some(_) => return Err(invalid("max-payload-size", "must be 1..=2000")),
+            None => DEFAULT_MAX_PAYLOAD_KB,
+        };
+        let supi = q.get("supi")?.map(|s| s.strip_prefix("imsi-").unwrap_or(s));
+        let gpsi = q.get("gpsi")?.map(|s| s.strip_prefix("msisdn-").unwrap_or(s));
+        Ok(Request {
+            target,
+            requester,
+            services: q.array("service-names"),
+            instance: q.get("target-nf-instance-id")?.map(str::to_ascii_lowercase),
+            snssais: q.json("snssais")?,
+            dnn: q.get("dnn")?,
+            tai,
+            supi,
+            gpsi,
+            groups: q.array("group-id-list"),
+            routing_indicator: q.get("routing-indicator")?,
+            set_id: q.get("target-nf-set-id")?,
+            locality: q.get("preferred-locality")?,
+            limit,
+            max_payload: max_payload * 1000,
+        })
+    }
+
+    fn matches(&self, e: &Entry) -> bool {
+        let d = &e.disc;
+        if self.instance.as_ref().is_some_and(|i| *i != e.key) {
+            return false;
+        }
+        if d.allowed_nf_types.as_ref().is_some_and(|a| !a.iter().any(|t| t == self.requester)) {
+            return false;
+        }
+        if !self.services.is_empty()
+            && !self.services.iter().any(|s| d.services.iter().any(|x| x == s))
+        {
+            return false;
+        }
+        if let (Some(want), Some(have)) = (&self.snssais, &d.snssais) {
+            if !want.iter().any(|w| have.iter().any(|h| h.serves(w))) {
+                return false;
+            }
+        }
+        if let (Some(dnn), Some(dnns)) = (self.dnn, &d.dnns) {
+            if !dnns.iter().any(|x| x == dnn) {
+                return false;
+            }
+        }
+        if self.tai.as_ref().is_some_and(|t| !d.serves_tai(t)) {
+            return false;
+        }
+        let in_ranges = |id: Option<&str>, r: &Option<Vec<Range>>| match (id, r) {
+            (Some(id), Some(r)) => r.iter().any(|x| x.contains(id)),
+            _ => true,
+        };
+        if !in_ranges(self.supi, &d.supi_ranges) || !in_ranges(self.gpsi, &d.gpsi_ranges) {
+            return false;
+        }
+        if !self.groups.is_empty() && !d.group_ids.iter().any(|g| self.groups.contains(&g.as_str()))
+        {
+            return false;
+        }
+        if let (Some(ri), Some(ris)) = (self.routing_indicator, &d.routing_indicators) {
+            if !ris.iter().any(|x| x == ri) {
+                return false;
+            }
+        }
+        if self.set_id.is_some_and(|s| !d.set_ids.iter().any(|x| x == s)) {
+            return false;
+        }
+        true
+    }
+
+    /// Preferred locality first, then priority (lower first), capacity (higher first), load
+    /// (lower first), and the instance id so answers are stable.
+    fn order(&self, a: &Entry, b: &Entry) -> Ordering {
+        let local =
+            |e: &Entry| self.locality.is_some() && e.profile.locality.as_deref() == self.locality;
+        local(b)
+            .cmp(&local(a))
+            .then(
+                a.profile.priority.unwrap_or(u16::MAX).cmp(&b.profile.priority.unwrap_or(u16::MAX)),
+            )
+            .then(b.profile.capacity.unwrap_or(0).cmp(&a.profile.capacity.unwrap_or(0)))
+            .then(a.profile.load.unwrap_or(0).cmp(&b.profile.load.unwrap_or(0)))
+            .then(a.key.cmp(&b.key))
+    }
+}
+
+/// GET /nf-instances: NFDiscover.
+pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    let q = req.query();
+    let r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
+    let mut found: Vec<Arc<Entry>> = Vec::new();
+    {
+        let index = nrf.read_index();
+        let candidates = index.of_type(r.target);
+        found.extend(
+            candidates
+                .iter()
+                .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
+                .cloned(),
+        );
+        if found.is_empty() && nrf.config.discovery.suspended_when_empty {
+            found.extend(
+                candidates
+                    .iter()
+                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e))
+                    .cloned(),
+            );
+        }
+    }
+    found.sort_unstable_by(|a, b| r.order(a, b));
+    let head =
+        format!("{{\"validityPeriod\":{},\"nfInstances\":[", nrf.config.validity_period(r.target));
+    let mut out = Vec::with_capacity(
+        head.len() + found.iter().take(r.limit).map(|e| e.public_json.len() + 1).sum::<usize>() + 2,
+    );
+    out.extend_from_slice(head.as_bytes());
+    for (n, e) in found.iter().take(r.limit).enumerate() {
+        // max-payload-size: stop before a profile that would take the answer over it.
+        if out.len() + e.public_json.len() + 2 > r.max_payload {
+            break;
+        }
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&e.public_json);
+    }
+    out.extend_from_slice(b"]}");
+    let mut resp = http::Response::new(sbi::Body::from(out));
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_str(&format!("max-age={}", nrf.config.validity_period(r.target)))
+            .unwrap_or(HeaderValue::from_static("no-cache")),
+    );
+    *resp.status_mut() = StatusCode::OK;
+    Ok(resp)
+}

@@ -1,0 +1,286 @@
+//! Nnrf_NFManagement (TS 29.510 §5.2.2, API /nnrf-nfm/v1): NFRegister, NFUpdate (PUT and
+//! PATCH, heartbeats included), NFDeregister, NFProfile retrieval and NFList retrieval, and the
+//! heartbeat audit that suspends silent NFs.
+
+use std::sync::Arc;
+
+use http::{header, HeaderValue, StatusCode};
+use sbi::body::{self, JSON_PATCH_JSON};
+use sbi::problem::cause;
+use sbi::{empty_response, json_response, HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use serde_json::{json, Value};
+
+use crate::context::{now_ms, store_error, Entry, Nrf};
+use crate::models::{self, NfProfile};
+use crate::subscriptions::publish;
+
+pub const NF_INSTANCES_PATH: &str = "/nnrf-nfm/v1/nf-instances";
+
+/// Attributes a heartbeat may carry (TS 29.510 §5.2.2.3.2); a PATCH touching only these is
+/// answered 204 unless the NRF changed something itself.
+const HEARTBEAT_ATTRIBUTES: &[&str] = &["/nfStatus", "/load", "/loadTimeStamp"];
+
+fn too_large(nrf: &Nrf) -> ProblemDetails {
+    ProblemDetails::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        cause::PAYLOAD_TOO_LARGE,
+        format!("NF profile exceeds {} bytes", nrf.config.max_profile_bytes),
+    )
+}
+
+/// Gives the profile the heartBeatTimer the NRF accepts: its own value when the NF proposes
+/// none or one out of range. Returns whether it changed the profile.
+fn negotiate_heartbeat(nrf: &Nrf, p: &mut NfProfile) -> bool {
+    let c = &nrf.config;
+    match p.heart_beat_timer {
+        Some(t) if (c.heartbeat_min_secs..=c.heartbeat_max_secs).contains(&t) => false,
+        _ => {
+            p.heart_beat_timer = Some(c.heartbeat_timer_secs);
+            true
+        }
+    }
+}
+
+fn with_etag(mut resp: sbi::Response, version: u64) -> sbi::Response {
+    if let Ok(v) = HeaderValue::from_str(&store::document::etag(version)) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    resp
+}
+
+fn to_value(p: &NfProfile) -> Result<Value, ProblemDetails> {
+    serde_json::to_value(p).map_err(|e| ProblemDetails::internal(format!("profile encoding: {e}")))
+}
+
+/// Stores `profile`, swaps it into the index and notifies. The caller holds the key's lock.
+async fn commit(
+    nrf: &Nrf,
+    key: String,
+    profile: NfProfile,
+    value: Value,
+) -> Result<(Arc<Entry>, Option<Arc<Entry>>), ProblemDetails> {
+    let bytes = serde_json::to_vec(&value).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let version =
+        nrf.store.put_profile(&key, &profile.nf_type, bytes).await.map_err(store_error)?;
+    let entry = Arc::new(Entry::new(key, profile, value, version));
+    let old = nrf.write_index().insert(entry.clone());
+    match &old {
+        None => publish(nrf, models::NF_REGISTERED, &entry, None),
+        Some(o) if o.value != entry.value => {
+            publish(nrf, models::NF_PROFILE_CHANGED, &entry, Some(&o.value))
+        }
+        Some(_) => {}
+    }
+    Ok((entry, old))
+}
+
+/// PUT /nf-instances/{nfInstanceID}: NFRegister (201) or NFUpdate by replacement (200).
+pub async fn register(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    if req.body.len() > nrf.config.max_profile_bytes {
+        return Err(too_large(&nrf));
+    }
+    let path_id = req.param("nfInstanceID");
+    let mut profile: NfProfile = req.json()?;
+    profile.validate(path_id)?;
+    negotiate_heartbeat(&nrf, &mut profile);
+    let key = path_id.to_ascii_lowercase();
+    let value = to_value(&profile)?;
+    let _guard = nrf.lock_key(&key).await;
+    let (entry, old) = commit(&nrf, key, profile, value).await?;
+    let status = if old.is_none() { StatusCode::CREATED } else { StatusCode::OK };
+    let mut resp = with_etag(json_response(status, &entry.value)?, entry.version);
+    if old.is_none() {
+        let location = format!(
+            "{}{NF_INSTANCES_PATH}/{}",
+            nrf.api_root(Some(&req)),
+            entry.profile.nf_instance_id
+        );
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            resp.headers_mut().insert(header::LOCATION, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// PATCH /nf-instances/{nfInstanceID}: NFUpdate by JSON patch, heartbeats included.
+pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    body::require_media_type(req.headers(), &[JSON_PATCH_JSON])?;
+    let key = req.param("nfInstanceID").to_ascii_lowercase();
+    let _guard = nrf.lock_key(&key).await;
+    let current = nrf
+        .entry(&key)
+        .ok_or_else(|| ProblemDetails::not_found(format!("no NF instance {key}")))?;
+    if let Some(tag) = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
+        if tag.trim() != "*" && store::document::parse_etag(tag) != Some(current.version) {
+            return Err(ProblemDetails::new(
+                StatusCode::PRECONDITION_FAILED,
+                cause::PRECONDITION_FAILED,
+                "If-Match does not name the current version",
+            ));
+        }
+    }
+    let mut doc = current.value.clone();
+    body::apply_json_patch(&mut doc, &req.body)?;
+    let bytes = serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    if bytes.len() > nrf.config.max_profile_bytes {
+        return Err(ProblemDetails::invalid_params(
+            cause::MANDATORY_IE_INCORRECT,
+            vec![InvalidParam::new(
+                "/",
+                format!("patched profile exceeds {} bytes", nrf.config.max_profile_bytes),
+            )],
+        ));
+    }
+    let mut profile: NfProfile = body::decode_json(&bytes)?;
+    if profile.nf_type != current.profile.nf_type {
+        return Err(ProblemDetails::new(
+            StatusCode::FORBIDDEN,
+            cause::MODIFICATION_NOT_ALLOWED,
+            "nfType cannot be changed",
+        ));
+    }
+    profile.validate(&key)?;
+    let nrf_changed = negotiate_heartbeat(&nrf, &mut profile);
+    let value = if nrf_changed { to_value(&profile)? } else { doc };
+    let changes = models::diff(&current.value, &value);
+    if changes.is_empty() {
+        // A heartbeat with nothing new: no write, just the liveness stamp.
+        current.touch();
+        return Ok(empty_response(StatusCode::NO_CONTENT));
+    }
+    let heartbeat_only =
+        !nrf_changed && changes.iter().all(|c| HEARTBEAT_ATTRIBUTES.contains(&c.path.as_str()));
+    let (entry, _) = commit(&nrf, key, profile, value).await?;
+    if heartbeat_only {
+        return Ok(with_etag(empty_response(StatusCode::NO_CONTENT), entry.version));
+    }
+    Ok(with_etag(json_response(StatusCode::OK, &entry.value)?, entry.version))
+}
+
+/// DELETE /nf-instances/{nfInstanceID}: NFDeregister.
+pub async fn deregister(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    let key = req.param("nfInstanceID").to_ascii_lowercase();
+    let _guard = nrf.lock_key(&key).await;
+    if nrf.entry(&key).is_none() {
+        return Err(ProblemDetails::not_found(format!("no NF instance {key}")));
+    }
+    nrf.store.delete_profile(&key).await.map_err(store_error)?;
+    let old = nrf.write_index().remove(&key);
+    if let Some(old) = old {
+        publish(&nrf, models::NF_DEREGISTERED, &old, None);
+    }
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// GET /nf-instances/{nfInstanceID}: NFProfile retrieval.
+pub async fn get(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    let key = req.param("nfInstanceID").to_ascii_lowercase();
+    let entry = nrf
+        .entry(&key)
+        .ok_or_else(|| ProblemDetails::not_found(format!("no NF instance {key}")))?;
+    Ok(with_etag(json_response(StatusCode::OK, &entry.value)?, entry.version))
+}
+
+fn positive(q: &sbi::query::Query, name: &str) -> Result<Option<usize>, ProblemDetails> {
+    match q.parse_as::<usize>(name)? {
+        Some(0) => Err(ProblemDetails::invalid_params(
+            cause::INVALID_QUERY_PARAM,
+            vec![InvalidParam::new(name, "must be at least 1")],
+        )),
+        v => Ok(v),
+    }
+}
+
+/// GET /nf-instances: NFList retrieval, a UriList (3gppHal+json) of the instances, ordered by
+/// nfInstanceId; `limit` caps the list, `page-size`/`page-number` select a page of it.
+pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    let q = req.query();
+    let nf_type = q.get("nf-type")?;
+    if let Some(t) = nf_type {
+        if !models::is_nf_type(t) {
+            return Err(ProblemDetails::invalid_params(
+                cause::INVALID_QUERY_PARAM,
+                vec![InvalidParam::new("nf-type", format!("unknown NF type {t}"))],
+            ));
+        }
+    }
+    let limit = positive(&q, "limit")?;
+    let page_size = positive(&q, "page-size")?;
+    let page_number = positive(&q, "page-number")?.unwrap_or(1);
+    let mut ids: Vec<String> = {
+        let index = nrf.read_index();
+        match nf_type {
+            Some(t) => index.of_type(t).iter().map(|e| e.profile.nf_instance_id.clone()).collect(),
+            None => index.all().map(|e| e.profile.nf_instance_id.clone()).collect(),
+        }
+    };
+    if nf_type.is_none() {
+        ids.sort_unstable_by_key(|a| a.to_ascii_lowercase());
+    }
+    if let Some(l) = limit {
+        ids.truncate(l);
+    }
+    let total = ids.len();
+    let page: &[String] = match page_size {
+        Some(size) => {
+            let start = (page_number - 1).saturating_mul(size).min(total);
+            &ids[start..(start + size).min(total)]
+        }
+        None => &ids,
+    };
+    let root = nrf.api_root(Some(&req));
+    let items: Vec<Value> = page
+        .iter()
+        .map(|id| json!({ "href": format!("{root}{NF_INSTANCES_PATH}/{id}") }))
+        .collect();
+    let self_href = match req.head.uri.query() {
+        Some(qs) => format!("{root}{NF_INSTANCES_PATH}?{qs}"),
+        None => format!("{root}{NF_INSTANCES_PATH}"),
+    };
+    let body = json!({
+        "_links": { "self": { "href": self_href }, "item": items },
+        "totalItemCount": total,
+    });
+    let mut resp = json_response(StatusCode::OK, &body)?;
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/3gppHal+json"));
+    Ok(resp)
+}
+
+/// One pass of the heartbeat audit: every REGISTERED NF silent for longer than its
+/// heartBeatTimer plus the grace becomes SUSPENDED, and subscribers are told.
+pub async fn audit_heartbeats(nrf: &Nrf) {
+    let now = now_ms();
+    let late: Vec<String> = nrf
+        .read_index()
+        .all()
+        .filter(|e| e.profile.nf_status == models::REGISTERED)
+        .filter(|e| {
+            let hbt =
+                u64::from(e.profile.heart_beat_timer.unwrap_or(nrf.config.heartbeat_timer_secs));
+            now.saturating_sub(e.last_seen()) > hbt * 1000 + nrf.config.heartbeat_grace_ms
+        })
+        .map(|e| e.key.clone())
+        .collect();
+    for key in late {
+        let _guard = nrf.lock_key(&key).await;
+        // Re-read under the lock: a heartbeat may have arrived meanwhile.
+        let Some(current) = nrf.entry(&key) else { continue };
+        let hbt =
+            u64::from(current.profile.heart_beat_timer.unwrap_or(nrf.config.heartbeat_timer_secs));
+        if current.profile.nf_status != models::REGISTERED
+            || now_ms().saturating_sub(current.last_seen())
+                <= hbt * 1000 + nrf.config.heartbeat_grace_ms
+        {
+            continue;
+        }
+        let mut profile = current.profile.clone();
+        profile.nf_status = models::SUSPENDED.to_owned();
+        let mut value = current.value.clone();
+        value["nfStatus"] = Value::from(models::SUSPENDED);
+        match commit(nrf, key.clone(), profile, value).await {
+            Ok(_) => tracing::info!(nf_instance = %key, "heartbeat missed; NF suspended"),
+            Err(e) => tracing::warn!(nf_instance = %key, error = %e, "cannot suspend NF"),
+        }
+    }
+}
