@@ -54,6 +54,56 @@ pub struct NrfConfig {
     /// NFStatusNotify delivery.
     #[serde(default)]
     pub notify: NotifyConfig,
+
+    /// Nnrf_AccessToken (OAuth2 client credentials) settings.
+    #[serde(default)]
+    pub access_token: AccessTokenConfig,
+}
+
+/// `[nrf.access_token]`: the OAuth2 authorization server of TS 29.510 §5.4.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessTokenConfig {
+    /// PEM file with the ES256 signing key (PKCS#8, EC P-256). Unset: a key is generated on
+    /// first start and kept in the NRF's store, so tokens stay verifiable across restarts.
+    #[serde(default)]
+    pub signing_key: Option<std::path::PathBuf>,
+    /// Lifetime of an issued token, seconds (`expires_in`). Default 3600; at most 86400.
+    #[serde(default = "default_token_expiry_secs")]
+    pub expiry_secs: u64,
+    /// Who may get a token for which target and scope. Empty: every registered NF may get a
+    /// token for any target NF type and scope (the target's `allowedNfTypes` still applies).
+    #[serde(default)]
+    pub rules: Vec<AuthRule>,
+}
+
+/// One authorization rule: consumers of `consumer_nf_types` may get tokens for services of
+/// `target_nf_type`, limited to `scopes` when given.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthRule {
+    /// Consumer NF types (e.g. `["AMF", "SMF"]`); empty means any.
+    #[serde(default)]
+    pub consumer_nf_types: Vec<String>,
+    /// The target NF type (e.g. `"UDM"`).
+    pub target_nf_type: String,
+    /// Allowed service names (OAuth2 scopes, e.g. `["nudm-sdm"]`); empty means any.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl Default for AccessTokenConfig {
+    fn default() -> Self {
+        AccessTokenConfig {
+            signing_key: None,
+            expiry_secs: default_token_expiry_secs(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+fn default_token_expiry_secs() -> u64 {
+    3600
 }
 
 /// `[nrf.discovery]`.
@@ -107,6 +157,7 @@ impl Default for NrfConfig {
             subscription_validity_secs: default_subscription_validity_secs(),
             discovery: DiscoveryConfig::default(),
             notify: NotifyConfig::default(),
+            access_token: AccessTokenConfig::default(),
         }
     }
 }
@@ -135,6 +186,9 @@ impl Default for NotifyConfig {
 impl NrfConfig {
     /// Rejects settings that cannot work, naming the field.
     pub fn validate(&self) -> Result<(), String> {
+        if !(1..=86_400).contains(&self.access_token.expiry_secs) {
+            return Err("nrf: access_token.expiry_secs must be 1..=86400".into());
+        }
         if self.heartbeat_min_secs == 0 || self.heartbeat_min_secs > self.heartbeat_max_secs {
             return Err("nrf: heartbeat_min_secs must be 1..=heartbeat_max_secs".into());
         }

@@ -129,6 +129,10 @@ pub struct Nrf {
     pub scheme: &'static str,
     /// The bound address, the apiRoot of last resort (set once the port is bound).
     pub local_authority: std::sync::OnceLock<String>,
+    /// The NRF's own nfInstanceId (the `iss` of its access tokens), set at start.
+    pub instance_id: std::sync::OnceLock<String>,
+    /// The key signing access tokens, loaded at start.
+    pub token_signer: std::sync::OnceLock<crate::nnrf_token::TokenSigner>,
     write_stripes: Vec<tokio::sync::Mutex<()>>,
 }
 
@@ -147,6 +151,8 @@ impl Nrf {
             notifier,
             scheme,
             local_authority: std::sync::OnceLock::new(),
+            instance_id: std::sync::OnceLock::new(),
+            token_signer: std::sync::OnceLock::new(),
             write_stripes: (0..WRITE_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         }
     }

@@ -11,6 +11,7 @@ pub mod context;
 pub mod models;
 pub mod nnrf_disc;
 pub mod nnrf_nfm;
+pub mod nnrf_token;
 pub mod notify;
 pub mod store;
 pub mod subscriptions;
@@ -112,6 +113,8 @@ pub fn router(nrf: Arc<Nrf>) -> Router {
             "Nnrf_NFDiscovery_NFDiscover",
             disc::search,
         )
+        .route(Method::POST, "/oauth2/token", "Nnrf_AccessToken_Get", nnrf_token::token)
+        .route(Method::GET, "/oauth2/jwks", "Nnrf_AccessToken_Jwks", nnrf_token::jwks)
         .build()
 }
 
@@ -139,6 +142,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
     let nrf =
         Arc::new(Nrf::new(config.nrf.clone(), store::NrfStore::new(db.clone()), notifier, scheme));
     let (profiles, subs) = nrf.load().await?;
+    let _ = nrf.instance_id.set(instance_id.clone());
+    let signer = nnrf_token::TokenSigner::load(&config.nrf.access_token, &db)
+        .await
+        .map_err(NrfError::Config)?;
+    let _ = nrf.token_signer.set(signer);
     tracing::info!(profiles, subscriptions = subs, "NRF state loaded");
     let server =
         SbiServer::bind(config.sbi.clone(), identity, router(nrf.clone()), observability.clone())

@@ -187,13 +187,14 @@ impl Sink {
 
 // ---- schemas ---------------------------------------------------------------------------------
 
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
     ("TS29571_CommonData", "TS29571_CommonData.yaml"),
     ("TS29510_Nnrf_NFManagement", "TS29510_Nnrf_NFManagement.yaml"),
     ("TS29510_Nnrf_NFDiscovery", "TS29510_Nnrf_NFDiscovery.yaml"),
+    ("TS29510_Nnrf_AccessToken", "TS29510_Nnrf_AccessToken.yaml"),
 ];
 
-/// The three specs in one document, `$defs/<spec>`, with references between them rewritten to
+/// The specs in one document, `$defs/<spec>`, with references between them rewritten to
 /// local pointers and references to other specs accepted as anything. None without ../shared.
 fn specs() -> Option<&'static Value> {
     static DOC: OnceLock<Option<Value>> = OnceLock::new();
