@@ -32,6 +32,7 @@ for component in rustfmt clippy; do
 done
 need_deb cc gcc          # rusqlite builds SQLite from source
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
+need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

@@ -58,6 +58,85 @@ pub struct NrfConfig {
     /// Nnrf_AccessToken (OAuth2 client credentials) settings.
     #[serde(default)]
     pub access_token: AccessTokenConfig,
+
+    /// Subscriber Location Function queries made during discovery.
+    #[serde(default)]
+    pub slf: SlfConfig,
+
+    /// Forwarding of discovery to peer NRFs.
+    #[serde(default)]
+    pub forwarding: ForwardingConfig,
+}
+
+/// `[nrf.slf]`: for a discovery of `nf_types` carrying a SUPI or GPSI and no group-id-list,
+/// the NRF asks the SLF (Nudr_GroupIDmap, TS 29.504) for the subscriber's NF group and keeps
+/// only the profiles of that group (TS 29.510 §5.3.2.2.2).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlfConfig {
+    /// Off by default: with no SLF deployed, every such discovery would fail.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Target NF types that need an SLF query. Default AUSF, UDM, UDR, PCF.
+    #[serde(default = "default_slf_nf_types")]
+    pub nf_types: Vec<String>,
+    /// SLF apiRoots (`http://host:port`), tried in order. Empty: the registered NFs offering
+    /// the `nudr-group-id-map` service are used.
+    #[serde(default)]
+    pub api_roots: Vec<String>,
+    /// Send an access token (minted by this NRF, cached until shortly before it expires).
+    #[serde(default)]
+    pub access_token: bool,
+    /// Time allowed for the SLF's answer, milliseconds. Default 2000.
+    #[serde(default = "default_slf_timeout_ms")]
+    pub timeout_ms: u64,
+    /// When no SLF answers: `reject` (504 with cause TARGET_NF_NOT_REACHABLE, the default) or
+    /// `skip` (discover as if no SLF were configured).
+    #[serde(default)]
+    pub on_failure: SlfFailure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SlfFailure {
+    #[default]
+    Reject,
+    Skip,
+}
+
+impl Default for SlfConfig {
+    fn default() -> Self {
+        SlfConfig {
+            enabled: false,
+            nf_types: default_slf_nf_types(),
+            api_roots: Vec::new(),
+            access_token: false,
+            timeout_ms: default_slf_timeout_ms(),
+            on_failure: SlfFailure::default(),
+        }
+    }
+}
+
+fn default_slf_nf_types() -> Vec<String> {
+    ["AUSF", "UDM", "UDR", "PCF"].map(String::from).to_vec()
+}
+
+fn default_slf_timeout_ms() -> u64 {
+    2000
+}
+
+/// `[nrf.forwarding]`: a discovery of `nf_types` that finds nothing here is forwarded to a peer
+/// NRF (TS 29.510 §5.3.2.2.3). A request that already went through an NRF (its `Via` names one)
+/// is never forwarded again, so two NRFs forwarding to each other cannot loop.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardingConfig {
+    /// Target NF types to forward. Empty: forwarding is off.
+    #[serde(default)]
+    pub nf_types: Vec<String>,
+    /// Peer NRF apiRoots, tried in order.
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// `[nrf.access_token]`: the OAuth2 authorization server of TS 29.510 §5.4.
@@ -158,6 +237,8 @@ impl Default for NrfConfig {
             discovery: DiscoveryConfig::default(),
             notify: NotifyConfig::default(),
             access_token: AccessTokenConfig::default(),
+            slf: SlfConfig::default(),
+            forwarding: ForwardingConfig::default(),
         }
     }
 }
@@ -186,6 +267,9 @@ impl Default for NotifyConfig {
 impl NrfConfig {
     /// Rejects settings that cannot work, naming the field.
     pub fn validate(&self) -> Result<(), String> {
+        if !self.forwarding.nf_types.is_empty() && self.forwarding.peers.is_empty() {
+            return Err("nrf: forwarding.nf_types needs at least one forwarding.peers entry".into());
+        }
         if !(1..=86_400).contains(&self.access_token.expiry_secs) {
             return Err("nrf: access_token.expiry_secs must be 1..=86400".into());
         }

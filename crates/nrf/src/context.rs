@@ -131,6 +131,10 @@ pub struct Nrf {
     pub local_authority: std::sync::OnceLock<String>,
     /// The NRF's own nfInstanceId (the `iss` of its access tokens), set at start.
     pub instance_id: std::sync::OnceLock<String>,
+    /// The client for calls the NRF makes while serving (SLF, peer NRFs), set at start.
+    pub client: std::sync::OnceLock<sbi::client::SbiClient>,
+    /// The NRF's own token for the SLF and its expiry (unix seconds).
+    pub slf_token: std::sync::Mutex<Option<(String, u64)>>,
     /// The key signing access tokens, loaded at start.
     pub token_signer: std::sync::OnceLock<crate::nnrf_token::TokenSigner>,
     write_stripes: Vec<tokio::sync::Mutex<()>>,
@@ -153,6 +157,8 @@ impl Nrf {
             local_authority: std::sync::OnceLock::new(),
             instance_id: std::sync::OnceLock::new(),
             token_signer: std::sync::OnceLock::new(),
+            client: std::sync::OnceLock::new(),
+            slf_token: std::sync::Mutex::new(None),
             write_stripes: (0..WRITE_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         }
     }

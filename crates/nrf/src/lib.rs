@@ -8,11 +8,13 @@
 
 pub mod config;
 pub mod context;
+pub mod forwarding;
 pub mod models;
 pub mod nnrf_disc;
 pub mod nnrf_nfm;
 pub mod nnrf_token;
 pub mod notify;
+pub mod slf;
 pub mod store;
 pub mod subscriptions;
 
@@ -137,12 +139,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
     let client = SbiClient::new(&client_config)?;
     let db = SqliteStore::open(config.store.clone()).await?;
     let observability = Observability::new();
-    let notifier = notify::Notifier::new(client, config.nrf.notify.clone());
+    let notifier = notify::Notifier::new(client.clone(), config.nrf.notify.clone());
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let nrf =
         Arc::new(Nrf::new(config.nrf.clone(), store::NrfStore::new(db.clone()), notifier, scheme));
     let (profiles, subs) = nrf.load().await?;
     let _ = nrf.instance_id.set(instance_id.clone());
+    let _ = nrf.client.set(client);
     let signer = nnrf_token::TokenSigner::load(&config.nrf.access_token, &db)
         .await
         .map_err(NrfError::Config)?;

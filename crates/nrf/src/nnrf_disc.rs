@@ -13,8 +13,11 @@ use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::config::SlfFailure;
 use crate::context::{Entry, Nrf};
+use crate::forwarding;
 use crate::models::{self, NfProfile};
+use crate::slf::{self, SlfOutcome};
 
 /// Default and largest `max-payload-size`, kilo-octets (TS 29.510 §6.2.3.2.3.1).
 const DEFAULT_MAX_PAYLOAD_KB: usize = 124;
@@ -350,7 +353,35 @@ impl<'q> Request<'q> {
 /// GET /nf-instances: NFDiscover.
 pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     let q = req.query();
-    let r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
+    let slf_group: String;
+    let mut r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
+    // The SLF wants the subscriber as sent (`imsi-...`, `msisdn-...`), not the digits the
+    // range matching uses.
+    let (raw_supi, raw_gpsi) = (q.get("supi").ok().flatten(), q.get("gpsi").ok().flatten());
+    if let Some(subscriber) =
+        slf::subscriber(&nrf, r.target, raw_supi, raw_gpsi, !r.groups.is_empty())
+    {
+        match slf::group_for(&nrf, r.target, subscriber).await {
+            SlfOutcome::Group(g) => {
+                slf_group = g;
+                r.groups.push(&slf_group);
+            }
+            // The SLF knows the subscriber in no group of this type: nothing can serve it.
+            SlfOutcome::Unknown => return answer(&nrf, &r, &[]),
+            SlfOutcome::Unavailable(why) => match nrf.config.slf.on_failure {
+                SlfFailure::Reject => {
+                    return Err(ProblemDetails::new(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        "TARGET_NF_NOT_REACHABLE",
+                        format!("SLF query failed: {why}"),
+                    ))
+                }
+                SlfFailure::Skip => {
+                    tracing::warn!(%why, "SLF query failed; discovering without it")
+                }
+            },
+        }
+    }
     let mut found: Vec<Arc<Entry>> = Vec::new();
     {
         let index = nrf.read_index();
@@ -370,7 +401,17 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             );
         }
     }
+    if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
+        if let Some(answer) = forwarding::forward(&nrf, &req).await {
+            return answer;
+        }
+    }
     found.sort_unstable_by(|a, b| r.order(a, b));
+    answer(&nrf, &r, &found)
+}
+
+/// The SearchResult, assembled from the profiles' pre-serialised consumer views.
+fn answer(nrf: &Nrf, r: &Request<'_>, found: &[Arc<Entry>]) -> HandlerResult {
     let head =
         format!("{{\"validityPeriod\":{},\"nfInstances\":[", nrf.config.validity_period(r.target));
     let mut out = Vec::with_capacity(

@@ -1,0 +1,31 @@
+//! Diameter (RFC 6733) codec and dictionary for fivecore: base protocol, NASREQ, DCCA and the
+//! 3GPP applications Gx, Sd, Rx, Sy and Sh.
+//!
+//! * [`Message::decode`] reads a whole message from `Bytes` without copying AVP payloads;
+//!   [`frame_len`] finds message boundaries in a stream.
+//! * [`Message::request`], [`Message::answer_to`] and the typed constructors on
+//!   [`dictionary::AvpDef`] build messages; [`Message::encode`] writes them.
+//! * [`validate()`] checks a message against the dictionary; every [`Error`] knows its Result-Code
+//!   and Failed-AVP, and [`Message::error_answer`] turns it into the answer.
+//!
+//! Peers, transport and routing build on this crate and live elsewhere.
+
+pub mod accessors;
+pub mod avp;
+pub mod builders;
+pub mod dictionary;
+pub mod error;
+pub mod header;
+pub mod message;
+pub mod types;
+pub mod validate;
+
+pub use accessors::{ExperimentalResult, SubscriptionId, SupportedFeatures};
+pub use avp::{Avp, AvpIter};
+pub use dictionary::dcca::CcRequestType;
+pub use dictionary::{AvpDef, VENDOR_3GPP};
+pub use error::{result_code, EncodeError, Error};
+pub use header::{frame_len, Header, HEADER_LEN};
+pub use message::Message;
+pub use types::{Address, DataType, Time};
+pub use validate::{validate, validate_avps};

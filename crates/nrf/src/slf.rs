@@ -1,0 +1,138 @@
+//! The SLF query of discovery (TS 29.510 §5.3.2.2.2): the NRF asks a Subscriber Location
+//! Function (Nudr_GroupIDmap, TS 29.504 §5.2.2) which NF group serves a subscriber, then keeps
+//! only the profiles of that group.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::{StatusCode, Uri};
+use serde_json::{json, Value};
+
+use crate::context::Nrf;
+
+/// The Nudr_GroupIDmap service name, by which SLFs are found among registered NFs.
+pub const SERVICE: &str = "nudr-group-id-map";
+
+pub enum SlfOutcome {
+    /// The subscriber's group for the target NF type.
+    Group(String),
+    /// The SLF knows no group of this type for the subscriber (404, or none in its answer).
+    Unknown,
+    /// No SLF could be asked or none answered.
+    Unavailable(String),
+}
+
+/// The subscriber to ask about, when this discovery needs an SLF query: SLF enabled, target
+/// type configured, a SUPI or GPSI given and no group-id-list.
+pub fn subscriber<'a>(
+    nrf: &Nrf,
+    target: &str,
+    supi: Option<&'a str>,
+    gpsi: Option<&'a str>,
+    has_groups: bool,
+) -> Option<&'a str> {
+    let c = &nrf.config.slf;
+    if !c.enabled || has_groups || !c.nf_types.iter().any(|t| t == target) {
+        return None;
+    }
+    supi.or(gpsi)
+}
+
+pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome {
+    let Some(client) = nrf.client.get() else {
+        return SlfOutcome::Unavailable("the NRF's client is not started".into());
+    };
+    let roots = slf_roots(nrf);
+    if roots.is_empty() {
+        return SlfOutcome::Unavailable("no SLF is configured or registered".into());
+    }
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("nf-type", target)
+        .append_pair("subscriberId", subscriber)
+        .finish();
+    let mut req = client
+        .get(&format!("/{SERVICE}/v1/nf-group-ids?{query}"))
+        .header("accept", "application/json")
+        .max_rsp_time(Duration::from_millis(nrf.config.slf.timeout_ms));
+    if nrf.config.slf.access_token {
+        match token(nrf) {
+            Ok(t) => req = req.header("authorization", format!("Bearer {t}")),
+            Err(e) => return SlfOutcome::Unavailable(e),
+        }
+    }
+    match req.send_with_alternates(&roots).await {
+        Ok(r) if r.status() == StatusCode::OK => match r.json::<Value>() {
+            Ok(v) => match v["nfGroupIds"].get(target).and_then(Value::as_str) {
+                Some(g) => SlfOutcome::Group(g.to_owned()),
+                None => SlfOutcome::Unknown,
+            },
+            Err(e) => SlfOutcome::Unavailable(format!(
+                "the SLF's answer is not a NfGroupIdMapResult: {e}"
+            )),
+        },
+        Ok(r) if r.status() == StatusCode::NOT_FOUND => SlfOutcome::Unknown,
+        Ok(r) => SlfOutcome::Unavailable(format!("the SLF answered {}", r.status())),
+        Err(e) => SlfOutcome::Unavailable(e.to_string()),
+    }
+}
+
+/// Configured SLFs, else the apiRoots of registered NFs offering Nudr_GroupIDmap.
+fn slf_roots(nrf: &Nrf) -> Vec<Uri> {
+    let configured = &nrf.config.slf.api_roots;
+    if !configured.is_empty() {
+        return configured.iter().filter_map(|r| r.parse().ok()).collect();
+    }
+    let index = nrf.read_index();
+    index
+        .all()
+        .filter(|e| {
+            e.profile.nf_status == crate::models::REGISTERED && e.profile.has_service(SERVICE)
+        })
+        .filter_map(|e| api_root(&e.value))
+        .filter_map(|r| r.parse().ok())
+        .collect()
+}
+
+/// The apiRoot of a profile's Nudr_GroupIDmap service: its apiPrefix, else its first IP
+/// endpoint, else the service or NF FQDN, else the NF's first IPv4 address.
+fn api_root(profile: &Value) -> Option<String> {
+    let service = profile["nfServices"].as_array()?.iter().find(|s| s["serviceName"] == SERVICE)?;
+    if let Some(prefix) = service["apiPrefix"].as_str() {
+        return Some(prefix.trim_end_matches('/').to_owned());
+    }
+    let scheme = service["scheme"].as_str().unwrap_or("http");
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    if let Some(ep) = service["ipEndPoints"].as_array().and_then(|a| a.first()) {
+        let port = ep["port"].as_u64().unwrap_or(default_port);
+        if let Some(ip) = ep["ipv4Address"].as_str() {
+            return Some(format!("{scheme}://{ip}:{port}"));
+        }
+        if let Some(ip) = ep["ipv6Address"].as_str() {
+            return Some(format!("{scheme}://[{ip}]:{port}"));
+        }
+    }
+    if let Some(fqdn) = service["fqdn"].as_str().or(profile["fqdn"].as_str()) {
+        return Some(format!("{scheme}://{fqdn}:{default_port}"));
+    }
+    let ip = profile["ipv4Addresses"].as_array()?.first()?.as_str()?;
+    Some(format!("{scheme}://{ip}:{default_port}"))
+}
+
+/// The NRF's own token for Nudr_GroupIDmap, minted locally and cached until a minute before
+/// it expires: asking ourselves over HTTP would only add latency.
+fn token(nrf: &Nrf) -> Result<String, String> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut cached = nrf.slf_token.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((t, exp)) = cached.as_ref() {
+        if *exp > now + 60 {
+            return Ok(t.clone());
+        }
+    }
+    let signer = nrf.token_signer.get().ok_or("the token signing key is not loaded")?;
+    let me = nrf.instance_id.get().map_or("", String::as_str);
+    let exp = now + nrf.config.access_token.expiry_secs;
+    let t = signer.sign(&json!({
+        "iss": me, "sub": me, "aud": "UDR", "scope": SERVICE, "exp": exp, "iat": now,
+    }))?;
+    *cached = Some((t.clone(), exp));
+    Ok(t)
+}
