@@ -72,11 +72,5 @@ pub struct UpArgs {
     pub log_format: LogFormat,
 }
 
-#[derive(Args, Debug, Clone)]
-pub struct BenchArgs {
-    /// Scenario name (see --list).
-    pub scenario: Option<String>,
-    /// List the scenarios.
-    #[arg(long)]
-    pub list: bool,
-}
+/// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).
+pub use bench::BenchArgs;

@@ -25,6 +25,6 @@ fn main() -> ExitCode {
         Command::Bsf(args) => nf::run(nf::Nf::Bsf, &args),
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
-        Command::Bench(_) => nf::not_landed("the benchmark kit (`fivecore bench`)", Some(4)),
+        Command::Bench(args) => bench::run(args),
     }
 }

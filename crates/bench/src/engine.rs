@@ -1,0 +1,765 @@
+//! The run: preload, open-loop load, sampling, and the numbers of the report.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use http::Method;
+use sbi::client::{ClientConfig, SbiClient};
+use sbi::observe::ProcessUsage;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::profile::{self, ProfileSpec};
+use crate::report::{
+    EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, TargetReport, Totals,
+};
+use crate::scenario::{ProfileSet, Scenario};
+use crate::sched::{Rng, Schedule, Weighted};
+use crate::sim::RunningSim;
+use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
+use crate::template::{encode_query, Env, Pools, ReqCtx, Template};
+
+/// A send this far behind its intended time counts as late.
+const LATE: Duration = Duration::from_millis(10);
+
+pub struct RunConfig {
+    pub scenario: Scenario,
+    pub rate: f64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub targets: Vec<TargetReport>,
+    pub command: String,
+    pub gen_cores: usize,
+    pub progress: bool,
+}
+
+struct Prepared {
+    method: Method,
+    base: String,
+    path: Template,
+    variants: Vec<Template>,
+    pick_variant: Option<Weighted>,
+    body: Option<Template>,
+    body_profile: Option<ProfileSet>,
+    content_type: Option<String>,
+    expect: Vec<u16>,
+    produces: Option<String>,
+    clients: Vec<SbiClient>,
+}
+
+struct Shared {
+    procs: Vec<Mutex<ProcStats>>,
+    seconds: Mutex<Vec<Second>>,
+    measure_from: Duration,
+    measure_to: Duration,
+    outstanding: AtomicUsize,
+    peak_outstanding: AtomicUsize,
+}
+
+impl Shared {
+    fn second(&self, idx: usize, f: impl FnOnce(&mut Second)) {
+        let mut s = self.seconds.lock().unwrap();
+        if s.len() <= idx {
+            s.resize_with(idx + 1, Second::default);
+        }
+        f(&mut s[idx]);
+    }
+}
+
+fn clients(n: usize, timeout_ms: u64) -> Result<Vec<SbiClient>> {
+    let cfg = ClientConfig {
+        request_timeout_ms: timeout_ms,
+        user_agent: Some("fivecore-bench".into()),
+        ..ClientConfig::default()
+    };
+    (0..n).map(|_| SbiClient::new(&cfg).context("building the SBI client")).collect()
+}
+
+fn progress_bar(label: &str, done: usize, total: usize) {
+    let width = 40;
+    let filled = (done * width).checked_div(total).unwrap_or(width).min(width);
+    eprint!("\r{label} [{}{}] {done}/{total}", "#".repeat(filled), ".".repeat(width - filled));
+    let _ = std::io::stderr().flush();
+}
+
+/// What, method, URL, body, expected statuses, pool for the created id.
+type PreloadJob = (String, Method, String, Bytes, Vec<u16>, Option<String>);
+/// NF (CPU seconds, RSS MB), when known.
+type Usage = Option<(f64, f64)>;
+/// NF usage, generator CPU seconds, simulator receive counters.
+type Snapshot = (Usage, f64, Vec<u64>);
+
+/// Preloads profiles and subscriptions; returns preloaded instance ids by label.
+async fn preload(
+    s: &Scenario,
+    base: &str,
+    client: &SbiClient,
+    running: &[RunningSim],
+    pools: &Pools,
+    rng: &mut Rng,
+    progress: bool,
+) -> Result<(HashMap<String, Vec<String>>, PreloadReport)> {
+    let sims: HashMap<String, String> =
+        running.iter().map(|x| (x.name.clone(), x.base_url())).collect();
+    let sims = &sims;
+    let sim_addrs: HashMap<String, (String, u16)> = running
+        .iter()
+        .map(|x| (x.name.clone(), (x.addr.ip().to_string(), x.addr.port())))
+        .collect();
+    let t0 = std::time::Instant::now();
+    let mut instances: HashMap<String, Vec<String>> = HashMap::new();
+    let subs = s.preload.subscriptions.as_ref().map_or(0, |x| x.count);
+    let total = s.preload.profiles.iter().map(|p| p.count).sum::<usize>() + subs;
+    let mut jobs: Vec<PreloadJob> = Vec::with_capacity(total);
+    for set in &s.preload.profiles {
+        let services = if set.services.is_empty() {
+            profile::default_services(&set.nf_type)
+        } else {
+            set.services.clone()
+        };
+        let endpoint = set.endpoint_sim.as_ref().and_then(|n| sim_addrs.get(n).cloned());
+        for i in 0..set.count {
+            let id = rng.uuid();
+            let size = set.size_bytes[0]
+                + rng.below((set.size_bytes[1] - set.size_bytes[0] + 1) as u64) as usize;
+            let spec = ProfileSpec {
+                nf_type: &set.nf_type,
+                label: set.label(),
+                index: i,
+                target_size: size,
+                services: &services,
+                endpoint: endpoint.clone(),
+            };
+            let body = serde_json::to_vec(&profile::build(&spec, &id, rng))?;
+            let url = format!("{base}/nnrf-nfm/v1/nf-instances/{id}");
+            instances.entry(set.label().to_string()).or_default().push(id);
+            jobs.push((
+                format!("profile {}", set.label()),
+                Method::PUT,
+                url,
+                body.into(),
+                vec![200, 201],
+                None,
+            ));
+        }
+    }
+    if let Some(sub) = &s.preload.subscriptions {
+        let t = Template::parse(&sub.body)?;
+        let empty = Pools::default();
+        let env = Env {
+            supi_prefix: &s.generators.supi_prefix,
+            supi_first: s.generators.supi_first,
+            supi_count: s.generators.supi_count,
+            instances: &instances,
+            pools: &empty,
+            sims,
+        };
+        for i in 0..sub.count {
+            let mut ctx = ReqCtx::new(i as u64, i as u64);
+            let body = t
+                .render(&env, &mut ctx, rng, false)
+                .context("subscription body template needs a pool")?;
+            jobs.push((
+                "subscription".into(),
+                Method::POST,
+                format!("{base}{}", sub.path),
+                body.into(),
+                vec![201],
+                sub.pool.clone(),
+            ));
+        }
+    }
+    let done = Arc::new(AtomicUsize::new(0));
+    let ticker = progress.then(|| {
+        let done = done.clone();
+        tokio::spawn(async move {
+            loop {
+                progress_bar("preload", done.load(Ordering::Relaxed), total);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    });
+    let sem = Arc::new(Semaphore::new(32));
+    let mut set = tokio::task::JoinSet::new();
+    for (what, method, url, body, expect, pool) in jobs {
+        let permit = sem.clone().acquire_owned().await?;
+        let client = client.clone();
+        let done_job = done.clone();
+        set.spawn(async move {
+            let _permit = permit;
+            let rsp = client
+                .request(method, &url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await;
+            done_job.fetch_add(1, Ordering::Relaxed);
+            match rsp {
+                Ok(r) if expect.contains(&r.status().as_u16()) => {
+                    let id =
+                        r.header("location").and_then(|l| l.rsplit('/').next()).map(str::to_string);
+                    Ok((pool, id))
+                }
+                Ok(r) => Err(anyhow::anyhow!(
+                    "preload {what}: {url} answered {}: {}",
+                    r.status(),
+                    String::from_utf8_lossy(r.body())
+                )),
+                Err(e) => Err(anyhow::anyhow!("preload {what}: {url}: {e}")),
+            }
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        if let (Some(pool), Some(id)) = r?? {
+            pools.push(&pool, id);
+        }
+    }
+    if let Some(t) = ticker {
+        t.abort();
+        progress_bar("preload", total, total);
+        eprintln!();
+    }
+    let profiles = instances.values().map(Vec::len).sum();
+    Ok((
+        instances,
+        PreloadReport { profiles, subscriptions: subs, seconds: t0.elapsed().as_secs_f64() },
+    ))
+}
+
+fn usage(pids: &[u32]) -> Usage {
+    if pids.is_empty() {
+        return None;
+    }
+    let mut cpu = 0.0;
+    let mut rss = 0.0;
+    for p in pids {
+        let u = ProcessUsage::read_pid(*p)?;
+        cpu += u.cpu_seconds();
+        rss += u.rss_bytes as f64 / 1_048_576.0;
+    }
+    Some((cpu, rss))
+}
+
+fn self_cpu() -> f64 {
+    ProcessUsage::read_self().map_or(0.0, |u| u.cpu_seconds())
+}
+
+/// Runs the scenario; the simulators stay up until it returns.
+pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
+    let sims = &sims[..];
+    let s = &cfg.scenario;
+    let url_of = |nf: &str| cfg.targets.iter().find(|t| t.nf == nf).map(|t| t.url.clone());
+    let first_nf = &s.nfs[0];
+    let base0 = url_of(first_nf).with_context(|| format!("no target for {first_nf}"))?;
+    let pids: Vec<u32> = cfg.targets.iter().filter_map(|t| t.pid).collect();
+    let sim_urls: HashMap<String, String> =
+        sims.iter().map(|x| (x.name.clone(), x.base_url())).collect();
+    let mut rng = Rng::new(s.generators.seed);
+    let pools = Arc::new(Pools::default());
+    let pre_client = clients(1, s.load.timeout_ms)?.remove(0);
+    let (instances, preload_report) =
+        preload(s, &base0, &pre_client, sims, &pools, &mut rng, cfg.progress).await?;
+
+    // Prepare the procedures.
+    let mut by_nf: HashMap<String, Vec<SbiClient>> = HashMap::new();
+    let mut prepared = Vec::new();
+    for p in &s.procedures {
+        let nf = p.nf.clone().unwrap_or_else(|| first_nf.clone());
+        let base = url_of(&nf).with_context(|| format!("no target for {nf}"))?;
+        let cl = match by_nf.get(&nf) {
+            Some(c) => c.clone(),
+            None => {
+                let c = clients(s.load.connections, s.load.timeout_ms)?;
+                by_nf.insert(nf.clone(), c.clone());
+                c
+            }
+        };
+        let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
+        prepared.push(Prepared {
+            method: Method::from_bytes(p.method.as_bytes())?,
+            base,
+            path: Template::parse(&p.path)?,
+            variants: p
+                .variants
+                .iter()
+                .map(|v| Template::parse(&v.query))
+                .collect::<Result<_>>()?,
+            pick_variant: Weighted::new(&weights),
+            body: p.body.as_deref().map(Template::parse).transpose()?,
+            body_profile: p
+                .body_profile
+                .as_ref()
+                .and_then(|l| s.preload.profiles.iter().find(|x| x.label() == l).cloned()),
+            content_type: p.content_type.clone(),
+            expect: p.expect.clone(),
+            produces: p.produces.clone(),
+            clients: cl,
+        });
+    }
+    let prepared = Arc::new(prepared);
+    let pick = Weighted::new(&s.procedures.iter().map(|p| p.tps).collect::<Vec<_>>())
+        .context("no procedure has tps > 0")?;
+    let schedule = Schedule { rate: cfg.rate };
+    let total = schedule.total(cfg.warmup_s + cfg.duration_s);
+    let shared = Arc::new(Shared {
+        procs: s.procedures.iter().map(|_| Mutex::new(ProcStats::default())).collect(),
+        seconds: Mutex::new(Vec::new()),
+        measure_from: Duration::from_secs_f64(cfg.warmup_s),
+        measure_to: Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s),
+        outstanding: AtomicUsize::new(0),
+        peak_outstanding: AtomicUsize::new(0),
+    });
+    let max_out = s.load.max_outstanding;
+    let sem = Arc::new(Semaphore::new(max_out));
+    let start = Instant::now() + Duration::from_millis(20);
+    let secs_total = (cfg.warmup_s + cfg.duration_s).ceil() as usize;
+
+    // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
+    let samples: Arc<Mutex<Vec<(Usage, f64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
+    let sim_counters: Vec<_> = sims.iter().map(|x| x.counters.clone()).collect();
+    let done_flag = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (samples, shared, pids, window, done_flag, sim_counters) = (
+            samples.clone(),
+            shared.clone(),
+            pids.clone(),
+            window.clone(),
+            done_flag.clone(),
+            sim_counters.clone(),
+        );
+        let progress = cfg.progress;
+        let warmup = cfg.warmup_s;
+        let end = cfg.warmup_s + cfg.duration_s;
+        tokio::spawn(async move {
+            samples.lock().unwrap().push((usage(&pids), self_cpu()));
+            let snap = || {
+                (
+                    usage(&pids),
+                    self_cpu(),
+                    sim_counters
+                        .iter()
+                        .map(|c| c.received.load(Ordering::Relaxed))
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let mut marks = [(warmup, 0usize), (end, 1usize)];
+            marks.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut tick = 1u64;
+            let mut next_mark = 0;
+            loop {
+                let tick_at = start + Duration::from_secs(tick);
+                let mark_at = marks.get(next_mark).map(|m| start + Duration::from_secs_f64(m.0));
+                match mark_at {
+                    Some(m) if m <= tick_at => {
+                        tokio::time::sleep_until(m).await;
+                        window.lock().unwrap()[marks[next_mark].1] = Some(snap());
+                        next_mark += 1;
+                        continue;
+                    }
+                    _ => tokio::time::sleep_until(tick_at).await,
+                }
+                samples.lock().unwrap().push((usage(&pids), self_cpu()));
+                if progress {
+                    let idx = tick as usize - 1;
+                    let mut line = String::new();
+                    shared.second(idx, |sec| {
+                        let l = Latency::of(&sec.hist);
+                        line = format!(
+                            "[{tick:>4}s{}] offered {:>7}/s achieved {:>7}/s errors {:>5} p50 {:>8.2} ms p99 {:>8.2} ms",
+                            if (tick as f64) <= warmup { " warm-up" } else { "" },
+                            sec.offered,
+                            sec.completed,
+                            sec.errors,
+                            l.p50_ms,
+                            l.p99_ms
+                        );
+                    });
+                    eprintln!("{line}");
+                }
+                if done_flag.load(Ordering::Relaxed) == 1 && next_mark >= marks.len() {
+                    break;
+                }
+                tick += 1;
+            }
+        })
+    };
+
+    // Dispatcher: open loop.
+    let env_instances = Arc::new(instances);
+    let mut slot_waits = 0u64;
+    let mut late_sends = 0u64;
+    let mut max_lag = Duration::ZERO;
+    let mut rr = 0usize;
+    let gen_cpu_start = self_cpu();
+    // A generator that fell this far behind (all slots taken by slow answers) stops: the
+    // requests still due are counted as never sent, and the run fails.
+    let give_up = start + shared.measure_to + Duration::from_millis(s.load.timeout_ms);
+    let mut unsent = 0u64;
+    for n in 0..total {
+        let due_off = schedule.due(n);
+        let due = start + due_off;
+        if due > Instant::now() {
+            tokio::time::sleep_until(due).await;
+        }
+        let permit = match sem.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                slot_waits += 1;
+                tokio::time::timeout_at(give_up, sem.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .transpose()?
+            }
+        };
+        let Some(permit) = permit.filter(|_| Instant::now() < give_up) else {
+            unsent = total - n;
+            break;
+        };
+        let sec_idx = due_off.as_secs() as usize;
+        shared.second(sec_idx, |x| x.offered += 1);
+        let lag = Instant::now().saturating_duration_since(due);
+        if lag > LATE {
+            late_sends += 1;
+        }
+        max_lag = max_lag.max(lag);
+        let pi = pick.pick(&mut rng);
+        let p = &prepared[pi];
+        let measured = due_off >= shared.measure_from && due_off < shared.measure_to;
+        let env = Env {
+            supi_prefix: &s.generators.supi_prefix,
+            supi_first: s.generators.supi_first,
+            supi_count: s.generators.supi_count,
+            instances: &env_instances,
+            pools: &pools,
+            sims: &sim_urls,
+        };
+        let mut ctx = ReqCtx::new(n, n);
+        let rendered = (|| {
+            let mut url = format!("{}{}", p.base, p.path.render(&env, &mut ctx, &mut rng, true)?);
+            if let Some(w) = &p.pick_variant {
+                let q = p.variants[w.pick(&mut rng)].render(&env, &mut ctx, &mut rng, false)?;
+                url.push('?');
+                url.push_str(&encode_query(&q));
+            }
+            let body = match (&p.body, &p.body_profile) {
+                (Some(b), _) => Some(Bytes::from(b.render(&env, &mut ctx, &mut rng, false)?)),
+                (None, Some(set)) => {
+                    let id = ctx.uuid(&mut rng);
+                    let services = if set.services.is_empty() {
+                        profile::default_services(&set.nf_type)
+                    } else {
+                        set.services.clone()
+                    };
+                    let spec = ProfileSpec {
+                        nf_type: &set.nf_type,
+                        label: set.label(),
+                        index: n as usize,
+                        target_size: set.size_bytes[0],
+                        services: &services,
+                        endpoint: None,
+                    };
+                    Some(Bytes::from(
+                        serde_json::to_vec(&profile::build(&spec, &id, &mut rng)).ok()?,
+                    ))
+                }
+                _ => None,
+            };
+            Some((url, body))
+        })();
+        let Some((url, body)) = rendered else {
+            // Put back what a half-rendered request took, then count it as skipped.
+            for (pool, id) in ctx.taken.drain(..) {
+                pools.push(&pool, id);
+            }
+            if measured {
+                shared.procs[pi].lock().unwrap().skipped += 1;
+            }
+            continue;
+        };
+        let client = p.clients[rr % p.clients.len()].clone();
+        rr += 1;
+        let (shared, prepared, pools) = (shared.clone(), prepared.clone(), pools.clone());
+        let now_out = shared.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
+        let uuid = ctx.uuid.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let p = &prepared[pi];
+            let mut b = client.request(p.method.clone(), &url);
+            if let Some(body) = body {
+                b = b
+                    .header("content-type", p.content_type.as_deref().unwrap_or("application/json"))
+                    .body(body);
+            }
+            let rsp = b.send().await;
+            let done_at = Instant::now();
+            let lat_us = done_at.saturating_duration_since(due).as_micros() as u64;
+            let (ok, outcome) = match &rsp {
+                Ok(r) => (p.expect.contains(&r.status().as_u16()), r.status().as_u16().to_string()),
+                Err(e) if e.is_timeout() => (false, "timeout".to_string()),
+                Err(_) => (false, "transport".to_string()),
+            };
+            if ok {
+                if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
+                    let id = r
+                        .header("location")
+                        .and_then(|l| l.rsplit('/').next())
+                        .map(str::to_string)
+                        .or(uuid);
+                    if let Some(id) = id {
+                        pools.push(pool, id);
+                    }
+                }
+            }
+            let done_sec = done_at.saturating_duration_since(start).as_secs() as usize;
+            shared.second(done_sec, |x| {
+                x.completed += u64::from(ok);
+                x.errors += u64::from(!ok);
+                stats::record(&mut x.hist, lat_us);
+            });
+            if measured {
+                let mut ps = shared.procs[pi].lock().unwrap();
+                ps.sent += 1;
+                ps.ok += u64::from(ok);
+                *ps.outcomes.entry(outcome).or_default() += 1;
+                stats::record(&mut ps.hist, lat_us);
+            }
+            shared.outstanding.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+    // Drain: every permit back, or the timeout passed.
+    let drain = Duration::from_millis(s.load.timeout_ms + 2000);
+    let all = tokio::time::timeout(drain, sem.acquire_many(max_out as u32)).await;
+    if all.is_err() {
+        eprintln!(
+            "warning: {} requests still outstanding after the drain timeout",
+            shared.outstanding.load(Ordering::Relaxed)
+        );
+    }
+    let load_wall = start.elapsed().as_secs_f64().max(1e-9);
+    let gen_cpu = self_cpu() - gen_cpu_start;
+    done_flag.store(1, Ordering::Relaxed);
+    let _ = tokio::time::timeout(Duration::from_secs(3), sampler).await;
+
+    // Numbers.
+    let samples = samples.lock().unwrap().clone();
+    let seconds = std::mem::take(&mut *shared.seconds.lock().unwrap());
+    let mut timeline = Vec::new();
+    for (i, sec) in seconds.iter().enumerate().take(secs_total.max(1) + 1) {
+        let l = Latency::of(&sec.hist);
+        let (nf_cpu_pct, nf_rss_mb, gen_cpu_pct) = match (samples.get(i), samples.get(i + 1)) {
+            (Some(a), Some(b)) => {
+                let nf = a.0.zip(b.0).map(|(x, y)| ((y.0 - x.0) * 100.0, y.1));
+                (nf.map(|x| x.0), nf.map(|x| x.1), Some((b.1 - a.1) * 100.0))
+            }
+            _ => (None, None, None),
+        };
+        timeline.push(SecondReport {
+            t: i as u64 + 1,
+            warmup: ((i + 1) as f64) <= cfg.warmup_s,
+            offered: sec.offered,
+            achieved: sec.completed,
+            errors: sec.errors,
+            p50_ms: l.p50_ms,
+            p90_ms: l.p90_ms,
+            p99_ms: l.p99_ms,
+            max_ms: l.max_ms,
+            nf_cpu_pct,
+            nf_rss_mb,
+            gen_cpu_pct,
+        });
+    }
+    let total_tps = s.total_tps();
+    let mut failures = Vec::new();
+    let mut warnings = Vec::new();
+    let mut procedures = Vec::new();
+    let mut transactions = 0;
+    let ref_proc = s.reference.as_ref().map(|r| r.latency_procedure.clone());
+    let mut ref_hist = stats::new_hist();
+    for (pi, p) in s.procedures.iter().enumerate() {
+        let ps = shared.procs[pi].lock().unwrap().clone();
+        if ref_proc.as_deref().is_some_and(|r| p.name.starts_with(r)) {
+            ref_hist.add(&ps.hist).context("merging histograms")?;
+        }
+        let criteria = s.criteria_for(p);
+        let lat = Latency::of(&ps.hist);
+        transactions += ps.ok;
+        let unserved = p.optional_feature.is_some() && ps.ok == 0 && ps.looks_unserved();
+        let status = if unserved {
+            format!(
+                "not served by this build ({})",
+                p.optional_feature.as_deref().unwrap_or_default()
+            )
+        } else {
+            "served".to_string()
+        };
+        let verdict = if unserved {
+            "n/a (not served by this build)".to_string()
+        } else if ps.sent == 0 {
+            "n/a (none sent)".to_string()
+        } else {
+            let mut v = Vec::new();
+            if ps.success_rate() < criteria.min_success_rate {
+                v.push(format!(
+                    "success {:.3}% < {:.3}%",
+                    ps.success_rate() * 100.0,
+                    criteria.min_success_rate * 100.0
+                ));
+            }
+            if lat.p99_ms > criteria.max_p99_ms {
+                v.push(format!("p99 {:.2} ms > {:.0} ms", lat.p99_ms, criteria.max_p99_ms));
+            }
+            if v.is_empty() {
+                "pass".to_string()
+            } else {
+                let outcomes: Vec<String> =
+                    ps.outcomes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+                failures.push(format!(
+                    "{}: {} (outcomes {})",
+                    p.name,
+                    v.join(", "),
+                    outcomes.join(", ")
+                ));
+                format!("FAIL: {}", v.join(", "))
+            }
+        };
+        procedures.push(ProcReport {
+            name: p.name.clone(),
+            row: p.row.clone(),
+            share_pct: p.tps / total_tps * 100.0,
+            offered_tps: p.tps / total_tps * cfg.rate,
+            sent: ps.sent,
+            ok: ps.ok,
+            skipped: ps.skipped,
+            success_rate: ps.success_rate(),
+            latency: lat,
+            outcomes: ps.outcomes.clone(),
+            status,
+            criteria,
+            verdict,
+        });
+    }
+    let win = window.lock().unwrap().clone();
+    let measured_wall = cfg.duration_s;
+    let scale = cfg.rate / s.load.rate;
+    let mut egress = Vec::new();
+    let mut notify_tps = 0.0;
+    for e in &s.egress {
+        let si = sims.iter().position(|x| x.name == e.sim).context("egress simulator")?;
+        let observed = match (&win[0], &win[1]) {
+            (Some(a), Some(b)) => b.2[si].saturating_sub(a.2[si]),
+            _ => 0,
+        };
+        let ever = sims[si].counters.received.load(Ordering::Relaxed);
+        let observed_tps = observed as f64 / measured_wall;
+        if sims[si].kind == crate::scenario::SimKind::NotificationSink {
+            notify_tps += observed_tps;
+        }
+        egress.push(EgressReport {
+            name: e.name.clone(),
+            row: e.row.clone(),
+            simulator: e.sim.clone(),
+            sim_latency_ms: sims[si].latency_ms,
+            expected_tps: e.tps * scale,
+            observed,
+            observed_tps,
+            status: if ever == 0 {
+                format!("not served by this build ({})", e.feature)
+            } else {
+                "observed".into()
+            },
+        });
+    }
+    let achieved_tps = transactions as f64 / measured_wall;
+    let nf_cpu_s = match (&win[0], &win[1]) {
+        (Some((Some(a), _, _)), Some((Some(b), _, _))) => Some(b.0 - a.0),
+        _ => None,
+    };
+    let nf_cores_used = nf_cpu_s.map(|c| c / measured_wall);
+    let totals = Totals {
+        wall_s: measured_wall,
+        achieved_tps,
+        achieved_tps_with_notify: achieved_tps + notify_tps,
+        transactions,
+        nf_cpu_s,
+        nf_cores_used,
+        nf_cpu_us_per_tx: nf_cpu_s
+            .filter(|_| transactions > 0)
+            .map(|c| c * 1e6 / transactions as f64),
+        tps_per_core: nf_cores_used.filter(|c| *c > 0.0).map(|c| achieved_tps / c),
+        reference_latency: (!ref_hist.is_empty()).then(|| Latency::of(&ref_hist)),
+        nf_rss_max_mb: timeline.iter().filter_map(|t| t.nf_rss_mb).reduce(f64::max),
+    };
+    let gen_cpu_pct = gen_cpu / load_wall * 100.0;
+    let late_share = late_sends as f64 / total.max(1) as f64;
+    let saturated = slot_waits > 0
+        || (late_sends >= 10 && late_share > 0.01)
+        || gen_cpu_pct > 85.0 * cfg.gen_cores as f64;
+    if saturated {
+        warnings.push(format!(
+            "the generator was saturated ({late_sends} sends >10 ms late, {slot_waits} waits for one of {max_out} outstanding slots, CPU {gen_cpu_pct:.0}% of one core on {} cores): the figures understate what the NF can do",
+            cfg.gen_cores
+        ));
+    }
+    if unsent > 0 {
+        failures.push(format!(
+            "{unsent} of {total} requests due were never sent: answers were so slow that all {max_out} outstanding slots stayed taken past the end of the run"
+        ));
+    }
+    if nf_cpu_s.is_none() {
+        warnings.push(
+            "NF CPU is not known (external --target): CPU per transaction and TPS per core are n/a"
+                .into(),
+        );
+    }
+    for p in &procedures {
+        if p.skipped > 0 {
+            warnings.push(format!(
+                "{}: {} requests skipped (nothing created yet to act on)",
+                p.name, p.skipped
+            ));
+        }
+    }
+    if total == 0 {
+        bail!("the rate and duration give no request to send");
+    }
+    Ok(Report {
+        scenario: s.name.clone(),
+        description: s.description.clone(),
+        command: cfg.command.clone(),
+        started_at: chrono::Utc::now().to_rfc3339(),
+        fivecore_version: env!("CARGO_PKG_VERSION").into(),
+        rate: cfg.rate,
+        scale,
+        duration_s: cfg.duration_s,
+        warmup_s: cfg.warmup_s,
+        targets: cfg.targets.clone(),
+        preload: preload_report,
+        procedures,
+        egress,
+        totals,
+        generator: GeneratorReport {
+            cpu_s: gen_cpu,
+            cpu_pct: gen_cpu_pct,
+            cores: cfg.gen_cores,
+            max_outstanding: max_out,
+            peak_outstanding: shared.peak_outstanding.load(Ordering::Relaxed),
+            slot_waits,
+            late_sends,
+            unsent,
+            max_lag_ms: max_lag.as_secs_f64() * 1000.0,
+            saturated,
+        },
+        reference: s.reference.clone(),
+        timeline,
+        criteria_passed: failures.is_empty(),
+        failures,
+        warnings,
+    })
+}

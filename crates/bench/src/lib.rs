@@ -1,0 +1,291 @@
+//! `fivecore bench`: replays the reference call models against fivecore and reports side by side
+//! with the reference's published figures. See docs/bench.md.
+
+pub mod engine;
+pub mod nfproc;
+pub mod profile;
+pub mod report;
+pub mod scenario;
+pub mod sched;
+pub mod sim;
+pub mod stats;
+pub mod template;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::report::TargetReport;
+use crate::scenario::Scenario;
+
+/// Flags of `fivecore bench`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BenchArgs {
+    /// Scenario name (see --list) or path to a scenario .toml file.
+    pub scenario: Option<String>,
+    /// List the scenarios, one line each.
+    #[arg(long)]
+    pub list: bool,
+    /// Offered rate, requests/s (default: the scenario's reference rate).
+    #[arg(long, conflicts_with = "scale")]
+    pub rate: Option<f64>,
+    /// Offered rate as a fraction of the scenario's reference rate.
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Measured seconds (after the warm-up).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Warm-up seconds (load sent, not measured).
+    #[arg(long, value_name = "S")]
+    pub warmup: Option<f64>,
+    /// Use a running NF instead of starting one: NF=URL (repeatable), e.g. nrf=http://10.0.0.5:8000.
+    #[arg(long, value_name = "NF=URL")]
+    pub target: Vec<String>,
+    /// Pin the NFs the kit starts to these CPUs (taskset list, e.g. 0-1).
+    #[arg(long, value_name = "LIST")]
+    pub nf_cpus: Option<String>,
+    /// Pin the generator (and its simulators) to these CPUs.
+    #[arg(long, value_name = "LIST")]
+    pub gen_cpus: Option<String>,
+    /// Report directory (default bench-out/<scenario>-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Executable started for the NFs (default: this executable).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub nf_exe: Option<PathBuf>,
+    /// No progress output on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs `fivecore bench`: 0 when the success criteria are met, 1 when missed, 2 on a usage or
+/// setup error.
+pub fn run(args: BenchArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("fivecore bench: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One line per built-in scenario.
+pub fn list() -> Result<String> {
+    let mut s = String::new();
+    for sc in Scenario::builtin()? {
+        s.push_str(&format!("{:<12} {}\n", sc.name, sc.description));
+    }
+    Ok(s)
+}
+
+fn run_inner(args: BenchArgs) -> Result<bool> {
+    if args.list {
+        print!("{}", list()?);
+        return Ok(true);
+    }
+    let Some(name) = args.scenario.clone() else {
+        bail!("name a scenario (see `fivecore bench --list`)")
+    };
+    let scenario = Scenario::load(&name)?;
+    let rate = match (args.rate, args.scale) {
+        (Some(r), _) => r,
+        (None, Some(f)) => scenario.load.rate * f,
+        (None, None) => scenario.load.rate,
+    };
+    if !(rate > 0.0 && rate.is_finite()) {
+        bail!("the rate must be > 0");
+    }
+    let duration_s = args.duration.unwrap_or(scenario.load.duration_s);
+    let warmup_s = args.warmup.unwrap_or(scenario.load.warmup_s);
+    if duration_s <= 0.0 || warmup_s < 0.0 {
+        bail!("--duration must be > 0 and --warmup >= 0");
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("bench-out").join(format!(
+            "{}-{}",
+            scenario.name,
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+
+    // Targets given with --target; the other NFs are started below.
+    let mut targets = Vec::new();
+    for t in &args.target {
+        let (nf, url) =
+            t.split_once('=').with_context(|| format!("--target {t}: expected NF=URL"))?;
+        targets.push(TargetReport {
+            nf: nf.into(),
+            url: url.trim_end_matches('/').into(),
+            started_by_kit: false,
+            pid: None,
+            cpus: None,
+        });
+    }
+    let exe = match &args.nf_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?,
+    };
+    // The generator's runtime threads are pinned with --gen-cpus; the main thread is not, so the
+    // NFs it starts do not inherit the generator's CPUs.
+    let gen_cores = match &args.gen_cpus {
+        Some(l) => nfproc::parse_cpu_list(l)?.len(),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(gen_cores.max(1)).enable_all();
+    if let Some(list) = args.gen_cpus.clone() {
+        builder.on_thread_start(move || {
+            if let Err(e) = nfproc::pin_self(&list) {
+                eprintln!("fivecore bench: {e:#}");
+            }
+        });
+    }
+    let rt = builder.build()?;
+    let command = std::iter::once("fivecore".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let progress = !args.quiet;
+    let mut children = Vec::new();
+    let result = rt.block_on(async {
+        let sims = sim::start_all(&scenario.simulators).await?;
+        let sim_urls: HashMap<String, String> =
+            sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
+        for nf in &scenario.nfs {
+            if targets.iter().any(|t| &t.nf == nf) {
+                continue;
+            }
+            let config = scenario.nf_config.get(nf).map(|t| render_config(t, &sim_urls));
+            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_ref())?;
+            targets.push(TargetReport {
+                nf: nf.clone(),
+                url: c.url.clone(),
+                started_by_kit: true,
+                pid: Some(c.pid()),
+                cpus: args.nf_cpus.clone(),
+            });
+            children.push(c);
+        }
+        let ready_client = sbi::client::SbiClient::new(&Default::default())?;
+        for c in children.iter_mut() {
+            nfproc::wait_ready(c, &ready_client, Duration::from_secs(30)).await?;
+        }
+        let cfg = engine::RunConfig {
+            scenario: scenario.clone(),
+            rate,
+            duration_s,
+            warmup_s,
+            targets: targets.clone(),
+            command,
+            gen_cores,
+            progress,
+        };
+        // On a runtime thread (pinned with --gen-cpus), not on this one.
+        tokio::spawn(engine::run(cfg, sims)).await?
+    });
+    for c in children.iter_mut() {
+        c.stop();
+    }
+    let report = result?;
+    report::write_all(&report, &out)?;
+    eprintln!("{}", summary(&report));
+    eprintln!("report: {}", out.join("report.html").display());
+    Ok(report.criteria_passed)
+}
+
+/// Replaces `{sim:NAME}` in the string values of an NF configuration with the simulator's URL.
+pub fn render_config(t: &toml::Table, sims: &HashMap<String, String>) -> toml::Table {
+    fn walk(v: &toml::Value, sims: &HashMap<String, String>) -> toml::Value {
+        match v {
+            toml::Value::String(s) => {
+                let mut s = s.clone();
+                for (name, url) in sims {
+                    s = s.replace(&format!("{{sim:{name}}}"), url);
+                }
+                toml::Value::String(s)
+            }
+            toml::Value::Array(a) => toml::Value::Array(a.iter().map(|v| walk(v, sims)).collect()),
+            toml::Value::Table(t) => {
+                toml::Value::Table(t.iter().map(|(k, v)| (k.clone(), walk(v, sims))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    t.iter().map(|(k, v)| (k.clone(), walk(v, sims))).collect()
+}
+
+fn summary(r: &report::Report) -> String {
+    let mut s = format!(
+        "{}: {:.1} TPS achieved of {:.1} offered; NF CPU {} µs/transaction; {}",
+        r.scenario,
+        r.totals.achieved_tps,
+        r.rate,
+        r.totals.nf_cpu_us_per_tx.map_or("n/a".into(), |v| format!("{v:.0}")),
+        if r.criteria_passed { "success criteria met" } else { "success criteria MISSED" }
+    );
+    for f in &r.failures {
+        s.push_str(&format!("\n  FAIL {f}"));
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("\n  warning: {w}"));
+    }
+    s
+}
+
+/// Runs a scenario against given targets from inside an async context (tests, tools): starts the
+/// simulators, runs, writes the report into `out`.
+pub async fn run_against(
+    scenario: Scenario,
+    targets: Vec<(String, String)>,
+    rate: f64,
+    duration_s: f64,
+    warmup_s: f64,
+    out: &std::path::Path,
+) -> Result<report::Report> {
+    let sims = sim::start_all(&scenario.simulators).await?;
+    let targets = targets
+        .into_iter()
+        .map(|(nf, url)| TargetReport { nf, url, started_by_kit: false, pid: None, cpus: None })
+        .collect();
+    let cfg = engine::RunConfig {
+        scenario,
+        rate,
+        duration_s,
+        warmup_s,
+        targets,
+        command: "run_against".into(),
+        gen_cores: 1,
+        progress: false,
+    };
+    let r = engine::run(cfg, sims).await?;
+    report::write_all(&r, out)?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nf_config_gets_simulator_urls() {
+        let t: toml::Table =
+            toml::from_str("a = 1\n[forwarding]\npeers = [\"{sim:peer}\"]").unwrap();
+        let sims = HashMap::from([("peer".to_string(), "http://127.0.0.1:9".to_string())]);
+        let r = render_config(&t, &sims);
+        assert_eq!(r["forwarding"]["peers"][0].as_str(), Some("http://127.0.0.1:9"));
+        assert_eq!(r["a"].as_integer(), Some(1));
+    }
+
+    #[test]
+    fn list_has_one_line_per_scenario() {
+        let l = list().unwrap();
+        assert_eq!(l.lines().count(), scenario::BUILTIN.len());
+    }
+}

@@ -1,0 +1,189 @@
+//! NFs started as child processes: `<fivecore> <nf> --listen 127.0.0.1:<port> --data-dir <tmp>`,
+//! optionally under `taskset -c LIST`; stopped with SIGTERM, then SIGKILL.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+pub struct ChildNf {
+    pub nf: String,
+    pub url: String,
+    pub child: Child,
+    _data_dir: tempfile::TempDir,
+    pub log_path: PathBuf,
+}
+
+impl ChildNf {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, up to 5 s to exit, then SIGKILL.
+    pub fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SAFETY: kill(2) on the pid of our own child, which has not been reaped yet.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ChildNf {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Starts `exe <nf> --listen .. --data-dir ..`; its output goes to `<log_dir>/<nf>.log`.
+/// It is started from the calling thread, whose CPU affinity it inherits (so call it from an
+/// unpinned thread). With `config`, it is written to `<log_dir>/<nf>.toml` as the `[<nf>]` table and passed with
+/// `--config`.
+pub fn spawn(
+    exe: &Path,
+    nf: &str,
+    cpus: Option<&str>,
+    log_dir: &Path,
+    config: Option<&toml::Table>,
+) -> Result<ChildNf> {
+    let port = free_port()?;
+    let data_dir = tempfile::Builder::new().prefix(&format!("fivecore-bench-{nf}-")).tempdir()?;
+    let log_path = log_dir.join(format!("{nf}.log"));
+    let log = std::fs::File::create(&log_path)
+        .with_context(|| format!("creating {}", log_path.display()))?;
+    let mut cmd = match cpus {
+        Some(list) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(list).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    cmd.arg(nf)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data_dir.path());
+    if let Some(table) = config {
+        let mut root = toml::Table::new();
+        root.insert(nf.to_string(), toml::Value::Table(table.clone()));
+        let path = log_dir.join(format!("{nf}.toml"));
+        std::fs::write(&path, toml::to_string(&root)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        cmd.arg("--config").arg(path);
+    }
+    cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    let child = cmd.spawn().with_context(|| format!("starting {} {nf}", exe.display()))?;
+    Ok(ChildNf {
+        nf: nf.to_string(),
+        url: format!("http://127.0.0.1:{port}"),
+        child,
+        _data_dir: data_dir,
+        log_path,
+    })
+}
+
+/// Waits until `GET <url>/healthz/ready` answers 200, or the child exits, or `timeout`.
+pub async fn wait_ready(
+    nf: &mut ChildNf,
+    client: &sbi::client::SbiClient,
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let url = format!("{}/healthz/ready", nf.url);
+    loop {
+        if let Some(status) = nf.child.try_wait()? {
+            let log = std::fs::read_to_string(&nf.log_path).unwrap_or_default();
+            let tail: String = log
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n");
+            bail!(
+                "`fivecore {}` exited before it was ready ({status}); its last output:\n{tail}",
+                nf.nf
+            );
+        }
+        if let Ok(r) = client.get(&url).max_rsp_time(Duration::from_millis(500)).send().await {
+            if r.status().is_success() {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("`fivecore {}` not ready at {url} after {timeout:?}", nf.nf);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Pins the calling thread (and the threads and processes it creates later) to a CPU list like
+/// `0-3,6`.
+pub fn pin_self(list: &str) -> Result<()> {
+    let cpus = parse_cpu_list(list)?;
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes within it for indices < CPU_SETSIZE,
+    // which parse_cpu_list guarantees.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            bail!("sched_setaffinity({list}): {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>()?, b.parse::<usize>()?),
+            None => {
+                let a = part.parse::<usize>()?;
+                (a, a)
+            }
+        };
+        if a > b || b >= 1024 {
+            bail!("bad CPU range {part}");
+        }
+        out.extend(a..=b);
+    }
+    if out.is_empty() {
+        bail!("empty CPU list");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+}

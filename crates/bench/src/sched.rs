@@ -1,0 +1,176 @@
+//! Open-loop arrival schedule and weighted procedure selection.
+//!
+//! Request `n` is due at `start + n / rate`, whatever happened to earlier requests: a slow answer
+//! never delays the next send (open loop), and latency is measured from this intended time, so a
+//! stalled generator or NF shows up in the latency instead of being hidden (no coordinated
+//! omission).
+
+use std::time::Duration;
+
+/// Small deterministic PRNG (xoshiro256**, seeded through splitmix64): reproducible runs, no
+/// dependency.
+#[derive(Debug, Clone)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Self { s: [next(), next(), next(), next()] }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A random (version 4) UUID in its text form.
+    pub fn uuid(&mut self) -> String {
+        let a = self.next_u64();
+        let b = self.next_u64();
+        let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+        let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xFFFF,
+            a & 0xFFFF,
+            b >> 48,
+            b & 0xFFFF_FFFF_FFFF
+        )
+    }
+}
+
+/// Picks an index with probability proportional to its weight.
+#[derive(Debug, Clone)]
+pub struct Weighted {
+    cumulative: Vec<f64>,
+}
+
+impl Weighted {
+    /// `None` when no weight is positive.
+    pub fn new(weights: &[f64]) -> Option<Self> {
+        let mut acc = 0.0;
+        let cumulative: Vec<f64> = weights
+            .iter()
+            .map(|w| {
+                acc += w.max(0.0);
+                acc
+            })
+            .collect();
+        (acc > 0.0).then_some(Self { cumulative })
+    }
+
+    pub fn pick(&self, rng: &mut Rng) -> usize {
+        let total = *self.cumulative.last().unwrap();
+        let x = rng.unit() * total;
+        // First index whose cumulative weight exceeds x (zero weights are never picked).
+        self.cumulative.partition_point(|&c| c <= x).min(self.cumulative.len() - 1)
+    }
+}
+
+/// Intended send times at a fixed rate.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub rate: f64,
+}
+
+impl Schedule {
+    /// Offset from the start at which request `n` (0-based) is due.
+    pub fn due(&self, n: u64) -> Duration {
+        Duration::from_secs_f64(n as f64 / self.rate)
+    }
+
+    /// Requests in a run of `secs` seconds.
+    pub fn total(&self, secs: f64) -> u64 {
+        (secs * self.rate).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_times_are_evenly_spaced_at_the_rate() {
+        let s = Schedule { rate: 200.0 };
+        assert_eq!(s.due(0), Duration::ZERO);
+        assert_eq!(s.due(1), Duration::from_millis(5));
+        assert_eq!(s.due(200), Duration::from_secs(1));
+        assert_eq!(s.total(2.5), 500);
+        for n in 1..1000 {
+            let gap = s.due(n) - s.due(n - 1);
+            assert!(
+                gap.abs_diff(Duration::from_millis(5)) < Duration::from_micros(1),
+                "{n}: {gap:?}"
+            );
+        }
+        let slow = Schedule { rate: 0.5 };
+        assert_eq!(slow.due(3), Duration::from_secs(6));
+    }
+
+    #[test]
+    fn weighted_selection_follows_the_shares() {
+        // The 5K mix: discovery-like 5000, heartbeat 52, a 1-TPS procedure, a zero one.
+        let w = Weighted::new(&[5000.0, 52.0, 1.0, 0.0]).unwrap();
+        let mut rng = Rng::new(7);
+        let n = 1_000_000;
+        let mut counts = [0u64; 4];
+        for _ in 0..n {
+            counts[w.pick(&mut rng)] += 1;
+        }
+        let total = 5053.0;
+        for (i, want) in [5000.0, 52.0, 1.0, 0.0].iter().enumerate() {
+            let expected = want / total * n as f64;
+            let tol = 4.0 * expected.sqrt() + 1.0;
+            assert!(
+                (counts[i] as f64 - expected).abs() <= tol,
+                "index {i}: {} vs {expected}",
+                counts[i]
+            );
+        }
+        assert_eq!(counts[3], 0);
+        assert!(Weighted::new(&[0.0]).is_none());
+    }
+
+    #[test]
+    fn rng_is_deterministic_and_uuids_are_v4() {
+        let (mut a, mut b) = (Rng::new(3), Rng::new(3));
+        assert_eq!(a.next_u64(), b.next_u64());
+        let u = a.uuid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert!("89ab".contains(&u[19..20]));
+        for _ in 0..1000 {
+            assert!(a.below(10) < 10);
+            let x = a.unit();
+            assert!((0.0..1.0).contains(&x));
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Latency histograms (HdrHistogram, microseconds) and the per-second timeline.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Highest latency recorded exactly: 10 minutes; anything above is clamped to it.
+const MAX_US: u64 = 600_000_000;
+
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+pub fn record(h: &mut Histogram<u64>, us: u64) {
+    h.saturating_record(us.clamp(1, MAX_US));
+}
+
+/// Latency summary in milliseconds.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+}
+
+impl Latency {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Self::default();
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        Self {
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p90_ms: ms(h.value_at_quantile(0.90)),
+            p95_ms: ms(h.value_at_quantile(0.95)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            max_ms: ms(h.max()),
+            mean_ms: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// Outcomes of one procedure in the measured window.
+#[derive(Debug, Clone)]
+pub struct ProcStats {
+    pub hist: Histogram<u64>,
+    /// Answers with an expected status.
+    pub ok: u64,
+    /// Requests sent (answered or not).
+    pub sent: u64,
+    /// Requests not sent because a pool they take from was empty (not failures).
+    pub skipped: u64,
+    /// Outcome counts: HTTP status, or `timeout` / `transport`.
+    pub outcomes: BTreeMap<String, u64>,
+}
+
+impl Default for ProcStats {
+    fn default() -> Self {
+        Self { hist: new_hist(), ok: 0, sent: 0, skipped: 0, outcomes: BTreeMap::new() }
+    }
+}
+
+impl ProcStats {
+    pub fn success_rate(&self) -> f64 {
+        if self.sent == 0 {
+            1.0
+        } else {
+            self.ok as f64 / self.sent as f64
+        }
+    }
+
+    /// True when every answer is "no such resource/method" (404, 405, 501) and there was one:
+    /// the NF does not serve this procedure.
+    pub fn looks_unserved(&self) -> bool {
+        let answered: u64 =
+            self.outcomes.iter().filter(|(k, _)| k.parse::<u16>().is_ok()).map(|(_, v)| v).sum();
+        let unserved: u64 =
+            ["404", "405", "501"].iter().filter_map(|k| self.outcomes.get(*k)).sum();
+        answered > 0 && unserved == answered
+    }
+}
+
+/// One second of the run (by completion time, except `offered`: by intended send time).
+#[derive(Debug, Clone)]
+pub struct Second {
+    pub offered: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub hist: Histogram<u64>,
+}
+
+impl Default for Second {
+    fn default() -> Self {
+        Self { offered: 0, completed: 0, errors: 0, hist: new_hist() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SecondReport {
+    /// Seconds since the load started.
+    pub t: u64,
+    pub warmup: bool,
+    pub offered: u64,
+    pub achieved: u64,
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// NF CPU, percent of one core (sum over the NFs), when known.
+    pub nf_cpu_pct: Option<f64>,
+    pub nf_rss_mb: Option<f64>,
+    /// Generator process CPU, percent of one core (includes the in-process simulators).
+    pub gen_cpu_pct: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut h = new_hist();
+        for us in 1..=10_000u64 {
+            record(&mut h, us * 10); // 10 µs .. 100 ms, uniform
+        }
+        let l = Latency::of(&h);
+        assert!((l.p50_ms - 50.0).abs() < 0.1, "{l:?}");
+        assert!((l.p90_ms - 90.0).abs() < 0.1);
+        assert!((l.p99_ms - 99.0).abs() < 0.1);
+        assert!((l.max_ms - 100.0).abs() < 0.1);
+        assert!((l.mean_ms - 50.005).abs() < 0.1);
+        assert_eq!(Latency::of(&new_hist()), Latency::default());
+        record(&mut h, u64::MAX);
+        assert!(h.max() >= MAX_US);
+    }
+
+    #[test]
+    fn success_rate_and_unserved_detection() {
+        let mut p = ProcStats { sent: 4, ok: 3, ..Default::default() };
+        assert_eq!(p.success_rate(), 0.75);
+        assert!(!p.looks_unserved());
+        p.outcomes.insert("404".into(), 3);
+        p.outcomes.insert("timeout".into(), 1);
+        assert!(p.looks_unserved());
+        p.outcomes.insert("200".into(), 1);
+        assert!(!p.looks_unserved());
+        assert_eq!(ProcStats::default().success_rate(), 1.0);
+    }
+}

@@ -1,0 +1,338 @@
+//! Request templates: text with `{generator}` placeholders.
+//!
+//! | placeholder | value |
+//! |---|---|
+//! | `{seq}` | the request's sequence number |
+//! | `{i}` | index within a preload set (subscriptions) |
+//! | `{uuid}` | a random UUID v4, the same everywhere in one request |
+//! | `{supi}` | `imsi-` + a random SUPI of the scenario's range |
+//! | `{rand:A:B}` | a random integer in A..=B |
+//! | `{instance:LABEL}` | a random preloaded NF instance id of that profile set (`ANY`: any set) |
+//! | `{take:POOL}` / `{peek:POOL}` | an id created earlier in the run, removed / left in the pool (the request is skipped when the pool is empty) |
+//! | `{pick:a|b|c}` | one of the listed values, uniformly |
+//! | `{sim:NAME}` | base URL of a peer simulator (`http://127.0.0.1:PORT`) |
+//!
+//! A `{` not followed by a lower-case name and `}` is literal, so JSON bodies need no escaping.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+
+use crate::sched::Rng;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gen {
+    Seq,
+    Index,
+    Uuid,
+    Supi,
+    Rand(u64, u64),
+    Instance(String),
+    Take(String),
+    Peek(String),
+    Sim(String),
+    Pick(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seg {
+    Lit(String),
+    Gen(Gen),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Template {
+    pub segs: Vec<Seg>,
+}
+
+/// Ids created during the run (`produces`), by pool name.
+#[derive(Debug, Default)]
+pub struct Pools {
+    inner: Mutex<HashMap<String, VecDeque<String>>>,
+}
+
+impl Pools {
+    pub fn push(&self, pool: &str, id: String) {
+        self.inner.lock().unwrap().entry(pool.to_string()).or_default().push_back(id);
+    }
+    fn take(&self, pool: &str) -> Option<String> {
+        self.inner.lock().unwrap().get_mut(pool)?.pop_front()
+    }
+    fn peek(&self, pool: &str, rng: &mut Rng) -> Option<String> {
+        let g = self.inner.lock().unwrap();
+        let q = g.get(pool)?;
+        if q.is_empty() {
+            return None;
+        }
+        q.get(rng.below(q.len() as u64) as usize).cloned()
+    }
+    pub fn len(&self, pool: &str) -> usize {
+        self.inner.lock().unwrap().get(pool).map_or(0, VecDeque::len)
+    }
+}
+
+/// What generators draw from.
+pub struct Env<'a> {
+    pub supi_prefix: &'a str,
+    pub supi_first: u64,
+    pub supi_count: u64,
+    /// Preloaded instance ids by profile-set label.
+    pub instances: &'a HashMap<String, Vec<String>>,
+    pub pools: &'a Pools,
+    pub sims: &'a HashMap<String, String>,
+}
+
+/// Per-request values shared by all templates of one request.
+pub struct ReqCtx {
+    pub seq: u64,
+    pub index: u64,
+    pub uuid: Option<String>,
+    pub taken: Vec<(String, String)>,
+}
+
+impl ReqCtx {
+    pub fn new(seq: u64, index: u64) -> Self {
+        Self { seq, index, uuid: None, taken: Vec::new() }
+    }
+    pub fn uuid(&mut self, rng: &mut Rng) -> String {
+        self.uuid.get_or_insert_with(|| rng.uuid()).clone()
+    }
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut segs = Vec::new();
+        let mut lit = String::new();
+        let mut rest = text;
+        while let Some(pos) = rest.find('{') {
+            lit.push_str(&rest[..pos]);
+            let after = &rest[pos + 1..];
+            let is_gen = after.starts_with(|c: char| c.is_ascii_lowercase());
+            let end = after.find('}');
+            match (is_gen, end) {
+                (true, Some(end)) if !after[..end].contains(['{', '"', ' ', '\n']) => {
+                    if !lit.is_empty() {
+                        segs.push(Seg::Lit(std::mem::take(&mut lit)));
+                    }
+                    segs.push(Seg::Gen(parse_gen(&after[..end])?));
+                    rest = &after[end + 1..];
+                }
+                _ => {
+                    lit.push('{');
+                    rest = after;
+                }
+            }
+        }
+        lit.push_str(rest);
+        if !lit.is_empty() {
+            segs.push(Seg::Lit(lit));
+        }
+        Ok(Template { segs })
+    }
+
+    /// Checks that every referenced profile set, pool and simulator exists.
+    pub fn check(
+        &self,
+        labels: &BTreeSet<String>,
+        pools: &BTreeSet<String>,
+        sims: &BTreeSet<&str>,
+    ) -> Result<()> {
+        for s in &self.segs {
+            match s {
+                Seg::Gen(Gen::Instance(l)) if l != "ANY" && !labels.contains(l) => {
+                    bail!("no profile set {l}")
+                }
+                Seg::Gen(Gen::Take(p) | Gen::Peek(p)) if !pools.contains(p) => {
+                    bail!("no pool {p} is produced")
+                }
+                Seg::Gen(Gen::Sim(n)) if !sims.contains(n.as_str()) => bail!("no simulator {n}"),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_literal(&self) -> bool {
+        self.segs.iter().all(|s| matches!(s, Seg::Lit(_)))
+    }
+
+    /// Renders; `None` when a `{take:..}`/`{peek:..}` pool is empty. `encode` percent-encodes
+    /// generated values (for paths and queries).
+    pub fn render(
+        &self,
+        env: &Env,
+        ctx: &mut ReqCtx,
+        rng: &mut Rng,
+        encode: bool,
+    ) -> Option<String> {
+        let mut out = String::new();
+        for s in &self.segs {
+            let v = match s {
+                Seg::Lit(l) => {
+                    out.push_str(l);
+                    continue;
+                }
+                Seg::Gen(g) => match g {
+                    Gen::Seq => ctx.seq.to_string(),
+                    Gen::Index => ctx.index.to_string(),
+                    Gen::Uuid => ctx.uuid(rng),
+                    Gen::Supi => {
+                        let n = env.supi_first + rng.below(env.supi_count.max(1));
+                        format!("imsi-{}{:010}", env.supi_prefix, n)
+                    }
+                    Gen::Rand(a, b) => (a + rng.below(b - a + 1)).to_string(),
+                    Gen::Instance(l) => {
+                        let v = if l == "ANY" {
+                            let all: Vec<&Vec<String>> =
+                                env.instances.values().filter(|v| !v.is_empty()).collect();
+                            if all.is_empty() {
+                                return None;
+                            }
+                            all[rng.below(all.len() as u64) as usize]
+                        } else {
+                            env.instances.get(l).filter(|v| !v.is_empty())?
+                        };
+                        v[rng.below(v.len() as u64) as usize].clone()
+                    }
+                    Gen::Take(p) => {
+                        let id = env.pools.take(p)?;
+                        ctx.taken.push((p.clone(), id.clone()));
+                        id
+                    }
+                    Gen::Peek(p) => env.pools.peek(p, rng)?,
+                    Gen::Sim(n) => env.sims.get(n)?.clone(),
+                    Gen::Pick(v) => v[rng.below(v.len() as u64) as usize].clone(),
+                },
+            };
+            if encode {
+                percent_encode_into(&v, &mut out);
+            } else {
+                out.push_str(&v);
+            }
+        }
+        Some(out)
+    }
+}
+
+fn parse_gen(spec: &str) -> Result<Gen> {
+    let mut parts = spec.split(':');
+    let name = parts.next().unwrap_or_default();
+    let args: Vec<&str> = parts.collect();
+    let one = |args: &[&str]| -> Result<String> {
+        match args {
+            [a] if !a.is_empty() => Ok(a.to_string()),
+            _ => bail!("{{{name}:..}} takes one argument"),
+        }
+    };
+    Ok(match name {
+        "seq" if args.is_empty() => Gen::Seq,
+        "i" if args.is_empty() => Gen::Index,
+        "uuid" if args.is_empty() => Gen::Uuid,
+        "supi" if args.is_empty() => Gen::Supi,
+        "rand" => match args.as_slice() {
+            [a, b] => {
+                let (a, b): (u64, u64) = (a.parse()?, b.parse()?);
+                if a > b {
+                    bail!("{{rand:A:B}} needs A <= B");
+                }
+                Gen::Rand(a, b)
+            }
+            _ => bail!("{{rand:A:B}} takes two integers"),
+        },
+        "instance" => Gen::Instance(one(&args)?),
+        "take" => Gen::Take(one(&args)?),
+        "peek" => Gen::Peek(one(&args)?),
+        "sim" => Gen::Sim(one(&args)?),
+        "pick" => Gen::Pick(one(&args)?.split('|').map(str::to_string).collect()),
+        _ => bail!("unknown generator {{{spec}}}"),
+    })
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters and `,` (TS 29.500 arrays).
+pub fn percent_encode_into(v: &str, out: &mut String) {
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~,".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+/// Encodes the values of a rendered `k=v&k=v` query (written unencoded in scenario files).
+pub fn encode_query(q: &str) -> String {
+    let mut out = String::with_capacity(q.len() + 16);
+    for (n, pair) in q.split('&').enumerate() {
+        if n > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((k, v)) => {
+                out.push_str(k);
+                out.push('=');
+                percent_encode_into(v, &mut out);
+            }
+            None => out.push_str(pair),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_braces_are_literal_and_generators_render() {
+        let t = Template::parse(r#"{"id":"{uuid}","n":{rand:5:5},"again":"{uuid}","s":"{seq}"}"#)
+            .unwrap();
+        let instances = HashMap::new();
+        let pools = Pools::default();
+        let sims = HashMap::from([("sink".to_string(), "http://h:1".to_string())]);
+        let env = Env {
+            supi_prefix: "00101",
+            supi_first: 7,
+            supi_count: 1,
+            instances: &instances,
+            pools: &pools,
+            sims: &sims,
+        };
+        let mut rng = Rng::new(1);
+        let mut ctx = ReqCtx::new(42, 0);
+        let out = t.render(&env, &mut ctx, &mut rng, false).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["n"], 5);
+        assert_eq!(v["id"], v["again"]);
+        assert_eq!(v["s"], "42");
+        assert_eq!(v["id"].as_str().unwrap().len(), 36);
+        assert_eq!(
+            Template::parse("{pick:x|x}").unwrap().render(&env, &mut ctx, &mut rng, false).unwrap(),
+            "x"
+        );
+        let s = Template::parse("{supi}|{sim:sink}")
+            .unwrap()
+            .render(&env, &mut ctx, &mut rng, false)
+            .unwrap();
+        assert_eq!(s, "imsi-001010000000007|http://h:1");
+        assert!(Template::parse("{nope}").is_err());
+        assert!(Template::parse("{take:p}")
+            .unwrap()
+            .render(&env, &mut ctx, &mut rng, false)
+            .is_none());
+        pools.push("p", "a".into());
+        assert_eq!(
+            Template::parse("{take:p}").unwrap().render(&env, &mut ctx, &mut rng, false).unwrap(),
+            "a"
+        );
+        assert_eq!(pools.len("p"), 0);
+    }
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(
+            encode_query(r#"snssai={"sst":1}&service-names=a,b"#),
+            "snssai=%7B%22sst%22%3A1%7D&service-names=a,b"
+        );
+    }
+}
