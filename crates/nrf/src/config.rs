@@ -204,6 +204,12 @@ pub struct DiscoveryConfig {
     /// SUSPENDED ones instead of an empty list. Default false.
     #[serde(default)]
     pub suspended_when_empty: bool,
+    /// Extended preferred locality: for a `preferred-locality` value, the localities to prefer
+    /// in order (e.g. `{ "site-a" = ["site-a", "site-b", "region-1"] }`). Profiles in the first
+    /// listed locality come first, then the second, ...; unlisted localities last. A value with
+    /// no entry here prefers exactly itself.
+    #[serde(default)]
+    pub locality_preferences: BTreeMap<String, Vec<String>>,
 }
 
 /// `[nrf.notify]`.
@@ -250,6 +256,7 @@ impl Default for DiscoveryConfig {
             validity_period_per_type: BTreeMap::new(),
             max_profiles: default_max_profiles(),
             suspended_when_empty: false,
+            locality_preferences: BTreeMap::new(),
         }
     }
 }

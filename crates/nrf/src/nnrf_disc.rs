@@ -25,19 +25,31 @@ const LARGEST_MAX_PAYLOAD_KB: usize = 2000;
 
 /// A numeric identity range (SupiRange / IdentityRange with start and end). Pattern ranges are
 /// not evaluated (see docs/nrf.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A SupiRange / IdentityRange (TS 29.510 §6.1.6.2.x): numeric `start`..=`end`, or a
+/// regular expression `pattern`, matched against the identity as sent or its digits.
+#[derive(Debug, Clone)]
 pub struct Range {
     pub start: String,
     pub end: String,
+    pub pattern: Option<regex::Regex>,
 }
 
 impl Range {
-    fn contains(&self, digits: &str) -> bool {
+    fn contains(&self, raw: &str, digits: &str) -> bool {
+        if let Some(p) = &self.pattern {
+            return p.is_match(raw) || p.is_match(digits);
+        }
         digits.len() == self.start.len()
             && digits.len() == self.end.len()
             && self.start.as_str() <= digits
             && digits <= self.end.as_str()
     }
+}
+
+/// Patterns come from registering NFs: bound their compiled size so a hostile profile cannot
+/// make the NRF build a huge automaton.
+fn pattern(v: Option<&Value>) -> Option<regex::Regex> {
+    regex::RegexBuilder::new(v?.as_str()?).size_limit(1 << 20).build().ok()
 }
 
 /// A TAI, lower-cased: (mcc, mnc, tac).
@@ -59,6 +71,21 @@ pub struct DiscInfo {
     pub routing_indicators: Option<Vec<String>>,
     pub set_ids: Vec<String>,
     pub allowed_nf_types: Option<Vec<String>>,
+    /// TAC patterns of taiRangeList entries: (mcc, mnc, pattern).
+    pub tac_patterns: Vec<(String, String, regex::Regex)>,
+    /// amfInfo: guamiList as (mcc, mnc, amfId), amfRegionId, amfSetId (lower case).
+    pub guamis: Option<Vec<(String, String, String)>>,
+    pub amf_region_ids: Option<Vec<String>>,
+    pub amf_set_ids: Option<Vec<String>>,
+    /// smfInfo: pgwFqdn and pgwFqdnList.
+    pub pgw_fqdns: Option<Vec<String>>,
+    /// udrInfo: supportedDataSets.
+    pub data_sets: Option<Vec<String>>,
+    /// plmnList as (mcc, mnc).
+    pub plmns: Option<Vec<(String, String)>>,
+    /// allowedNssais and allowedNfDomains (authorisation of the requester).
+    pub allowed_nssais: Option<Vec<Snssai>>,
+    pub allowed_domains: Option<Vec<regex::Regex>>,
 }
 
 /// An S-NSSAI of a query or a profile (ExtSnssai: sd, wildcardSd).
@@ -93,12 +120,27 @@ fn ranges(v: Option<&Value>) -> Vec<Range> {
         .into_iter()
         .flatten()
         .filter_map(|r| {
-            Some(Range {
-                start: r.get("start")?.as_str()?.to_owned(),
-                end: r.get("end")?.as_str()?.to_owned(),
-            })
+            let str_of = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
+            match pattern(r.get("pattern")) {
+                Some(p) => {
+                    Some(Range { start: String::new(), end: String::new(), pattern: Some(p) })
+                }
+                None => Some(Range { start: str_of("start")?, end: str_of("end")?, pattern: None }),
+            }
         })
         .collect()
+}
+
+fn plmn_of(v: &Value) -> Option<(String, String)> {
+    Some((
+        v.get("mcc")?.as_str()?.to_ascii_lowercase(),
+        v.get("mnc")?.as_str()?.to_ascii_lowercase(),
+    ))
+}
+
+fn guami_of(v: &Value) -> Option<(String, String, String)> {
+    let (mcc, mnc) = plmn_of(v.get("plmnId")?)?;
+    Some((mcc, mnc, v.get("amfId")?.as_str()?.to_ascii_lowercase()))
 }
 
 fn tai_of(v: &Value) -> Option<Tai> {
@@ -129,6 +171,38 @@ impl DiscInfo {
         }
         d.set_ids = strings(v.get("nfSetIdList")).collect();
         d.allowed_nf_types = v.get("allowedNfTypes").map(|a| strings(Some(a)).collect());
+        d.plmns = v
+            .get("plmnList")
+            .and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(plmn_of).collect());
+        d.allowed_nssais = v
+            .get("allowedNssais")
+            .and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect());
+        d.allowed_domains = v
+            .get("allowedNfDomains")
+            .and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(|p| pattern(Some(p))).collect());
+        if let Some(amf) = v.get("amfInfo") {
+            let lower =
+                |k: &str| amf.get(k).and_then(Value::as_str).map(|s| vec![s.to_ascii_lowercase()]);
+            d.amf_region_ids = lower("amfRegionId");
+            d.amf_set_ids = lower("amfSetId");
+            d.guamis = amf
+                .get("guamiList")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(guami_of).collect());
+        }
+        if let Some(smf) = v.get("smfInfo") {
+            let mut fqdns: Vec<String> = strings(smf.get("pgwFqdnList")).collect();
+            fqdns.extend(smf.get("pgwFqdn").and_then(Value::as_str).map(str::to_owned));
+            if !fqdns.is_empty() {
+                d.pgw_fqdns = Some(fqdns.iter().map(|f| f.to_ascii_lowercase()).collect());
+            }
+        }
+        if let Some(udr) = v.get("udrInfo") {
+            d.data_sets = udr.get("supportedDataSets").map(|a| strings(Some(a)).collect());
+        }
         // Every xxxInfo object and every value of every xxxInfoList map.
         let Some(obj) = v.as_object() else { return d };
         let mut infos: Vec<&Value> = Vec::new();
@@ -177,6 +251,14 @@ impl DiscInfo {
                     continue;
                 };
                 for r in tr.get("tacRangeList").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(p) = pattern(r.get("pattern")) {
+                        d.tac_patterns.push((
+                            mcc.to_ascii_lowercase(),
+                            mnc.to_ascii_lowercase(),
+                            p,
+                        ));
+                        continue;
+                    }
                     let hex = |k: &str| {
                         r.get(k)
                             .and_then(Value::as_str)
@@ -197,7 +279,14 @@ impl DiscInfo {
     }
 
     fn serves_tai(&self, t: &Tai) -> bool {
-        if self.tais.is_none() && self.tac_ranges.is_empty() {
+        if self.tais.is_none() && self.tac_ranges.is_empty() && self.tac_patterns.is_empty() {
+            return true;
+        }
+        if self
+            .tac_patterns
+            .iter()
+            .any(|(mcc, mnc, p)| *mcc == t.0 && *mnc == t.1 && p.is_match(&t.2))
+        {
             return true;
         }
         self.tais.iter().flatten().any(|x| x == t)
@@ -220,6 +309,17 @@ struct Request<'q> {
     tai: Option<Tai>,
     supi: Option<&'q str>,
     gpsi: Option<&'q str>,
+    supi_raw: Option<&'q str>,
+    gpsi_raw: Option<&'q str>,
+    guami: Option<(String, String, String)>,
+    amf_region_id: Option<String>,
+    amf_set_id: Option<String>,
+    pgw: Option<String>,
+    pgw_ind: Option<bool>,
+    data_set: Option<&'q str>,
+    target_plmns: Option<Vec<(String, String)>>,
+    requester_snssais: Option<Vec<Snssai>>,
+    requester_fqdn: Option<&'q str>,
     groups: Vec<&'q str>,
     routing_indicator: Option<&'q str>,
     set_id: Option<&'q str>,
@@ -265,8 +365,27 @@ impl<'q> Request<'q> {
             Some(_) => return Err(invalid("max-payload-size", "must be 1..=2000")),
             None => DEFAULT_MAX_PAYLOAD_KB,
         };
-        let supi = q.get("supi")?.map(|s| s.strip_prefix("imsi-").unwrap_or(s));
-        let gpsi = q.get("gpsi")?.map(|s| s.strip_prefix("msisdn-").unwrap_or(s));
+        let supi_raw = q.get("supi")?;
+        let gpsi_raw = q.get("gpsi")?;
+        let supi = supi_raw.map(|s| s.strip_prefix("imsi-").unwrap_or(s));
+        let gpsi = gpsi_raw.map(|s| s.strip_prefix("msisdn-").unwrap_or(s));
+        let guami = match q.json::<Value>("guami")? {
+            Some(v) => Some(guami_of(&v).ok_or_else(|| invalid("guami", "not a Guami"))?),
+            None => None,
+        };
+        let target_plmns = match q.json::<Vec<Value>>("target-plmn-list")? {
+            Some(l) => Some(
+                l.iter()
+                    .map(|p| {
+                        plmn_of(p).ok_or_else(|| invalid("target-plmn-list", "not a PlmnId list"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => None,
+        };
+        let lower = |k: &str| -> Result<Option<String>, ProblemDetails> {
+            Ok(q.get(k)?.map(str::to_ascii_lowercase))
+        };
         Ok(Request {
             target,
             requester,
@@ -277,6 +396,17 @@ impl<'q> Request<'q> {
             tai,
             supi,
             gpsi,
+            supi_raw,
+            gpsi_raw,
+            guami,
+            amf_region_id: lower("amf-region-id")?,
+            amf_set_id: lower("amf-set-id")?,
+            pgw: lower("pgw")?,
+            pgw_ind: q.parse_as("pgw-ind")?,
+            data_set: q.get("data-set")?,
+            target_plmns,
+            requester_snssais: q.json("requester-snssais")?,
+            requester_fqdn: q.get("requester-nf-instance-fqdn")?,
             groups: q.array("group-id-list"),
             routing_indicator: q.get("routing-indicator")?,
             set_id: q.get("target-nf-set-id")?,
@@ -312,11 +442,17 @@ impl<'q> Request<'q> {
         if self.tai.as_ref().is_some_and(|t| !d.serves_tai(t)) {
             return false;
         }
-        let in_ranges = |id: Option<&str>, r: &Option<Vec<Range>>| match (id, r) {
-            (Some(id), Some(r)) => r.iter().any(|x| x.contains(id)),
-            _ => true,
-        };
-        if !in_ranges(self.supi, &d.supi_ranges) || !in_ranges(self.gpsi, &d.gpsi_ranges) {
+        let in_ranges =
+            |raw: Option<&str>, id: Option<&str>, r: &Option<Vec<Range>>| match (raw, id, r) {
+                (Some(raw), Some(id), Some(r)) => r.iter().any(|x| x.contains(raw, id)),
+                _ => true,
+            };
+        if !in_ranges(self.supi_raw, self.supi, &d.supi_ranges)
+            || !in_ranges(self.gpsi_raw, self.gpsi, &d.gpsi_ranges)
+        {
+            return false;
+        }
+        if !self.matches_more(d) {
             return false;
         }
         if !self.groups.is_empty() && !d.group_ids.iter().any(|g| self.groups.contains(&g.as_str()))
@@ -336,11 +472,67 @@ impl<'q> Request<'q> {
 
     /// Preferred locality first, then priority (lower first), capacity (higher first), load
     /// (lower first), and the instance id so answers are stable.
-    fn order(&self, a: &Entry, b: &Entry) -> Ordering {
-        let local =
-            |e: &Entry| self.locality.is_some() && e.profile.locality.as_deref() == self.locality;
-        local(b)
-            .cmp(&local(a))
+    /// The AMF, SMF, UDR, PLMN and authorisation filters.
+    fn matches_more(&self, d: &DiscInfo) -> bool {
+        fn listed<T: PartialEq>(want: &Option<T>, have: &Option<Vec<T>>) -> bool {
+            match (want, have) {
+                (Some(w), Some(h)) => h.contains(w),
+                _ => true,
+            }
+        }
+        if !listed(&self.guami, &d.guamis)
+            || !listed(&self.amf_region_id, &d.amf_region_ids)
+            || !listed(&self.amf_set_id, &d.amf_set_ids)
+        {
+            return false;
+        }
+        // A PGW-C+SMF is asked for: a profile without a PGW FQDN cannot be one.
+        if let Some(pgw) = &self.pgw {
+            if !d.pgw_fqdns.as_ref().is_some_and(|l| l.contains(pgw)) {
+                return false;
+            }
+        }
+        if self.pgw_ind == Some(true) && d.pgw_fqdns.is_none() {
+            return false;
+        }
+        if let (Some(ds), Some(sets)) = (self.data_set, &d.data_sets) {
+            if !sets.iter().any(|s| s == ds) {
+                return false;
+            }
+        }
+        if let (Some(want), Some(have)) = (&self.target_plmns, &d.plmns) {
+            if !want.iter().any(|w| have.contains(w)) {
+                return false;
+            }
+        }
+        if let (Some(want), Some(allowed)) = (&self.requester_snssais, &d.allowed_nssais) {
+            if !want.iter().any(|w| allowed.iter().any(|a| a.serves(w))) {
+                return false;
+            }
+        }
+        if let (Some(fqdn), Some(domains)) = (self.requester_fqdn, &d.allowed_domains) {
+            if !domains.iter().any(|p| p.is_match(fqdn)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn order(&self, a: &Entry, b: &Entry, preferences: Option<&[String]>) -> Ordering {
+        // Extended preferred locality: the rank of a profile's locality in the configured list
+        // for the asked locality; without a list, the asked locality itself ranks first.
+        let rank = |e: &Entry| -> usize {
+            let (Some(asked), Some(loc)) = (self.locality, e.profile.locality.as_deref()) else {
+                return usize::MAX;
+            };
+            match preferences {
+                Some(list) => list.iter().position(|l| l == loc).unwrap_or(usize::MAX),
+                None if loc == asked => 0,
+                None => usize::MAX,
+            }
+        };
+        rank(a)
+            .cmp(&rank(b))
             .then(
                 a.profile.priority.unwrap_or(u16::MAX).cmp(&b.profile.priority.unwrap_or(u16::MAX)),
             )
@@ -406,7 +598,11 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             return answer;
         }
     }
-    found.sort_unstable_by(|a, b| r.order(a, b));
+    let preferences = r
+        .locality
+        .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
+        .map(Vec::as_slice);
+    found.sort_unstable_by(|a, b| r.order(a, b, preferences));
     answer(&nrf, &r, &found)
 }
 
