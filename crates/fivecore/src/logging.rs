@@ -7,7 +7,12 @@ use crate::cli::LogFormat;
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    // Colours only on a terminal: log files and journald get plain text.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     // try_init: a second call (tests) keeps the first subscriber.
     let _ = match format {
         LogFormat::Text => builder.try_init(),
