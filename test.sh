@@ -33,6 +33,7 @@ done
 need_deb cc gcc          # rusqlite builds SQLite from source
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
+need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

@@ -8,7 +8,13 @@
 //! * [`validate()`] checks a message against the dictionary; every [`Error`] knows its Result-Code
 //!   and Failed-AVP, and [`Message::error_answer`] turns it into the answer.
 //!
-//! Peers, transport and routing build on this crate and live elsewhere.
+//! Peers, transport and routing (RFC 6733 §2, §5, §6; RFC 3539 watchdog):
+//!
+//! * [`DiameterNode`] (alias [`Stack`]) is a node with a local identity, a peer table, a realm
+//!   routing table ([`Route`], [`RouteAction`]), local application handlers and the client API
+//!   [`DiameterNode::request`]; it relays, proxies (with a [`NextHop`] hook) and redirects.
+//! * [`transport`] carries messages over TCP or TLS; [`peer`] holds the per-peer state machine
+//!   ([`PeerState`]), the CER/CEA capabilities and the pending-request table.
 
 pub mod accessors;
 pub mod avp;
@@ -16,7 +22,12 @@ pub mod builders;
 pub mod dictionary;
 pub mod error;
 pub mod header;
+pub mod ids;
 pub mod message;
+pub mod node;
+pub mod peer;
+pub mod routing;
+pub mod transport;
 pub mod types;
 pub mod validate;
 
@@ -27,5 +38,9 @@ pub use dictionary::{AvpDef, VENDOR_3GPP};
 pub use error::{result_code, EncodeError, Error};
 pub use header::{frame_len, Header, HEADER_LEN};
 pub use message::Message;
+pub use node::{ApplicationId, DiameterNode, Handler, NodeBuilder, NodeConfig, PeerInfo, Stack};
+pub use peer::{Capabilities, PeerConfig, PeerState, RequestError};
+pub use routing::{NextHop, PeerName, Route, RouteAction};
+pub use transport::Transport;
 pub use types::{Address, DataType, Time};
 pub use validate::{validate, validate_avps};

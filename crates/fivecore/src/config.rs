@@ -19,9 +19,10 @@ pub struct Config {
     pub store: store::SqliteConfig,
     /// The NRF (docs/nrf.md).
     pub nrf: nrf::NrfConfig,
+    /// The BSF (docs/bsf.md).
+    pub bsf: bsf::BsfConfig,
     /// Sections of the NFs still to land; each NF's issue defines its own.
     pub udr: toml::Table,
-    pub bsf: toml::Table,
     pub pcf: toml::Table,
     pub dd: toml::Table,
 }
@@ -59,11 +60,13 @@ mod tests {
         assert_eq!(cfg.client, sbi::client::ClientConfig::default());
         assert_eq!(cfg.store.max_batch, store::SqliteConfig::default().max_batch);
         assert_eq!(cfg.nrf, nrf::NrfConfig::default());
+        assert_eq!(cfg.bsf, bsf::BsfConfig::default());
     }
 
     #[test]
     fn unknown_settings_are_rejected() {
         assert!(Config::parse("[sbi]\nlisten_addr = \"127.0.0.1:1\"").is_err());
         assert!(Config::parse("[nrf]\nheartbeat = 3").is_err());
+        assert!(Config::parse("[bsf]\non_existing = \"reject\"").is_err());
     }
 }

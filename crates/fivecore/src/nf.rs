@@ -23,6 +23,8 @@ pub struct NfInfo {
     pub name: &'static str,
     pub sbi_port: u16,
     pub diameter: Option<(&'static str, u16)>,
+    /// Whether this build serves the Diameter side yet (the SBI side may land first).
+    pub diameter_served: bool,
     /// The issue that delivers it, while it has not landed (None: not filed yet).
     pub issue: Option<u32>,
     pub available: bool,
@@ -34,6 +36,7 @@ pub const ALL: [NfInfo; 5] = [
         name: "NRF",
         sbi_port: 7000,
         diameter: None,
+        diameter_served: false,
         issue: Some(3),
         available: true,
     },
@@ -42,6 +45,7 @@ pub const ALL: [NfInfo; 5] = [
         name: "UDR",
         sbi_port: 7001,
         diameter: Some(("Sh", 3870)),
+        diameter_served: false,
         issue: Some(7),
         available: false,
     },
@@ -50,14 +54,16 @@ pub const ALL: [NfInfo; 5] = [
         name: "BSF",
         sbi_port: 7002,
         diameter: Some(("Rx proxy", 3869)),
+        diameter_served: false,
         issue: Some(6),
-        available: false,
+        available: true,
     },
     NfInfo {
         nf: Nf::Pcf,
         name: "PCF",
         sbi_port: 7003,
         diameter: Some(("Gx/Rx/Sy/Sd", 3868)),
+        diameter_served: false,
         issue: None,
         available: false,
     },
@@ -66,6 +72,7 @@ pub const ALL: [NfInfo; 5] = [
         name: "Data Director",
         sbi_port: 7004,
         diameter: None,
+        diameter_served: false,
         issue: None,
         available: false,
     },
@@ -107,7 +114,14 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             }
             serve_until_signal("NRF", nrf::run(run, crate::up::shutdown_signal()))
         }
-        // Not reachable while only the NRF is available.
+        Nf::Bsf => {
+            let mut run = bsf_run_config(&config, args.data_dir.as_deref());
+            if let Some(listen) = args.listen {
+                run.sbi.listen = listen;
+            }
+            serve_until_signal("BSF", bsf::run(run, crate::up::shutdown_signal()))
+        }
+        // Not reachable while only the NRF and the BSF are available.
         _ => not_landed(&format!("the {}", info.name), info.issue),
     }
 }
@@ -121,6 +135,30 @@ pub fn nrf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
     nrf::RunConfig {
         nrf: config.nrf.clone(),
         sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store,
+        instance_id: config.instance_id.clone(),
+    }
+}
+
+/// The BSF's run configuration from the file: its SBI port is 7002 unless one is configured,
+/// and its database is `bsf.db` (or the configured `[store] path` when not the default) under
+/// `data_dir` when given.
+pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> bsf::RunConfig {
+    let mut store = config.store.clone();
+    if store.path == store::SqliteConfig::default().path {
+        store.path = "bsf.db".into();
+    }
+    if let Some(dir) = data_dir {
+        store.path = dir.join(&store.path);
+    }
+    let mut sbi = config.sbi.clone();
+    if sbi.listen.port() == 0 {
+        sbi.listen.set_port(info(Nf::Bsf).sbi_port);
+    }
+    bsf::RunConfig {
+        bsf: config.bsf.clone(),
+        sbi,
         client: config.client.clone(),
         store,
         instance_id: config.instance_id.clone(),

@@ -42,19 +42,49 @@ pub fn run(args: &UpArgs) -> ExitCode {
     let mut nrf_config = nf::nrf_run_config(&config, Some(&args.data_dir));
     nrf_config.store.path = args.data_dir.join("nrf.db");
     nrf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Nrf).sbi_port));
+    // The BSF registers with the NRF of this process unless `[bsf.nrf]` says otherwise; its
+    // instance id is its own (the configured one is the NRF's).
+    let mut bsf_config = nf::bsf_run_config(&config, Some(&args.data_dir));
+    bsf_config.store.path = args.data_dir.join("bsf.db");
+    bsf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Bsf).sbi_port));
+    bsf_config.instance_id = None;
+    if bsf_config.bsf.nrf.is_none() {
+        bsf_config.bsf.nrf = Some(nrf_client::NrfClientConfig {
+            api_roots: vec![format!("http://{}", nrf_config.sbi.listen)],
+            ..Default::default()
+        });
+    }
     let result = runtime.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (stop_nrf_tx, stop_nrf_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let mut nrf = tokio::spawn(nrf::run(nrf_config, stopped(stop_rx.clone())));
+        let mut nrf = tokio::spawn(nrf::run(nrf_config, stopped(stop_nrf_rx)));
+        let mut bsf = tokio::spawn(bsf::run(bsf_config, stopped(stop_rx)));
         tokio::select! {
             () = shutdown_signal() => {}
             // An NF that stops on its own (a port in use) stops `up`.
-            r = &mut nrf => return r.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}")),
+            r = &mut nrf => {
+                let _ = stop_tx.send(true);
+                let _ = stop_nrf_tx.send(true);
+                let _ = bsf.await;
+                return r.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"));
+            }
+            r = &mut bsf => {
+                let _ = stop_tx.send(true);
+                let _ = stop_nrf_tx.send(true);
+                let _ = nrf.await;
+                return r.map_err(|e| e.to_string())?.map_err(|e| format!("BSF: {e}"));
+            }
         }
         let _ = stop_tx.send(true);
-        nrf.await.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"))
+        // The BSF first: it deregisters from the NRF while the NRF still serves.
+        let b =
+            bsf.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| format!("BSF: {e}")));
+        let _ = stop_nrf_tx.send(true);
+        let n = nrf.await.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"));
+        b.and(n)
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -67,18 +97,22 @@ pub fn run(args: &UpArgs) -> ExitCode {
 
 /// The table `up` prints: every NF, its ports, and whether this build serves it.
 pub fn endpoint_table() -> String {
-    let mut out =
-        String::from("NF             SBI                     Diameter                  status\n");
+    let mut out = String::from(
+        "NF             SBI                     Diameter                      status\n",
+    );
     for i in nf::ALL.iter() {
         let sbi = format!("http://127.0.0.1:{}", i.sbi_port);
-        let dia =
-            i.diameter.map_or("-".to_owned(), |(app, port)| format!("127.0.0.1:{port} ({app})"));
+        let dia = match i.diameter {
+            None => "-".to_owned(),
+            Some((app, port)) if i.diameter_served => format!("127.0.0.1:{port} ({app})"),
+            Some((app, _)) => format!("- ({app} to come)"),
+        };
         let status = if i.available {
             "serving".to_owned()
         } else {
             i.issue.map_or("not landed".to_owned(), |n| format!("not landed (issue #{n})"))
         };
-        out.push_str(&format!("{:<14} {:<23} {:<25} {}\n", i.name, sbi, dia, status));
+        out.push_str(&format!("{:<14} {:<23} {:<29} {}\n", i.name, sbi, dia, status));
     }
     out.push_str("Every SBI port also serves /metrics, /healthz/live and /healthz/ready.");
     out

@@ -29,7 +29,7 @@ fn version_and_help() {
 
 #[test]
 fn an_nf_that_has_not_landed_exits_2_and_says_so() {
-    for sub in ["udr", "bsf", "pcf", "dd"] {
+    for sub in ["udr", "pcf", "dd"] {
         let (code, out, err) = fivecore(&[sub, "--listen", "127.0.0.1:0", "--log-format", "json"]);
         assert_eq!(code, 2, "{sub}");
         assert!(out.is_empty());
@@ -47,16 +47,54 @@ fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
         .spawn()
         .unwrap();
     wait_ready(&mut child, 7000);
+    wait_ready(&mut child, 7002);
     sigterm(&child);
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     for line in
-        ["NRF", "http://127.0.0.1:7000", "serving", "127.0.0.1:3869 (Rx proxy)", "/healthz/ready"]
+        ["NRF", "http://127.0.0.1:7000", "serving", "- (Rx proxy to come)", "/healthz/ready"]
     {
         assert!(stdout.contains(line), "table lacks {line}: {stdout}");
     }
     assert!(std::path::Path::new(&format!("{dir}/up/nrf.db")).exists());
+    assert!(std::path::Path::new(&format!("{dir}/up/bsf.db")).exists());
+}
+
+#[test]
+fn bsf_serves_stops_on_sigterm_and_keeps_bindings() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/bsf-data");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_fivecore"))
+            .args(["bsf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let mut child = start();
+    wait_ready(&mut child, port);
+    let binding = r#"{"ipv4Addr":"10.9.9.9","dnn":"internet","snssai":{"sst":1},"pcfFqdn":"pcf.example.com"}"#;
+    let url = format!("http://{listen}/nbsf-management/v1/pcfBindings");
+    let r = rt
+        .block_on(client.post(&url).header("content-type", "application/json").body(binding).send())
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    sigterm(&child);
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
+    assert!(std::path::Path::new(&format!("{data}/bsf.db")).exists());
+
+    let mut child = start();
+    wait_ready(&mut child, port);
+    let r = rt.block_on(client.get(&format!("{url}?ipv4Addr=10.9.9.9")).send()).unwrap();
+    assert_eq!(r.status(), 200, "the binding survived the restart");
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 #[test]

@@ -1,0 +1,189 @@
+//! `[bsf]` in the configuration file. Every field has a default, so an empty (or absent) section
+//! is a working BSF; unknown keys are errors so a typo never falls back to a default silently.
+//! docs/bsf.md explains each setting.
+
+use nrf_client::NrfClientConfig;
+use serde::Deserialize;
+
+/// The BSF's own settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsfConfig {
+    /// `apiRoot` (`http://host:port`) used in `Location` headers. Unset: taken from the
+    /// request's authority (`Host`).
+    #[serde(default)]
+    pub api_root: Option<String>,
+
+    /// What a Register does when a binding already exists for the same UE address, DNN and
+    /// S-NSSAI: `replace` it (the old one is removed, subscribers hear its deregistration) or
+    /// `reject` with 403 `EXISTING_BINDING_INFO_FOUND` (TS 29.521 Nbsf_Management_Register). Default replace.
+    #[serde(default)]
+    pub on_existing_binding: ExistingBinding,
+
+    /// Binding event subscriptions held at once; the next is answered 403
+    /// `INSUFFICIENT_RESOURCES`. Default 10000.
+    #[serde(default = "default_max_subscriptions")]
+    pub max_subscriptions: usize,
+
+    /// BsfNotification delivery.
+    #[serde(default)]
+    pub notify: NotifyConfig,
+
+    /// The background audit of old bindings.
+    #[serde(default)]
+    pub audit: AuditConfig,
+
+    /// Registration with the NRF (`[bsf.nrf]`, the nrf-client settings, docs/nrf-client.md).
+    /// Absent: the BSF does not register.
+    #[serde(default)]
+    pub nrf: Option<NrfClientConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ExistingBinding {
+    #[default]
+    Replace,
+    Reject,
+}
+
+/// `[bsf.notify]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Notifications being delivered at once; beyond it new ones are dropped (and logged)
+    /// rather than queued without bound. Default 1024.
+    #[serde(default = "default_notify_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Attempts per notification (first send included). Default 3.
+    #[serde(default = "default_notify_attempts")]
+    pub attempts: u32,
+    /// Wait before the first retry, milliseconds; doubled at each retry. Default 200.
+    #[serde(default = "default_notify_backoff_ms")]
+    pub backoff_ms: u64,
+}
+
+/// `[bsf.audit]`: bindings created more than `max_age_secs` ago are removed (and their
+/// deregistration notified), oldest first, at most `max_per_sec` per second in batches of
+/// `batch`, so the audit never competes with Register/Discovery for the writer for long.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Age after which a binding is considered stale, seconds. 0 (the default) disables the
+    /// audit: a PDU session may legitimately last for weeks, so the operator chooses.
+    #[serde(default)]
+    pub max_age_secs: u64,
+    /// Most bindings removed per second. Default 200.
+    #[serde(default = "default_audit_max_per_sec")]
+    pub max_per_sec: u32,
+    /// Most bindings removed in one store transaction. Default 50.
+    #[serde(default = "default_audit_batch")]
+    pub batch: u32,
+    /// Pause when nothing is stale, milliseconds. Default 1000.
+    #[serde(default = "default_audit_idle_ms")]
+    pub idle_ms: u64,
+}
+
+impl Default for BsfConfig {
+    fn default() -> Self {
+        BsfConfig {
+            api_root: None,
+            on_existing_binding: ExistingBinding::default(),
+            max_subscriptions: default_max_subscriptions(),
+            notify: NotifyConfig::default(),
+            audit: AuditConfig::default(),
+            nrf: None,
+        }
+    }
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            max_in_flight: default_notify_max_in_flight(),
+            attempts: default_notify_attempts(),
+            backoff_ms: default_notify_backoff_ms(),
+        }
+    }
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            max_age_secs: 0,
+            max_per_sec: default_audit_max_per_sec(),
+            batch: default_audit_batch(),
+            idle_ms: default_audit_idle_ms(),
+        }
+    }
+}
+
+impl BsfConfig {
+    /// Rejects settings that cannot work, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.notify.attempts == 0 || self.notify.max_in_flight == 0 {
+            return Err("bsf.notify: attempts and max_in_flight must be at least 1".into());
+        }
+        if self.audit.max_per_sec == 0 || self.audit.batch == 0 || self.audit.idle_ms == 0 {
+            return Err("bsf.audit: max_per_sec, batch and idle_ms must be at least 1".into());
+        }
+        if let Some(nrf) = &self.nrf {
+            if nrf.api_roots.is_empty() {
+                return Err("bsf.nrf: api_roots must name at least one NRF".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_max_subscriptions() -> usize {
+    10_000
+}
+fn default_notify_max_in_flight() -> usize {
+    1024
+}
+fn default_notify_attempts() -> u32 {
+    3
+}
+fn default_notify_backoff_ms() -> u64 {
+    200
+}
+fn default_audit_max_per_sec() -> u32 {
+    200
+}
+fn default_audit_batch() -> u32 {
+    50
+}
+fn default_audit_idle_ms() -> u64 {
+    1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_section_is_the_default_and_valid() {
+        let c: BsfConfig = toml::from_str("").unwrap();
+        assert_eq!(c, BsfConfig::default());
+        assert!(c.validate().is_ok());
+        assert_eq!(c.on_existing_binding, ExistingBinding::Replace);
+        assert!(c.nrf.is_none());
+    }
+
+    #[test]
+    fn policy_nrf_and_unknown_keys() {
+        let c: BsfConfig = toml::from_str(
+            "on_existing_binding = \"reject\"\n[nrf]\napi_roots = [\"http://127.0.0.1:7000\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.on_existing_binding, ExistingBinding::Reject);
+        assert_eq!(c.nrf.unwrap().api_roots.len(), 1);
+        assert!(toml::from_str::<BsfConfig>("on_existing = \"reject\"").is_err());
+        let bad = BsfConfig {
+            audit: AuditConfig { max_per_sec: 0, ..AuditConfig::default() },
+            ..BsfConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

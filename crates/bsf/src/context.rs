@@ -1,0 +1,103 @@
+//! The BSF's state: its configuration, the binding store, the binding event subscriptions and
+//! the notifier that tells subscribers about binding events.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+
+use sbi::SbiRequest;
+use serde_json::Value;
+
+use crate::config::BsfConfig;
+use crate::models::Keys;
+use crate::store::{BindingStore, KeyedStore};
+use crate::subscriptions::{BindingEvent, Notifier, Subscriptions};
+
+pub struct Bsf {
+    pub config: BsfConfig,
+    pub store: BindingStore,
+    /// PCF for a UE bindings (Rel-17).
+    pub ue_bindings: KeyedStore,
+    /// PCF for an MBS session bindings (Rel-17).
+    pub mbs_bindings: KeyedStore,
+    pub subscriptions: Subscriptions,
+    pub notifier: Notifier,
+    scheme: &'static str,
+    /// The bound SBI address, for `Location` when a request carries no authority.
+    pub local_authority: OnceLock<String>,
+    /// Bindings the audit removed since start.
+    pub audit_removed: AtomicU64,
+}
+
+impl Bsf {
+    pub fn new(
+        config: BsfConfig,
+        store: BindingStore,
+        notifier: Notifier,
+        scheme: &'static str,
+    ) -> Self {
+        let db = store.db().clone();
+        Bsf {
+            config,
+            ue_bindings: KeyedStore::new(db.clone(), crate::store::UE_BINDINGS),
+            mbs_bindings: KeyedStore::new(db, crate::store::MBS_BINDINGS),
+            store,
+            subscriptions: Subscriptions::default(),
+            notifier,
+            scheme,
+            local_authority: OnceLock::new(),
+            audit_removed: AtomicU64::new(0),
+        }
+    }
+
+    /// The apiRoot consumers reach us at: configured, else the request's authority.
+    pub fn api_root(&self, req: Option<&SbiRequest>) -> String {
+        if let Some(root) = &self.config.api_root {
+            return root.trim_end_matches('/').to_owned();
+        }
+        let authority = req.and_then(|r| {
+            r.head.uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
+                r.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
+            })
+        });
+        format!(
+            "{}://{}",
+            self.scheme,
+            authority
+                .as_deref()
+                .or(self.local_authority.get().map(String::as_str))
+                .unwrap_or("localhost")
+        )
+    }
+
+    /// Tells the matching subscribers about a binding event, off the request path (the
+    /// notifications are sent by spawned tasks).
+    pub fn binding_event(&self, event: BindingEvent, binding: &Value, keys: &Keys) {
+        if self.subscriptions.is_empty() {
+            return;
+        }
+        for (uri, body) in self.subscriptions.notifications(event, binding, keys) {
+            self.notifier.send(uri, body);
+        }
+    }
+
+    /// Tells the matching subscribers about a PCF for a UE binding event, off the request path.
+    pub fn ue_binding_event(&self, event: BindingEvent, binding: &Value) {
+        if self.subscriptions.is_empty() {
+            return;
+        }
+        for (uri, body) in self.subscriptions.ue_notifications(event, binding) {
+            self.notifier.send(uri, body);
+        }
+    }
+
+    /// As [`Bsf::binding_event`] for a stored document whose keys must be recomputed.
+    pub fn binding_event_stored(&self, event: BindingEvent, json: &[u8]) {
+        if self.subscriptions.is_empty() {
+            return;
+        }
+        let Ok(mut v) = serde_json::from_slice::<Value>(json) else { return };
+        if let Ok(keys) = crate::models::validate_binding(&mut v) {
+            self.binding_event(event, &v, &keys);
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The Binding Support Function (TS 29.521 Rel-17), SBI side.
+//!
+//! A newcomer's map: [`config`] is `[bsf]`; [`context`] holds the state; [`nbsf_management`]
+//! is Nbsf_Management for PDU session bindings (pcfBindings), [`pcf_ue_bindings`] and
+//! [`pcf_mbs_bindings`] the Rel-17 PCF for a UE / for an MBS session bindings, [`subscriptions`] the binding
+//! event subscriptions and their notifications; [`models`] checks every field of the TS 29.521
+//! types; [`store`] is the BSF's SQL schema (one indexed row per binding); [`audit`] removes
+//! stale bindings in the background. [`bind`] builds it all; [`Bound::serve`] / [`run`] serve
+//! until shutdown. The Diameter Rx proxy (issue #6, second part) is not here yet.
+
+pub mod audit;
+pub mod config;
+pub mod context;
+pub mod models;
+pub mod nbsf_management;
+pub mod pcf_mbs_bindings;
+pub mod pcf_ue_bindings;
+pub mod store;
+pub mod subscriptions;
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use ::store::{SqliteConfig, SqliteStore};
+use http::Method;
+use nrf_client::{NrfClient, ProfileBuilder};
+use sbi::client::{ClientConfig, SbiClient};
+use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+
+pub use config::BsfConfig;
+pub use context::Bsf;
+
+/// Everything `run` needs: the `[bsf]` section and the shared sections of the configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub bsf: BsfConfig,
+    pub sbi: ServerConfig,
+    pub client: ClientConfig,
+    pub store: SqliteConfig,
+    /// This BSF's nfInstanceId (User-Agent, NRF profile); generated when `None`.
+    pub instance_id: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BsfError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("store: {0}")]
+    Store(#[from] ::store::Error),
+    #[error("SBI client: {0}")]
+    Client(#[from] sbi::client::ClientError),
+    #[error("SBI server: {0}")]
+    Server(#[from] sbi::server::ServerError),
+    #[error("NRF client: {0}")]
+    Nrf(#[from] nrf_client::Error),
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The Nbsf_Management routes over `bsf`.
+pub fn router(bsf: Arc<Bsf>) -> Router {
+    use nbsf_management as m;
+    use pcf_mbs_bindings as mbs;
+    use pcf_ue_bindings as ue;
+    Router::builder(bsf)
+        .route(
+            Method::POST,
+            "/nbsf-management/v1/pcfBindings",
+            "Nbsf_Management_Register",
+            m::register,
+        )
+        .route(
+            Method::GET,
+            "/nbsf-management/v1/pcfBindings",
+            "Nbsf_Management_Discovery",
+            m::discover,
+        )
+        .route(
+            Method::PATCH,
+            "/nbsf-management/v1/pcfBindings/{bindingId}",
+            "Nbsf_Management_Update",
+            m::update,
+        )
+        .route(
+            Method::DELETE,
+            "/nbsf-management/v1/pcfBindings/{bindingId}",
+            "Nbsf_Management_Deregister",
+            m::deregister,
+        )
+        .route(
+            Method::POST,
+            "/nbsf-management/v1/pcf-ue-bindings",
+            "Nbsf_Management_Register",
+            ue::register,
+        )
+        .route(
+            Method::GET,
+            "/nbsf-management/v1/pcf-ue-bindings",
+            "Nbsf_Management_Discovery",
+            ue::discover,
+        )
+        .route(
+            Method::PATCH,
+            "/nbsf-management/v1/pcf-ue-bindings/{bindingId}",
+            "Nbsf_Management_Update",
+            ue::update,
+        )
+        .route(
+            Method::DELETE,
+            "/nbsf-management/v1/pcf-ue-bindings/{bindingId}",
+            "Nbsf_Management_Deregister",
+            ue::deregister,
+        )
+        .route(
+            Method::POST,
+            "/nbsf-management/v1/pcf-mbs-bindings",
+            "Nbsf_Management_Register",
+            mbs::register,
+        )
+        .route(
+            Method::GET,
+            "/nbsf-management/v1/pcf-mbs-bindings",
+            "Nbsf_Management_Discovery",
+            mbs::discover,
+        )
+        .route(
+            Method::PATCH,
+            "/nbsf-management/v1/pcf-mbs-bindings/{bindingId}",
+            "Nbsf_Management_Update",
+            mbs::update,
+        )
+        .route(
+            Method::DELETE,
+            "/nbsf-management/v1/pcf-mbs-bindings/{bindingId}",
+            "Nbsf_Management_Deregister",
+            mbs::deregister,
+        )
+        .route(
+            Method::POST,
+            "/nbsf-management/v1/subscriptions",
+            "Nbsf_Management_Subscribe",
+            subscriptions::subscribe,
+        )
+        .route(
+            Method::PUT,
+            "/nbsf-management/v1/subscriptions/{subId}",
+            "Nbsf_Management_Subscribe",
+            subscriptions::replace,
+        )
+        .route(
+            Method::DELETE,
+            "/nbsf-management/v1/subscriptions/{subId}",
+            "Nbsf_Management_Unsubscribe",
+            subscriptions::unsubscribe,
+        )
+        .build()
+}
+
+/// A bound BSF with its store open, ready to serve.
+pub struct Bound {
+    server: SbiServer,
+    bsf: Arc<Bsf>,
+    db: SqliteStore,
+    observability: Observability,
+    nrf: Option<NrfClient>,
+}
+
+/// Opens the store (applying the BSF's schema), loads the subscriptions, binds the SBI port and
+/// prepares the NRF registration (when `[bsf.nrf]` is configured).
+pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
+    config.bsf.validate().map_err(BsfError::Config)?;
+    let instance_id =
+        config.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let identity = NfIdentity::new("BSF", instance_id.clone());
+    let mut client_config = config.client.clone();
+    client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("BSF", &instance_id));
+    let client = SbiClient::new(&client_config)?;
+    let db = SqliteStore::open(config.store.clone()).await?;
+    let bindings = store::BindingStore::open(db.clone()).await?;
+    let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
+    let notifier = subscriptions::Notifier::new(client.clone(), config.bsf.notify.clone());
+    let bsf = Arc::new(Bsf::new(config.bsf.clone(), bindings, notifier, scheme));
+    let subs = subscriptions::load(&bsf).await?;
+    tracing::info!(subscriptions = subs, "BSF state loaded");
+    let observability = Observability::new();
+    let server =
+        SbiServer::bind(config.sbi.clone(), identity, router(bsf.clone()), observability.clone())
+            .await?;
+    let addr = server.local_addr();
+    let _ = bsf.local_authority.set(addr.to_string());
+    let nrf = match &config.bsf.nrf {
+        None => None,
+        Some(nrf_config) => {
+            let ip = match addr.ip() {
+                IpAddr::V4(v4) if !v4.is_unspecified() => v4,
+                _ => Ipv4Addr::LOCALHOST,
+            };
+            let profile = ProfileBuilder::new("BSF", &instance_id)
+                .ipv4(&ip.to_string())
+                .service("nbsf-management", scheme, addr.port())
+                .build();
+            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
+        }
+    };
+    Ok(Bound { server, bsf, db, observability, nrf })
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    pub fn bsf(&self) -> &Arc<Bsf> {
+        &self.bsf
+    }
+
+    /// Serves until `shutdown`, with the audit running and the NRF registration kept; then
+    /// deregisters from the NRF and closes the store (everything acknowledged is committed).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), BsfError> {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let audit = tokio::spawn(audit::run(self.bsf.clone(), stop_rx));
+        if let Some(nrf) = &self.nrf {
+            nrf.start();
+        }
+        self.observability.set_ready(true);
+        let served = self.server.serve(shutdown).await;
+        let _ = stop_tx.send(true);
+        let _ = audit.await;
+        if let Some(nrf) = &self.nrf {
+            nrf.shutdown().await;
+        }
+        if let Err(e) = self.db.close().await {
+            tracing::warn!(error = %e, "store did not close cleanly");
+        }
+        served.map_err(BsfError::from)
+    }
+}
+
+/// Runs the BSF until `shutdown` completes.
+pub async fn run(config: RunConfig, shutdown: impl Future<Output = ()>) -> Result<(), BsfError> {
+    let bound = bind(config).await?;
+    tracing::info!(addr = %bound.local_addr(), "BSF serving");
+    bound.serve(shutdown).await
+}

@@ -1,0 +1,487 @@
+//! TS 29.521 / TS 29.571 data types the BSF checks field by field: every wrong field of a body
+//! is reported at once in `invalidParams` (a JSON pointer and a reason), not just the first.
+//!
+//! Bindings are kept as JSON documents (unknown attributes are kept and echoed rather than
+//! refused, for forward compatibility); [`validate_binding`] checks the known ones, normalises the
+//! addresses (RFC 5952 IPv6, lower-case MAC) and returns the indexed [`Keys`].
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use sbi::problem::cause;
+use sbi::{InvalidParam, ProblemDetails};
+use serde_json::Value;
+
+/// The indexed columns of a binding, normalised so equal addresses compare equal in SQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    pub ipv4: Option<String>,
+    /// `""` when absent (so `=` matches it on every SQL engine and the index covers it).
+    pub ip_domain: String,
+    /// The prefix's network in RFC 5952 form with its length (`2001:db8:1::/64`).
+    pub ipv6: Option<String>,
+    /// Lower case, `-` separated.
+    pub mac: Option<String>,
+    /// Lower case (DNNs compare case-insensitively, TS 23.003 §9.1).
+    pub dnn: String,
+    pub sst: u8,
+    /// Lower case; `""` when absent.
+    pub sd: String,
+    pub supi: Option<String>,
+    pub gpsi: Option<String>,
+}
+
+/// Collects the wrong fields of one body.
+#[derive(Default)]
+pub struct Errors {
+    params: Vec<InvalidParam>,
+    missing: bool,
+}
+
+impl Errors {
+    pub fn bad(&mut self, pointer: impl Into<String>, reason: impl Into<String>) {
+        self.params.push(InvalidParam::new(pointer, reason));
+    }
+
+    pub fn missing(&mut self, pointer: impl Into<String>) {
+        self.missing = true;
+        self.params.push(InvalidParam::new(pointer, "mandatory attribute is missing"));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty()
+    }
+
+    /// `Ok` when nothing was wrong, else the 400 listing every wrong field.
+    pub fn finish(self) -> Result<(), ProblemDetails> {
+        if self.params.is_empty() {
+            return Ok(());
+        }
+        let c =
+            if self.missing { cause::MANDATORY_IE_MISSING } else { cause::MANDATORY_IE_INCORRECT };
+        Err(ProblemDetails::invalid_params(c, self.params))
+    }
+}
+
+// ---- scalar formats --------------------------------------------------------------------------
+
+/// Dotted decimal without leading zeros (TS 29.571 Ipv4Addr).
+pub fn parse_ipv4(s: &str) -> Option<Ipv4Addr> {
+    s.parse::<Ipv4Addr>().ok().filter(|a| a.to_string() == s)
+}
+
+/// `address/length`, length 0..=128 (TS 29.571 Ipv6Prefix).
+pub fn parse_ipv6_prefix(s: &str) -> Option<(Ipv6Addr, u8)> {
+    let (addr, len) = s.split_once('/')?;
+    let addr: Ipv6Addr = addr.parse().ok()?;
+    if len.is_empty() || len.len() > 3 || (len.len() > 1 && len.starts_with('0')) {
+        return None;
+    }
+    let len: u8 = len.parse().ok().filter(|l| *l <= 128)?;
+    Some((addr, len))
+}
+
+/// The prefix as given, in RFC 5952 text.
+pub fn canonical_prefix(addr: Ipv6Addr, len: u8) -> String {
+    format!("{addr}/{len}")
+}
+
+/// The prefix's network (host bits cleared), in RFC 5952 text: the indexed form.
+pub fn network_prefix(addr: Ipv6Addr, len: u8) -> String {
+    let bits = u128::from(addr);
+    let mask = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
+    format!("{}/{len}", Ipv6Addr::from(bits & mask))
+}
+
+/// `xx-xx-xx-xx-xx-xx` (TS 29.571 MacAddr48).
+pub fn check_mac(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 6
+        && parts.iter().all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `imsi-<5..15 digits>`, `nai-...`, `gci-...`, `gli-...` (TS 29.571 Supi, TS 23.003 §2.2A).
+pub fn check_supi(s: &str) -> bool {
+    if let Some(imsi) = s.strip_prefix("imsi-") {
+        return (5..=15).contains(&imsi.len()) && imsi.bytes().all(|b| b.is_ascii_digit());
+    }
+    ["nai-", "gci-", "gli-"].iter().any(|p| s.strip_prefix(p).is_some_and(|r| !r.is_empty()))
+}
+
+/// `msisdn-<5..15 digits>` or `extid-<local>@<domain>` (TS 29.571 Gpsi).
+pub fn check_gpsi(s: &str) -> bool {
+    if let Some(msisdn) = s.strip_prefix("msisdn-") {
+        return (5..=15).contains(&msisdn.len()) && msisdn.bytes().all(|b| b.is_ascii_digit());
+    }
+    if let Some(ext) = s.strip_prefix("extid-") {
+        let mut it = ext.split('@');
+        return matches!((it.next(), it.next(), it.next()), (Some(l), Some(d), None) if !l.is_empty() && !d.is_empty());
+    }
+    false
+}
+
+/// Dot-separated labels of letters, digits and `-`, at most 100 octets (TS 23.003 §9.1).
+pub fn check_dnn(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 100
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// TS 29.571 Fqdn: 4..=253 characters, at least two labels, a final alphabetic label.
+pub fn check_fqdn(s: &str) -> bool {
+    if !(4..=253).contains(&s.len()) {
+        return false;
+    }
+    let body = s.strip_suffix('.').unwrap_or(s);
+    let labels: Vec<&str> = body.split('.').collect();
+    if labels.len() < 2 {
+        return false;
+    }
+    let (last, rest) = labels.split_last().unwrap_or((&"", &[]));
+    (2..=63).contains(&last.len())
+        && last.bytes().all(|b| b.is_ascii_alphabetic())
+        && rest.iter().all(|l| {
+            (1..=63).contains(&l.len())
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+}
+
+pub fn check_uuid(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok() && s.len() == 36
+}
+
+/// An S-NSSAI object: `sst` 0..=255, optional `sd` of six hex digits. Returns (sst, sd lower).
+pub fn check_snssai(v: &Value, at: &str, errs: &mut Errors) -> Option<(u8, String)> {
+    let Some(obj) = v.as_object() else {
+        errs.bad(at, "must be an Snssai object");
+        return None;
+    };
+    let sst = match obj.get("sst") {
+        None => {
+            errs.missing(format!("{at}/sst"));
+            None
+        }
+        Some(s) => match s.as_u64().filter(|n| *n <= 255) {
+            Some(n) => Some(n as u8),
+            None => {
+                errs.bad(format!("{at}/sst"), "must be an integer 0..255");
+                None
+            }
+        },
+    };
+    let sd = match obj.get("sd") {
+        None => Some(String::new()),
+        Some(Value::String(s)) if s.len() == 6 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Some(s.to_ascii_lowercase())
+        }
+        Some(_) => {
+            errs.bad(format!("{at}/sd"), "must be six hexadecimal digits");
+            None
+        }
+    };
+    Some((sst?, sd?))
+}
+
+pub fn check_ip_endpoints(v: &Value, at: &str, errs: &mut Errors) {
+    let Some(list) = v.as_array().filter(|a| !a.is_empty()) else {
+        errs.bad(at, "must be a non-empty array of IpEndPoint");
+        return;
+    };
+    for (i, ep) in list.iter().enumerate() {
+        let p = format!("{at}/{i}");
+        let Some(obj) = ep.as_object() else {
+            errs.bad(p, "must be an IpEndPoint object");
+            continue;
+        };
+        if let Some(a) = obj.get("ipv4Address") {
+            if a.as_str().and_then(parse_ipv4).is_none() {
+                errs.bad(format!("{p}/ipv4Address"), "must be a dotted-decimal IPv4 address");
+            }
+        }
+        if let Some(a) = obj.get("ipv6Address") {
+            if a.as_str().and_then(|s| s.parse::<Ipv6Addr>().ok()).is_none() {
+                errs.bad(format!("{p}/ipv6Address"), "must be an IPv6 address");
+            }
+        }
+        if let Some(t) = obj.get("transport") {
+            if !t.is_string() {
+                errs.bad(format!("{p}/transport"), "must be a TransportProtocol string");
+            }
+        }
+        if let Some(port) = obj.get("port") {
+            if port.as_u64().filter(|n| *n <= 65535).is_none() {
+                errs.bad(format!("{p}/port"), "must be an integer 0..65535");
+            }
+        }
+        if !obj.contains_key("ipv4Address") && !obj.contains_key("ipv6Address") {
+            errs.bad(p, "needs ipv4Address or ipv6Address");
+        }
+    }
+}
+
+pub fn string_field<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    name: &str,
+    check: impl Fn(&str) -> bool,
+    reason: &str,
+    errs: &mut Errors,
+) -> Option<&'a str> {
+    match obj.get(name)? {
+        Value::String(s) if check(s) => Some(s.as_str()),
+        _ => {
+            errs.bad(format!("/{name}"), reason);
+            None
+        }
+    }
+}
+
+/// Checks a PcfBinding (TS 29.521 §5.6.2.2), normalises its addresses in place and returns its
+/// indexed keys, or the 400 naming every wrong attribute.
+pub fn validate_binding(v: &mut Value) -> Result<Keys, ProblemDetails> {
+    let mut errs = Errors::default();
+    let Some(obj) = v.as_object_mut() else {
+        return Err(ProblemDetails::bad_request(
+            cause::INVALID_MSG_FORMAT,
+            "PcfBinding must be a JSON object",
+        ));
+    };
+    // UE addresses: at least one of ipv4Addr, ipv6Prefix, macAddr48 (§5.6.2.2 NOTE).
+    let ipv4 = string_field(
+        obj,
+        "ipv4Addr",
+        |s| parse_ipv4(s).is_some(),
+        "must be a dotted-decimal IPv4 address",
+        &mut errs,
+    )
+    .map(str::to_owned);
+    let mut keys = Keys { ipv4, ..Keys::default() };
+    match obj.get("ipDomain") {
+        None => {}
+        Some(Value::String(s)) if !s.is_empty() && obj.contains_key("ipv4Addr") => {
+            keys.ip_domain = s.clone()
+        }
+        Some(Value::String(s)) if !s.is_empty() => {
+            errs.bad("/ipDomain", "only allowed with ipv4Addr")
+        }
+        Some(_) => errs.bad("/ipDomain", "must be a non-empty string"),
+    }
+    if let Some(p) = obj.get("ipv6Prefix") {
+        match p.as_str().and_then(parse_ipv6_prefix) {
+            Some((addr, len)) => {
+                keys.ipv6 = Some(network_prefix(addr, len));
+                obj.insert("ipv6Prefix".into(), Value::from(canonical_prefix(addr, len)));
+            }
+            None => errs.bad("/ipv6Prefix", "must be an IPv6 prefix address/length (0..128)"),
+        }
+    }
+    if let Some(list) = obj.get_mut("addIpv6Prefixes") {
+        match list.as_array_mut().filter(|a| !a.is_empty()) {
+            None => errs.bad("/addIpv6Prefixes", "must be a non-empty array of IPv6 prefixes"),
+            Some(a) => {
+                for (i, p) in a.iter_mut().enumerate() {
+                    match p.as_str().and_then(parse_ipv6_prefix) {
+                        Some((addr, len)) => *p = Value::from(canonical_prefix(addr, len)),
+                        None => errs.bad(format!("/addIpv6Prefixes/{i}"), "must be an IPv6 prefix"),
+                    }
+                }
+            }
+        }
+    }
+    if let Some(m) = obj.get("macAddr48") {
+        match m.as_str().filter(|s| check_mac(s)) {
+            Some(s) => {
+                let lower = s.to_ascii_lowercase();
+                keys.mac = Some(lower.clone());
+                obj.insert("macAddr48".into(), Value::from(lower));
+            }
+            None => errs.bad("/macAddr48", "must be a MAC address xx-xx-xx-xx-xx-xx"),
+        }
+    }
+    if let Some(list) = obj.get("addMacAddrs") {
+        match list.as_array().filter(|a| !a.is_empty()) {
+            None => errs.bad("/addMacAddrs", "must be a non-empty array of MAC addresses"),
+            Some(a) => {
+                for (i, m) in a.iter().enumerate() {
+                    if !m.as_str().is_some_and(check_mac) {
+                        errs.bad(
+                            format!("/addMacAddrs/{i}"),
+                            "must be a MAC address xx-xx-xx-xx-xx-xx",
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if !["ipv4Addr", "ipv6Prefix", "macAddr48"].iter().any(|k| obj.contains_key(*k)) {
+        errs.missing("/ipv4Addr");
+    }
+
+    // Mandatory: dnn, snssai.
+    match obj.get("dnn") {
+        None => errs.missing("/dnn"),
+        Some(Value::String(s)) if check_dnn(s) => keys.dnn = s.to_ascii_lowercase(),
+        Some(_) => errs.bad("/dnn", "must be a DNN (dot-separated labels)"),
+    }
+    match obj.get("snssai") {
+        None => errs.missing("/snssai"),
+        Some(s) => {
+            if let Some((sst, sd)) = check_snssai(s, "/snssai", &mut errs) {
+                keys.sst = sst;
+                keys.sd = sd;
+            }
+        }
+    }
+    keys.supi =
+        string_field(obj, "supi", check_supi, "must be a SUPI (imsi-<digits>, nai-...)", &mut errs)
+            .map(str::to_owned);
+    keys.gpsi = string_field(
+        obj,
+        "gpsi",
+        check_gpsi,
+        "must be a GPSI (msisdn-<digits>, extid-...)",
+        &mut errs,
+    )
+    .map(str::to_owned);
+
+    // The PCF: at least one of pcfFqdn, pcfIpEndPoints, pcfDiamHost (§5.6.2.2 NOTE).
+    let pcf_fqdn = "must be an FQDN";
+    string_field(obj, "pcfFqdn", check_fqdn, pcf_fqdn, &mut errs);
+    string_field(obj, "pcfSmFqdn", check_fqdn, pcf_fqdn, &mut errs);
+    for ep in ["pcfIpEndPoints", "pcfSmIpEndPoints"] {
+        if let Some(v) = obj.get(ep) {
+            check_ip_endpoints(v, &format!("/{ep}"), &mut errs);
+        }
+    }
+    let diam = "must be a DiameterIdentity (an FQDN)";
+    let host = string_field(obj, "pcfDiamHost", check_fqdn, diam, &mut errs);
+    let realm = string_field(obj, "pcfDiamRealm", check_fqdn, diam, &mut errs);
+    match (obj.contains_key("pcfDiamHost"), obj.contains_key("pcfDiamRealm")) {
+        (true, false) if host.is_some() => errs.bad("/pcfDiamRealm", "must accompany pcfDiamHost"),
+        (false, true) if realm.is_some() => errs.bad("/pcfDiamHost", "must accompany pcfDiamRealm"),
+        _ => {}
+    }
+    if !["pcfFqdn", "pcfIpEndPoints", "pcfDiamHost"].iter().any(|k| obj.contains_key(*k)) {
+        errs.missing("/pcfFqdn");
+    }
+    string_field(obj, "pcfId", check_uuid, "must be an NfInstanceId (UUID)", &mut errs);
+    string_field(obj, "pcfSetId", |s| !s.is_empty(), "must be an NfSetId", &mut errs);
+    string_field(
+        obj,
+        "suppFeat",
+        |s| s.bytes().all(|b| b.is_ascii_hexdigit()),
+        "must be hexadecimal",
+        &mut errs,
+    );
+    string_field(
+        obj,
+        "recoveryTime",
+        |s| chrono::DateTime::parse_from_rfc3339(s).is_ok(),
+        "must be an RFC 3339 date-time",
+        &mut errs,
+    );
+    string_field(obj, "bindLevel", |s| !s.is_empty(), "must be a BindingLevel", &mut errs);
+    if let Some(pc) = obj.get("paraCom") {
+        match pc.as_object() {
+            None => errs.bad("/paraCom", "must be a ParameterCombination object"),
+            Some(pc) => {
+                if pc.get("supi").is_some_and(|s| !s.as_str().is_some_and(check_supi)) {
+                    errs.bad("/paraCom/supi", "must be a SUPI");
+                }
+                if pc.get("dnn").is_some_and(|s| !s.as_str().is_some_and(check_dnn)) {
+                    errs.bad("/paraCom/dnn", "must be a DNN");
+                }
+                if let Some(s) = pc.get("snssai") {
+                    check_snssai(s, "/paraCom/snssai", &mut errs);
+                }
+            }
+        }
+    }
+    errs.finish().map(|()| keys)
+}
+
+/// The attributes a PcfBindingPatch may carry (TS 29.521 §5.6.2.3), and whether `null` (remove)
+/// is allowed for each.
+pub const PATCHABLE: [(&str, bool); 11] = [
+    ("ipv4Addr", true),
+    ("ipDomain", true),
+    ("ipv6Prefix", true),
+    ("addIpv6Prefixes", true),
+    ("macAddr48", true),
+    ("addMacAddrs", true),
+    ("pcfId", false),
+    ("pcfFqdn", false),
+    ("pcfIpEndPoints", false),
+    ("pcfDiamHost", false),
+    ("pcfDiamRealm", false),
+];
+
+/// Checks that a merge patch only touches PcfBindingPatch attributes: 400 naming the others.
+pub fn check_patch(patch: &Value) -> Result<(), ProblemDetails> {
+    let Some(obj) = patch.as_object() else {
+        return Err(ProblemDetails::bad_request(
+            cause::INVALID_MSG_FORMAT,
+            "PcfBindingPatch must be a JSON object",
+        ));
+    };
+    let mut errs = Errors::default();
+    for (k, v) in obj {
+        match PATCHABLE.iter().find(|(name, _)| name == k) {
+            None => {
+                errs.bad(format!("/{k}"), "not a PcfBindingPatch attribute: cannot be modified")
+            }
+            Some((_, false)) if v.is_null() => errs.bad(format!("/{k}"), "cannot be removed"),
+            Some(_) => {}
+        }
+    }
+    errs.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn formats() {
+        assert!(parse_ipv4("10.0.0.1").is_some());
+        assert!(parse_ipv4("10.0.0.01").is_none());
+        assert!(parse_ipv4("10.0.0").is_none());
+        let (a, l) = parse_ipv6_prefix("2001:DB8:1:0::5/64").unwrap();
+        assert_eq!(canonical_prefix(a, l), "2001:db8:1::5/64");
+        assert_eq!(network_prefix(a, l), "2001:db8:1::/64");
+        assert!(parse_ipv6_prefix("2001:db8::/129").is_none());
+        assert!(parse_ipv6_prefix("2001:db8::").is_none());
+        assert!(check_mac("0A-1b-2c-3d-4e-5f") && !check_mac("0a:1b:2c:3d:4e:5f"));
+        assert!(check_supi("imsi-001010000000001") && !check_supi("imsi-12") && !check_supi("x"));
+        assert!(
+            check_gpsi("msisdn-33612345678")
+                && check_gpsi("extid-a@b.c")
+                && !check_gpsi("extid-ab")
+        );
+        assert!(check_dnn("internet") && check_dnn("ims.mnc001.mcc001.gprs") && !check_dnn("a..b"));
+        assert!(
+            check_fqdn("pcf1.example.com") && !check_fqdn("pcf1") && !check_fqdn("-a.example.com")
+        );
+    }
+
+    #[test]
+    fn binding_keys_and_errors() {
+        let mut b = json!({"ipv4Addr": "10.1.2.3", "ipDomain": "d1", "dnn": "Internet",
+            "snssai": {"sst": 1, "sd": "ABCDEF"}, "pcfFqdn": "pcf.example.com"});
+        let k = validate_binding(&mut b).unwrap();
+        assert_eq!(
+            (k.dnn.as_str(), k.sst, k.sd.as_str(), k.ip_domain.as_str()),
+            ("internet", 1, "abcdef", "d1")
+        );
+        let mut b = json!({"dnn": "internet", "snssai": {"sst": 300, "sd": "xyz"}, "pcfDiamHost": "pcf.example.com"});
+        let e = validate_binding(&mut b).unwrap_err();
+        let params: Vec<&str> = e.invalid_params.iter().map(|p| p.param.as_str()).collect();
+        assert_eq!(params, ["/ipv4Addr", "/snssai/sst", "/snssai/sd", "/pcfDiamRealm"]);
+        assert_eq!(e.cause.as_deref(), Some(cause::MANDATORY_IE_MISSING));
+    }
+}

@@ -1,0 +1,217 @@
+//! Nbsf_Management for PCF for a UE bindings (TS 29.521 Rel-17, `pcf-ue-bindings`): register
+//! (POST), discovery by SUPI and/or GPSI (GET, an array), update (PATCH, merge patch of
+//! PcfForUeBindingPatch), deregister (DELETE). One binding per SUPI: an existing one is
+//! replaced or refused per `on_existing_binding`, as for PDU session bindings.
+
+use std::sync::Arc;
+
+use http::{header, HeaderValue, StatusCode};
+use sbi::body::{self, MERGE_PATCH_JSON};
+use sbi::problem::cause;
+use sbi::{
+    empty_response, Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest,
+};
+use serde_json::Value;
+
+use crate::config::ExistingBinding;
+use crate::context::Bsf;
+use crate::models::{self, check_fqdn, check_gpsi, check_supi, check_uuid, string_field, Errors};
+use crate::nbsf_management::EXISTING_BINDING_INFO_FOUND;
+use crate::store::{Created, Updated};
+use crate::subscriptions::BindingEvent;
+
+fn store_error(e: store::Error) -> ProblemDetails {
+    ProblemDetails::internal(format!("store: {e}"))
+}
+
+fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
+    format!("{}/nbsf-management/v1/pcf-ue-bindings/{id}", bsf.api_root(Some(req)))
+}
+
+fn raw_json(status: StatusCode, content_type: &'static str, json: Vec<u8>) -> Response {
+    let mut resp = http::Response::new(Body::from(json));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+fn with_location(mut resp: Response, loc: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(loc) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    resp
+}
+
+/// Checks a PcfForUeBinding; returns (SUPI, GPSI).
+pub fn validate(v: &Value) -> Result<(String, Option<String>), ProblemDetails> {
+    let Some(obj) = v.as_object() else {
+        return Err(ProblemDetails::bad_request(
+            cause::INVALID_MSG_FORMAT,
+            "PcfForUeBinding must be a JSON object",
+        ));
+    };
+    let mut errs = Errors::default();
+    if !obj.contains_key("supi") {
+        errs.missing("/supi");
+    }
+    let supi =
+        string_field(obj, "supi", check_supi, "must be a SUPI (imsi-<digits>, nai-...)", &mut errs);
+    let gpsi = string_field(
+        obj,
+        "gpsi",
+        check_gpsi,
+        "must be a GPSI (msisdn-<digits>, extid-...)",
+        &mut errs,
+    );
+    string_field(obj, "pcfForUeFqdn", check_fqdn, "must be an FQDN", &mut errs);
+    if let Some(eps) = obj.get("pcfForUeIpEndPoints") {
+        models::check_ip_endpoints(eps, "/pcfForUeIpEndPoints", &mut errs);
+    }
+    if !obj.contains_key("pcfForUeFqdn") && !obj.contains_key("pcfForUeIpEndPoints") {
+        errs.missing("/pcfForUeFqdn");
+    }
+    string_field(obj, "pcfId", check_uuid, "must be an NfInstanceId (UUID)", &mut errs);
+    string_field(obj, "pcfSetId", |s| !s.is_empty(), "must be an NfSetId", &mut errs);
+    string_field(obj, "bindLevel", |s| !s.is_empty(), "must be a BindingLevel", &mut errs);
+    string_field(
+        obj,
+        "suppFeat",
+        |s| s.bytes().all(|b| b.is_ascii_hexdigit()),
+        "must be hexadecimal",
+        &mut errs,
+    );
+    let (supi, gpsi) = (supi.map(str::to_owned), gpsi.map(str::to_owned));
+    errs.finish()?;
+    Ok((supi.unwrap_or_default(), gpsi))
+}
+
+/// POST /pcf-ue-bindings: 201 with Location and the binding.
+pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+    let binding: Value = req.json()?;
+    let (supi, gpsi) = validate(&binding)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
+    match bsf
+        .ue_bindings
+        .create(id.clone(), supi, gpsi, json.clone(), reject)
+        .await
+        .map_err(store_error)?
+    {
+        Created::Inserted { replaced } => {
+            for old in replaced {
+                if let Ok(v) = serde_json::from_slice::<Value>(&old.json) {
+                    bsf.ue_binding_event(BindingEvent::Deregistered, &v);
+                }
+            }
+            bsf.ue_binding_event(BindingEvent::Registered, &binding);
+            Ok(with_location(
+                raw_json(StatusCode::CREATED, body::JSON, json),
+                &location(&bsf, &req, &id),
+            ))
+        }
+        Created::Exists(existing) => {
+            let p = ProblemDetails::new(
+                StatusCode::FORBIDDEN,
+                EXISTING_BINDING_INFO_FOUND,
+                "a PCF for the UE binding already exists for this SUPI",
+            );
+            Ok(with_location(p.into_response(), &location(&bsf, &req, &existing.id)))
+        }
+    }
+}
+
+/// GET /pcf-ue-bindings?supi=&gpsi=: 200 with the matching bindings (possibly none).
+pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+    let q = req.query();
+    q.deny_unknown(&["supi", "gpsi", "supp-feat"])?;
+    let mut bad = Vec::new();
+    let supi = q.get("supi")?.map(str::to_owned);
+    let gpsi = q.get("gpsi")?.map(str::to_owned);
+    if supi.as_deref().is_some_and(|s| !check_supi(s)) {
+        bad.push(InvalidParam::new("supi", "must be a SUPI (imsi-<digits>, nai-...)"));
+    }
+    if gpsi.as_deref().is_some_and(|g| !check_gpsi(g)) {
+        bad.push(InvalidParam::new("gpsi", "must be a GPSI (msisdn-<digits>, extid-...)"));
+    }
+    if !bad.is_empty() {
+        return Err(ProblemDetails::invalid_params(cause::INVALID_QUERY_PARAM, bad));
+    }
+    if supi.is_none() && gpsi.is_none() {
+        return Err(ProblemDetails::invalid_params(
+            cause::MANDATORY_QUERY_PARAM_MISSING,
+            vec![InvalidParam::new("supi", "supi or gpsi is required")],
+        ));
+    }
+    let found = bsf.ue_bindings.find(supi, gpsi).await.map_err(store_error)?;
+    let mut out = Vec::with_capacity(2 + found.iter().map(|s| s.json.len() + 1).sum::<usize>());
+    out.push(b'[');
+    for (i, s) in found.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&s.json);
+    }
+    out.push(b']');
+    Ok(raw_json(StatusCode::OK, body::JSON, out))
+}
+
+/// PATCH /pcf-ue-bindings/{bindingId} (PcfForUeBindingPatch): 200 with the binding; 404.
+pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+    body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
+    let patch: Value = body::decode_json(&req.body)?;
+    check_patch(&patch, &["pcfForUeFqdn", "pcfForUeIpEndPoints", "pcfId"])?;
+    let id = req.param("bindingId").to_owned();
+    let patch_bytes = req.body.clone();
+    let outcome = bsf
+        .ue_bindings
+        .update(id.clone(), move |old| {
+            let mut doc: Value = serde_json::from_slice(&old)
+                .map_err(|e| ProblemDetails::internal(format!("stored binding unreadable: {e}")))?;
+            body::apply_merge_patch(&mut doc, &patch_bytes)?;
+            validate(&doc)?;
+            serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))
+        })
+        .await
+        .map_err(store_error)?;
+    match outcome {
+        Updated::Done(json) => Ok(raw_json(StatusCode::OK, body::JSON, json)),
+        Updated::NotFound => {
+            Err(ProblemDetails::not_found(format!("no PCF for a UE binding {id}")))
+        }
+        Updated::Refused(p) => Err(p),
+    }
+}
+
+/// DELETE /pcf-ue-bindings/{bindingId}: 204; 404.
+pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+    let id = req.param("bindingId").to_owned();
+    match bsf.ue_bindings.delete(id.clone()).await.map_err(store_error)? {
+        Some(old) => {
+            if let Ok(v) = serde_json::from_slice::<Value>(&old.json) {
+                bsf.ue_binding_event(BindingEvent::Deregistered, &v);
+            }
+            Ok(empty_response(StatusCode::NO_CONTENT))
+        }
+        None => Err(ProblemDetails::not_found(format!("no PCF for a UE binding {id}"))),
+    }
+}
+
+/// A merge patch may only set (never remove) the `allowed` attributes: 400 naming the others.
+pub fn check_patch(patch: &Value, allowed: &[&str]) -> Result<(), ProblemDetails> {
+    let Some(obj) = patch.as_object() else {
+        return Err(ProblemDetails::bad_request(
+            cause::INVALID_MSG_FORMAT,
+            "the patch must be a JSON object",
+        ));
+    };
+    let mut errs = Errors::default();
+    for (k, v) in obj {
+        if !allowed.contains(&k.as_str()) {
+            errs.bad(format!("/{k}"), "not a patchable attribute: cannot be modified");
+        } else if v.is_null() {
+            errs.bad(format!("/{k}"), "cannot be removed");
+        }
+    }
+    errs.finish()
+}

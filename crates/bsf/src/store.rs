@@ -1,0 +1,573 @@
+//! The BSF's schema: one row per PCF binding, the binding document kept whole next to the
+//! columns it is looked up by, with the indexes of the reference product's `pcf_binding` table
+//! (binding id; UE IPv4 with IP domain; IPv6 prefix; MAC-48; SUPI; GPSI; creation time).
+//!
+//! Everything is plain SQL without engine-specific features (no partial indexes, no `IS` for
+//! equality: absent IP domain and SD are stored as `''`), so the same statements serve a
+//! MySQL-protocol backend. A lookup by UE address is one indexed read; a Register is one write
+//! job (the duplicate check and the INSERT inside the writer's group commit, so two concurrent
+//! Registers for the same UE cannot both win).
+
+use rusqlite::{
+    params, params_from_iter, types::Value as SqlValue, Connection, OptionalExtension, Transaction,
+};
+use store::{Migration, SqliteStore};
+
+use crate::models::Keys;
+
+pub const MIGRATIONS: [Migration; 3] = [
+    Migration::new(
+        "bsf-0001-pcf-binding",
+        "CREATE TABLE bsf_pcf_binding (
+            binding_id TEXT PRIMARY KEY NOT NULL,
+            ipv4_addr TEXT,
+            ip_domain TEXT NOT NULL DEFAULT '',
+            ipv6_prefix TEXT,
+            mac_addr_48 TEXT,
+            dnn TEXT NOT NULL,
+            snssai_sst INTEGER NOT NULL,
+            snssai_sd TEXT NOT NULL DEFAULT '',
+            supi TEXT,
+            gpsi TEXT,
+            created_ms INTEGER NOT NULL,
+            json_content BLOB NOT NULL
+        );
+        CREATE INDEX bsf_idx_ipv4 ON bsf_pcf_binding (ipv4_addr, ip_domain, created_ms);
+        CREATE INDEX bsf_idx_ipv6 ON bsf_pcf_binding (ipv6_prefix, created_ms);
+        CREATE INDEX bsf_idx_mac ON bsf_pcf_binding (mac_addr_48, created_ms);
+        CREATE INDEX bsf_idx_supi ON bsf_pcf_binding (supi, created_ms);
+        CREATE INDEX bsf_idx_gpsi ON bsf_pcf_binding (gpsi, created_ms);
+        CREATE INDEX bsf_idx_created ON bsf_pcf_binding (created_ms);",
+    ),
+    Migration::new(
+        "bsf-0002-subscription",
+        "CREATE TABLE bsf_subscription (
+            sub_id TEXT PRIMARY KEY NOT NULL,
+            json_content BLOB NOT NULL
+        );",
+    ),
+    Migration::new(
+        "bsf-0003-ue-and-mbs-binding",
+        "CREATE TABLE bsf_pcf_ue_binding (
+            binding_id TEXT PRIMARY KEY NOT NULL,
+            key1 TEXT NOT NULL,
+            key2 TEXT,
+            created_ms INTEGER NOT NULL,
+            json_content BLOB NOT NULL
+        );
+        CREATE INDEX bsf_idx_ue_supi ON bsf_pcf_ue_binding (key1, created_ms);
+        CREATE INDEX bsf_idx_ue_gpsi ON bsf_pcf_ue_binding (key2, created_ms);
+        CREATE TABLE bsf_pcf_mbs_binding (
+            binding_id TEXT PRIMARY KEY NOT NULL,
+            key1 TEXT NOT NULL,
+            key2 TEXT,
+            created_ms INTEGER NOT NULL,
+            json_content BLOB NOT NULL
+        );
+        CREATE INDEX bsf_idx_mbs_session ON bsf_pcf_mbs_binding (key1, created_ms);",
+    ),
+];
+
+/// The Rel-17 PCF for a UE bindings: `key1` the SUPI, `key2` the GPSI.
+pub const UE_BINDINGS: &str = "bsf_pcf_ue_binding";
+/// The Rel-17 PCF for an MBS session bindings: `key1` the normalised MBS session id.
+pub const MBS_BINDINGS: &str = "bsf_pcf_mbs_binding";
+
+/// A stored binding: its id and its document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub id: String,
+    pub json: Vec<u8>,
+}
+
+/// What a Register did.
+#[derive(Debug)]
+pub enum Created {
+    /// Inserted; `replaced` are the bindings of the same UE address, DNN and S-NSSAI it removed.
+    Inserted { replaced: Vec<Stored> },
+    /// Refused: this binding already holds the UE address, DNN and S-NSSAI.
+    Exists(Stored),
+}
+
+/// What a Discovery looks for: one UE address and optional filters.
+#[derive(Debug, Clone, Default)]
+pub struct Lookup {
+    pub ipv4: Option<String>,
+    /// Only with `ipv4`: match this IP domain (absent: any).
+    pub ip_domain: Option<String>,
+    /// Candidate prefixes (the query's network at the lengths bindings use).
+    pub ipv6: Vec<String>,
+    pub mac: Option<String>,
+    pub dnn: Option<String>,
+    pub snssai: Option<(u8, String)>,
+    pub supi: Option<String>,
+    pub gpsi: Option<String>,
+}
+
+/// The BSF's persistence over the embedded store's threads.
+#[derive(Clone)]
+pub struct BindingStore {
+    db: SqliteStore,
+}
+
+const SELECT_DOC: &str = "SELECT binding_id, json_content FROM bsf_pcf_binding";
+
+fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+    Ok(Stored { id: row.get(0)?, json: row.get(1)? })
+}
+
+/// The bindings already holding one of `keys`' UE addresses for the same DNN and S-NSSAI.
+fn conflicts(tx: &Connection, keys: &Keys) -> rusqlite::Result<Vec<Stored>> {
+    let mut out: Vec<Stored> = Vec::new();
+    let tail = "AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
+    let mut run = |sql: String, a: &str, b: &str| -> rusqlite::Result<()> {
+        let mut st = tx.prepare_cached(&sql)?;
+        for r in st.query_map(params![a, b, keys.dnn, keys.sst, keys.sd], stored)? {
+            let r = r?;
+            if !out.iter().any(|o| o.id == r.id) {
+                out.push(r);
+            }
+        }
+        Ok(())
+    };
+    if let Some(ip) = &keys.ipv4 {
+        run(
+            format!("{SELECT_DOC} WHERE ipv4_addr = ?1 AND ip_domain = ?2 {tail}"),
+            ip,
+            &keys.ip_domain,
+        )?;
+    }
+    if let Some(p) = &keys.ipv6 {
+        run(format!("{SELECT_DOC} WHERE ipv6_prefix = ?1 AND ?2 = ?2 {tail}"), p, "")?;
+    }
+    if let Some(m) = &keys.mac {
+        run(format!("{SELECT_DOC} WHERE mac_addr_48 = ?1 AND ?2 = ?2 {tail}"), m, "")?;
+    }
+    Ok(out)
+}
+
+fn insert(
+    tx: &Connection,
+    id: &str,
+    keys: &Keys,
+    created_ms: i64,
+    json: &[u8],
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO bsf_pcf_binding (binding_id, ipv4_addr, ip_domain, ipv6_prefix, mac_addr_48,
+            dnn, snssai_sst, snssai_sd, supi, gpsi, created_ms, json_content)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        id,
+        keys.ipv4,
+        keys.ip_domain,
+        keys.ipv6,
+        keys.mac,
+        keys.dnn,
+        keys.sst,
+        keys.sd,
+        keys.supi,
+        keys.gpsi,
+        created_ms,
+        json
+    ])?;
+    Ok(())
+}
+
+fn delete_id(tx: &Connection, id: &str) -> rusqlite::Result<usize> {
+    tx.prepare_cached("DELETE FROM bsf_pcf_binding WHERE binding_id = ?1")?.execute([id])
+}
+
+fn get_id(c: &Connection, id: &str) -> rusqlite::Result<Option<Stored>> {
+    c.prepare_cached(&format!("{SELECT_DOC} WHERE binding_id = ?1"))?
+        .query_row([id], stored)
+        .optional()
+}
+
+/// What an Update did.
+#[derive(Debug)]
+pub enum Updated<E> {
+    Done(Vec<u8>),
+    NotFound,
+    /// The patch was refused (`E` says why); nothing changed.
+    Refused(E),
+}
+
+impl BindingStore {
+    /// Applies the BSF's migrations.
+    pub async fn open(db: SqliteStore) -> store::Result<Self> {
+        db.migrate(MIGRATIONS).await?;
+        Ok(BindingStore { db })
+    }
+
+    pub fn db(&self) -> &SqliteStore {
+        &self.db
+    }
+
+    /// Registers a binding: one write job checking for a binding of the same UE address, DNN
+    /// and S-NSSAI and, unless `reject` finds one, removing it and inserting the new one.
+    pub async fn create(
+        &self,
+        id: String,
+        keys: Keys,
+        created_ms: i64,
+        json: Vec<u8>,
+        reject: bool,
+    ) -> store::Result<Created> {
+        self.db
+            .write(move |tx: &Transaction<'_>| {
+                let existing = conflicts(tx, &keys)?;
+                if reject {
+                    if let Some(first) = existing.into_iter().next() {
+                        return Ok(Created::Exists(first));
+                    }
+                    insert(tx, &id, &keys, created_ms, &json)?;
+                    return Ok(Created::Inserted { replaced: Vec::new() });
+                }
+                for old in &existing {
+                    delete_id(tx, &old.id)?;
+                }
+                insert(tx, &id, &keys, created_ms, &json)?;
+                Ok(Created::Inserted { replaced: existing })
+            })
+            .await
+    }
+
+    /// Inserts bindings without the duplicate check, in one write job: bulk loading (a
+    /// migration from another BSF, a benchmark's preload). Ids must be new.
+    pub async fn insert_many(
+        &self,
+        rows: Vec<(String, Keys, i64, Vec<u8>)>,
+    ) -> store::Result<usize> {
+        self.db
+            .write(move |tx| {
+                for (id, keys, created_ms, json) in &rows {
+                    insert(tx, id, keys, *created_ms, json)?;
+                }
+                Ok(rows.len())
+            })
+            .await
+    }
+
+    /// The newest binding matching `q` (one indexed read).
+    pub async fn find(&self, q: Lookup) -> store::Result<Option<Stored>> {
+        self.db
+            .read(move |c| {
+                let mut sql = String::from(SELECT_DOC);
+                let mut args: Vec<SqlValue> = Vec::new();
+                let arg = |v: SqlValue, args: &mut Vec<SqlValue>| {
+                    args.push(v);
+                    format!("?{}", args.len())
+                };
+                if q.ipv4.is_none() && q.ipv6.is_empty() && q.mac.is_none() {
+                    return Ok(None);
+                }
+                sql.push_str(" WHERE 1 = 1");
+                if let Some(ip) = q.ipv4 {
+                    sql.push_str(&format!(
+                        " AND ipv4_addr = {}",
+                        arg(SqlValue::Text(ip), &mut args)
+                    ));
+                    if let Some(d) = q.ip_domain {
+                        sql.push_str(&format!(
+                            " AND ip_domain = {}",
+                            arg(SqlValue::Text(d), &mut args)
+                        ));
+                    }
+                }
+                if !q.ipv6.is_empty() {
+                    let list: Vec<String> =
+                        q.ipv6.into_iter().map(|p| arg(SqlValue::Text(p), &mut args)).collect();
+                    sql.push_str(&format!(" AND ipv6_prefix IN ({})", list.join(", ")));
+                }
+                if let Some(m) = q.mac {
+                    sql.push_str(&format!(
+                        " AND mac_addr_48 = {}",
+                        arg(SqlValue::Text(m), &mut args)
+                    ));
+                }
+                if let Some(d) = q.dnn {
+                    sql.push_str(&format!(" AND dnn = {}", arg(SqlValue::Text(d), &mut args)));
+                }
+                if let Some((sst, sd)) = q.snssai {
+                    sql.push_str(&format!(
+                        " AND snssai_sst = {}",
+                        arg(SqlValue::Integer(sst.into()), &mut args)
+                    ));
+                    sql.push_str(&format!(
+                        " AND snssai_sd = {}",
+                        arg(SqlValue::Text(sd), &mut args)
+                    ));
+                }
+                if let Some(s) = q.supi {
+                    sql.push_str(&format!(" AND supi = {}", arg(SqlValue::Text(s), &mut args)));
+                }
+                if let Some(g) = q.gpsi {
+                    sql.push_str(&format!(" AND gpsi = {}", arg(SqlValue::Text(g), &mut args)));
+                }
+                sql.push_str(" ORDER BY created_ms DESC LIMIT 1");
+                let mut st = c.prepare_cached(&sql)?;
+                Ok(st.query_row(params_from_iter(args), stored).optional()?)
+            })
+            .await
+    }
+
+    pub async fn get(&self, id: String) -> store::Result<Option<Stored>> {
+        self.db.read(move |c| Ok(get_id(c, &id)?)).await
+    }
+
+    /// Removes a binding; returns it, or `None` when it was not stored.
+    pub async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
+        self.db
+            .write(move |tx| {
+                let found = get_id(tx, &id)?;
+                if found.is_some() {
+                    delete_id(tx, &id)?;
+                }
+                Ok(found)
+            })
+            .await
+    }
+
+    /// Read-modify-write of one binding inside one write job: `f` gets the stored document and
+    /// returns the new one with its keys, or refuses.
+    pub async fn update<E, F>(&self, id: String, f: F) -> store::Result<Updated<E>>
+    where
+        E: Send + 'static,
+        F: FnOnce(Vec<u8>) -> Result<(Keys, Vec<u8>), E> + Send + 'static,
+    {
+        self.db
+            .write(move |tx| {
+                let Some(old) = get_id(tx, &id)? else { return Ok(Updated::NotFound) };
+                let (keys, json) = match f(old.json) {
+                    Ok(x) => x,
+                    Err(e) => return Ok(Updated::Refused(e)),
+                };
+                tx.prepare_cached(
+                    "UPDATE bsf_pcf_binding SET ipv4_addr = ?2, ip_domain = ?3, ipv6_prefix = ?4,
+                        mac_addr_48 = ?5, json_content = ?6 WHERE binding_id = ?1",
+                )?
+                .execute(params![
+                    id,
+                    keys.ipv4,
+                    keys.ip_domain,
+                    keys.ipv6,
+                    keys.mac,
+                    json
+                ])?;
+                Ok(Updated::Done(json))
+            })
+            .await
+    }
+
+    /// Removes up to `limit` bindings created before `before_ms`, oldest first (index on the
+    /// creation time); returns them.
+    pub async fn remove_older_than(
+        &self,
+        before_ms: i64,
+        limit: u32,
+    ) -> store::Result<Vec<Stored>> {
+        self.db
+            .write(move |tx| {
+                let old: Vec<Stored> = tx
+                    .prepare_cached(&format!(
+                        "{SELECT_DOC} WHERE created_ms < ?1 ORDER BY created_ms LIMIT ?2"
+                    ))?
+                    .query_map(params![before_ms, limit], stored)?
+                    .collect::<rusqlite::Result<_>>()?;
+                for s in &old {
+                    delete_id(tx, &s.id)?;
+                }
+                Ok(old)
+            })
+            .await
+    }
+
+    pub async fn count(&self) -> store::Result<u64> {
+        self.db
+            .read(|c| {
+                Ok(c.query_row("SELECT COUNT(*) FROM bsf_pcf_binding", [], |r| r.get::<_, i64>(0))?
+                    as u64)
+            })
+            .await
+    }
+
+    // ---- subscriptions ------------------------------------------------------------------
+
+    pub async fn put_subscription(&self, id: String, json: Vec<u8>) -> store::Result<()> {
+        self.db
+            .write(move |tx| {
+                tx.prepare_cached("DELETE FROM bsf_subscription WHERE sub_id = ?1")?
+                    .execute([&id])?;
+                tx.prepare_cached(
+                    "INSERT INTO bsf_subscription (sub_id, json_content) VALUES (?1, ?2)",
+                )?
+                .execute(params![id, json])?;
+                Ok(())
+            })
+            .await
+    }
+
+    pub async fn delete_subscription(&self, id: String) -> store::Result<bool> {
+        self.db
+            .write(move |tx| {
+                Ok(tx
+                    .prepare_cached("DELETE FROM bsf_subscription WHERE sub_id = ?1")?
+                    .execute([id])?
+                    > 0)
+            })
+            .await
+    }
+
+    pub async fn load_subscriptions(&self) -> store::Result<Vec<(String, Vec<u8>)>> {
+        self.db
+            .read(|c| {
+                let mut st = c.prepare("SELECT sub_id, json_content FROM bsf_subscription")?;
+                let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            })
+            .await
+    }
+}
+
+/// A binding table with one unique-per-policy key (`key1`) and an optional second lookup key
+/// (`key2`): the PCF for a UE bindings (SUPI, GPSI) and the PCF for an MBS session bindings
+/// (MBS session id). Small next to the PDU session bindings, same SQL discipline.
+#[derive(Clone)]
+pub struct KeyedStore {
+    db: SqliteStore,
+    table: &'static str,
+}
+
+impl KeyedStore {
+    /// A store over `table` ([`UE_BINDINGS`] or [`MBS_BINDINGS`]); the schema comes with
+    /// [`BindingStore::open`].
+    pub fn new(db: SqliteStore, table: &'static str) -> Self {
+        KeyedStore { db, table }
+    }
+
+    /// Inserts, unless `reject` finds a binding with the same `key1` (then returns it); without
+    /// `reject`, bindings with the same `key1` are replaced.
+    pub async fn create(
+        &self,
+        id: String,
+        key1: String,
+        key2: Option<String>,
+        json: Vec<u8>,
+        reject: bool,
+    ) -> store::Result<Created> {
+        let t = self.table;
+        let now = chrono::Utc::now().timestamp_millis();
+        self.db
+            .write(move |tx| {
+                let existing: Vec<Stored> = tx
+                    .prepare_cached(&format!(
+                        "SELECT binding_id, json_content FROM {t} WHERE key1 = ?1"
+                    ))?
+                    .query_map([&key1], stored)?
+                    .collect::<rusqlite::Result<_>>()?;
+                if reject {
+                    if let Some(first) = existing.into_iter().next() {
+                        return Ok(Created::Exists(first));
+                    }
+                    return insert_keyed(tx, t, &id, &key1, key2.as_deref(), now, &json)
+                        .map(|()| Created::Inserted { replaced: Vec::new() });
+                }
+                for old in &existing {
+                    tx.prepare_cached(&format!("DELETE FROM {t} WHERE binding_id = ?1"))?
+                        .execute([&old.id])?;
+                }
+                insert_keyed(tx, t, &id, &key1, key2.as_deref(), now, &json)?;
+                Ok(Created::Inserted { replaced: existing })
+            })
+            .await
+    }
+
+    /// Bindings whose `key1` and/or `key2` match, newest first.
+    pub async fn find(
+        &self,
+        key1: Option<String>,
+        key2: Option<String>,
+    ) -> store::Result<Vec<Stored>> {
+        let t = self.table;
+        self.db
+            .read(move |c| {
+                let (sql, args) = match (key1, key2) {
+                    (Some(a), Some(b)) => ("key1 = ?1 AND key2 = ?2", vec![a, b]),
+                    (Some(a), None) => ("key1 = ?1", vec![a]),
+                    (None, Some(b)) => ("key2 = ?1", vec![b]),
+                    (None, None) => return Ok(Vec::new()),
+                };
+                let mut st = c.prepare_cached(&format!(
+                    "SELECT binding_id, json_content FROM {t} WHERE {sql} ORDER BY created_ms DESC"
+                ))?;
+                let rows = st.query_map(params_from_iter(args), stored)?;
+                Ok(rows.collect::<rusqlite::Result<_>>()?)
+            })
+            .await
+    }
+
+    /// Read-modify-write of one binding's document (its keys do not change).
+    pub async fn update<E, F>(&self, id: String, f: F) -> store::Result<Updated<E>>
+    where
+        E: Send + 'static,
+        F: FnOnce(Vec<u8>) -> Result<Vec<u8>, E> + Send + 'static,
+    {
+        let t = self.table;
+        self.db
+            .write(move |tx| {
+                let old: Option<Vec<u8>> = tx
+                    .prepare_cached(&format!("SELECT json_content FROM {t} WHERE binding_id = ?1"))?
+                    .query_row([&id], |r| r.get(0))
+                    .optional()?;
+                let Some(old) = old else { return Ok(Updated::NotFound) };
+                let json = match f(old) {
+                    Ok(j) => j,
+                    Err(e) => return Ok(Updated::Refused(e)),
+                };
+                tx.prepare_cached(&format!(
+                    "UPDATE {t} SET json_content = ?2 WHERE binding_id = ?1"
+                ))?
+                .execute(params![id, json])?;
+                Ok(Updated::Done(json))
+            })
+            .await
+    }
+
+    /// Removes a binding; returns it, or `None` when it was not stored.
+    pub async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
+        let t = self.table;
+        self.db
+            .write(move |tx| {
+                let found = tx
+                    .prepare_cached(&format!(
+                        "SELECT binding_id, json_content FROM {t} WHERE binding_id = ?1"
+                    ))?
+                    .query_row([&id], stored)
+                    .optional()?;
+                if found.is_some() {
+                    tx.prepare_cached(&format!("DELETE FROM {t} WHERE binding_id = ?1"))?
+                        .execute([&id])?;
+                }
+                Ok(found)
+            })
+            .await
+    }
+}
+
+fn insert_keyed(
+    tx: &Connection,
+    table: &str,
+    id: &str,
+    key1: &str,
+    key2: Option<&str>,
+    created_ms: i64,
+    json: &[u8],
+) -> store::Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO {table} (binding_id, key1, key2, created_ms, json_content) VALUES (?1, ?2, ?3, ?4, ?5)"
+    ))?
+    .execute(params![id, key1, key2, created_ms, json])?;
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Interop with Debian's freeDiameter (`freeDiameterd`, package `freediameter`): it connects to
+//! our node (CER/CEA, DWR/DWA, DPR/DPA) and relays between our client and our server.
+//! Prints "skipped" when freeDiameterd is not installed. freeDiameterd runs on 127.0.0.1 only
+//! and is stopped by PID; every wait has a timeout.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use diameter::dictionary::{base, rx};
+use diameter::{
+    result_code as rc, ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, PeerState,
+    Route, RouteAction,
+};
+
+const T: Duration = Duration::from_secs(15);
+const FD_HOST: &str = "fd.fdrealm";
+const FD_REALM: &str = "fdrealm";
+
+fn fd_binary() -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join("freeDiameterd"))
+        .find(|p| p.is_file())
+}
+
+fn extension_dir() -> Option<PathBuf> {
+    ["/usr/lib/x86_64-linux-gnu/freeDiameter", "/usr/lib/freeDiameter"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("dict_nasreq.fdx").is_file())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// freeDiameterd with its config in a temp dir; killed by PID on drop.
+struct Fd {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        let _ = self.child.kill(); // SIGKILL to this PID only
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            if let Ok(log) = std::fs::read_to_string(self.dir.path().join("fd.log")) {
+                eprintln!(
+                    "---- freeDiameterd log ----\n{}",
+                    &log[log.len().saturating_sub(8000)..]
+                );
+            }
+        }
+    }
+}
+
+fn start_fd(bin: &Path, connect_to: &[(&str, SocketAddr)]) -> Fd {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = rcgen::generate_simple_self_signed(vec![FD_HOST.to_string()]).unwrap();
+    std::fs::write(dir.path().join("cert.pem"), ck.cert.pem()).unwrap();
+    std::fs::write(dir.path().join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
+    let mut conf = format!(
+        "Identity = \"{FD_HOST}\";\nRealm = \"{FD_REALM}\";\nPort = {};\nSecPort = {};\n\
+         ListenOn = \"127.0.0.1\";\nNo_SCTP;\nNo_IPv6;\nTcTimer = 1;\nTwTimer = 6;\n\
+         TLS_Cred = \"{d}/cert.pem\", \"{d}/key.pem\";\nTLS_CA = \"{d}/cert.pem\";\n",
+        free_port(),
+        free_port(),
+        d = dir.path().display()
+    );
+    if let Some(ext) = extension_dir() {
+        for e in ["dict_nasreq.fdx", "dict_dcca.fdx", "dict_dcca_3gpp.fdx"] {
+            if ext.join(e).is_file() {
+                conf += &format!("LoadExtension = \"{}\";\n", ext.join(e).display());
+            }
+        }
+    }
+    for (host, addr) in connect_to {
+        conf += &format!(
+            "ConnectPeer = \"{host}\" {{ ConnectTo = \"127.0.0.1\"; Port = {}; No_TLS; }};\n",
+            addr.port()
+        );
+    }
+    std::fs::write(dir.path().join("fd.conf"), &conf).unwrap();
+    let log = std::fs::File::create(dir.path().join("fd.log")).unwrap();
+    let child = Command::new(bin)
+        .arg("-c")
+        .arg(dir.path().join("fd.conf"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start freeDiameterd");
+    Fd { child, dir }
+}
+
+fn our_cfg(host: &str, realm: &str) -> NodeConfig {
+    let mut c = NodeConfig::new(host, realm);
+    c.listen = Some(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0));
+    c.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
+    c.peers = vec![PeerConfig::accept(FD_HOST)];
+    c
+}
+
+#[tokio::test]
+async fn freediameter_peer_cer_dwr_dpr() {
+    let Some(bin) = fd_binary() else {
+        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
+        return;
+    };
+    let mut cfg = our_cfg("ours.ourrealm", "ourrealm");
+    cfg.watchdog_interval = Duration::from_millis(300);
+    let node = DiameterNode::builder(cfg).start().await.unwrap();
+    let _fd = start_fd(&bin, &[("ours.ourrealm", node.local_addr().unwrap())]);
+    assert!(node.wait_open(FD_HOST, T).await, "freeDiameterd completes CER/CEA");
+    let info = node.peers().into_iter().find(|p| p.host == FD_HOST).unwrap();
+    assert_eq!(info.capabilities.as_ref().unwrap().origin_realm, FD_REALM);
+    // our Tw is 300 ms: freeDiameterd must answer our DWRs or the peer turns Suspect
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(node.peer_state(FD_HOST), Some(PeerState::ROpen));
+    }
+    let info = node.peers().into_iter().find(|p| p.host == FD_HOST).unwrap();
+    assert!(info.watchdogs_answered >= 5, "DWAs from freeDiameterd: {info:?}");
+    assert!(node.disconnect(FD_HOST, 2).await, "DPR/DPA");
+    assert_eq!(node.peer_state(FD_HOST), Some(PeerState::Closed));
+}
+
+#[tokio::test]
+async fn freediameter_sends_dwr_and_we_answer() {
+    let Some(bin) = fd_binary() else {
+        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
+        return;
+    };
+    // our Tw (30 s) is longer than freeDiameterd's (6 s ± 2 s), so it sends the DWRs
+    let node = DiameterNode::builder(our_cfg("wd.ourrealm", "ourrealm")).start().await.unwrap();
+    let _fd = start_fd(&bin, &[("wd.ourrealm", node.local_addr().unwrap())]);
+    assert!(node.wait_open(FD_HOST, T).await);
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let info = node.peers().into_iter().find(|p| p.host == FD_HOST).unwrap();
+        if info.watchdogs_received >= 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no DWR from freeDiameterd: {info:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // answered: freeDiameterd keeps the connection (it would close it after an unanswered DWR)
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(node.peer_state(FD_HOST), Some(PeerState::ROpen));
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn client_reaches_server_through_freediameter_relay() {
+    let Some(bin) = fd_binary() else {
+        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
+        return;
+    };
+    let scfg = our_cfg("pcrf.srealm", "srealm");
+    let s = DiameterNode::builder(scfg)
+        .handler(rx::APP_ID, |req: Message| async move {
+            Message::answer_to(&req).result_code_avp(rc::DIAMETER_SUCCESS)
+        })
+        .start()
+        .await
+        .unwrap();
+    let mut ccfg = our_cfg("af.crealm", "crealm");
+    ccfg.routes = vec![Route::new("srealm", RouteAction::Relay(vec![FD_HOST.into()]))];
+    let c = DiameterNode::builder(ccfg).start().await.unwrap();
+    let _fd = start_fd(
+        &bin,
+        &[("pcrf.srealm", s.local_addr().unwrap()), ("af.crealm", c.local_addr().unwrap())],
+    );
+    assert!(s.wait_open(FD_HOST, T).await && c.wait_open(FD_HOST, T).await);
+    let str_req = || {
+        Message::request(rx::APP_ID, rx::CMD_SESSION_TERMINATION)
+            .session_id_avp(&c.new_session_id())
+            .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+            .origin("af.crealm", "crealm")
+            .destination("srealm", None)
+            .avp(base::TERMINATION_CAUSE.enumerated(1))
+    };
+    // our server is R-Open once it sent its CEA; freeDiameterd opens its side when it has read
+    // it: until then it answers 3002 ("No suitable candidate")
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let a = tokio::time::timeout(T, c.request(str_req())).await.expect("timed out").unwrap();
+        if a.result_code() != Some(rc::DIAMETER_UNABLE_TO_DELIVER) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "freeDiameterd never routes: {a:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in 0..10 {
+        let a = tokio::time::timeout(T, c.request(str_req())).await.expect("timed out").unwrap();
+        assert_eq!(a.result_code(), Some(2001), "answer {i}: {a:?}");
+        assert_eq!(a.origin_host(), Some("pcrf.srealm"));
+    }
+}
