@@ -2,6 +2,8 @@
 //! is a working BSF; unknown keys are errors so a typo never falls back to a default silently.
 //! docs/bsf.md explains each setting.
 
+use std::net::SocketAddr;
+
 use nrf_client::NrfClientConfig;
 use serde::Deserialize;
 
@@ -37,6 +39,79 @@ pub struct BsfConfig {
     /// Absent: the BSF does not register.
     #[serde(default)]
     pub nrf: Option<NrfClientConfig>,
+
+    /// The Diameter Rx proxy (`[bsf.rx]`). Disabled by default.
+    #[serde(default)]
+    pub rx: RxConfig,
+}
+
+/// `[bsf.rx]`: the Diameter Rx proxy between AFs (P-CSCF) and PCFs (docs/bsf.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RxConfig {
+    /// Run the proxy. Default false.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Diameter listening address (TCP). Default 127.0.0.1:3869.
+    #[serde(default = "default_rx_listen")]
+    pub listen: SocketAddr,
+    /// This BSF's Diameter identity (Origin-Host). Default `bsf.fivecore.local`.
+    #[serde(default = "default_rx_origin_host")]
+    pub origin_host: String,
+    /// Origin-Realm. Default `fivecore.local`.
+    #[serde(default = "default_rx_origin_realm")]
+    pub origin_realm: String,
+    /// Accept a CER from a host not listed in `peers`/`accept` (AFs and PCFs connecting to us).
+    /// Default true.
+    #[serde(default = "default_true")]
+    pub accept_unknown_peers: bool,
+    /// Hosts allowed to connect to us when `accept_unknown_peers` is false.
+    #[serde(default)]
+    pub accept: Vec<String>,
+    /// PCFs the BSF connects to itself (`[[bsf.rx.peers]]` with `host` and `addr`).
+    #[serde(default)]
+    pub peers: Vec<RxPeer>,
+    /// An Rx session with no message for this long is forgotten, seconds. Default 3600.
+    #[serde(default = "default_rx_session_idle_secs")]
+    pub session_idle_secs: u64,
+    /// Rx sessions remembered at once; a new session beyond it is still proxied but not
+    /// remembered (its later requests look the binding up again). Default 1000000.
+    #[serde(default = "default_rx_max_sessions")]
+    pub max_sessions: usize,
+    /// Wait for a PCF's (or an AF's) answer, milliseconds. Default 5000.
+    #[serde(default = "default_rx_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Diameter watchdog interval (Tw), seconds. Default 30.
+    #[serde(default = "default_rx_watchdog_secs")]
+    pub watchdog_secs: u64,
+}
+
+/// An outbound Diameter peer (a PCF) of the Rx proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RxPeer {
+    /// Its Origin-Host.
+    pub host: String,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+impl Default for RxConfig {
+    fn default() -> Self {
+        RxConfig {
+            enabled: false,
+            listen: default_rx_listen(),
+            origin_host: default_rx_origin_host(),
+            origin_realm: default_rx_origin_realm(),
+            accept_unknown_peers: true,
+            accept: Vec::new(),
+            peers: Vec::new(),
+            session_idle_secs: default_rx_session_idle_secs(),
+            max_sessions: default_rx_max_sessions(),
+            request_timeout_ms: default_rx_request_timeout_ms(),
+            watchdog_secs: default_rx_watchdog_secs(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -93,6 +168,7 @@ impl Default for BsfConfig {
             notify: NotifyConfig::default(),
             audit: AuditConfig::default(),
             nrf: None,
+            rx: RxConfig::default(),
         }
     }
 }
@@ -132,8 +208,48 @@ impl BsfConfig {
                 return Err("bsf.nrf: api_roots must name at least one NRF".into());
             }
         }
+        let rx = &self.rx;
+        if rx.enabled {
+            if rx.origin_host.is_empty() || rx.origin_realm.is_empty() {
+                return Err("bsf.rx: origin_host and origin_realm must not be empty".into());
+            }
+            if rx.session_idle_secs == 0 || rx.max_sessions == 0 || rx.request_timeout_ms == 0 {
+                return Err(
+                    "bsf.rx: session_idle_secs, max_sessions and request_timeout_ms must be at least 1"
+                        .into(),
+                );
+            }
+            if rx.watchdog_secs < 6 {
+                return Err("bsf.rx: watchdog_secs must be at least 6 (RFC 3539)".into());
+            }
+        }
         Ok(())
     }
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_rx_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 3869))
+}
+fn default_rx_origin_host() -> String {
+    "bsf.fivecore.local".into()
+}
+fn default_rx_origin_realm() -> String {
+    "fivecore.local".into()
+}
+fn default_rx_session_idle_secs() -> u64 {
+    3600
+}
+fn default_rx_max_sessions() -> usize {
+    1_000_000
+}
+fn default_rx_request_timeout_ms() -> u64 {
+    5000
+}
+fn default_rx_watchdog_secs() -> u64 {
+    30
 }
 
 fn default_max_subscriptions() -> usize {
@@ -182,6 +298,27 @@ mod tests {
         assert!(toml::from_str::<BsfConfig>("on_existing = \"reject\"").is_err());
         let bad = BsfConfig {
             audit: AuditConfig { max_per_sec: 0, ..AuditConfig::default() },
+            ..BsfConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn rx_section() {
+        let c: BsfConfig = toml::from_str(
+            "[rx]\nenabled = true\nlisten = \"127.0.0.1:0\"\norigin_host = \"bsf.test\"\n\
+             [[rx.peers]]\nhost = \"pcf1.test\"\naddr = \"127.0.0.1:3868\"\n",
+        )
+        .unwrap();
+        assert!(c.rx.enabled);
+        assert_eq!(c.rx.origin_host, "bsf.test");
+        assert_eq!(c.rx.peers[0].host, "pcf1.test");
+        assert_eq!(c.rx.session_idle_secs, 3600);
+        assert!(c.validate().is_ok());
+        assert!(!BsfConfig::default().rx.enabled);
+        assert!(toml::from_str::<BsfConfig>("[rx]\nenable = true").is_err());
+        let bad = BsfConfig {
+            rx: RxConfig { enabled: true, session_idle_secs: 0, ..RxConfig::default() },
             ..BsfConfig::default()
         };
         assert!(bad.validate().is_err());

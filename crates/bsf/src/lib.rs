@@ -5,8 +5,8 @@
 //! [`pcf_mbs_bindings`] the Rel-17 PCF for a UE / for an MBS session bindings, [`subscriptions`] the binding
 //! event subscriptions and their notifications; [`models`] checks every field of the TS 29.521
 //! types; [`store`] is the BSF's SQL schema (one indexed row per binding); [`audit`] removes
-//! stale bindings in the background. [`bind`] builds it all; [`Bound::serve`] / [`run`] serve
-//! until shutdown. The Diameter Rx proxy (issue #6, second part) is not here yet.
+//! stale bindings in the background; [`rx`] is the Diameter Rx proxy between AFs and PCFs
+//! (`[bsf.rx]`). [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod audit;
 pub mod config;
@@ -15,6 +15,7 @@ pub mod models;
 pub mod nbsf_management;
 pub mod pcf_mbs_bindings;
 pub mod pcf_ue_bindings;
+pub mod rx;
 pub mod store;
 pub mod subscriptions;
 
@@ -164,10 +165,13 @@ pub struct Bound {
     db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
+    rx: Option<rx::RxProxy>,
 }
 
 /// Opens the store (applying the BSF's schema), loads the subscriptions, binds the SBI port and
-/// prepares the NRF registration (when `[bsf.nrf]` is configured).
+/// prepares the NRF registration (when `[bsf.nrf]` is configured). With `[bsf.rx] enabled`, the
+/// Rx proxy's Diameter listener is bound and started here too (so its port is known, as the SBI
+/// port is); `serve` shuts it down.
 pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     config.bsf.validate().map_err(BsfError::Config)?;
     let instance_id =
@@ -203,7 +207,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
             Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
         }
     };
-    Ok(Bound { server, bsf, db, observability, nrf })
+    let rx = if config.bsf.rx.enabled {
+        Some(rx::start(bsf.clone(), &config.bsf.rx).await?)
+    } else {
+        None
+    };
+    Ok(Bound { server, bsf, db, observability, nrf, rx })
 }
 
 impl Bound {
@@ -213,6 +222,16 @@ impl Bound {
 
     pub fn bsf(&self) -> &Arc<Bsf> {
         &self.bsf
+    }
+
+    /// The Rx proxy's Diameter listening address, when `[bsf.rx]` is enabled.
+    pub fn rx_local_addr(&self) -> Option<SocketAddr> {
+        self.rx.as_ref().and_then(|r| r.local_addr())
+    }
+
+    /// The Rx proxy, when enabled.
+    pub fn rx(&self) -> Option<&rx::RxProxy> {
+        self.rx.as_ref()
     }
 
     /// Serves until `shutdown`, with the audit running and the NRF registration kept; then
@@ -225,6 +244,9 @@ impl Bound {
         }
         self.observability.set_ready(true);
         let served = self.server.serve(shutdown).await;
+        if let Some(rx) = self.rx {
+            rx.shutdown().await;
+        }
         let _ = stop_tx.send(true);
         let _ = audit.await;
         if let Some(nrf) = &self.nrf {

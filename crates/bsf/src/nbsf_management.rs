@@ -38,6 +38,19 @@ const DISCOVERY_PARAMS: [&str; 9] = [
 /// stores the prefix the PCF registered, typically /64; consumers send the address as /128).
 const PREFIX_LENGTHS: [u8; 6] = [128, 64, 60, 56, 48, 32];
 
+/// The prefixes a binding for `addr/len` may be stored under: the network at `len`, then at the
+/// shorter [`PREFIX_LENGTHS`] (Discovery's ipv6Prefix and the Rx proxy's Framed-IPv6-Prefix).
+pub(crate) fn candidate_prefixes(addr: std::net::Ipv6Addr, len: u8) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l2 in std::iter::once(len).chain(PREFIX_LENGTHS.into_iter().filter(|x| *x < len)) {
+        let p = models::network_prefix(addr, l2);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 fn store_error(e: store::Error) -> ProblemDetails {
     ProblemDetails::internal(format!("store: {e}"))
 }
@@ -144,14 +157,7 @@ pub fn lookup(req: &SbiRequest) -> Result<Lookup, ProblemDetails> {
     if let Some(v) = q.get("ipv6Prefix")? {
         match models::parse_ipv6_prefix(v) {
             Some((addr, len)) => {
-                for l2 in
-                    std::iter::once(len).chain(PREFIX_LENGTHS.into_iter().filter(|x| *x < len))
-                {
-                    let p = models::network_prefix(addr, l2);
-                    if !l.ipv6.contains(&p) {
-                        l.ipv6.push(p);
-                    }
-                }
+                l.ipv6 = candidate_prefixes(addr, len);
             }
             None => {
                 bad.push(InvalidParam::new("ipv6Prefix", "must be an IPv6 prefix address/length"))

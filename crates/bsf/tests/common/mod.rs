@@ -21,6 +21,8 @@ use sbi::client::{ClientConfig, SbiClient, SbiResponse};
 pub struct TestBsf {
     pub base: String,
     pub bsf: Arc<bsf::Bsf>,
+    /// The Rx proxy's Diameter address when `[bsf.rx]` is enabled.
+    pub rx: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), bsf::BsfError>>>,
 }
@@ -44,11 +46,12 @@ impl TestBsf {
         let bound = bsf::bind(run).await.expect("BSF starts");
         let base = format!("http://{}", bound.local_addr());
         let bsf = bound.bsf().clone();
+        let rx_addr = bound.rx_local_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(bound.serve(async {
             let _ = rx.await;
         }));
-        TestBsf { base, bsf, stop: Some(tx), task: Some(task) }
+        TestBsf { base, bsf, rx: rx_addr, stop: Some(tx), task: Some(task) }
     }
 
     /// Stops serving and waits until the store is closed.

@@ -1,0 +1,275 @@
+//! The BSF's Diameter Rx proxy over real sockets on 127.0.0.1: an AF (P-CSCF) test double and a
+//! PCF test double, both DiameterNodes connecting to the BSF; bindings created over HTTP.
+
+mod common;
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use diameter::builders::framed_ipv6_prefix;
+use diameter::dictionary::{base, nasreq, rx};
+use diameter::{
+    result_code as rc, ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, Route,
+    RouteAction, VENDOR_3GPP,
+};
+use serde_json::json;
+
+use bsf::config::RxConfig;
+use bsf::BsfConfig;
+use common::*;
+
+const T: Duration = Duration::from_secs(5);
+const BSF_HOST: &str = "bsf.test.example";
+const BSF_REALM: &str = "test.example";
+const AF_HOST: &str = "pcscf.ims.example";
+const AF_REALM: &str = "ims.example";
+const PCF_HOST: &str = "pcf1.pcf.example";
+const PCF_REALM: &str = "pcf.example";
+
+/// What a test double received: (command code, Session-Id, Destination-Host, Route-Records).
+type Seen = Arc<Mutex<Vec<(u32, String, Option<String>, Vec<String>)>>>;
+
+async fn start_bsf(dir: &std::path::Path) -> TestBsf {
+    let config = BsfConfig {
+        rx: RxConfig {
+            enabled: true,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            origin_host: BSF_HOST.into(),
+            origin_realm: BSF_REALM.into(),
+            request_timeout_ms: 2000,
+            ..RxConfig::default()
+        },
+        ..BsfConfig::default()
+    };
+    TestBsf::start(dir, config).await
+}
+
+/// A node connecting to the BSF, answering every Rx request with 2001 and recording it; its
+/// default route relays everything to the BSF.
+async fn double(host: &str, realm: &str, bsf: SocketAddr, seen: Seen) -> DiameterNode {
+    let mut c = NodeConfig::new(host, realm);
+    c.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
+    c.peers = vec![PeerConfig::connect(BSF_HOST, bsf)];
+    c.routes = vec![Route::new("*", RouteAction::Relay(vec![BSF_HOST.into()]))];
+    c.reconnect_min = Duration::from_millis(50);
+    c.reconnect_max = Duration::from_millis(200);
+    c.request_timeout = Duration::from_secs(3);
+    let (h, r) = (host.to_owned(), realm.to_owned());
+    let node = DiameterNode::builder(c)
+        .handler(rx::APP_ID, move |req: Message| {
+            let (h, r, seen) = (h.clone(), r.clone(), seen.clone());
+            async move {
+                let rr = req
+                    .find_all(&base::ROUTE_RECORD)
+                    .filter_map(|a| a.as_str().ok().map(str::to_owned))
+                    .collect();
+                seen.lock().unwrap().push((
+                    req.command_code(),
+                    req.session_id().unwrap_or_default().to_owned(),
+                    req.destination_host().map(str::to_owned),
+                    rr,
+                ));
+                Message::answer_to(&req)
+                    .origin(&h, &r)
+                    .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+                    .result_code_avp(rc::DIAMETER_SUCCESS)
+            }
+        })
+        .start()
+        .await
+        .unwrap();
+    assert!(node.wait_open(BSF_HOST, T).await, "{host} connects to the BSF");
+    node
+}
+
+fn aar_base(af: &DiameterNode, sid: &str) -> Message {
+    Message::request(rx::APP_ID, rx::CMD_AA)
+        .session_id_avp(sid)
+        .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+        .origin(af.origin_host(), af.origin_realm())
+        .destination(BSF_REALM, None)
+}
+
+fn aar(af: &DiameterNode, sid: &str, ip: Ipv4Addr) -> Message {
+    aar_base(af, sid).avp(nasreq::FRAMED_IP_ADDRESS.ipv4_octets(ip))
+}
+
+fn str_req(af: &DiameterNode, sid: &str) -> Message {
+    Message::request(rx::APP_ID, rx::CMD_SESSION_TERMINATION)
+        .session_id_avp(sid)
+        .origin(af.origin_host(), af.origin_realm())
+        .destination(BSF_REALM, None)
+        .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+        .avp(base::TERMINATION_CAUSE.enumerated(1))
+}
+
+async fn create_binding(b: &TestBsf, n: u32, pcf_host: &str) -> String {
+    let mut body = binding(n);
+    body["pcfDiamHost"] = json!(pcf_host);
+    body["pcfDiamRealm"] = json!(PCF_REALM);
+    let r = post(&client(), &b.url("/pcfBindings"), &body).await;
+    assert_eq!(r.status().as_u16(), 201, "{}", String::from_utf8_lossy(r.body()));
+    r.header("location").unwrap().to_owned()
+}
+
+fn ip(n: u32) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, (n / 256) as u8, (n % 256) as u8)
+}
+
+#[tokio::test]
+async fn aar_update_rar_asr_and_str_follow_the_session_through_the_bsf() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_bsf(dir.path()).await;
+    let addr = b.rx.expect("Rx enabled");
+    let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
+    let pcf = double(PCF_HOST, PCF_REALM, addr, pcf_seen.clone()).await;
+    let af = double(AF_HOST, AF_REALM, addr, af_seen.clone()).await;
+    let location = create_binding(&b, 1, PCF_HOST).await;
+
+    // AAR (initial): routed by the binding of Framed-IP-Address to the PCF; its AAA comes back.
+    let sid = af.new_session_id();
+    let a = af.request(aar(&af, &sid, ip(1))).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(a.origin_host(), Some(PCF_HOST));
+    assert_eq!(a.session_id(), Some(sid.as_str()));
+    {
+        let seen = pcf_seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, rx::CMD_AA);
+        assert_eq!(seen[0].1, sid);
+        assert_eq!(seen[0].2.as_deref(), Some(PCF_HOST));
+        assert!(seen[0].3.contains(&AF_HOST.to_owned()), "Route-Record {:?}", seen[0].3);
+    }
+
+    // The binding goes away: the session still follows the remembered PCF (no lookup).
+    assert_eq!(delete(&client(), &location).await.status().as_u16(), 204);
+    let a = af.request(aar(&af, &sid, ip(1))).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(a.origin_host(), Some(PCF_HOST));
+    assert_eq!(pcf_seen.lock().unwrap().len(), 2);
+
+    // PCF-initiated RAR toward the AF (Destination-Host = the AF) and its RAA.
+    let rar = Message::request(rx::APP_ID, rx::CMD_RE_AUTH)
+        .session_id_avp(&sid)
+        .origin(PCF_HOST, PCF_REALM)
+        .destination(AF_REALM, Some(AF_HOST))
+        .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+        .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(0))
+        .avp(rx::SPECIFIC_ACTION.enumerated(1));
+    let raa = pcf.request(rar).await.unwrap();
+    assert_eq!(raa.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(raa.origin_host(), Some(AF_HOST));
+    {
+        let seen = af_seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!((seen[0].0, seen[0].1.as_str()), (rx::CMD_RE_AUTH, sid.as_str()));
+    }
+
+    // An ASR addressed to the BSF itself goes to the AF the session map names.
+    let asr = Message::request(rx::APP_ID, rx::CMD_ABORT_SESSION)
+        .session_id_avp(&sid)
+        .origin(PCF_HOST, PCF_REALM)
+        .destination(BSF_REALM, Some(BSF_HOST))
+        .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+        .avp(rx::ABORT_CAUSE.enumerated(0));
+    let asa = pcf.request(asr).await.unwrap();
+    assert_eq!(asa.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(asa.origin_host(), Some(AF_HOST));
+    assert_eq!(af_seen.lock().unwrap().last().unwrap().0, rx::CMD_ABORT_SESSION);
+
+    // STR follows the session; the STA ends it: a second STR is an unknown session.
+    let sta = af.request(str_req(&af, &sid)).await.unwrap();
+    assert_eq!(sta.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(sta.origin_host(), Some(PCF_HOST));
+    assert_eq!(pcf_seen.lock().unwrap().last().unwrap().0, rx::CMD_SESSION_TERMINATION);
+    let sta = af.request(str_req(&af, &sid)).await.unwrap();
+    assert_eq!(sta.result_code(), Some(rc::DIAMETER_UNKNOWN_SESSION_ID));
+    assert_eq!(sta.origin_host(), Some(BSF_HOST));
+    assert_eq!(pcf_seen.lock().unwrap().len(), 3);
+
+    af.shutdown().await;
+    pcf.shutdown().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn aar_by_ipv6_prefix_and_ip_domain() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_bsf(dir.path()).await;
+    let addr = b.rx.unwrap();
+    let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
+    let _pcf = double(PCF_HOST, PCF_REALM, addr, pcf_seen.clone()).await;
+    let af = double(AF_HOST, AF_REALM, addr, af_seen).await;
+    let c = client();
+    let r = post(
+        &c,
+        &b.url("/pcfBindings"),
+        &json!({"dnn": "ims", "snssai": {"sst": 1}, "ipv6Prefix": "2001:db8:7::/64",
+                "pcfFqdn": "pcf1.example.com", "pcfDiamHost": PCF_HOST, "pcfDiamRealm": PCF_REALM}),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 201, "{}", String::from_utf8_lossy(r.body()));
+    let mut v4 = binding(3);
+    v4["ipDomain"] = json!("domain-a");
+    v4["pcfDiamHost"] = json!(PCF_HOST);
+    assert_eq!(post(&c, &b.url("/pcfBindings"), &v4).await.status().as_u16(), 201);
+
+    // The UE's address as a /128 finds the /64 binding.
+    let ue: Ipv6Addr = "2001:db8:7::42".parse().unwrap();
+    let sid = af.new_session_id();
+    let a = af.request(aar_base(&af, &sid).avp(framed_ipv6_prefix(ue, 128))).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(a.origin_host(), Some(PCF_HOST));
+
+    // IPv4 with IP-Domain-Id: the matching domain reaches the PCF, another one has no binding.
+    let ok = aar(&af, &af.new_session_id(), ip(3)).avp(rx::IP_DOMAIN_ID.bytes(&b"domain-a"[..]));
+    assert_eq!(af.request(ok).await.unwrap().result_code(), Some(rc::DIAMETER_SUCCESS));
+    let other = aar(&af, &af.new_session_id(), ip(3)).avp(rx::IP_DOMAIN_ID.bytes(&b"domain-b"[..]));
+    let a = af.request(other).await.unwrap();
+    assert_eq!(a.experimental_result().map(|e| e.code), Some(5065));
+    assert_eq!(pcf_seen.lock().unwrap().len(), 2);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn no_binding_is_5065_and_an_unconnected_pcf_is_3002() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_bsf(dir.path()).await;
+    let addr = b.rx.unwrap();
+    let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
+    let _pcf = double(PCF_HOST, PCF_REALM, addr, pcf_seen.clone()).await;
+    let af = double(AF_HOST, AF_REALM, addr, af_seen).await;
+
+    // No binding for the UE address: AAA with Experimental-Result 5065 from the BSF.
+    let a = af.request(aar(&af, &af.new_session_id(), ip(9))).await.unwrap();
+    let er = a.experimental_result().expect("Experimental-Result");
+    assert_eq!(
+        (er.vendor_id, er.code),
+        (VENDOR_3GPP, rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE)
+    );
+    assert_eq!(a.result_code(), None);
+    assert_eq!(a.origin_host(), Some(BSF_HOST));
+    assert!(!a.is_error());
+
+    // A binding naming a PCF that is not connected to the BSF: 3002, E bit.
+    create_binding(&b, 2, "pcf2.pcf.example").await;
+    let sid = af.new_session_id();
+    let a = af.request(aar(&af, &sid, ip(2))).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_UNABLE_TO_DELIVER));
+    assert!(a.is_error());
+    assert_eq!(a.origin_host(), Some(BSF_HOST));
+    // The failed session was not remembered: its STR is an unknown session.
+    let sta = af.request(str_req(&af, &sid)).await.unwrap();
+    assert_eq!(sta.result_code(), Some(rc::DIAMETER_UNKNOWN_SESSION_ID));
+    assert!(pcf_seen.lock().unwrap().is_empty());
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn rx_disabled_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = TestBsf::start(dir.path(), BsfConfig::default()).await;
+    assert!(b.rx.is_none());
+    b.stop().await;
+}
