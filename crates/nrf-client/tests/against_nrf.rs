@@ -11,6 +11,7 @@ use nrf_client::{notify, DiscoveryQuery, NfState, NrfClient, NrfClientConfig, Pr
 use sbi::client::{ClientConfig, SbiClient};
 use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
 use serde_json::{json, Value};
+use testkit::specs::Specs;
 use tokio::sync::oneshot;
 
 // ---- harness ---------------------------------------------------------------------------------
@@ -392,69 +393,13 @@ async fn subscription_renewed_before_validity_time() {
 
 // ---- what we send validates against TS 29.510 ------------------------------------------------
 
-const FILES: [(&str, &str); 2] = [
-    ("TS29571_CommonData", "TS29571_CommonData.yaml"),
-    ("TS29510_Nnrf_NFManagement", "TS29510_Nnrf_NFManagement.yaml"),
-];
-
-/// The specs in one document, `$defs/<spec>`, references between them made local and
-/// references to other specs accepted as anything. None without ../shared.
-fn specs() -> Option<Value> {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/3gpp/Rel-17");
-    let mut defs = serde_json::Map::new();
-    for (key, file) in FILES {
-        let text = std::fs::read_to_string(dir.join(file)).ok()?;
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("spec parses");
-        let mut v: Value = serde_json::to_value(yaml).expect("yaml to json");
-        rewrite_refs(&mut v, key);
-        defs.insert(key.to_owned(), v);
-    }
-    Some(json!({ "$defs": defs }))
-}
-
-fn rewrite_refs(v: &mut Value, own: &str) {
-    match v {
-        Value::Object(map) => {
-            if let Some(r) = map.get("$ref").and_then(Value::as_str).map(str::to_owned) {
-                let target = match r.split_once('#') {
-                    Some(("", ptr)) => Some(format!("#/$defs/{own}{ptr}")),
-                    Some((file, ptr)) => FILES
-                        .iter()
-                        .find(|(_, f)| *f == file)
-                        .map(|(k, _)| format!("#/$defs/{k}{ptr}")),
-                    None => None,
-                };
-                match target {
-                    Some(t) => {
-                        map.insert("$ref".into(), Value::from(t));
-                    }
-                    None => map.clear(),
-                }
-                return;
-            }
-            map.values_mut().for_each(|x| rewrite_refs(x, own));
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| rewrite_refs(x, own)),
-        _ => {}
-    }
-}
-
-fn assert_valid(doc: &Value, spec: &str, schema: &str, value: &Value) {
-    let mut root = doc.clone();
-    root["$ref"] = Value::from(format!("#/$defs/{spec}/components/schemas/{schema}"));
-    let validator = jsonschema::validator_for(&root).expect("schema compiles");
-    let errors: Vec<String> =
-        validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "{schema} {value} fails {spec}: {errors:?}");
-}
-
 #[tokio::test]
 async fn sent_bodies_validate_against_ts29510() {
-    let Some(doc) = specs() else {
+    let specs = Specs::load(&["TS29571_CommonData", "TS29510_Nnrf_NFManagement"]);
+    if !specs.available() {
         eprintln!("skipped: ../shared/3gpp absent");
         return;
-    };
+    }
     let dir = tempfile::tempdir().unwrap();
     let nrf = TestNrf::start(dir.path(), nrf_config()).await;
     let profile = ProfileBuilder::new("PCF", &uuid(40))
@@ -466,7 +411,7 @@ async fn sent_bodies_validate_against_ts29510() {
     let c = NrfClient::new(cfg, http(), profile).unwrap();
     // The NFRegister body, before the NRF has answered.
     assert_eq!(c.profile()["heartBeatTimer"], 2);
-    assert_valid(&doc, "TS29510_Nnrf_NFManagement", "NFProfile", &c.profile());
+    specs.assert_valid("TS29510_Nnrf_NFManagement", "NFProfile", &c.profile());
     c.set_load(Some(10));
     c.start();
     assert!(c.wait_for_state(NfState::Registered, Duration::from_secs(5)).await);
@@ -474,11 +419,11 @@ async fn sent_bodies_validate_against_ts29510() {
     assert_eq!(c.heartbeat_timer(), Some(Duration::from_secs(2)));
     // The SubscriptionData sent, as the NRF echoes it (plus subscriptionId, validityTime).
     let sub = c.subscribe(json!({"nfType": "UDR"}), "http://127.0.0.1:9/cb").await.unwrap();
-    assert_valid(&doc, "TS29510_Nnrf_NFManagement", "SubscriptionData", &sub.data);
+    specs.assert_valid("TS29510_Nnrf_NFManagement", "SubscriptionData", &sub.data);
     // The heartbeat body: PatchItems.
     let ops = nrf_client::heartbeat_patch(Some(10));
     for op in ops.as_array().unwrap() {
-        assert_valid(&doc, "TS29571_CommonData", "PatchItem", op);
+        specs.assert_valid("TS29571_CommonData", "PatchItem", op);
     }
     c.shutdown().await;
     nrf.stop().await;

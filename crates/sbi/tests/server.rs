@@ -3,48 +3,21 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use http::{Method, StatusCode, Version};
 use sbi::layer::overload::OverloadConfig;
 use sbi::ServerConfig;
+use testkit::specs::Specs;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::{h1_client, h2c_client, send, start, Answer};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
 
-/// The ProblemDetails schema of TS29571_CommonData.yaml, or None when ../shared is absent.
-fn problem_details_validator() -> Option<jsonschema::Validator> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/3gpp/Rel-17/TS29571_CommonData.yaml");
-    let text = std::fs::read_to_string(&path).ok()?;
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("CommonData parses");
-    let mut doc: serde_json::Value = serde_json::to_value(yaml).expect("yaml to json");
-    // ProblemDetails refers to one schema in another file (AccessTokenErr); we never send it, so
-    // external references are accepted as anything rather than fetched.
-    neutralise_external_refs(&mut doc);
-    let schema = serde_json::json!({
-        "$ref": "#/components/schemas/ProblemDetails",
-        "components": doc["components"].clone(),
-    });
-    Some(jsonschema::validator_for(&schema).expect("schema compiles"))
-}
-
-fn neutralise_external_refs(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(map) => {
-            if map.get("$ref").and_then(|r| r.as_str()).is_some_and(|r| !r.starts_with('#')) {
-                map.clear();
-                return;
-            }
-            map.values_mut().for_each(neutralise_external_refs);
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(neutralise_external_refs),
-        _ => {}
-    }
-}
+/// TS29571_CommonData.yaml, where ProblemDetails is defined (absent: checks are skipped).
+static COMMON_DATA: LazyLock<Specs> = LazyLock::new(|| Specs::load(&["TS29571_CommonData"]));
 
 fn assert_problem(a: &Answer, status: u16, cause: &str) {
     assert_eq!(a.status.as_u16(), status, "body: {}", String::from_utf8_lossy(&a.body));
@@ -52,13 +25,7 @@ fn assert_problem(a: &Answer, status: u16, cause: &str) {
     let v = a.json();
     assert_eq!(v["status"], status);
     assert_eq!(v["cause"], cause, "{v}");
-    match problem_details_validator() {
-        Some(validator) => {
-            let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-            assert!(errors.is_empty(), "ProblemDetails {v} fails TS 29.571: {errors:?}");
-        }
-        None => eprintln!("skipped: ../shared/3gpp absent, ProblemDetails schema not checked"),
-    }
+    COMMON_DATA.assert_valid("TS29571_CommonData", "ProblemDetails", &v);
 }
 
 #[tokio::test]
@@ -419,11 +386,13 @@ async fn shutdown_finishes_requests_in_progress() {
 
 #[test]
 fn the_schema_check_can_fail() {
-    let Some(v) = problem_details_validator() else {
+    if !COMMON_DATA.available() {
         eprintln!("skipped: ../shared/3gpp absent");
         return;
-    };
-    assert!(v.is_valid(&serde_json::json!({"status": 400, "cause": "X"})));
-    assert!(!v.is_valid(&serde_json::json!({"status": "400"})));
-    assert!(!v.is_valid(&serde_json::json!({"invalidParams": [{"reason": "no param"}]})));
+    }
+    let valid =
+        |v: serde_json::Value| COMMON_DATA.is_valid("TS29571_CommonData", "ProblemDetails", &v);
+    assert!(valid(serde_json::json!({"status": 400, "cause": "X"})));
+    assert!(!valid(serde_json::json!({"status": "400"})));
+    assert!(!valid(serde_json::json!({"invalidParams": [{"reason": "no param"}]})));
 }

@@ -3,17 +3,12 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use testkit::specs::Specs;
+use tokio::sync::oneshot;
 
 use bsf::{BsfConfig, RunConfig};
 use sbi::client::{ClientConfig, SbiClient, SbiResponse};
@@ -145,142 +140,18 @@ pub fn enc(s: &str) -> String {
 
 // ---- notification sink ----------------------------------------------------------------------
 
-pub struct Sink {
-    pub url: String,
-    pub rx: mpsc::UnboundedReceiver<Value>,
-    /// Answer 503 to this many requests first (to exercise retries).
-    pub fail_first: Arc<AtomicUsize>,
-}
-
-impl Sink {
-    pub async fn start() -> Sink {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr: SocketAddr = listener.local_addr().unwrap();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let fail_first = Arc::new(AtomicUsize::new(0));
-        let fail = fail_first.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
-                let tx = tx.clone();
-                let fail = fail.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let tx = tx.clone();
-                        let fail = fail.clone();
-                        async move {
-                            let bytes = req
-                                .into_body()
-                                .collect()
-                                .await
-                                .map(|c| c.to_bytes())
-                                .unwrap_or_default();
-                            let failing = fail
-                                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                                    n.checked_sub(1)
-                                })
-                                .is_ok();
-                            let status = if failing {
-                                503
-                            } else {
-                                let _ =
-                                    tx.send(serde_json::from_slice(&bytes).unwrap_or(Value::Null));
-                                204
-                            };
-                            let mut resp = hyper::Response::new(Full::new(Bytes::new()));
-                            *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                            Ok::<_, std::convert::Infallible>(resp)
-                        }
-                    });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .await;
-                });
-            }
-        });
-        Sink { url: format!("http://{addr}/notify"), rx, fail_first }
-    }
-
-    /// The next notification, failing after 5 s.
-    pub async fn next(&mut self) -> Value {
-        tokio::time::timeout(Duration::from_secs(5), self.rx.recv())
-            .await
-            .expect("a notification within 5 s")
-            .expect("sink alive")
-    }
-
-    /// Asserts nothing arrives for a moment.
-    pub async fn quiet(&mut self) {
-        let r = tokio::time::timeout(Duration::from_millis(300), self.rx.recv()).await;
-        assert!(r.is_err(), "unexpected notification: {r:?}");
-    }
-}
+// Not every test binary that includes this module uses it.
+#[allow(unused_imports)]
+pub use testkit::sink::Sink;
 
 // ---- schemas ---------------------------------------------------------------------------------
 
-const FILES: [(&str, &str); 3] = [
-    ("TS29571_CommonData", "TS29571_CommonData.yaml"),
-    ("TS29510_Nnrf_NFManagement", "TS29510_Nnrf_NFManagement.yaml"),
-    ("TS29521_Nbsf_Management", "TS29521_Nbsf_Management.yaml"),
-];
-
-/// The specs in one document, `$defs/<spec>`, with references between them rewritten to
-/// local pointers and references to other specs accepted as anything. None without ../shared.
-fn specs() -> Option<&'static Value> {
-    static DOC: OnceLock<Option<Value>> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/3gpp/Rel-17");
-        let mut defs = serde_json::Map::new();
-        for (key, file) in FILES {
-            let text = std::fs::read_to_string(dir.join(file)).ok()?;
-            let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("spec parses");
-            let mut v: Value = serde_json::to_value(yaml).expect("yaml to json");
-            rewrite_refs(&mut v, key);
-            defs.insert(key.to_owned(), v);
-        }
-        Some(json!({ "$defs": defs }))
-    })
-    .as_ref()
-}
-
-fn rewrite_refs(v: &mut Value, own: &str) {
-    match v {
-        Value::Object(map) => {
-            if let Some(r) = map.get("$ref").and_then(Value::as_str).map(str::to_owned) {
-                let target = match r.split_once('#') {
-                    Some(("", ptr)) => Some(format!("#/$defs/{own}{ptr}")),
-                    Some((file, ptr)) => FILES
-                        .iter()
-                        .find(|(_, f)| *f == file)
-                        .map(|(k, _)| format!("#/$defs/{k}{ptr}")),
-                    None => None,
-                };
-                match target {
-                    Some(t) => {
-                        map.insert("$ref".into(), Value::from(t));
-                    }
-                    None => map.clear(),
-                }
-                return;
-            }
-            map.values_mut().for_each(|x| rewrite_refs(x, own));
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| rewrite_refs(x, own)),
-        _ => {}
-    }
-}
+static SPECS: LazyLock<Specs> = LazyLock::new(|| {
+    Specs::load(&["TS29571_CommonData", "TS29510_Nnrf_NFManagement", "TS29521_Nbsf_Management"])
+});
 
 /// Validates `value` against `components/schemas/<schema>` of `spec`; skips (with a note) when
 /// ../shared is absent.
 pub fn assert_valid(spec: &str, schema: &str, value: &Value) {
-    let Some(doc) = specs() else {
-        eprintln!("skipped: ../shared/3gpp absent, {schema} not checked");
-        return;
-    };
-    let mut root = doc.clone();
-    root["$ref"] = Value::from(format!("#/$defs/{spec}/components/schemas/{schema}"));
-    let validator = jsonschema::validator_for(&root).expect("schema compiles");
-    let errors: Vec<String> =
-        validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "{schema} {value} fails {spec}: {errors:?}");
+    SPECS.assert_valid(spec, schema, value)
 }
