@@ -265,14 +265,6 @@ pub fn apply_json_patch(
     })
 }
 
-impl ProblemDetails {
-    fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = Some(status.as_u16());
-        self.title = status.canonical_reason().map(str::to_owned);
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

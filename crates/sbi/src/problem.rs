@@ -110,6 +110,13 @@ impl ProblemDetails {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, cause::SYSTEM_FAILURE, detail)
     }
 
+    /// The same problem answered with another status (title follows).
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = Some(status.as_u16());
+        self.title = status.canonical_reason().map(str::to_owned);
+        self
+    }
+
     pub fn with_instance(mut self, instance: impl Into<String>) -> Self {
         self.instance = Some(instance.into());
         self

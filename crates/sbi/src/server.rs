@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -313,9 +312,4 @@ where
         }
         Either::Right { inner: self.stack.clone().oneshot(req) }
     }
-}
-
-/// For tests and the benchmark: a whole layer stack as one service over buffered requests.
-pub fn bytes_request(req: Request<Bytes>) -> Request<http_body_util::Full<Bytes>> {
-    req.map(http_body_util::Full::new)
 }
