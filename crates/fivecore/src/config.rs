@@ -21,8 +21,9 @@ pub struct Config {
     pub nrf: nrf::NrfConfig,
     /// The BSF (docs/bsf.md).
     pub bsf: bsf::BsfConfig,
+    /// The UDR (docs/udr.md).
+    pub udr: udr::UdrConfig,
     /// Sections of the NFs still to land; each NF's issue defines its own.
-    pub udr: toml::Table,
     pub pcf: toml::Table,
     pub dd: toml::Table,
 }
@@ -61,6 +62,7 @@ mod tests {
         assert_eq!(cfg.store.max_batch, store::SqliteConfig::default().max_batch);
         assert_eq!(cfg.nrf, nrf::NrfConfig::default());
         assert_eq!(cfg.bsf, bsf::BsfConfig::default());
+        assert_eq!(cfg.udr, udr::UdrConfig::default());
     }
 
     #[test]
@@ -68,5 +70,6 @@ mod tests {
         assert!(Config::parse("[sbi]\nlisten_addr = \"127.0.0.1:1\"").is_err());
         assert!(Config::parse("[nrf]\nheartbeat = 3").is_err());
         assert!(Config::parse("[bsf]\non_existing = \"reject\"").is_err());
+        assert!(Config::parse("[udr]\nslf_enabled = true").is_err());
     }
 }

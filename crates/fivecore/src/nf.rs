@@ -47,7 +47,7 @@ pub const ALL: [NfInfo; 5] = [
         diameter: Some(("Sh", 3870)),
         diameter_served: false,
         issue: Some(7),
-        available: false,
+        available: true,
     },
     NfInfo {
         nf: Nf::Bsf,
@@ -121,7 +121,14 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             }
             serve_until_signal("BSF", bsf::run(run, crate::up::shutdown_signal()))
         }
-        // Not reachable while only the NRF and the BSF are available.
+        Nf::Udr => {
+            let mut run = udr_run_config(&config, args.data_dir.as_deref());
+            if let Some(listen) = args.listen {
+                run.sbi.listen = listen;
+            }
+            serve_until_signal("UDR", udr::run(run, crate::up::shutdown_signal()))
+        }
+        // Not reachable while only the NRF, the UDR and the BSF are available.
         _ => not_landed(&format!("the {}", info.name), info.issue),
     }
 }
@@ -141,21 +148,48 @@ pub fn nrf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
     }
 }
 
-/// The BSF's run configuration from the file: its SBI port is 7002 unless one is configured,
-/// and its database is `bsf.db` (or the configured `[store] path` when not the default) under
+/// The UDR's run configuration from the file: its SBI port is 7001 unless one is configured,
+/// and its database is `udr.db` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
-pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> bsf::RunConfig {
+pub fn udr_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> udr::RunConfig {
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Udr, "udr.db", data_dir);
+    udr::RunConfig {
+        udr: config.udr.clone(),
+        sbi,
+        client: config.client.clone(),
+        store,
+        instance_id: config.instance_id.clone(),
+    }
+}
+
+/// The SBI listener and store of an NF other than the NRF: the NF's default port unless one is
+/// configured, and `db_file` (or the configured `[store] path` when not the default) under
+/// `data_dir` when given.
+fn nf_sbi_and_store(
+    config: &crate::config::Config,
+    nf: Nf,
+    db_file: &str,
+    data_dir: Option<&Path>,
+) -> (sbi::ServerConfig, store::SqliteConfig) {
     let mut store = config.store.clone();
     if store.path == store::SqliteConfig::default().path {
-        store.path = "bsf.db".into();
+        store.path = db_file.into();
     }
     if let Some(dir) = data_dir {
         store.path = dir.join(&store.path);
     }
     let mut sbi = config.sbi.clone();
     if sbi.listen.port() == 0 {
-        sbi.listen.set_port(info(Nf::Bsf).sbi_port);
+        sbi.listen.set_port(info(nf).sbi_port);
     }
+    (sbi, store)
+}
+
+/// The BSF's run configuration from the file: its SBI port is 7002 unless one is configured,
+/// and its database is `bsf.db` (or the configured `[store] path` when not the default) under
+/// `data_dir` when given.
+pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> bsf::RunConfig {
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Bsf, "bsf.db", data_dir);
     bsf::RunConfig {
         bsf: config.bsf.clone(),
         sbi,

@@ -42,49 +42,75 @@ pub fn run(args: &UpArgs) -> ExitCode {
     let mut nrf_config = nf::nrf_run_config(&config, Some(&args.data_dir));
     nrf_config.store.path = args.data_dir.join("nrf.db");
     nrf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Nrf).sbi_port));
-    // The BSF registers with the NRF of this process unless `[bsf.nrf]` says otherwise; its
-    // instance id is its own (the configured one is the NRF's).
+    // The other NFs register with the NRF of this process unless their `[<nf>.nrf]` says
+    // otherwise; their instance ids are their own (the configured one is the NRF's).
+    let own_nrf = || nrf_client::NrfClientConfig {
+        api_roots: vec![format!("http://{}", nrf_config.sbi.listen)],
+        ..Default::default()
+    };
+    let local = |n: nf::Nf| SocketAddr::from(([127, 0, 0, 1], nf::info(n).sbi_port));
     let mut bsf_config = nf::bsf_run_config(&config, Some(&args.data_dir));
     bsf_config.store.path = args.data_dir.join("bsf.db");
-    bsf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Bsf).sbi_port));
+    bsf_config.sbi.listen = local(nf::Nf::Bsf);
     bsf_config.instance_id = None;
-    if bsf_config.bsf.nrf.is_none() {
-        bsf_config.bsf.nrf = Some(nrf_client::NrfClientConfig {
-            api_roots: vec![format!("http://{}", nrf_config.sbi.listen)],
-            ..Default::default()
-        });
-    }
+    bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
+    let mut udr_config = nf::udr_run_config(&config, Some(&args.data_dir));
+    udr_config.store.path = args.data_dir.join("udr.db");
+    udr_config.sbi.listen = local(nf::Nf::Udr);
+    udr_config.instance_id = None;
+    udr_config.udr.nrf.get_or_insert_with(own_nrf);
     let result = runtime.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let (stop_nrf_tx, stop_nrf_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let mut nrf = tokio::spawn(nrf::run(nrf_config, stopped(stop_nrf_rx)));
-        let mut bsf = tokio::spawn(bsf::run(bsf_config, stopped(stop_rx)));
+        // Each NF reports when it stops, so one that stops on its own (a port in use) stops `up`.
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let spawn = |name: &'static str, fut: BoxedNf| {
+            let done = done_tx.clone();
+            tokio::spawn(async move {
+                let r = fut.await.map_err(|e| format!("{name}: {e}"));
+                let _ = done.send(());
+                r
+            })
+        };
+        let nrf = spawn(
+            "NRF",
+            Box::pin(async move {
+                nrf::run(nrf_config, stopped(stop_nrf_rx)).await.map_err(|e| e.to_string())
+            }),
+        );
+        let others = [
+            spawn(
+                "BSF",
+                Box::pin({
+                    let stop = stopped(stop_rx.clone());
+                    async move { bsf::run(bsf_config, stop).await.map_err(|e| e.to_string()) }
+                }),
+            ),
+            spawn(
+                "UDR",
+                Box::pin({
+                    let stop = stopped(stop_rx.clone());
+                    async move { udr::run(udr_config, stop).await.map_err(|e| e.to_string()) }
+                }),
+            ),
+        ];
         tokio::select! {
             () = shutdown_signal() => {}
-            // An NF that stops on its own (a port in use) stops `up`.
-            r = &mut nrf => {
-                let _ = stop_tx.send(true);
-                let _ = stop_nrf_tx.send(true);
-                let _ = bsf.await;
-                return r.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"));
-            }
-            r = &mut bsf => {
-                let _ = stop_tx.send(true);
-                let _ = stop_nrf_tx.send(true);
-                let _ = nrf.await;
-                return r.map_err(|e| e.to_string())?.map_err(|e| format!("BSF: {e}"));
-            }
+            _ = done_rx.recv() => {}
         }
+        // The others first: they deregister from the NRF while the NRF still serves.
         let _ = stop_tx.send(true);
-        // The BSF first: it deregisters from the NRF while the NRF still serves.
-        let b =
-            bsf.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| format!("BSF: {e}")));
+        let mut result = Ok(());
+        for task in others {
+            let r = task.await.map_err(|e| e.to_string()).and_then(|r| r);
+            result = result.and(r);
+        }
         let _ = stop_nrf_tx.send(true);
-        let n = nrf.await.map_err(|e| e.to_string())?.map_err(|e| format!("NRF: {e}"));
-        b.and(n)
+        let n = nrf.await.map_err(|e| e.to_string()).and_then(|r| r);
+        result.and(n)
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -94,6 +120,8 @@ pub fn run(args: &UpArgs) -> ExitCode {
         }
     }
 }
+
+type BoxedNf = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
 
 /// The table `up` prints: every NF, its ports, and whether this build serves it.
 pub fn endpoint_table() -> String {

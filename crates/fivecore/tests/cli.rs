@@ -29,7 +29,7 @@ fn version_and_help() {
 
 #[test]
 fn an_nf_that_has_not_landed_exits_2_and_says_so() {
-    for sub in ["udr", "pcf", "dd"] {
+    for sub in ["pcf", "dd"] {
         let (code, out, err) = fivecore(&[sub, "--listen", "127.0.0.1:0", "--log-format", "json"]);
         assert_eq!(code, 2, "{sub}");
         assert!(out.is_empty());
@@ -47,6 +47,7 @@ fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
         .spawn()
         .unwrap();
     wait_ready(&mut child, 7000);
+    wait_ready(&mut child, 7001);
     wait_ready(&mut child, 7002);
     sigterm(&child);
     let out = child.wait_with_output().unwrap();
@@ -59,6 +60,33 @@ fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
     }
     assert!(std::path::Path::new(&format!("{dir}/up/nrf.db")).exists());
     assert!(std::path::Path::new(&format!("{dir}/up/bsf.db")).exists());
+    assert!(std::path::Path::new(&format!("{dir}/up/udr.db")).exists());
+}
+
+#[test]
+fn udr_serves_slf_lookups_and_stops_on_sigterm() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/udr-data");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["udr", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let url = format!(
+        "http://{listen}/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=imsi-001010000000001"
+    );
+    let r = rt.block_on(client.get(&url).send()).unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(String::from_utf8_lossy(r.body()).contains("USER_NOT_FOUND"));
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(std::path::Path::new(&format!("{data}/udr.db")).exists());
 }
 
 #[test]

@@ -61,10 +61,15 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
     }
     match req.send_with_alternates(&roots).await {
         Ok(r) if r.status() == StatusCode::OK => match r.json::<Value>() {
-            Ok(v) => match v["nfGroupIds"].get(target).and_then(Value::as_str) {
-                Some(g) => SlfOutcome::Group(g.to_owned()),
-                None => SlfOutcome::Unknown,
-            },
+            // Rel-17 NfGroupIdMapResult is the map itself; SLFs of earlier releases wrap it in
+            // `nfGroupIds`, and are still met in the field.
+            Ok(v) => {
+                match v.get(target).or_else(|| v["nfGroupIds"].get(target)).and_then(Value::as_str)
+                {
+                    Some(g) => SlfOutcome::Group(g.to_owned()),
+                    None => SlfOutcome::Unknown,
+                }
+            }
             Err(e) => SlfOutcome::Unavailable(format!(
                 "the SLF's answer is not a NfGroupIdMapResult: {e}"
             )),

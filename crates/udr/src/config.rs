@@ -1,0 +1,58 @@
+//! `[udr]` in the configuration file. Every field has a default, so an empty (or absent) section
+//! is a working UDR; unknown keys are errors so a typo never falls back to a default silently.
+//! docs/udr.md explains each setting. Each service keeps its own sub-section here
+//! (`[udr.slf]`, ...), next to the others.
+
+use nrf_client::NrfClientConfig;
+use serde::Deserialize;
+
+/// The UDR's own settings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UdrConfig {
+    /// `apiRoot` (`http://host:port`) used in `Location` headers. Unset: taken from the
+    /// request's authority (`Host`).
+    #[serde(default)]
+    pub api_root: Option<String>,
+
+    /// Registration with the NRF (`[udr.nrf]`, the nrf-client settings, docs/nrf-client.md).
+    /// Absent: the UDR does not register.
+    #[serde(default)]
+    pub nrf: Option<NrfClientConfig>,
+
+    /// The subscriber-to-NF-group map (Nudr_GroupIDmap, the SLF role).
+    #[serde(default)]
+    pub slf: SlfConfig,
+}
+
+/// `[udr.slf]`: the SLF role.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlfConfig {
+    /// Register the nudr-group-id-map service with the NRF, so NRFs find this UDR as an SLF.
+    /// Default true.
+    #[serde(default = "default_true")]
+    pub register_service: bool,
+}
+
+impl Default for SlfConfig {
+    fn default() -> Self {
+        SlfConfig { register_service: true }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl UdrConfig {
+    /// Checks what serde cannot: values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(nrf) = &self.nrf {
+            if nrf.api_roots.is_empty() {
+                return Err("udr.nrf: api_roots must name at least one NRF".into());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! The UDR's state: its configuration, the store, and each service's part of the data.
+
+use std::sync::OnceLock;
+
+use sbi::SbiRequest;
+use store::SqliteStore;
+
+use crate::config::UdrConfig;
+use crate::slf::SlfStore;
+
+pub struct Udr {
+    pub config: UdrConfig,
+    pub db: SqliteStore,
+    /// The subscriber-to-NF-group map (SLF).
+    pub slf: SlfStore,
+    scheme: &'static str,
+    /// The bound SBI address, for `Location` when a request carries no authority.
+    pub local_authority: OnceLock<String>,
+}
+
+impl Udr {
+    pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
+        Udr { config, slf: SlfStore::new(db.clone()), db, scheme, local_authority: OnceLock::new() }
+    }
+
+    /// The apiRoot consumers reach us at: configured, else the request's authority.
+    pub fn api_root(&self, req: Option<&SbiRequest>) -> String {
+        if let Some(root) = &self.config.api_root {
+            return root.trim_end_matches('/').to_owned();
+        }
+        let authority = req.and_then(|r| {
+            r.head.uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
+                r.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
+            })
+        });
+        format!(
+            "{}://{}",
+            self.scheme,
+            authority
+                .as_deref()
+                .or(self.local_authority.get().map(String::as_str))
+                .unwrap_or("localhost")
+        )
+    }
+}

@@ -1,0 +1,147 @@
+//! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
+//!
+//! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
+//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`].
+//! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
+
+pub mod config;
+pub mod context;
+pub mod nudr_group_id_map;
+pub mod slf;
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use ::store::{Migration, SqliteConfig, SqliteStore};
+use http::Method;
+use nrf_client::{NrfClient, ProfileBuilder};
+use sbi::client::{ClientConfig, SbiClient};
+use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+
+pub use config::UdrConfig;
+pub use context::Udr;
+
+/// Everything `run` needs: the `[udr]` section and the shared sections of the configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub udr: UdrConfig,
+    pub sbi: ServerConfig,
+    pub client: ClientConfig,
+    pub store: SqliteConfig,
+    /// This UDR's nfInstanceId (User-Agent, NRF profile); generated when `None`.
+    pub instance_id: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UdrError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("store: {0}")]
+    Store(#[from] ::store::Error),
+    #[error("SBI client: {0}")]
+    Client(#[from] sbi::client::ClientError),
+    #[error("SBI server: {0}")]
+    Server(#[from] sbi::server::ServerError),
+    #[error("NRF client: {0}")]
+    Nrf(#[from] nrf_client::Error),
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Every table of the UDR, each service's migrations in turn (append only).
+pub fn migrations() -> Vec<Migration> {
+    slf::MIGRATIONS.into_iter().collect()
+}
+
+/// The SBI routes over `udr`.
+pub fn router(udr: Arc<Udr>) -> Router {
+    Router::builder(udr)
+        .route(
+            Method::GET,
+            "/nudr-group-id-map/v1/nf-group-ids",
+            "Nudr_GroupIDmap_GetNfGroupIDs",
+            nudr_group_id_map::get_nf_group_ids,
+        )
+        .build()
+}
+
+/// A bound UDR with its store open, ready to serve.
+pub struct Bound {
+    server: SbiServer,
+    udr: Arc<Udr>,
+    db: SqliteStore,
+    observability: Observability,
+    nrf: Option<NrfClient>,
+}
+
+/// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
+/// registration (when `[udr.nrf]` is configured).
+pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
+    config.udr.validate().map_err(UdrError::Config)?;
+    let instance_id =
+        config.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let identity = NfIdentity::new("UDR", instance_id.clone());
+    let mut client_config = config.client.clone();
+    client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("UDR", &instance_id));
+    let client = SbiClient::new(&client_config)?;
+    let db = SqliteStore::open(config.store.clone()).await?;
+    db.migrate(migrations()).await?;
+    let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
+    let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
+    let observability = Observability::new();
+    let server =
+        SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
+            .await?;
+    let addr = server.local_addr();
+    let _ = udr.local_authority.set(addr.to_string());
+    let nrf = match &config.udr.nrf {
+        None => None,
+        Some(nrf_config) => {
+            let ip = match addr.ip() {
+                IpAddr::V4(v4) if !v4.is_unspecified() => v4,
+                _ => Ipv4Addr::LOCALHOST,
+            };
+            let mut profile = ProfileBuilder::new("UDR", &instance_id).ipv4(&ip.to_string());
+            if config.udr.slf.register_service {
+                profile = profile.service("nudr-group-id-map", scheme, addr.port());
+            }
+            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile.build())?)
+        }
+    };
+    Ok(Bound { server, udr, db, observability, nrf })
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    pub fn udr(&self) -> &Arc<Udr> {
+        &self.udr
+    }
+
+    /// Serves until `shutdown`, keeping the NRF registration; then deregisters from the NRF and
+    /// closes the store (everything acknowledged is committed).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
+        if let Some(nrf) = &self.nrf {
+            nrf.start();
+        }
+        self.observability.set_ready(true);
+        let served = self.server.serve(shutdown).await;
+        if let Some(nrf) = &self.nrf {
+            nrf.shutdown().await;
+        }
+        if let Err(e) = self.db.close().await {
+            tracing::warn!(error = %e, "store did not close cleanly");
+        }
+        served.map_err(UdrError::from)
+    }
+}
+
+/// Runs the UDR until `shutdown` completes.
+pub async fn run(config: RunConfig, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
+    let bound = bind(config).await?;
+    tracing::info!(addr = %bound.local_addr(), "UDR serving");
+    bound.serve(shutdown).await
+}

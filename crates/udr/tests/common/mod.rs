@@ -1,0 +1,113 @@
+//! A UDR on 127.0.0.1:0 with a tempdir store, an SbiClient to talk to it, and the 3GPP schemas
+//! to validate answers against.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
+
+use serde_json::Value;
+use testkit::specs::Specs;
+use tokio::sync::oneshot;
+
+use sbi::client::{ClientConfig, SbiClient, SbiResponse};
+use udr::{RunConfig, UdrConfig};
+
+pub struct TestUdr {
+    pub base: String,
+    pub udr: Arc<udr::Udr>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), udr::UdrError>>>,
+}
+
+impl TestUdr {
+    pub async fn start(dir: &Path, config: UdrConfig) -> TestUdr {
+        Self::start_as(dir, config, None).await
+    }
+
+    pub async fn start_as(dir: &Path, config: UdrConfig, instance_id: Option<String>) -> TestUdr {
+        let run = RunConfig {
+            udr: config,
+            sbi: sbi::ServerConfig::default(),
+            client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
+            store: store::SqliteConfig {
+                readers: 1,
+                ..store::SqliteConfig::new(dir.join("udr.db"))
+            },
+            instance_id,
+        };
+        let bound = udr::bind(run).await.expect("UDR starts");
+        let base = format!("http://{}", bound.local_addr());
+        let udr = bound.udr().clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(bound.serve(async {
+            let _ = rx.await;
+        }));
+        TestUdr { base, udr, stop: Some(tx), task: Some(task) }
+    }
+
+    /// Stops serving and waits until the store is closed.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+pub fn client() -> SbiClient {
+    SbiClient::new(&ClientConfig::default()).unwrap()
+}
+
+pub async fn get(c: &SbiClient, url: &str) -> SbiResponse {
+    c.get(url).send().await.unwrap()
+}
+
+pub fn body(r: &SbiResponse) -> Value {
+    serde_json::from_slice(r.body()).unwrap_or(Value::Null)
+}
+
+/// Asserts a ProblemDetails answer with this status and cause; returns it.
+pub fn problem(r: &SbiResponse, status: u16, cause: &str) -> Value {
+    let v = body(r);
+    assert_eq!(r.status().as_u16(), status, "{v}");
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    assert_eq!(v["cause"], cause, "{v}");
+    assert_valid("TS29571_CommonData", "ProblemDetails", &v);
+    v
+}
+
+/// The `param`s of a ProblemDetails' invalidParams.
+pub fn params(v: &Value) -> Vec<String> {
+    v["invalidParams"]
+        .as_array()
+        .map(|a| a.iter().map(|p| p["param"].as_str().unwrap_or("").to_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Percent-encodes a query value.
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+static SPECS: LazyLock<Specs> = LazyLock::new(|| {
+    Specs::load(&["TS29571_CommonData", "TS29510_Nnrf_NFManagement", "TS29504_Nudr_GroupIDmap"])
+});
+
+/// Validates `value` against `components/schemas/<schema>` of `spec`; skips (with a note) when
+/// ../shared is absent.
+pub fn assert_valid(spec: &str, schema: &str, value: &Value) {
+    SPECS.assert_valid(spec, schema, value)
+}
