@@ -116,6 +116,12 @@ pub struct ClientConfig {
     /// answers on one connection. Default 8 MiB. Must be 65535..=2147483647.
     #[serde(default = "default_connection_window")]
     pub http2_initial_connection_window: u32,
+    /// HTTP/2 connections kept to each producer, requests spread over them round robin. One
+    /// connection carries many streams; more spread a busy producer's frames over several
+    /// connection tasks (and so over several cores), so one slow answer burst does not queue
+    /// everything behind it. Default 1.
+    #[serde(default = "default_connections_per_producer")]
+    pub connections_per_producer: usize,
     /// `User-Agent` sent on requests that have none. TS 29.500 §5.2.2.2 wants
     /// `<NF type>-<NF instance id>`, e.g. `PCF-5a3c4c9e-...` (see `user_agent()`); the NF
     /// normally fills this in from its own profile. Unset: `fivecore`.
@@ -159,6 +165,10 @@ fn default_ping_timeout_ms() -> u64 {
 fn default_pool_idle_timeout_ms() -> u64 {
     90_000
 }
+fn default_connections_per_producer() -> usize {
+    1
+}
+
 fn default_max_alternates() -> usize {
     2
 }
@@ -180,6 +190,7 @@ impl Default for ClientConfig {
             max_alternates: default_max_alternates(),
             http2_initial_stream_window: default_stream_window(),
             http2_initial_connection_window: default_connection_window(),
+            connections_per_producer: default_connections_per_producer(),
             user_agent: None,
             tls: TlsClientConfig::default(),
         }
@@ -385,7 +396,9 @@ pub struct SbiClient {
 }
 
 struct Inner {
-    http: HyperClient<Connector, Full<Bytes>>,
+    /// One pool per connection slot: hyper keeps one HTTP/2 connection per producer in each.
+    http: Vec<HyperClient<Connector, Full<Bytes>>>,
+    next: std::sync::atomic::AtomicUsize,
     default_timeout: Duration,
     user_agent: HeaderValue,
     max_alternates: usize,
@@ -444,6 +457,9 @@ impl SbiClientBuilder {
         if c.connect_timeout_ms == 0 {
             return Err(ClientError::Config("connect_timeout_ms must be > 0".into()));
         }
+        if c.connections_per_producer == 0 || c.connections_per_producer > 64 {
+            return Err(ClientError::Config("connections_per_producer must be 1..=64".into()));
+        }
         if c.ping_interval_ms > 0 && c.ping_timeout_ms == 0 {
             return Err(ClientError::Config(
                 "ping_timeout_ms must be > 0 when ping_interval_ms is".into(),
@@ -490,11 +506,12 @@ impl SbiClientBuilder {
                 .http2_keep_alive_timeout(Duration::from_millis(c.ping_timeout_ms))
                 .http2_keep_alive_while_idle(true);
         }
-        let http = b.build(connector);
+        let http = (0..c.connections_per_producer).map(|_| b.build(connector.clone())).collect();
 
         Ok(SbiClient {
             inner: Arc::new(Inner {
                 http,
+                next: std::sync::atomic::AtomicUsize::new(0),
                 default_timeout: Duration::from_millis(c.request_timeout_ms),
                 user_agent,
                 max_alternates: c.max_alternates,
@@ -763,7 +780,12 @@ impl SbiClient {
         *req.uri_mut() = uri;
         *req.headers_mut() = headers;
         let exchange = async {
-            let rsp = self.inner.http.request(req).await.map_err(|e| {
+            let http = &self.inner.http;
+            let slot = match http.len() {
+                1 => 0,
+                n => self.inner.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % n,
+            };
+            let rsp = http[slot].request(req).await.map_err(|e| {
                 let producer = format!("{scheme}://{authority}");
                 if e.is_connect() {
                     ClientError::Connect { producer, source: Box::new(e) }

@@ -241,6 +241,28 @@ async fn concurrent_requests_share_one_connection() {
 }
 
 #[tokio::test]
+async fn connections_per_producer_spreads_requests_round_robin() {
+    let p = start_h2c("p1", Mode::Echo).await;
+    let c = client(ClientConfig { connections_per_producer: 3, ..test_config() });
+    // One at a time first, so each slot opens its connection without racing the others.
+    for i in 0..3 {
+        assert_eq!(c.get(&p.url(&format!("/w/{i}"))).send().await.unwrap().status(), 200);
+    }
+    let reqs = (0..90).map(|i| {
+        let c = c.clone();
+        let url = p.url(&format!("/n/{i}?delay_ms=20"));
+        tokio::spawn(async move { c.get(&url).send().await.unwrap().status() })
+    });
+    for r in futures_util::future::join_all(reqs).await {
+        assert_eq!(r.unwrap(), 200);
+    }
+    assert_eq!(p.hits.load(Ordering::SeqCst), 93);
+    assert_eq!(p.conns.load(Ordering::SeqCst), 3);
+    let bad = SbiClient::new(&ClientConfig { connections_per_producer: 0, ..test_config() });
+    assert!(matches!(bad, Err(ClientError::Config(_))));
+}
+
+#[tokio::test]
 async fn user_agent_and_sender_timestamp_are_added() {
     let p = start_h2c("p1", Mode::Echo).await;
     let c = client(test_config());
