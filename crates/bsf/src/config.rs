@@ -84,6 +84,21 @@ pub struct RxConfig {
     /// Diameter watchdog interval (Tw), seconds. Default 30.
     #[serde(default = "default_rx_watchdog_secs")]
     pub watchdog_secs: u64,
+    /// `proxy` (default): requests go through the BSF to the PCF. `redirect`: the BSF answers
+    /// 3006 DIAMETER_REDIRECT_INDICATION naming the bound PCF (TS 29.213 §7.4.2) and the AF sends
+    /// to it directly.
+    #[serde(default)]
+    pub mode: RxMode,
+}
+
+/// How the Rx side of the BSF reaches the PCF (TS 29.213 §7.3.1: a DRA is a proxy or a redirect
+/// agent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RxMode {
+    #[default]
+    Proxy,
+    Redirect,
 }
 
 /// An outbound Diameter peer (a PCF) of the Rx proxy.
@@ -110,6 +125,7 @@ impl Default for RxConfig {
             max_sessions: default_rx_max_sessions(),
             request_timeout_ms: default_rx_request_timeout_ms(),
             watchdog_secs: default_rx_watchdog_secs(),
+            mode: RxMode::default(),
         }
     }
 }

@@ -19,6 +19,12 @@
 //!   reaches the handler instead (no Destination-Host, or ours), it goes to the AF the session map
 //!   names.
 //!
+//! * **Redirect mode** (`mode = "redirect"`, TS 29.213 §7.4.2): an AAR is answered 3006
+//!   DIAMETER_REDIRECT_INDICATION with Redirect-Host `aaa://<pcfDiamHost>`, Redirect-Host-Usage
+//!   ALL_SESSION and Redirect-Max-Cache-Time = the session idle time, so the AF sends the rest of
+//!   the session to the PCF itself. The session is still remembered, so a later request of it
+//!   that reaches the BSF is redirected to the same PCF; an STR ends it.
+//!
 //! A request the node could not deliver directly to the host in its Destination-Host is answered
 //! 3002 when that host is also where the handler would send it, so a forward never loops back.
 
@@ -34,7 +40,7 @@ use diameter::{
 };
 use serde_json::Value;
 
-use crate::config::RxConfig;
+use crate::config::{RxConfig, RxMode};
 use crate::context::Bsf;
 use crate::store::Lookup;
 
@@ -128,7 +134,13 @@ pub struct Proxy {
     pub sessions: Sessions,
     origin_host: String,
     origin_realm: String,
+    mode: RxMode,
+    /// Redirect-Max-Cache-Time, seconds.
+    redirect_cache_secs: u32,
 }
+
+/// Redirect-Host-Usage ALL_SESSION (RFC 6733 §6.13).
+const ALL_SESSION: u32 = 1;
 
 /// A running Rx proxy.
 pub struct RxProxy {
@@ -161,6 +173,8 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
         sessions: Sessions::new(idle, cfg.max_sessions),
         origin_host: cfg.origin_host.clone(),
         origin_realm: cfg.origin_realm.clone(),
+        mode: cfg.mode,
+        redirect_cache_secs: u32::try_from(cfg.session_idle_secs).unwrap_or(u32::MAX),
     });
     let p = proxy.clone();
     let node = DiameterNode::builder(nc)
@@ -241,10 +255,16 @@ impl Proxy {
                 }
             },
         };
-        let ans = self.forward(req, &target.pcf_host, &target.pcf_realm).await;
+        let ans = match self.mode {
+            RxMode::Proxy => self.forward(req, &target.pcf_host, &target.pcf_realm).await,
+            RxMode::Redirect => self.redirect(&req, &target.pcf_host),
+        };
         if is_str {
             self.sessions.remove(&sid);
-        } else if !known && ans.is_success() && !self.sessions.insert(&sid, target) {
+        } else if !known
+            && (ans.is_success() || self.mode == RxMode::Redirect)
+            && !self.sessions.insert(&sid, target)
+        {
             tracing::warn!(session = %sid, "Rx session table full: session not remembered");
         }
         ans
@@ -335,6 +355,15 @@ impl Proxy {
         if rc::is_protocol_error(code) {
             a.header.flags |= FLAG_ERROR;
         }
+        a
+    }
+
+    /// 3006 naming the PCF, for the AF to cache for the whole session.
+    fn redirect(&self, req: &Message, pcf_host: &str) -> Message {
+        let mut a = self.answer(req, rc::DIAMETER_REDIRECT_INDICATION);
+        a.push(base::REDIRECT_HOST.uri(&format!("aaa://{pcf_host}")));
+        a.push(base::REDIRECT_HOST_USAGE.enumerated(ALL_SESSION));
+        a.push(base::REDIRECT_MAX_CACHE_TIME.u32(self.redirect_cache_secs));
         a
     }
 

@@ -273,3 +273,108 @@ async fn rx_disabled_by_default() {
     assert!(b.rx.is_none());
     b.stop().await;
 }
+
+/// `mode = "redirect"`: the AAR is answered 3006 naming the bound PCF (Redirect-Host-Usage
+/// ALL_SESSION); an AF connected to that PCF follows it and the PCF answers; no binding is still
+/// 5065; a later request of the session that reaches the BSF is redirected to the same PCF.
+#[tokio::test]
+async fn redirect_mode_names_the_bound_pcf() {
+    use bsf::config::RxMode;
+    let dir = tempfile::tempdir().unwrap();
+    let config = BsfConfig {
+        rx: RxConfig {
+            enabled: true,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            origin_host: BSF_HOST.into(),
+            origin_realm: BSF_REALM.into(),
+            session_idle_secs: 600,
+            mode: RxMode::Redirect,
+            ..RxConfig::default()
+        },
+        ..BsfConfig::default()
+    };
+    let b = TestBsf::start(dir.path(), config).await;
+    let bsf_addr = b.rx.unwrap();
+    create_binding(&b, 7, PCF_HOST).await;
+
+    // The PCF listens; AFs connect to it and to the BSF.
+    let pcf_seen: Seen = Default::default();
+    let mut pc = NodeConfig::new(PCF_HOST, PCF_REALM);
+    pc.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
+    pc.listen = Some("127.0.0.1:0".parse().unwrap());
+    pc.accept_unknown_peers = true;
+    let seen = pcf_seen.clone();
+    let pcf = DiameterNode::builder(pc)
+        .handler(rx::APP_ID, move |req: Message| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push((
+                    req.command_code(),
+                    req.session_id().unwrap_or_default().to_owned(),
+                    req.destination_host().map(str::to_owned),
+                    Vec::new(),
+                ));
+                Message::answer_to(&req)
+                    .origin(PCF_HOST, PCF_REALM)
+                    .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+                    .result_code_avp(rc::DIAMETER_SUCCESS)
+            }
+        })
+        .start()
+        .await
+        .unwrap();
+    let pcf_addr = pcf.local_addr().unwrap();
+    let af = |host: &str, follow: bool| {
+        let mut c = NodeConfig::new(host, AF_REALM);
+        c.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
+        c.peers =
+            vec![PeerConfig::connect(BSF_HOST, bsf_addr), PeerConfig::connect(PCF_HOST, pcf_addr)];
+        c.routes = vec![Route::new("*", RouteAction::Relay(vec![BSF_HOST.into()]))];
+        c.follow_redirects = follow;
+        DiameterNode::builder(c).start()
+    };
+    let plain = af("af-plain.ims.example", false).await.unwrap();
+    let follower = af(AF_HOST, true).await.unwrap();
+    for n in [&plain, &follower] {
+        assert!(n.wait_open(BSF_HOST, T).await && n.wait_open(PCF_HOST, T).await);
+    }
+
+    let sid = plain.new_session_id();
+    let a = plain.request(aar(&plain, &sid, ip(7))).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_REDIRECT_INDICATION));
+    assert!(a.is_error());
+    assert_eq!(a.origin_host(), Some(BSF_HOST));
+    let expected = format!("aaa://{PCF_HOST}");
+    assert_eq!(a.get_str(&base::REDIRECT_HOST), Some(expected.as_str()));
+    assert_eq!(a.get_u32(&base::REDIRECT_HOST_USAGE), Some(1));
+    assert_eq!(a.get_u32(&base::REDIRECT_MAX_CACHE_TIME), Some(600));
+    assert!(pcf_seen.lock().unwrap().is_empty(), "the BSF proxies nothing in redirect mode");
+    // The session is remembered: its STR reaching the BSF is redirected to the same PCF.
+    let a = plain.request(str_req(&plain, &sid)).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_REDIRECT_INDICATION));
+    assert_eq!(a.get_str(&base::REDIRECT_HOST), Some(expected.as_str()));
+
+    // An AF that follows redirects gets the PCF's own answer.
+    // (Its AAR names the PCFs' realm, as an AF's does when the BSF and the PCFs share the
+    // operator's realm: the PCF only serves its own realm.)
+    let sid = follower.new_session_id();
+    let req = Message::request(rx::APP_ID, rx::CMD_AA)
+        .session_id_avp(&sid)
+        .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
+        .origin(follower.origin_host(), follower.origin_realm())
+        .destination(PCF_REALM, None)
+        .avp(nasreq::FRAMED_IP_ADDRESS.ipv4_octets(ip(7)));
+    let a = follower.request(req).await.unwrap();
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(a.origin_host(), Some(PCF_HOST));
+    assert_eq!(pcf_seen.lock().unwrap().len(), 1);
+
+    // No binding: 5065 as in proxy mode.
+    let a = plain.request(aar(&plain, &plain.new_session_id(), ip(99))).await.unwrap();
+    assert_eq!(a.experimental_result().map(|e| e.code), Some(5065));
+
+    plain.shutdown().await;
+    follower.shutdown().await;
+    pcf.shutdown().await;
+    b.stop().await;
+}

@@ -54,7 +54,7 @@ pub const ALL: [NfInfo; 5] = [
         name: "BSF",
         sbi_port: 7002,
         diameter: Some(("Rx proxy", 3869)),
-        diameter_served: false,
+        diameter_served: true,
         issue: Some(6),
         available: true,
     },

@@ -54,6 +54,8 @@ pub fn run(args: &UpArgs) -> ExitCode {
     bsf_config.sbi.listen = local(nf::Nf::Bsf);
     bsf_config.instance_id = None;
     bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
+    // The whole core: the BSF's Rx proxy runs too (on `[bsf.rx] listen`, 3869 by default).
+    bsf_config.bsf.rx.enabled = true;
     let mut udr_config = nf::udr_run_config(&config, Some(&args.data_dir));
     udr_config.store.path = args.data_dir.join("udr.db");
     udr_config.sbi.listen = local(nf::Nf::Udr);

@@ -53,9 +53,14 @@ fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    for line in
-        ["NRF", "http://127.0.0.1:7000", "serving", "- (Rx proxy to come)", "/healthz/ready"]
-    {
+    for line in [
+        "NRF",
+        "http://127.0.0.1:7000",
+        "serving",
+        "127.0.0.1:3869 (Rx proxy)",
+        "- (Sh to come)",
+        "/healthz/ready",
+    ] {
         assert!(stdout.contains(line), "table lacks {line}: {stdout}");
     }
     assert!(std::path::Path::new(&format!("{dir}/up/nrf.db")).exists());
