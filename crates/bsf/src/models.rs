@@ -28,6 +28,10 @@ pub struct Keys {
     pub sd: String,
     pub supi: Option<String>,
     pub gpsi: Option<String>,
+    /// `addIpv6Prefixes` as networks (as `ipv6`), and `addMacAddrs` lower case: a binding is
+    /// found by any of them too.
+    pub add_ipv6: Vec<String>,
+    pub add_macs: Vec<String>,
 }
 
 /// Collects the wrong fields of one body.
@@ -285,7 +289,10 @@ pub fn validate_binding(v: &mut Value) -> Result<Keys, ProblemDetails> {
             Some(a) => {
                 for (i, p) in a.iter_mut().enumerate() {
                     match p.as_str().and_then(parse_ipv6_prefix) {
-                        Some((addr, len)) => *p = Value::from(canonical_prefix(addr, len)),
+                        Some((addr, len)) => {
+                            keys.add_ipv6.push(network_prefix(addr, len));
+                            *p = Value::from(canonical_prefix(addr, len));
+                        }
                         None => errs.bad(format!("/addIpv6Prefixes/{i}"), "must be an IPv6 prefix"),
                     }
                 }
@@ -302,16 +309,21 @@ pub fn validate_binding(v: &mut Value) -> Result<Keys, ProblemDetails> {
             None => errs.bad("/macAddr48", "must be a MAC address xx-xx-xx-xx-xx-xx"),
         }
     }
-    if let Some(list) = obj.get("addMacAddrs") {
-        match list.as_array().filter(|a| !a.is_empty()) {
+    if let Some(list) = obj.get_mut("addMacAddrs") {
+        match list.as_array_mut().filter(|a| !a.is_empty()) {
             None => errs.bad("/addMacAddrs", "must be a non-empty array of MAC addresses"),
             Some(a) => {
-                for (i, m) in a.iter().enumerate() {
-                    if !m.as_str().is_some_and(check_mac) {
-                        errs.bad(
+                for (i, m) in a.iter_mut().enumerate() {
+                    match m.as_str().filter(|s| check_mac(s)) {
+                        Some(s) => {
+                            let lower = s.to_ascii_lowercase();
+                            keys.add_macs.push(lower.clone());
+                            *m = Value::from(lower);
+                        }
+                        None => errs.bad(
                             format!("/addMacAddrs/{i}"),
                             "must be a MAC address xx-xx-xx-xx-xx-xx",
-                        );
+                        ),
                     }
                 }
             }

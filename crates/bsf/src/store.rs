@@ -15,7 +15,7 @@ use store::{Migration, SqliteStore};
 
 use crate::models::Keys;
 
-pub const MIGRATIONS: [Migration; 3] = [
+pub const MIGRATIONS: [Migration; 4] = [
     Migration::new(
         "bsf-0001-pcf-binding",
         "CREATE TABLE bsf_pcf_binding (
@@ -66,7 +66,22 @@ pub const MIGRATIONS: [Migration; 3] = [
         );
         CREATE INDEX bsf_idx_mbs_session ON bsf_pcf_mbs_binding (key1, created_ms);",
     ),
+    // Rel-17 addIpv6Prefixes / addMacAddrs: a binding holds any number of them, so they get a
+    // row each (kind 'ipv6' or 'mac'); most bindings have none.
+    Migration::new(
+        "bsf-0004-additional-keys",
+        "CREATE TABLE bsf_pcf_binding_key (
+            kind TEXT NOT NULL,
+            value TEXT NOT NULL,
+            binding_id TEXT NOT NULL,
+            PRIMARY KEY (kind, value, binding_id)
+        );
+        CREATE INDEX bsf_idx_key_binding ON bsf_pcf_binding_key (binding_id);",
+    ),
 ];
+
+const KEY_IPV6: &str = "ipv6";
+const KEY_MAC: &str = "mac";
 
 /// The Rel-17 PCF for a UE bindings: `key1` the SUPI, `key2` the GPSI.
 pub const UE_BINDINGS: &str = "bsf_pcf_ue_binding";
@@ -172,10 +187,27 @@ fn insert(
         created_ms,
         json
     ])?;
+    insert_additional_keys(tx, id, keys)
+}
+
+fn insert_additional_keys(tx: &Connection, id: &str, keys: &Keys) -> rusqlite::Result<()> {
+    if keys.add_ipv6.is_empty() && keys.add_macs.is_empty() {
+        return Ok(());
+    }
+    let mut st = tx.prepare_cached(
+        "INSERT OR IGNORE INTO bsf_pcf_binding_key (kind, value, binding_id) VALUES (?1, ?2, ?3)",
+    )?;
+    for p in &keys.add_ipv6 {
+        st.execute(params![KEY_IPV6, p, id])?;
+    }
+    for m in &keys.add_macs {
+        st.execute(params![KEY_MAC, m, id])?;
+    }
     Ok(())
 }
 
 fn delete_id(tx: &Connection, id: &str) -> rusqlite::Result<usize> {
+    tx.prepare_cached("DELETE FROM bsf_pcf_binding_key WHERE binding_id = ?1")?.execute([id])?;
     tx.prepare_cached("DELETE FROM bsf_pcf_binding WHERE binding_id = ?1")?.execute([id])
 }
 
@@ -276,15 +308,22 @@ impl BindingStore {
                         ));
                     }
                 }
+                // An IPv6 prefix or MAC address is the binding's own or one of its additional
+                // ones (both sides of the OR are indexed).
                 if !q.ipv6.is_empty() {
                     let list: Vec<String> =
                         q.ipv6.into_iter().map(|p| arg(SqlValue::Text(p), &mut args)).collect();
-                    sql.push_str(&format!(" AND ipv6_prefix IN ({})", list.join(", ")));
+                    let list = list.join(", ");
+                    sql.push_str(&format!(
+                        " AND (ipv6_prefix IN ({list}) OR binding_id IN (SELECT binding_id FROM \
+                         bsf_pcf_binding_key WHERE kind = '{KEY_IPV6}' AND value IN ({list})))"
+                    ));
                 }
                 if let Some(m) = q.mac {
+                    let m = arg(SqlValue::Text(m), &mut args);
                     sql.push_str(&format!(
-                        " AND mac_addr_48 = {}",
-                        arg(SqlValue::Text(m), &mut args)
+                        " AND (mac_addr_48 = {m} OR binding_id IN (SELECT binding_id FROM \
+                         bsf_pcf_binding_key WHERE kind = '{KEY_MAC}' AND value = {m}))"
                     ));
                 }
                 if let Some(d) = q.dnn {
@@ -356,6 +395,9 @@ impl BindingStore {
                     keys.mac,
                     json
                 ])?;
+                tx.prepare_cached("DELETE FROM bsf_pcf_binding_key WHERE binding_id = ?1")?
+                    .execute([&id])?;
+                insert_additional_keys(tx, &id, &keys)?;
                 Ok(Updated::Done(json))
             })
             .await

@@ -171,3 +171,62 @@ async fn pcf_mbs_bindings_lifecycle_and_errors() {
     problem(&delete(&c, &loc).await, 404, "RESOURCE_NOT_FOUND");
     bsf.stop().await;
 }
+
+/// Rel-17 addIpv6Prefixes / addMacAddrs: Discovery by any of them finds the binding; an Update
+/// replaces them; a Deregister removes them with the binding.
+#[tokio::test]
+async fn additional_ipv6_prefixes_and_mac_addresses_are_discoverable() {
+    let dir = tempfile::tempdir().unwrap();
+    let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
+    let c = client();
+    let b = json!({
+        "supi": "imsi-001010000000042",
+        "ipv6Prefix": "2001:db8:1::/64",
+        "addIpv6Prefixes": ["2001:db8:2::/64", "2001:DB8:3::/64"],
+        "macAddr48": "00-11-22-33-44-55",
+        "addMacAddrs": ["AA-BB-CC-DD-EE-FF"],
+        "dnn": "internet",
+        "snssai": {"sst": 1},
+        "pcfFqdn": "pcf1.example.com",
+    });
+    let r = post(&c, &bsf.url("/pcfBindings"), &b).await;
+    assert_eq!(r.status(), 201, "{:?}", body(&r));
+    let created = body(&r);
+    assert_valid("TS29521_Nbsf_Management", "PcfBinding", &created);
+    assert_eq!(created["addIpv6Prefixes"], json!(["2001:db8:2::/64", "2001:db8:3::/64"]));
+    assert_eq!(created["addMacAddrs"], json!(["aa-bb-cc-dd-ee-ff"]));
+    let loc = r.header("location").unwrap().to_owned();
+    let q = |s: &str| bsf.url(&format!("/pcfBindings?{s}"));
+    for query in [
+        "ipv6Prefix=2001%3Adb8%3A1%3A%3A1%2F128",
+        "ipv6Prefix=2001%3Adb8%3A3%3A%3A9%2F128",
+        "ipv6Prefix=2001%3Adb8%3A2%3A%3A%2F64",
+        "macAddr48=00-11-22-33-44-55",
+        "macAddr48=aa-bb-cc-dd-ee-ff",
+    ] {
+        let r = get(&c, &q(query)).await;
+        assert_eq!(r.status(), 200, "{query}");
+        assert_eq!(body(&r)["supi"], "imsi-001010000000042", "{query}");
+    }
+    assert_eq!(get(&c, &q("ipv6Prefix=2001%3Adb8%3A4%3A%3A1%2F128")).await.status(), 204);
+
+    // An update replaces the additional keys.
+    let r = merge_patch(&c, &loc, &json!({"addIpv6Prefixes": ["2001:db8:9::/64"]})).await;
+    assert_eq!(r.status(), 200, "{:?}", body(&r));
+    assert_eq!(get(&c, &q("ipv6Prefix=2001%3Adb8%3A3%3A%3A9%2F128")).await.status(), 204);
+    assert_eq!(get(&c, &q("ipv6Prefix=2001%3Adb8%3A9%3A%3A9%2F128")).await.status(), 200);
+    assert_eq!(get(&c, &q("macAddr48=aa-bb-cc-dd-ee-ff")).await.status(), 200);
+
+    assert_eq!(delete(&c, &loc).await.status(), 204);
+    assert_eq!(get(&c, &q("macAddr48=aa-bb-cc-dd-ee-ff")).await.status(), 204);
+    assert_eq!(get(&c, &q("ipv6Prefix=2001%3Adb8%3A9%3A%3A9%2F128")).await.status(), 204);
+    let rows: i64 = bsf
+        .bsf
+        .store
+        .db()
+        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM bsf_pcf_binding_key", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    bsf.stop().await;
+}
