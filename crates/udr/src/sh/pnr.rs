@@ -142,38 +142,25 @@ fn sh_data<'a>(
     d
 }
 
-/// Removes subscriptions from the store, then from the index.
+/// Removes subscriptions from the store and the index.
 async fn forget(udr: &Arc<Udr>, subs: Vec<StoredSubscription>) {
     if subs.is_empty() {
         return;
     }
-    let keys = subs.clone();
+    let u = udr.clone();
     let removed = udr
         .db
         .write(move |tx| {
-            for s in &keys {
-                data::delete_subscription(
-                    tx,
-                    s.profile_id,
-                    &s.as_host,
-                    s.data_reference,
-                    &s.service_indication,
-                )?;
+            for s in &subs {
+                let (host, r, si) = (&s.as_host, s.data_reference, &s.service_indication);
+                data::delete_subscription(tx, s.profile_id, host, r, si)?;
+                // On the writer thread, in the order of the store's writes (see snr.rs).
+                u.sh.subscriptions.remove(s.profile_id, host, r, si);
             }
             Ok(())
         })
         .await;
-    match removed {
-        Ok(()) => {
-            for s in subs {
-                udr.sh.subscriptions.remove(
-                    s.profile_id,
-                    &s.as_host,
-                    s.data_reference,
-                    &s.service_indication,
-                );
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "Sh subscriptions could not be removed"),
+    if let Err(e) = removed {
+        tracing::warn!(error = %e, "Sh subscriptions could not be removed");
     }
 }

@@ -122,6 +122,7 @@ pub fn parse_repository_updates(
         let data = el.child("ServiceData").map(|d| &text[d.content.clone()]);
         let data = data.filter(|d| !d.trim().is_empty());
         if let Some(d) = data {
+            xml::check_fragment(d).map_err(|e| nr(format!("ServiceData of {si}: {e}")))?;
             if d.len() > max_service_data {
                 return Err(PurDataError::TooMuchData(format!(
                     "ServiceData of {si} is {} bytes, more than {max_service_data}",
@@ -191,6 +192,7 @@ mod tests {
             b"<Sh-Data><Sh-IMS-Data/></Sh-Data>",
             b"<Sh-Data><RepositoryData>",
             b"\xff\xfe",
+            b"<Sh-Data xmlns:p=\"urn:p\"><RepositoryData><ServiceIndication>s</ServiceIndication><SequenceNumber>1</SequenceNumber><ServiceData><p:x/></ServiceData></RepositoryData></Sh-Data>",
         ] {
             assert!(
                 matches!(parse_repository_updates(bad, 1000), Err(PurDataError::NotRecognized(_))),

@@ -7,7 +7,7 @@
 //! known (5001 / 5002). Subscribe: RepositoryData of a Service-Indication the user has no data
 //! for is 5106 DIAMETER_ERROR_SUBS_DATA_ABSENT and nothing is subscribed; beyond
 //! `max_subscriptions` 5012. One subscription per (user, AS Origin-Host, Data-Reference,
-//! Service-Indication), replaced by a new SNR; persisted, then indexed in memory; answered after
+//! Service-Indication), replaced by a new SNR; persisted and indexed in memory; answered after
 //! COMMIT with the granted Expiry-Time (capped by `max_subscription_secs`) and, with
 //! Send-Data-Indication USER_DATA_REQUESTED, the current data as User-Data. Unsubscribe removes
 //! the named subscriptions of this AS (absent ones are no error).
@@ -33,8 +33,8 @@ const USER_DATA_REQUESTED: u32 = 1;
 enum Done {
     Unresolved(Resolved),
     Absent,
-    Subscribed(Option<data::ShProfile>, Vec<StoredSubscription>),
-    Unsubscribed(i64, Vec<(u32, String)>),
+    Subscribed(Option<data::ShProfile>),
+    Unsubscribed,
 }
 
 pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
@@ -94,11 +94,14 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
                 Resolved::Found(pid) => pid,
                 other => return Ok(Done::Unresolved(other)),
             };
+            // The index changes here, on the writer thread, so it follows the order of the
+            // store's writes even for concurrent SNRs of one AS.
             if kind == UNSUBSCRIBE {
                 for (r, si) in &keys {
                     data::delete_subscription(tx, pid, &as_host, *r, si)?;
+                    udr2.sh.subscriptions.remove(pid, &as_host, *r, si);
                 }
-                return Ok(Done::Unsubscribed(pid, keys));
+                return Ok(Done::Unsubscribed);
             }
             let profile = data::load(tx, pid, None)?.ok_or(store::Error::NotFound)?;
             let absent = keys.iter().any(|(r, si)| {
@@ -127,14 +130,14 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
             for s in &subs {
                 data::put_subscription(tx, s)?;
             }
-            Ok(Done::Subscribed(send_data.then_some(profile), subs))
+            for s in subs {
+                udr2.sh.subscriptions.insert(s);
+            }
+            Ok(Done::Subscribed(send_data.then_some(profile)))
         })
         .await;
     match done {
-        Ok(Done::Subscribed(profile, subs)) => {
-            for s in subs {
-                sh.subscriptions.insert(s);
-            }
+        Ok(Done::Subscribed(profile)) => {
             let mut a = success(sh, &req);
             if let Some(p) = profile {
                 let doc = sh_data_for(&p, &refs, &services, &[]).to_xml();
@@ -145,13 +148,7 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
             }
             a
         }
-        Ok(Done::Unsubscribed(pid, keys)) => {
-            let host = req.origin_host().unwrap_or_default();
-            for (r, si) in keys {
-                sh.subscriptions.remove(pid, host, r, &si);
-            }
-            success(sh, &req)
-        }
+        Ok(Done::Unsubscribed) => success(sh, &req),
         Ok(Done::Absent) => experimental(sh, &req, er::DIAMETER_ERROR_SUBS_DATA_ABSENT),
         Ok(Done::Unresolved(r)) => unresolved(sh, &req, &r),
         Err(store::Error::InvalidArgument(_)) => {

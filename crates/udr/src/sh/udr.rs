@@ -15,14 +15,17 @@ use super::config::Procedure;
 use super::data::{self, ims_user_state, ShProfile};
 use super::sh_data_xml::ShData;
 use super::{
-    base_error, check_permission, experimental, missing_service_indication, resolve_all,
-    service_indications, store_failed, success, unresolved, user_identity, Resolved,
+    check_permission, experimental, missing_service_indication, resolve_all, service_indications,
+    store_failed, success, unresolved, user_identity, Resolved,
 };
 use crate::context::Udr;
 
 /// The data references Sh-Pull and Sh-Subs-Notif serve.
 pub const SUPPORTED: [u32; 5] =
     [dr::REPOSITORY_DATA, dr::IMS_PUBLIC_IDENTITY, dr::IMS_USER_STATE, dr::S_CSCF_NAME, dr::MSISDN];
+
+/// Largest User-Data answered: an AVP's length field has 24 bits; leave room for the rest.
+const MAX_USER_DATA: usize = (1 << 24) - 64 * 1024;
 
 /// Identity-Set values (TS 29.329 §6.3.10).
 const REGISTERED_IDENTITIES: u32 = 1;
@@ -59,16 +62,16 @@ pub async fn user_data(udr: &Arc<Udr>, req: Message) -> Message {
         .await;
     let profile = match read {
         Ok((Resolved::Found(_), Some(p))) => p,
-        // The profile went away between the two reads of the snapshot: cannot happen in one
-        // read transaction, but answer as for an unknown user rather than panic.
+        // An identity without its profile row (never written so): as for an unknown user.
         Ok((Resolved::Found(_), None)) => return unresolved(sh, &req, &Resolved::Unknown),
         Ok((r, _)) => return unresolved(sh, &req, &r),
         Err(e) => return store_failed(sh, &req, &e),
     };
     let identity_sets = req.get_all_u32(&dict::IDENTITY_SET);
     let doc = sh_data_for(&profile, &refs, &services, &identity_sets).to_xml();
-    if doc.len() > 16 * 1024 * 1024 {
-        return base_error(sh, &req, diameter::result_code::DIAMETER_UNABLE_TO_COMPLY, None);
+    if doc.len() > MAX_USER_DATA {
+        // More than one AVP can carry (24-bit length): the answer could not even be encoded.
+        return experimental(sh, &req, super::pur::DIAMETER_ERROR_TOO_MUCH_DATA);
     }
     success(sh, &req).avp(dict::USER_DATA.bytes(doc.into_bytes()))
 }

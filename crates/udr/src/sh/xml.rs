@@ -170,11 +170,18 @@ pub fn parse(input: &str) -> Result<Element, XmlError> {
     root.ok_or_else(|| XmlError("no root element".into()))
 }
 
-fn close(el: Element, stack: &mut Vec<Element>, root: &mut Option<Element>) {
+fn close(el: Element, stack: &mut [Element], root: &mut Option<Element>) {
     match stack.last_mut() {
         Some(parent) => parent.children.push(el),
         None => *root = Some(el),
     }
+}
+
+/// Checks that `fragment` is well-formed element content on its own, every namespace prefix it
+/// uses declared inside it: opaque content (ServiceData) is stored as text and later embedded
+/// in other documents, where the declarations of its first context would be missing.
+pub fn check_fragment(fragment: &str) -> Result<(), XmlError> {
+    parse(&format!("<fragment>{fragment}</fragment>")).map(|_| ())
 }
 
 /// Escapes text for element content or a double-quoted attribute.
@@ -219,5 +226,8 @@ mod tests {
         }
         let deep = "<a>".repeat(MAX_DEPTH + 1) + &"</a>".repeat(MAX_DEPTH + 1);
         assert!(parse(&deep).is_err());
+        assert!(check_fragment("<p:x xmlns:p=\"urn:p\"><p:y/></p:x> text").is_ok());
+        assert!(check_fragment("<p:y/>").is_err(), "prefix declared outside the fragment");
+        assert!(check_fragment("</fragment><fragment>").is_err());
     }
 }

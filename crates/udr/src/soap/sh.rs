@@ -29,7 +29,7 @@ use super::adapter::{AdapterFuture, Fault, ProfileAdapter, Verb};
 use crate::context::Udr;
 use crate::sh::data::{self, ims_user_state, RepositoryData, ShProfile, UserId};
 use crate::sh::pnr;
-use crate::sh::xml::{escape, Element};
+use crate::sh::xml::{self, escape, Element};
 
 pub struct ShAdapter;
 
@@ -114,6 +114,9 @@ fn profile_from(el: &Element, src: &str, max_data: usize) -> Result<ShProfile, F
                         format!("serviceData of {si} is empty"),
                     ));
                 }
+                xml::check_fragment(raw).map_err(|e| {
+                    Fault::invalid("serviceData", format!("serviceData of {si}: {e}"))
+                })?;
                 if raw.len() > max_data {
                     return Err(Fault::invalid(
                         "serviceData",
@@ -226,12 +229,19 @@ async fn update(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault
 
 async fn delete(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
     let user = key(op)?;
-    let k = user.clone();
-    match udr.db.write(move |tx| data::delete(tx, &k)).await {
-        Ok(Some(pid)) => {
-            udr.sh.subscriptions.remove_profile(pid);
-            Ok(String::new())
-        }
+    let (k, u) = (user.clone(), udr.clone());
+    let deleted = udr
+        .db
+        .write(move |tx| {
+            let pid = data::delete(tx, &k)?;
+            if let Some(pid) = pid {
+                u.sh.subscriptions.remove_profile(pid);
+            }
+            Ok(pid)
+        })
+        .await;
+    match deleted {
+        Ok(Some(_)) => Ok(String::new()),
         Ok(None) => Err(Fault::not_found(format!("no Sh profile for {}", user.value()))),
         Err(e) => Err(Fault::server(&e)),
     }
