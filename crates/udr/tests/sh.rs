@@ -402,7 +402,9 @@ async fn profile_update_sequence_numbers_and_errors() {
 #[tokio::test]
 async fn subscribe_then_another_as_update_pushes_a_notification() {
     let dir = tempfile::tempdir().unwrap();
-    let u = TestUdr::start(dir.path(), sh_config()).await;
+    let mut config = sh_config();
+    config.sh.max_subscription_secs = 7200;
+    let u = TestUdr::start(dir.path(), config).await;
     provision(&u, alice()).await;
     let mut as1 = direct_as("as1.as.example", sh_addr(&u), 2001).await;
     let mut as2 = direct_as("as2.as.example", sh_addr(&u), 2001).await;
@@ -485,12 +487,38 @@ async fn subscribe_then_another_as_update_pushes_a_notification() {
     assert_eq!(u.udr.sh.subscriptions.len(), 1);
     ok(&as2.pur(ALICE, "mmtel", 2, Some("<x/>")).await);
     as3.next_pnr().await;
+    wait_no_subscriptions(&u, "after 5107").await;
+
+    // One-Time-Notification: one PNR, then the subscription is gone. Without an Expiry-Time the
+    // UDR grants max_subscription_secs.
+    let mut as4 = direct_as("as4.as.example", sh_addr(&u), 2001).await;
+    let m = as4
+        .request(
+            sh::CMD_SUBSCRIBE_NOTIFICATIONS,
+            Some(user_identity_public(ALICE)),
+            &[dr::REPOSITORY_DATA],
+        )
+        .avp(sh::SUBS_REQ_TYPE.enumerated(0))
+        .avp(sh::SERVICE_INDICATION.utf8("mmtel"))
+        .avp(sh::ONE_TIME_NOTIFICATION.enumerated(0));
+    let sna = as4.send(m).await;
+    ok(&sna);
+    let granted = sna.get_time(&sh::EXPIRY_TIME).unwrap().unix_secs();
+    assert!(granted.abs_diff(udr_now() + 7200) <= 5, "granted {granted}");
+    ok(&as2.pur(ALICE, "mmtel", 3, Some("<once/>")).await);
+    assert_eq!(repository(&as4.next_pnr().await)[0].1, 3);
+    wait_no_subscriptions(&u, "after a one-time notification").await;
+    ok(&as2.pur(ALICE, "mmtel", 4, Some("<twice/>")).await);
+    as4.no_pnr().await;
+    u.stop().await;
+}
+
+async fn wait_no_subscriptions(u: &TestUdr, when: &str) {
     let deadline = tokio::time::Instant::now() + T;
     while !u.udr.sh.subscriptions.is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "subscription not removed after 5107");
+        assert!(tokio::time::Instant::now() < deadline, "subscription not removed {when}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    u.stop().await;
 }
 
 #[tokio::test]
