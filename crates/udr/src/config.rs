@@ -23,6 +23,10 @@ pub struct UdrConfig {
     /// The subscriber-to-NF-group map (Nudr_GroupIDmap, the SLF role).
     #[serde(default)]
     pub slf: SlfConfig,
+
+    /// The Diameter Sh server (`[udr.sh]`). Disabled by default.
+    #[serde(default)]
+    pub sh: crate::sh::ShConfig,
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -53,6 +57,7 @@ impl UdrConfig {
                 return Err("udr.nrf: api_roots must name at least one NRF".into());
             }
         }
+        self.sh.validate()?;
         Ok(())
     }
 }

@@ -13,6 +13,8 @@ pub struct Udr {
     pub db: SqliteStore,
     /// The subscriber-to-NF-group map (SLF).
     pub slf: SlfStore,
+    /// Diameter Sh: settings, subscriptions, the node once listening.
+    pub sh: crate::sh::Sh,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -20,7 +22,14 @@ pub struct Udr {
 
 impl Udr {
     pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
-        Udr { config, slf: SlfStore::new(db.clone()), db, scheme, local_authority: OnceLock::new() }
+        Udr {
+            sh: crate::sh::Sh::new(config.sh.clone()),
+            config,
+            slf: SlfStore::new(db.clone()),
+            db,
+            scheme,
+            local_authority: OnceLock::new(),
+        }
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.

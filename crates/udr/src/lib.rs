@@ -1,13 +1,16 @@
 //! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
 //!
 //! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
-//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`].
+//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`]; [`sh`] is the
+//! Diameter Sh server (`[udr.sh]`) and [`soap`] the SOAP/XML provisioning (`POST /udr-soap/v1`).
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
 pub mod context;
 pub mod nudr_group_id_map;
+pub mod sh;
 pub mod slf;
+pub mod soap;
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -51,7 +54,7 @@ pub enum UdrError {
 
 /// Every table of the UDR, each service's migrations in turn (append only).
 pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS.into_iter().collect()
+    slf::MIGRATIONS.into_iter().chain(sh::data::MIGRATIONS).collect()
 }
 
 /// The SBI routes over `udr`.
@@ -63,6 +66,7 @@ pub fn router(udr: Arc<Udr>) -> Router {
             "Nudr_GroupIDmap_GetNfGroupIDs",
             nudr_group_id_map::get_nf_group_ids,
         )
+        .route(Method::POST, soap::PATH, soap::OPERATION, soap::handle)
         .build()
 }
 
@@ -73,10 +77,12 @@ pub struct Bound {
     db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
+    sh: Option<sh::ShServer>,
 }
 
 /// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
-/// registration (when `[udr.nrf]` is configured).
+/// registration (when `[udr.nrf]` is configured). With `[udr.sh] enabled`, the Sh listener is
+/// bound and started too.
 pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     config.udr.validate().map_err(UdrError::Config)?;
     let instance_id =
@@ -89,6 +95,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     db.migrate(migrations()).await?;
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
+    udr.sh.load(&db).await?;
     let observability = Observability::new();
     let server =
         SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
@@ -109,7 +116,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
             Some(NrfClient::new(nrf_config.clone(), client.clone(), profile.build())?)
         }
     };
-    Ok(Bound { server, udr, db, observability, nrf })
+    let sh = if config.udr.sh.enabled { Some(sh::start(udr.clone()).await?) } else { None };
+    Ok(Bound { server, udr, db, observability, nrf, sh })
 }
 
 impl Bound {
@@ -121,6 +129,11 @@ impl Bound {
         &self.udr
     }
 
+    /// The Sh listener's address, when `[udr.sh]` is enabled.
+    pub fn sh_local_addr(&self) -> Option<SocketAddr> {
+        self.sh.as_ref().and_then(|s| s.local_addr())
+    }
+
     /// Serves until `shutdown`, keeping the NRF registration; then deregisters from the NRF and
     /// closes the store (everything acknowledged is committed).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
@@ -129,6 +142,9 @@ impl Bound {
         }
         self.observability.set_ready(true);
         let served = self.server.serve(shutdown).await;
+        if let Some(sh) = self.sh {
+            sh.shutdown().await;
+        }
         if let Some(nrf) = &self.nrf {
             nrf.shutdown().await;
         }

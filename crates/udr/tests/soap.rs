@@ -1,0 +1,450 @@
+//! SOAP 1.1 provisioning over HTTP/1.1 on the UDR's SBI port: every operation of both profile
+//! kinds, the faults, Sh and SOAP seeing the same data (and a provisioning change pushed to a
+//! subscribed AS as a PNR), and docs/udr.wsdl describing exactly the dispatched operations.
+
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use diameter::builders::{user_identity_public, vendor_specific_auth_app};
+use diameter::dictionary::base;
+use diameter::dictionary::sh::{self, data_reference as dr, experimental_result as er};
+use diameter::{ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, VENDOR_3GPP};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use udr::sh::config::ShConfig;
+use udr::sh::xml::{self, Element};
+use udr::UdrConfig;
+
+const SOAP_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
+const NS: &str = "urn:fivecore:udr:provisioning:1";
+const T: Duration = Duration::from_secs(15);
+
+struct Answer {
+    status: u16,
+    content_type: String,
+    body: String,
+}
+
+/// One POST over a fresh HTTP/1.1 connection, as legacy SOAP stacks do.
+async fn post(u: &TestUdr, headers: &[(&str, &str)], body: &str) -> Answer {
+    let addr = u.base.trim_start_matches("http://").to_owned();
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    let mut req = http::Request::post("/udr-soap/v1")
+        .header("host", addr.as_str())
+        .header("content-length", body.len());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
+    let resp = tokio::time::timeout(T, send.send_request(req)).await.unwrap().unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    Answer { status, content_type, body: String::from_utf8(body.to_vec()).unwrap() }
+}
+
+fn envelope(op: &str, inner: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+         <soapenv:Envelope xmlns:soapenv=\"{SOAP_ENV}\" xmlns:udr=\"{NS}\">\
+         <soapenv:Header/><soapenv:Body><udr:{op}>{inner}</udr:{op}></soapenv:Body>\
+         </soapenv:Envelope>"
+    )
+}
+
+async fn call(u: &TestUdr, op: &str, inner: &str) -> Answer {
+    let action = format!("\"{NS}/{op}\"");
+    post(
+        u,
+        &[("content-type", "text/xml; charset=utf-8"), ("soapaction", &action)],
+        &envelope(op, inner),
+    )
+    .await
+}
+
+/// The `{op}Response` element of a successful answer.
+fn response(a: &Answer, op: &str) -> Element {
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.content_type, "text/xml; charset=utf-8");
+    let root = xml::parse(&a.body).unwrap();
+    assert_eq!((root.ns.as_deref(), root.name.as_str()), (Some(SOAP_ENV), "Envelope"));
+    let body = root.child("Body").unwrap();
+    let r = &body.children[0];
+    assert_eq!((r.ns.as_deref(), r.name.clone()), (Some(NS), format!("{op}Response")));
+    r.clone()
+}
+
+/// Asserts a SOAP fault (HTTP 500) with this faultcode and detail code; returns the field.
+fn fault(a: &Answer, faultcode: &str, code: &str) -> Option<String> {
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert_eq!(a.content_type, "text/xml; charset=utf-8");
+    let root = xml::parse(&a.body).unwrap();
+    let f = root.child("Body").unwrap().child("Fault").expect("a Fault");
+    assert_eq!(f.ns.as_deref(), Some(SOAP_ENV));
+    assert_eq!(
+        f.child_text("faultcode"),
+        Some(format!("soapenv:{faultcode}").as_str()),
+        "{}",
+        a.body
+    );
+    assert!(!f.child_text("faultstring").unwrap().is_empty());
+    let e = f.child("detail").unwrap().child("error").unwrap();
+    assert_eq!(e.ns.as_deref(), Some(NS));
+    assert_eq!(e.child_text("code"), Some(code), "{}", a.body);
+    assert!(!e.child_text("message").unwrap().is_empty());
+    e.child_text("field").map(str::to_owned)
+}
+
+fn texts<'a>(el: &'a Element, name: &'a str) -> Vec<&'a str> {
+    el.children_named(name).map(|e| e.text.trim()).collect()
+}
+
+const SLF_ENTRY: &str = "<udr:entry><udr:subscriberId>imsi-001010000000011</udr:subscriberId>\
+    <udr:subscriberId>msisdn-33600000011</udr:subscriberId>\
+    <udr:group><udr:nfType>UDM</udr:nfType><udr:groupId>udm-1</udr:groupId></udr:group>\
+    <udr:group><udr:nfType>PCF</udr:nfType><udr:groupId>pcf-1</udr:groupId></udr:group></udr:entry>";
+
+#[tokio::test]
+async fn slf_entries_every_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+
+    let r = response(&call(&u, "CreateSlfEntry", SLF_ENTRY).await, "CreateSlfEntry");
+    assert_eq!(r.children_named("entry").count(), 2);
+    let again = call(&u, "CreateSlfEntry", SLF_ENTRY).await;
+    fault(&again, "Client", "ALREADY_EXISTS");
+
+    let by_id = "<udr:subscriberId>imsi-001010000000011</udr:subscriberId>";
+    let r = response(&call(&u, "GetSlfEntry", by_id).await, "GetSlfEntry");
+    let e = r.child("entry").unwrap();
+    assert_eq!(texts(e, "subscriberId"), ["imsi-001010000000011"]);
+    let groups: Vec<_> = e
+        .children_named("group")
+        .map(|g| (g.child_text("nfType").unwrap(), g.child_text("groupId").unwrap()))
+        .collect();
+    assert_eq!(groups, [("PCF", "pcf-1"), ("UDM", "udm-1")]);
+    // The SLF lookup (Nudr_GroupIDmap) sees what SOAP wrote.
+    let c = client();
+    let url =
+        u.url("/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=msisdn-33600000011");
+    assert_eq!(body(&get(&c, &url).await), serde_json::json!({"UDM": "udm-1"}));
+
+    let upd = SLF_ENTRY.replace("udm-1", "udm-2");
+    response(&call(&u, "UpdateSlfEntry", &upd).await, "UpdateSlfEntry");
+    assert_eq!(body(&get(&c, &url).await), serde_json::json!({"UDM": "udm-2"}));
+    let unknown = SLF_ENTRY.replace("imsi-001010000000011", "imsi-001010000000099");
+    fault(&call(&u, "UpdateSlfEntry", &unknown).await, "Client", "NOT_FOUND");
+    // The refused update wrote nothing, not even its known identity.
+    assert_eq!(body(&get(&c, &url).await), serde_json::json!({"UDM": "udm-2"}));
+
+    let del = "<udr:subscriberId>imsi-001010000000011</udr:subscriberId>\
+               <udr:subscriberId>msisdn-33600000011</udr:subscriberId>";
+    let r = response(&call(&u, "DeleteSlfEntry", del).await, "DeleteSlfEntry");
+    assert_eq!(r.child_text("deleted"), Some("2"));
+    fault(&call(&u, "GetSlfEntry", by_id).await, "Client", "NOT_FOUND");
+    fault(&call(&u, "DeleteSlfEntry", del).await, "Client", "NOT_FOUND");
+    u.stop().await;
+}
+
+const PROFILE: &str = "<udr:profile><udr:publicIdentity>sip:carol@ims.example</udr:publicIdentity>\
+    <udr:publicIdentity>tel:+33600000021</udr:publicIdentity><udr:msisdn>33600000021</udr:msisdn>\
+    <udr:imsUserState>REGISTERED</udr:imsUserState><udr:scscfName>sip:scscf1.ims.example</udr:scscfName>\
+    <udr:repositoryData><udr:serviceIndication>mmtel</udr:serviceIndication>\
+    <udr:serviceData><cfu xmlns=\"urn:x\"><to>tel:+331</to></cfu></udr:serviceData></udr:repositoryData>\
+    </udr:profile>";
+
+/// A node acting as an AS, collecting the PNRs it receives.
+async fn as_node(
+    udr_sh: SocketAddr,
+) -> (DiameterNode, tokio::sync::mpsc::UnboundedReceiver<Message>) {
+    let mut c = NodeConfig::new("as1.as.example", "as.example");
+    c.applications = vec![ApplicationId::tgpp(sh::APP_ID)];
+    c.peers = vec![PeerConfig::connect("udr.fivecore.local", udr_sh)];
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let node = DiameterNode::builder(c)
+        .handler(sh::APP_ID, move |req: Message| {
+            let tx = tx.clone();
+            async move {
+                let a = Message::answer_to(&req)
+                    .avp(vendor_specific_auth_app(VENDOR_3GPP, sh::APP_ID))
+                    .avp(base::AUTH_SESSION_STATE.enumerated(1))
+                    .result_code_avp(2001);
+                let _ = tx.send(req);
+                a
+            }
+        })
+        .start()
+        .await
+        .unwrap();
+    assert!(node.wait_open("udr.fivecore.local", T).await);
+    (node, rx)
+}
+
+fn sh_request(node: &DiameterNode, cmd: u32, user: &str, refs: &[u32]) -> Message {
+    let mut m = Message::request(sh::APP_ID, cmd)
+        .session_id_avp(&node.new_session_id())
+        .avp(vendor_specific_auth_app(VENDOR_3GPP, sh::APP_ID))
+        .avp(base::AUTH_SESSION_STATE.enumerated(1))
+        .origin("as1.as.example", "as.example")
+        .destination("fivecore.local", None)
+        .avp(user_identity_public(user));
+    for r in refs {
+        m.push(sh::DATA_REFERENCE.enumerated(*r));
+    }
+    m
+}
+
+#[tokio::test]
+async fn sh_profiles_over_soap_and_sh_see_the_same_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = UdrConfig {
+        sh: ShConfig {
+            enabled: true,
+            listen: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
+            ..ShConfig::default()
+        },
+        ..UdrConfig::default()
+    };
+    let u = TestUdr::start(dir.path(), config).await;
+    let r = response(&call(&u, "CreateShProfile", PROFILE).await, "CreateShProfile");
+    let p = r.child("profile").unwrap();
+    assert_eq!(texts(p, "publicIdentity"), ["sip:carol@ims.example", "tel:+33600000021"]);
+    assert_eq!(p.child("repositoryData").unwrap().child_text("sequenceNumber"), Some("0"));
+    fault(&call(&u, "CreateShProfile", PROFILE).await, "Client", "ALREADY_EXISTS");
+
+    // Sh reads what SOAP wrote, and an AS's PUR shows in a SOAP Get.
+    let sh_addr = u.udr.sh.node().unwrap().local_addr().unwrap();
+    let (node, mut pnrs) = as_node(sh_addr).await;
+    let m = sh_request(
+        &node,
+        sh::CMD_USER_DATA,
+        "sip:carol@ims.example",
+        &[dr::REPOSITORY_DATA, dr::IMS_USER_STATE],
+    )
+    .avp(sh::SERVICE_INDICATION.utf8("mmtel"));
+    let uda = node.request(m).await.unwrap();
+    assert_eq!(uda.result_code(), Some(2001));
+    let doc = String::from_utf8(uda.user_data().unwrap().to_vec()).unwrap();
+    assert!(
+        doc.contains("<ServiceData><cfu xmlns=\"urn:x\"><to>tel:+331</to></cfu></ServiceData>"),
+        "{doc}"
+    );
+    assert!(doc.contains("<IMSUserState>1</IMSUserState>"), "{doc}");
+    let pur_doc = "<Sh-Data><RepositoryData><ServiceIndication>mmtel</ServiceIndication>\
+                   <SequenceNumber>1</SequenceNumber><ServiceData><cfu xmlns=\"urn:x\"><to>tel:+339</to></cfu></ServiceData>\
+                   </RepositoryData></Sh-Data>";
+    let m =
+        sh_request(&node, sh::CMD_PROFILE_UPDATE, "sip:carol@ims.example", &[dr::REPOSITORY_DATA])
+            .avp(sh::USER_DATA.bytes(pur_doc.as_bytes().to_vec()));
+    assert_eq!(node.request(m).await.unwrap().result_code(), Some(2001));
+    let by_msisdn = "<udr:msisdn>33600000021</udr:msisdn>";
+    let r = response(&call(&u, "GetShProfile", by_msisdn).await, "GetShProfile");
+    let repo = r.child("profile").unwrap().child("repositoryData").unwrap();
+    assert_eq!(repo.child_text("sequenceNumber"), Some("1"));
+    let text = &r.child("profile").unwrap();
+    assert_eq!(text.child_text("imsUserState"), Some("REGISTERED"));
+
+    // Subscribed to the repository data and the IMS user state: a provisioning Update is pushed.
+    let m = sh_request(
+        &node,
+        sh::CMD_SUBSCRIBE_NOTIFICATIONS,
+        "sip:carol@ims.example",
+        &[dr::REPOSITORY_DATA, dr::IMS_USER_STATE],
+    )
+    .avp(sh::SUBS_REQ_TYPE.enumerated(0))
+    .avp(sh::SERVICE_INDICATION.utf8("mmtel"));
+    assert_eq!(node.request(m).await.unwrap().result_code(), Some(2001));
+    let changed = PROFILE.replace("REGISTERED", "NOT_REGISTERED").replace("tel:+331", "tel:+332");
+    let key = "<udr:publicIdentity>tel:+33600000021</udr:publicIdentity>";
+    let r =
+        response(&call(&u, "UpdateShProfile", &format!("{key}{changed}")).await, "UpdateShProfile");
+    let repo = r.child("profile").unwrap().child("repositoryData").unwrap();
+    assert_eq!(repo.child_text("sequenceNumber"), Some("2"), "provisioning continues the sequence");
+    let pnr = tokio::time::timeout(T, pnrs.recv()).await.unwrap().unwrap();
+    assert_eq!(pnr.command_code(), sh::CMD_PUSH_NOTIFICATION);
+    let doc = String::from_utf8(pnr.user_data().unwrap().to_vec()).unwrap();
+    assert!(doc.contains("<SequenceNumber>2</SequenceNumber><ServiceData><cfu xmlns=\"urn:x\"><to>tel:+332</to></cfu></ServiceData>"), "{doc}");
+    assert!(doc.contains("<IMSUserState>0</IMSUserState>"), "{doc}");
+    // The AS's next PUR follows the provisioned number.
+    let stale =
+        sh_request(&node, sh::CMD_PROFILE_UPDATE, "sip:carol@ims.example", &[dr::REPOSITORY_DATA])
+            .avp(
+                sh::USER_DATA
+                    .bytes(pur_doc.replace("<SequenceNumber>1", "<SequenceNumber>2").into_bytes()),
+            );
+    let ans = node.request(stale).await.unwrap();
+    assert_eq!(
+        ans.experimental_result().map(|e| e.code),
+        Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC)
+    );
+
+    // Delete: Sh no longer knows the user, and the subscriptions are gone.
+    response(&call(&u, "DeleteShProfile", key).await, "DeleteShProfile");
+    assert!(u.udr.sh.subscriptions.is_empty());
+    let m = sh_request(&node, sh::CMD_USER_DATA, "sip:carol@ims.example", &[dr::MSISDN]);
+    let ans = node.request(m).await.unwrap();
+    assert_eq!(ans.experimental_result().map(|e| e.code), Some(er::DIAMETER_ERROR_USER_UNKNOWN));
+    fault(&call(&u, "GetShProfile", key).await, "Client", "NOT_FOUND");
+    fault(&call(&u, "UpdateShProfile", &format!("{key}{PROFILE}")).await, "Client", "NOT_FOUND");
+    fault(&call(&u, "DeleteShProfile", key).await, "Client", "NOT_FOUND");
+    node.shutdown().await;
+    u.stop().await;
+}
+
+#[tokio::test]
+async fn every_mistake_is_a_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let xml_ct = ("content-type", "text/xml; charset=utf-8");
+    let get = envelope("GetSlfEntry", "<udr:subscriberId>imsi-001010000000011</udr:subscriberId>");
+
+    // Transport-level mistakes.
+    let a = post(&u, &[("content-type", "application/json"), ("soapaction", "")], &get).await;
+    fault(&a, "Client", "UNSUPPORTED_MEDIA_TYPE");
+    fault(&post(&u, &[xml_ct], &get).await, "Client", "SOAP_ACTION_MISSING");
+    let a = post(
+        &u,
+        &[xml_ct, ("soapaction", "\"urn:fivecore:udr:provisioning:1/DeleteSlfEntry\"")],
+        &get,
+    )
+    .await;
+    fault(&a, "Client", "SOAP_ACTION_MISMATCH");
+    // An empty SOAPAction is allowed (SOAP 1.1 §6.1.1: the intent is the body's).
+    let a = post(&u, &[xml_ct, ("soapaction", "\"\"")], &get).await;
+    fault(&a, "Client", "NOT_FOUND");
+
+    // Envelope-level mistakes.
+    let sa = ("soapaction", "");
+    fault(
+        &post(&u, &[xml_ct, sa], "<soapenv:Envelope xmlns:soapenv=").await,
+        "Client",
+        "MALFORMED_XML",
+    );
+    fault(&post(&u, &[xml_ct, sa], "<a><b></a>").await, "Client", "MALFORMED_XML");
+    fault(&post(&u, &[xml_ct, sa], "<Request/>").await, "Client", "INVALID_ENVELOPE");
+    // An Envelope outside SOAP 1.1's namespace, unqualified included (SOAP 1.1 §4.4.1).
+    fault(&post(&u, &[xml_ct, sa], "<Envelope/>").await, "VersionMismatch", "VERSION_MISMATCH");
+    let soap12 = get.replace(SOAP_ENV, "http://www.w3.org/2003/05/soap-envelope");
+    fault(&post(&u, &[xml_ct, sa], &soap12).await, "VersionMismatch", "VERSION_MISMATCH");
+    let must = get.replace(
+        "<soapenv:Header/>",
+        "<soapenv:Header><x:Auth xmlns:x=\"urn:other\" soapenv:mustUnderstand=\"1\"/></soapenv:Header>",
+    );
+    fault(&post(&u, &[xml_ct, sa], &must).await, "MustUnderstand", "MUST_UNDERSTAND");
+    let no_body = format!(
+        "<soapenv:Envelope xmlns:soapenv=\"{SOAP_ENV}\"><soapenv:Header/></soapenv:Envelope>"
+    );
+    fault(&post(&u, &[xml_ct, sa], &no_body).await, "Client", "INVALID_ENVELOPE");
+    let doctype = format!("<!DOCTYPE x [<!ENTITY e \"e\">]>{get}");
+    fault(&post(&u, &[xml_ct, sa], &doctype).await, "Client", "MALFORMED_XML");
+
+    // Operation-level mistakes.
+    fault(&call(&u, "GetEirEntry", "").await, "Client", "UNKNOWN_OPERATION");
+    let other_ns = get.replace(&format!("xmlns:udr=\"{NS}\""), "xmlns:udr=\"urn:other\"");
+    fault(&post(&u, &[xml_ct, sa], &other_ns).await, "Client", "UNKNOWN_OPERATION");
+    assert_eq!(
+        fault(&call(&u, "GetSlfEntry", "").await, "Client", "MANDATORY_FIELD_MISSING").as_deref(),
+        Some("subscriberId")
+    );
+    let bad_id = "<udr:subscriberId>imsi-12</udr:subscriberId>";
+    assert_eq!(
+        fault(&call(&u, "GetSlfEntry", bad_id).await, "Client", "INVALID_FIELD").as_deref(),
+        Some("subscriberId")
+    );
+    let no_group =
+        "<udr:entry><udr:subscriberId>imsi-001010000000011</udr:subscriberId></udr:entry>";
+    assert_eq!(
+        fault(&call(&u, "CreateSlfEntry", no_group).await, "Client", "MANDATORY_FIELD_MISSING")
+            .as_deref(),
+        Some("group")
+    );
+    let bad_type = SLF_ENTRY.replace(">UDM<", ">udm<");
+    assert_eq!(
+        fault(&call(&u, "CreateSlfEntry", &bad_type).await, "Client", "INVALID_FIELD").as_deref(),
+        Some("group")
+    );
+    let bad_state = PROFILE.replace(">REGISTERED<", ">ONLINE<");
+    assert_eq!(
+        fault(&call(&u, "CreateShProfile", &bad_state).await, "Client", "INVALID_FIELD").as_deref(),
+        Some("imsUserState")
+    );
+    let bad_uri = PROFILE.replace("sip:carol@ims.example", "carol");
+    assert_eq!(
+        fault(&call(&u, "CreateShProfile", &bad_uri).await, "Client", "INVALID_FIELD").as_deref(),
+        Some("publicIdentity")
+    );
+    let unknown_el = PROFILE.replace("<udr:msisdn>", "<udr:nickname>x</udr:nickname><udr:msisdn>");
+    assert_eq!(
+        fault(&call(&u, "CreateShProfile", &unknown_el).await, "Client", "INVALID_FIELD")
+            .as_deref(),
+        Some("profile")
+    );
+    assert_eq!(
+        fault(&call(&u, "CreateShProfile", "").await, "Client", "MANDATORY_FIELD_MISSING")
+            .as_deref(),
+        Some("profile")
+    );
+    let both =
+        "<udr:publicIdentity>sip:a@b</udr:publicIdentity><udr:msisdn>33600000021</udr:msisdn>";
+    fault(&call(&u, "GetShProfile", both).await, "Client", "INVALID_FIELD");
+    let unknown = "<udr:publicIdentity>sip:nobody@ims.example</udr:publicIdentity>";
+    fault(&call(&u, "GetShProfile", unknown).await, "Client", "NOT_FOUND");
+    // Nothing of the refused creations was written.
+    fault(
+        &call(&u, "GetShProfile", "<udr:msisdn>33600000021</udr:msisdn>").await,
+        "Client",
+        "NOT_FOUND",
+    );
+    u.stop().await;
+}
+
+/// docs/udr.wsdl lists exactly the operations the UDR dispatches, each with its soapAction and
+/// its request and response elements.
+#[test]
+fn wsdl_operations_match_the_dispatch_table() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/udr.wsdl");
+    let text = std::fs::read_to_string(path).unwrap();
+    let wsdl = xml::parse(&text).unwrap();
+    assert_eq!(wsdl.name, "definitions");
+    assert_eq!(wsdl.attr("targetNamespace"), Some(NS));
+    let mut served = udr::soap::operation_names();
+    served.sort();
+
+    let port_type = wsdl.child("portType").unwrap();
+    let mut in_port: Vec<String> =
+        port_type.children_named("operation").map(|o| o.attr("name").unwrap().to_owned()).collect();
+    in_port.sort();
+    assert_eq!(in_port, served, "portType operations");
+
+    let binding = wsdl.child("binding").unwrap();
+    let mut in_binding = Vec::new();
+    for o in binding.children_named("operation") {
+        let name = o.attr("name").unwrap().to_owned();
+        let action = o.child("operation").unwrap().attr("soapAction").unwrap();
+        assert_eq!(action, udr::soap::soap_action(&name));
+        in_binding.push(name);
+    }
+    in_binding.sort();
+    assert_eq!(in_binding, served, "binding operations");
+
+    let schema = wsdl.child("types").unwrap().child("schema").unwrap();
+    let elements: Vec<&str> =
+        schema.children_named("element").map(|e| e.attr("name").unwrap()).collect();
+    for op in &served {
+        assert!(elements.contains(&op.as_str()), "no element {op}");
+        assert!(elements.contains(&format!("{op}Response").as_str()), "no element {op}Response");
+    }
+    let location = wsdl.child("service").unwrap().child("port").unwrap().child("address").unwrap();
+    assert!(location.attr("location").unwrap().ends_with(udr::soap::PATH));
+}
