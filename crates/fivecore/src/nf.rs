@@ -45,7 +45,7 @@ pub const ALL: [NfInfo; 5] = [
         name: "UDR",
         sbi_port: 7001,
         diameter: Some(("Sh", 3870)),
-        diameter_served: false,
+        diameter_served: true,
         issue: Some(7),
         available: true,
     },

@@ -61,6 +61,8 @@ pub fn run(args: &UpArgs) -> ExitCode {
     udr_config.sbi.listen = local(nf::Nf::Udr);
     udr_config.instance_id = None;
     udr_config.udr.nrf.get_or_insert_with(own_nrf);
+    // And the UDR's Diameter Sh server (on `[udr.sh] listen`, 3870 by default).
+    udr_config.udr.sh.enabled = true;
     let result = runtime.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let (stop_nrf_tx, stop_nrf_rx) = tokio::sync::watch::channel(false);

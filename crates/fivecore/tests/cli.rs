@@ -58,7 +58,7 @@ fn up_serves_the_nrf_prints_the_endpoint_table_and_stops_on_sigterm() {
         "http://127.0.0.1:7000",
         "serving",
         "127.0.0.1:3869 (Rx proxy)",
-        "- (Sh to come)",
+        "127.0.0.1:3870 (Sh)",
         "/healthz/ready",
     ] {
         assert!(stdout.contains(line), "table lacks {line}: {stdout}");
