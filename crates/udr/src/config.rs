@@ -23,6 +23,10 @@ pub struct UdrConfig {
     /// The subscriber-to-NF-group map (Nudr_GroupIDmap, the SLF role).
     #[serde(default)]
     pub slf: SlfConfig,
+
+    /// The 5G-EIR role (`[udr.eir]`, N5g-eir_EquipmentIdentityCheck).
+    #[serde(default)]
+    pub eir: crate::eir::EirConfig,
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -53,6 +57,7 @@ impl UdrConfig {
                 return Err("udr.nrf: api_roots must name at least one NRF".into());
             }
         }
+        self.eir.validate(self.nrf.is_some())?;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@ use sbi::SbiRequest;
 use store::SqliteStore;
 
 use crate::config::UdrConfig;
+use crate::eir::EirStore;
 use crate::slf::SlfStore;
 
 pub struct Udr {
@@ -13,6 +14,8 @@ pub struct Udr {
     pub db: SqliteStore,
     /// The subscriber-to-NF-group map (SLF).
     pub slf: SlfStore,
+    /// The 5G-EIR's equipment lists.
+    pub eir: EirStore,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -20,7 +23,14 @@ pub struct Udr {
 
 impl Udr {
     pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
-        Udr { config, slf: SlfStore::new(db.clone()), db, scheme, local_authority: OnceLock::new() }
+        Udr {
+            config,
+            slf: SlfStore::new(db.clone()),
+            eir: EirStore::new(db.clone()),
+            db,
+            scheme,
+            local_authority: OnceLock::new(),
+        }
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.
