@@ -30,7 +30,9 @@ pub fn run(args: &ImportArgs) -> ExitCode {
 
 type Input = Box<dyn BufRead + Send>;
 
-fn prepare(args: &ImportArgs) -> Result<(Options, store::SqliteConfig, Input, Option<u64>), String> {
+fn prepare(
+    args: &ImportArgs,
+) -> Result<(Options, store::SqliteConfig, Input, Option<u64>), String> {
     let config = match &args.config {
         Some(path) => crate::config::Config::load(path).map_err(|e| e.to_string())?,
         None => crate::config::Config::default(),
@@ -63,7 +65,8 @@ fn prepare(args: &ImportArgs) -> Result<(Options, store::SqliteConfig, Input, Op
     // The import only writes; one reader thread is the store's minimum.
     store.readers = 1;
     if let Some(dir) = store.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let (input, total): (Input, Option<u64>) = if stdin {
         (Box::new(BufReader::with_capacity(READ_BUFFER, std::io::stdin())), None)
@@ -223,7 +226,11 @@ impl Bar {
                 line.push_str(&format!("ETA {}:{:02}  ", eta as u64 / 60, eta as u64 % 60));
             }
         }
-        line.push_str(&format!("{} rows  {} rows/s  {secs:.1} s", group(p.rows), group(rate as u64)));
+        line.push_str(&format!(
+            "{} rows  {} rows/s  {secs:.1} s",
+            group(p.rows),
+            group(rate as u64)
+        ));
         if p.bad > 0 {
             line.push_str(&format!("  {} bad", group(p.bad)));
         }

@@ -108,7 +108,8 @@ fn udr_import_loads_files_and_stdin_while_a_udr_serves() {
     let (code, _, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &bad]);
     assert_eq!(code, 1, "stops at the bad row: {err}");
     assert!(err.contains("line 3: /subscriberIds/0") && err.contains("stopped"), "{err}");
-    let args = ["udr", "import", "--kind", "slf", "--on-bad-row", "skip", "--data-dir", &data, &bad];
+    let args =
+        ["udr", "import", "--kind", "slf", "--on-bad-row", "skip", "--data-dir", &data, &bad];
     let (code, _, err) = fivecore(&args);
     assert_eq!(code, 3, "bad rows skipped: {err}");
     let (code, _, err) = fivecore(&["udr", "import", "--kind", "eir", "--data-dir", &data, "-"]);

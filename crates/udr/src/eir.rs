@@ -448,9 +448,7 @@ pub fn lookup(c: &Connection, imei: u64) -> store::Result<Option<Found>> {
             "SELECT range_end, status, supis, gpsis FROM udr_eir_imei_range
              WHERE range_start <= ?1 ORDER BY range_start DESC LIMIT 1",
         )?
-        .query_row([key], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get(2)?, r.get(3)?))
-        })
+        .query_row([key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
     match range {
         Some((end, status, supis, gpsis)) if end >= key => {
@@ -680,8 +678,14 @@ mod tests {
         let f = found(Blacklisted, None, Some("msisdn-1234567"));
         assert_eq!(f.answer(None, Some("msisdn-7654321"), Greylisted), Blacklisted);
         let f = found(Greylisted, Some("imsi-001010000000001"), Some("msisdn-1234567"));
-        assert_eq!(f.answer(Some("imsi-001010000000001"), Some("msisdn-1"), Blacklisted), Blacklisted);
-        assert_eq!(f.answer(Some("imsi-001010000000001"), Some("msisdn-1234567"), Blacklisted), Greylisted);
+        assert_eq!(
+            f.answer(Some("imsi-001010000000001"), Some("msisdn-1"), Blacklisted),
+            Blacklisted
+        );
+        assert_eq!(
+            f.answer(Some("imsi-001010000000001"), Some("msisdn-1234567"), Blacklisted),
+            Greylisted
+        );
     }
 
     #[tokio::test]
@@ -691,12 +695,23 @@ mod tests {
             SqliteStore::open(store::SqliteConfig::new(dir.path().join("e.db"))).await.unwrap();
         db.migrate(MIGRATIONS).await.unwrap();
         let eir = EirStore::new(db);
-        let range = |start, end, status| RangeEntry { start, end, status, binding: Binding::default() };
+        let range =
+            |start, end, status| RangeEntry { start, end, status, binding: Binding::default() };
         use EquipmentStatus::*;
         assert_eq!(eir.create_range(range(100, 199, Greylisted)).await.unwrap(), Ok(()));
         assert_eq!(eir.create_range(range(300, 399, Whitelisted)).await.unwrap(), Ok(()));
-        assert_eq!(eir.create_range(range(100, 150, Whitelisted)).await.unwrap(), Err(RangeConflict::Exists));
-        for (s, e, hit) in [(50, 100, (100, 199)), (199, 250, (100, 199)), (150, 160, (100, 199)), (250, 300, (300, 399)), (0, 1000, (300, 399)), (399, 400, (300, 399))] {
+        assert_eq!(
+            eir.create_range(range(100, 150, Whitelisted)).await.unwrap(),
+            Err(RangeConflict::Exists)
+        );
+        for (s, e, hit) in [
+            (50, 100, (100, 199)),
+            (199, 250, (100, 199)),
+            (150, 160, (100, 199)),
+            (250, 300, (300, 399)),
+            (0, 1000, (300, 399)),
+            (399, 400, (300, 399)),
+        ] {
             assert_eq!(
                 eir.create_range(range(s, e, Blacklisted)).await.unwrap(),
                 Err(RangeConflict::Overlaps(hit.0, hit.1)),
@@ -705,9 +720,15 @@ mod tests {
         }
         assert_eq!(eir.create_range(range(200, 299, Blacklisted)).await.unwrap(), Ok(()));
         // Growing a range into its neighbour is refused; shrinking it is fine.
-        assert_eq!(eir.update_range(range(100, 200, Greylisted)).await.unwrap(), Err(RangeConflict::Overlaps(200, 299)));
+        assert_eq!(
+            eir.update_range(range(100, 200, Greylisted)).await.unwrap(),
+            Err(RangeConflict::Overlaps(200, 299))
+        );
         assert_eq!(eir.update_range(range(100, 180, Greylisted)).await.unwrap(), Ok(()));
-        assert_eq!(eir.update_range(range(101, 180, Greylisted)).await.unwrap(), Err(RangeConflict::NotFound));
+        assert_eq!(
+            eir.update_range(range(101, 180, Greylisted)).await.unwrap(),
+            Err(RangeConflict::NotFound)
+        );
         let single = ImeiEntry { imei: 150, status: Blacklisted, binding: Binding::default() };
         assert!(eir.create_imei(single.clone()).await.unwrap());
         assert!(!eir.create_imei(single).await.unwrap());

@@ -127,7 +127,11 @@ pub async fn run<R: BufRead + Send + 'static>(
         match rows {
             Rows::Slf(entries) => {
                 let n = entries.len() as u64;
-                let s = db.write(move |tx| slf::put_entries_counted(tx, &entries)).await?;
+                // The rows come back to be freed here, not on the writer thread.
+                let (s, rows) = db
+                    .write(move |tx| Ok((slf::put_entries_counted(tx, &entries)?, entries)))
+                    .await?;
+                drop(rows);
                 report.slf.new += s.new;
                 report.slf.replaced += s.replaced;
                 report.slf.removed += s.removed;
@@ -135,7 +139,9 @@ pub async fn run<R: BufRead + Send + 'static>(
             }
             Rows::Eir(items) => {
                 let stop_on_bad = opts.stop_on_bad_row;
-                let w = db.write(move |tx| write_eir(tx, &items, stop_on_bad)).await?;
+                let (w, rows) =
+                    db.write(move |tx| Ok((write_eir(tx, &items, stop_on_bad)?, items))).await?;
+                drop(rows);
                 report.imeis += w.imeis;
                 report.ranges += w.ranges;
                 report.progress.rows += w.imeis + w.ranges;
@@ -229,11 +235,7 @@ fn write_eir(
 // ---- the parser thread -----------------------------------------------------------------------
 
 /// Reads `input` into batches sent on `out` until the end, a stop, or `out` closes.
-fn parse<R: BufRead>(
-    mut input: R,
-    opts: Options,
-    out: &mpsc::Sender<Result<Batch, ImportError>>,
-) {
+fn parse<R: BufRead>(mut input: R, opts: Options, out: &mpsc::Sender<Result<Batch, ImportError>>) {
     let mut reader = RowReader::new(opts);
     let mut line_buf: Vec<u8> = Vec::with_capacity(1024);
     let mut line_no: u64 = 0;
@@ -393,8 +395,7 @@ impl RowReader {
                          column per NF type (UDM, AUSF, ...)"
                     )));
                 }
-                if let Some(c) = cols.iter().find(|c| *c != SLF_IDS_COLUMN && !slf::is_nf_type(c))
-                {
+                if let Some(c) = cols.iter().find(|c| *c != SLF_IDS_COLUMN && !slf::is_nf_type(c)) {
                     return Err(fatal(format!("header: column {c:?} is not an NF type")));
                 }
             }

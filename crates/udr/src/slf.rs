@@ -31,16 +31,16 @@ pub const MIGRATIONS: [Migration; 2] = [
     Migration::new(
         "udr-0002-slf-entry",
         // Entries of several identities (a SUPI with its GPSI, IMPI, ...), for provisioning: each
-        // member row names its entry's key (the entry's first identity) and the entry row lists
-        // the members, so an entry is read or removed from any of its identities with primary-key
-        // reads only (no secondary index over tens of millions of rows). A lone identity keeps
-        // `entry_id` NULL and has no entry row, so it costs what it cost before. The lookup path
-        // (`SlfStore::get`) does not read either column.
-        "ALTER TABLE udr_slf_subscriber ADD COLUMN entry_id TEXT;
+        // member row names its entry by a small integer and the entry row lists the members in
+        // order (the first is the entry's key), so an entry is read or removed from any of its
+        // identities with primary-key reads only (no secondary index over tens of millions of
+        // rows). A lone identity keeps `entry_id` NULL and has no entry row, so it costs what it
+        // cost before. The lookup path (`SlfStore::get`) reads neither.
+        "ALTER TABLE udr_slf_subscriber ADD COLUMN entry_id INTEGER;
         CREATE TABLE udr_slf_entry (
-            entry_id TEXT PRIMARY KEY NOT NULL,
+            entry_id INTEGER PRIMARY KEY,
             subscriber_ids TEXT NOT NULL
-        ) WITHOUT ROWID;",
+        );",
     ),
 ];
 
@@ -218,8 +218,8 @@ impl SlfStore {
                 for id in &subscriber_ids {
                     let Some(m) = member(tx, id)? else { continue };
                     n += 1;
-                    let old = members(tx, id, m.entry_id.as_deref())?;
-                    remove_entry(tx, m.entry_id.as_deref(), &old)?;
+                    let old = members(tx, id, m.entry_id)?;
+                    remove_entry(tx, m.entry_id, &old)?;
                     let rest: Vec<String> = old.into_iter().filter(|o| o != id).collect();
                     if !rest.is_empty() {
                         insert_entry(tx, &rest, m.set_id)?;
@@ -292,7 +292,7 @@ impl SlfStore {
                     }
                 }
                 let set_id = group_set_id(tx, &new.groups)?;
-                remove_entry(tx, key.as_deref(), &old_ids)?;
+                remove_entry(tx, key, &old_ids)?;
                 insert_entry(tx, &new.subscriber_ids, set_id)?;
                 Ok(Updated::Done(new))
             })
@@ -305,18 +305,18 @@ impl SlfStore {
         self.db
             .write(move |tx| {
                 let Some(m) = member(tx, &id)? else { return Ok(false) };
-                let old = members(tx, &id, m.entry_id.as_deref())?;
-                remove_entry(tx, m.entry_id.as_deref(), &old)?;
+                let old = members(tx, &id, m.entry_id)?;
+                remove_entry(tx, m.entry_id, &old)?;
                 Ok(true)
             })
             .await
     }
 }
 
-/// Where an identity stands: its group set, and its entry's key (`None`: an entry of its own).
+/// Where an identity stands: its group set, and its entry (`None`: an entry of its own).
 struct Member {
     set_id: i64,
-    entry_id: Option<String>,
+    entry_id: Option<i64>,
 }
 
 fn member(c: &Connection, id: &str) -> store::Result<Option<Member>> {
@@ -326,8 +326,8 @@ fn member(c: &Connection, id: &str) -> store::Result<Option<Member>> {
     Ok(st.query_row([id], |r| Ok(Member { set_id: r.get(0)?, entry_id: r.get(1)? })).optional()?)
 }
 
-/// The identities of the entry keyed `entry_id` that `id` belongs to, key first.
-fn members(c: &Connection, id: &str, entry_id: Option<&str>) -> store::Result<Vec<String>> {
+/// The identities of the entry `entry_id` that `id` belongs to, key first.
+fn members(c: &Connection, id: &str, entry_id: Option<i64>) -> store::Result<Vec<String>> {
     let Some(key) = entry_id else { return Ok(vec![id.to_owned()]) };
     let list: Option<String> = c
         .prepare_cached("SELECT subscriber_ids FROM udr_slf_entry WHERE entry_id = ?1")?
@@ -336,12 +336,12 @@ fn members(c: &Connection, id: &str, entry_id: Option<&str>) -> store::Result<Ve
     match list {
         Some(l) => Ok(l.split(MEMBER_SEP).map(str::to_owned).collect()),
         // Entry rows are written and removed with their members, in the same job.
-        None => Err(store::Error::backend_msg(format!("SLF entry {key:?} of {id:?} is missing"))),
+        None => Err(store::Error::backend_msg(format!("SLF entry {key} of {id:?} is missing"))),
     }
 }
 
 /// Removes an entry's identity rows and its entry row.
-fn remove_entry(tx: &Transaction<'_>, key: Option<&str>, ids: &[String]) -> store::Result<()> {
+fn remove_entry(tx: &Transaction<'_>, key: Option<i64>, ids: &[String]) -> store::Result<()> {
     let mut del = tx.prepare_cached("DELETE FROM udr_slf_subscriber WHERE subscriber_id = ?1")?;
     for id in ids {
         del.execute([id])?;
@@ -352,22 +352,28 @@ fn remove_entry(tx: &Transaction<'_>, key: Option<&str>, ids: &[String]) -> stor
     Ok(())
 }
 
-/// Inserts an entry whose identities exist nowhere: one row each, plus the entry row when it has
-/// more than one (keyed by the first).
+const INSERT_MEMBER: &str =
+    "INSERT INTO udr_slf_subscriber (subscriber_id, set_id, entry_id) VALUES (?1, ?2, ?3)";
+
+/// Inserts an entry whose identities exist nowhere: the entry row when it has more than one
+/// identity, then one row per identity.
 fn insert_entry(tx: &Transaction<'_>, ids: &[String], set_id: i64) -> store::Result<()> {
-    let key = if ids.len() > 1 { Some(ids[0].as_str()) } else { None };
-    let mut ins = tx.prepare_cached(
-        "INSERT INTO udr_slf_subscriber (subscriber_id, set_id, entry_id) VALUES (?1, ?2, ?3)",
-    )?;
+    let entry_id = entry_row(tx, ids)?;
+    let mut ins = tx.prepare_cached(INSERT_MEMBER)?;
     for id in ids {
-        ins.execute(params![id, set_id, key])?;
-    }
-    if let Some(key) = key {
-        let list = ids.join(MEMBER_SEP);
-        tx.prepare_cached("INSERT INTO udr_slf_entry (entry_id, subscriber_ids) VALUES (?1, ?2)")?
-            .execute(params![key, list])?;
+        ins.execute(params![id, set_id, entry_id])?;
     }
     Ok(())
+}
+
+/// Writes the entry row of a multi-identity entry; returns its id (`None` for a lone identity).
+fn entry_row(tx: &Transaction<'_>, ids: &[String]) -> store::Result<Option<i64>> {
+    if ids.len() < 2 {
+        return Ok(None);
+    }
+    tx.prepare_cached("INSERT INTO udr_slf_entry (subscriber_ids) VALUES (?1)")?
+        .execute([ids.join(MEMBER_SEP)])?;
+    Ok(Some(tx.last_insert_rowid()))
 }
 
 /// The groups of a set, from the cache or read (and cached: a set never changes).
@@ -391,14 +397,14 @@ fn group_set(
     Ok(Some(groups))
 }
 
-/// The entry `id` belongs to, with its key (`None` for a lone identity).
+/// The entry `id` belongs to, with its entry id (`None` for a lone identity).
 fn read_entry(
     c: &Connection,
     sets: &RwLock<HashMap<i64, Arc<Groups>>>,
     id: &str,
-) -> store::Result<Option<(Option<String>, Entry)>> {
+) -> store::Result<Option<(Option<i64>, Entry)>> {
     let Some(m) = member(c, id)? else { return Ok(None) };
-    let subscriber_ids = members(c, id, m.entry_id.as_deref())?;
+    let subscriber_ids = members(c, id, m.entry_id)?;
     let groups = group_set(c, sets, m.set_id)?
         .ok_or_else(|| store::Error::backend_msg(format!("group set {} is missing", m.set_id)))?;
     Ok(Some((m.entry_id, Entry { subscriber_ids, groups: (*groups).clone() })))
@@ -411,39 +417,64 @@ pub fn put_entries(tx: &Transaction<'_>, entries: &[Entry]) -> store::Result<usi
 
 /// Writes entries (bulk import, [`SlfStore::put`]): each entry replaces every existing entry it
 /// shares an identity with, so re-importing a file is idempotent and an entry that lost an
-/// identity in the source loses it here too. Entries must have been checked. Costs one
-/// primary-key read and one insert per identity when nothing is replaced.
+/// identity in the source loses it here too. Entries must have been checked.
+///
+/// Each identity is inserted first and only an identity that exists already costs more (its
+/// old entry is read and removed), so a fresh load is one B-tree insert per identity.
 pub fn put_entries_counted(tx: &Transaction<'_>, entries: &[Entry]) -> store::Result<PutStats> {
     let mut set_cache: HashMap<&Groups, i64> = HashMap::new();
+    let mut last_set: Option<(&Groups, i64)> = None;
     let mut stats = PutStats::default();
-    // Identities of the entries replaced for the current entry (already removed).
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO udr_slf_subscriber (subscriber_id, set_id, entry_id) VALUES (?1, ?2, ?3)
+         ON CONFLICT (subscriber_id) DO NOTHING",
+    )?;
+    // Identities of the current entry that exist already, and those of the entries they
+    // belonged to (removed).
+    let mut taken: Vec<&String> = Vec::new();
     let mut gone: Vec<String> = Vec::new();
     for e in entries {
-        let set_id = match set_cache.get(&e.groups) {
-            Some(id) => *id,
-            None => {
-                let id = group_set_id(tx, &e.groups)?;
-                set_cache.insert(&e.groups, id);
-                id
-            }
+        let set_id = match last_set {
+            Some((g, id)) if *g == e.groups => id,
+            _ => match set_cache.get(&e.groups) {
+                Some(id) => *id,
+                None => {
+                    let id = group_set_id(tx, &e.groups)?;
+                    set_cache.insert(&e.groups, id);
+                    id
+                }
+            },
         };
-        gone.clear();
+        last_set = Some((&e.groups, set_id));
+        let entry_id = entry_row(tx, &e.subscriber_ids)?;
+        taken.clear();
         for id in &e.subscriber_ids {
+            if insert.execute(params![id, set_id, entry_id])? == 1 {
+                stats.new += 1;
+            } else {
+                taken.push(id);
+            }
+        }
+        if taken.is_empty() {
+            continue;
+        }
+        gone.clear();
+        for id in &taken {
             if gone.contains(id) {
                 continue;
             }
-            match member(tx, id)? {
-                None => stats.new += 1,
-                Some(m) => {
-                    let old = members(tx, id, m.entry_id.as_deref())?;
-                    remove_entry(tx, m.entry_id.as_deref(), &old)?;
-                    stats.replaced += 1;
-                    stats.removed += old.iter().filter(|o| !e.subscriber_ids.contains(o)).count();
-                    gone.extend(old);
-                }
-            }
+            // The insert conflicted, so the row exists.
+            let m = member(tx, id)?
+                .ok_or_else(|| store::Error::backend_msg(format!("{id:?} vanished")))?;
+            let old = members(tx, id, m.entry_id)?;
+            remove_entry(tx, m.entry_id, &old)?;
+            stats.replaced += 1;
+            stats.removed += old.iter().filter(|o| !e.subscriber_ids.contains(o)).count();
+            gone.extend(old);
         }
-        insert_entry(tx, &e.subscriber_ids, set_id)?;
+        for id in &taken {
+            insert.execute(params![id, set_id, entry_id])?;
+        }
     }
     Ok(stats)
 }
@@ -591,7 +622,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (db, _slf) = open(dir.path()).await;
         let slf = SlfStore::new(db.clone());
-        let first = vec![entry(&["imsi-001010000000001", "msisdn-1111111"], "a"), entry(&["imsi-001010000000002"], "b")];
+        let first = vec![
+            entry(&["imsi-001010000000001", "msisdn-1111111"], "a"),
+            entry(&["imsi-001010000000002"], "b"),
+        ];
         assert_eq!(slf.put(first).await.unwrap(), 3);
         // One entry now holds identities of both: both are replaced, msisdn-1111111 removed.
         let merged = vec![entry(&["imsi-001010000000002", "imsi-001010000000001"], "c")];

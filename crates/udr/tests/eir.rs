@@ -63,7 +63,10 @@ async fn listed_ranges_unknown_and_bad_peis() {
     // Elsewhere in its TAC: the range.
     assert_eq!(status(&udr, "pei=imeisv-3520990000000000").await, "GREYLISTED");
     assert_eq!(status(&udr, "pei=imeisv-3520990099999917").await, "GREYLISTED");
-    assert_eq!(status(&udr, "pei=imeisv-3520990012345601&supported-features=1f").await, "GREYLISTED");
+    assert_eq!(
+        status(&udr, "pei=imeisv-3520990012345601&supported-features=1f").await,
+        "GREYLISTED"
+    );
 
     // Unknown: just outside the range, another TAC, a wireline MAC PEI.
     for pei in ["imeisv-3520989999999900", "imeisv-3520991000000000", "mac-00-1a-2b-3c-4d-5e"] {
@@ -81,7 +84,12 @@ async fn listed_ranges_unknown_and_bad_peis() {
         ("supi=imsi-001010000000001", 400, "MANDATORY_QUERY_PARAM_MISSING", "pei"),
         ("pei=imei-352099001761481&supi=imsi-12", 400, "OPTIONAL_QUERY_PARAM_INCORRECT", "supi"),
         ("pei=imei-352099001761481&gpsi=tel-1", 400, "OPTIONAL_QUERY_PARAM_INCORRECT", "gpsi"),
-        ("pei=imei-352099001761481&supported-features=xyz", 400, "OPTIONAL_QUERY_PARAM_INCORRECT", "supported-features"),
+        (
+            "pei=imei-352099001761481&supported-features=xyz",
+            400,
+            "OPTIONAL_QUERY_PARAM_INCORRECT",
+            "supported-features",
+        ),
         ("pei=imei-352099001761481&imsi=1", 400, "INVALID_QUERY_PARAM", "imsi"),
         ("pei=imei-352099001761481&pei=imei-352099001761481", 400, "INVALID_QUERY_PARAM", "pei"),
     ] {
@@ -144,12 +152,19 @@ async fn binding_mismatch_gives_the_configured_status() {
     problem(&r, 400, "MANDATORY_QUERY_PARAM_INCORRECT");
     udr.stop().await;
 
-    for bad in ["unknown_equipment = \"UNKNOWN\"", "binding_mismatch = \"EQUIPMENT_UNKNOWN\"", "colour = 1"] {
+    for bad in [
+        "unknown_equipment = \"UNKNOWN\"",
+        "binding_mismatch = \"EQUIPMENT_UNKNOWN\"",
+        "colour = 1",
+    ] {
         assert!(toml::from_str::<UdrConfig>(&format!("[eir]\n{bad}\n")).is_err(), "{bad}");
     }
 }
 
-async fn start_nrf(dir: &std::path::Path) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), nrf::NrfError>>) {
+async fn start_nrf(
+    dir: &std::path::Path,
+) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<Result<(), nrf::NrfError>>)
+{
     let run = nrf::RunConfig {
         nrf: nrf::NrfConfig::default(),
         sbi: sbi::ServerConfig::default(),
@@ -211,9 +226,8 @@ async fn registers_a_5g_eir_profile_when_configured() {
     assert_valid("TS29510_Nnrf_NFManagement", "NFProfile", &eir);
     let own = wait_for(&profile(udr_id), 200).await;
     assert_eq!(own["nfType"], "UDR");
-    let disc = format!(
-        "{nrf_base}/nnrf-disc/v1/nf-instances?target-nf-type=5G_EIR&requester-nf-type=AMF"
-    );
+    let disc =
+        format!("{nrf_base}/nnrf-disc/v1/nf-instances?target-nf-type=5G_EIR&requester-nf-type=AMF");
     let found = body(&get(&client(), &disc).await);
     assert_eq!(found["nfInstances"][0]["nfInstanceId"], eir_id, "{found}");
     // Both profiles go on shutdown.
@@ -234,8 +248,7 @@ async fn registers_a_5g_eir_profile_when_configured() {
     udr.stop().await;
 
     // register_nrf without an NRF to register with is a configuration error.
-    let config =
-        eir_config(EirConfig { register_nrf: true, ..EirConfig::default() });
+    let config = eir_config(EirConfig { register_nrf: true, ..EirConfig::default() });
     let run = udr::RunConfig {
         udr: config,
         sbi: sbi::ServerConfig::default(),

@@ -13,9 +13,12 @@ use udr::UdrConfig;
 
 /// A second handle on the UDR's database file, as `fivecore udr import` opens it.
 async fn open(dir: &std::path::Path) -> SqliteStore {
-    let db = SqliteStore::open(store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("udr.db")) })
-        .await
-        .unwrap();
+    let db = SqliteStore::open(store::SqliteConfig {
+        readers: 1,
+        ..store::SqliteConfig::new(dir.join("udr.db"))
+    })
+    .await
+    .unwrap();
     db.migrate(udr::migrations()).await.unwrap();
     db
 }
@@ -71,11 +74,18 @@ async fn slf_csv_and_jsonl_into_a_running_udr() {
     assert_eq!(report.stopped_at, None);
     assert!(progress >= 2, "one progress report per batch of 2 rows");
     // Seen by the running UDR at once (nothing of the SLF is cached but immutable group sets).
-    assert_eq!(groups_of(&udr, "msisdn-33600000001").await, json!({"UDM": "udm-1", "PCF": "pcf-1"}));
+    assert_eq!(
+        groups_of(&udr, "msisdn-33600000001").await,
+        json!({"UDM": "udm-1", "PCF": "pcf-1"})
+    );
     assert_eq!(groups_of(&udr, "impu-sip:a,b@x.org").await, json!({"UDM": "udm-3"}));
-    assert_eq!(groups_of(&udr, "imsi-001010000000002").await, json!({"UDM": "udm-2", "PCF": "pcf-1"}));
+    assert_eq!(
+        groups_of(&udr, "imsi-001010000000002").await,
+        json!({"UDM": "udm-2", "PCF": "pcf-1"})
+    );
     assert_eq!(groups_of(&udr, "imsi-001010000000004").await["cause"], "USER_NOT_FOUND");
-    let entry = body(&get(&client(), &udr.url("/udr-prov/v1/slf-entries/msisdn-33600000001")).await);
+    let entry =
+        body(&get(&client(), &udr.url("/udr-prov/v1/slf-entries/msisdn-33600000001")).await);
     assert_eq!(entry["subscriberIds"], json!(["imsi-001010000000001", "msisdn-33600000001"]));
 
     // The same file again changes nothing.
@@ -85,10 +95,14 @@ async fn slf_csv_and_jsonl_into_a_running_udr() {
     // JSON lines; a row replacing an entry drops the identities it does not list. Stopping at
     // the bad row keeps the rows before it.
     let jsonl = concat!(
-        r#"{"subscriberIds":["imsi-001010000000010"],"nfGroupIds":{"UDM":"udm-10"}}"#, "\n",
-        r#"{"subscriberIds":["imsi-001010000000001"],"nfGroupIds":{"UDM":"udm-new"}}"#, "\n",
-        r#"{"subscriberIds":["imsi-001010000000011"],"nfGroupIds":{"udm":"x"}}"#, "\n",
-        r#"{"subscriberIds":["imsi-001010000000012"],"nfGroupIds":{"UDM":"udm-12"}}"#, "\n",
+        r#"{"subscriberIds":["imsi-001010000000010"],"nfGroupIds":{"UDM":"udm-10"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000001"],"nfGroupIds":{"UDM":"udm-new"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000011"],"nfGroupIds":{"udm":"x"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000012"],"nfGroupIds":{"UDM":"udm-12"}}"#,
+        "\n",
     );
     let (report, bad, _) = import(&db, jsonl, Kind::Slf, Format::Jsonl, true).await;
     assert_eq!(bad, [3]);
@@ -102,7 +116,9 @@ async fn slf_csv_and_jsonl_into_a_running_udr() {
 
     // A bad header imports nothing.
     let opts = Options::new(Kind::Slf, Format::Csv);
-    let r = import::run(&db, Cursor::new("subscriberIds,Udm\nimsi-001010000000020,u\n"), opts, |_| {}).await;
+    let r =
+        import::run(&db, Cursor::new("subscriberIds,Udm\nimsi-001010000000020,u\n"), opts, |_| {})
+            .await;
     assert!(matches!(r, Err(ImportError::Header { line: 1, .. })), "{r:?}");
     assert_eq!(groups_of(&udr, "imsi-001010000000020").await["cause"], "USER_NOT_FOUND");
 
@@ -121,10 +137,14 @@ async fn eir_jsonl_and_csv() {
     // Imported before the UDR starts, as for a first load.
     let db = open(dir.path()).await;
     let jsonl = concat!(
-        r#"{"imei":"35209900176148","status":"BLACKLISTED"}"#, "\n",
-        r#"{"start":"49015400000000","end":"49015499999999","status":"GREYLISTED"}"#, "\n",
-        r#"{"start":"49015450000000","end":"49015460000000","status":"WHITELISTED"}"#, "\n",
-        r#"{"imei":"35780502398494","status":"WHITELISTED"}"#, "\n",
+        r#"{"imei":"35209900176148","status":"BLACKLISTED"}"#,
+        "\n",
+        r#"{"start":"49015400000000","end":"49015499999999","status":"GREYLISTED"}"#,
+        "\n",
+        r#"{"start":"49015450000000","end":"49015460000000","status":"WHITELISTED"}"#,
+        "\n",
+        r#"{"imei":"35780502398494","status":"WHITELISTED"}"#,
+        "\n",
     );
     let (report, bad, _) = import(&db, jsonl, Kind::Eir, Format::Jsonl, true).await;
     assert_eq!(bad, [3], "the overlapping range stops the import");
@@ -159,7 +179,8 @@ async fn eir_jsonl_and_csv() {
         "BLACKLISTED"
     );
     assert_eq!(eir_status(&udr, "imeisv-3520991012345601").await["status"], "GREYLISTED");
-    let range = body(&get(&client(), &udr.url("/udr-prov/v1/eir/imei-ranges/35209910000000")).await);
+    let range =
+        body(&get(&client(), &udr.url("/udr-prov/v1/eir/imei-ranges/35209910000000")).await);
     assert_eq!(range["gpsis"], json!(["msisdn-33600000001"]));
     udr.stop().await;
 }

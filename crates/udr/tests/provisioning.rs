@@ -85,7 +85,8 @@ async fn the_openapi_document_matches_the_routes() {
     let paths = PROV_DOC["$defs"]["prov"]["paths"].as_object().unwrap();
     assert_eq!(paths.len(), 6);
     for (path, item) in paths {
-        let concrete = path.replace("{subscriberId}", "imsi-00101").replace('{', "").replace('}', "");
+        let concrete =
+            path.replace("{subscriberId}", "imsi-00101").replace('{', "").replace('}', "");
         let mut documented: Vec<String> = item
             .as_object()
             .unwrap()
@@ -154,7 +155,10 @@ async fn slf_entries_lifecycle() {
         let r = get(&c, &slf_url(&udr, id)).await;
         assert_eq!(r.status(), 200);
         assert_eq!(body(&r), entry);
-        assert_eq!(groups_of(&udr, id, "UDM,PCF").await, (200, json!({"UDM": "udm-east", "PCF": "pcf-1"})));
+        assert_eq!(
+            groups_of(&udr, id, "UDM,PCF").await,
+            (200, json!({"UDM": "udm-east", "PCF": "pcf-1"}))
+        );
     }
 
     // PUT: another group, the MSISDN dropped, an IMPU added.
@@ -179,9 +183,13 @@ async fn slf_entries_lifecycle() {
     // PATCH (merge patch): a group added, one removed.
     let patch_url = slf_url(&udr, &enc(impu));
     let patch = |p: Value| {
-        c.patch(&patch_url).header("content-type", "application/merge-patch+json").body(p.to_string()).send()
+        c.patch(&patch_url)
+            .header("content-type", "application/merge-patch+json")
+            .body(p.to_string())
+            .send()
     };
-    let r = patch(json!({"nfGroupIds": {"UDM": null, "CHF": "chf-9", "PCF": "pcf-2"}})).await.unwrap();
+    let r =
+        patch(json!({"nfGroupIds": {"UDM": null, "CHF": "chf-9", "PCF": "pcf-2"}})).await.unwrap();
     assert_eq!(r.status(), 200, "{}", body(&r));
     let now = json!({
         "subscriberIds": ["imsi-001010000000001", impu],
@@ -197,9 +205,21 @@ async fn slf_entries_lifecycle() {
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/subscriberIds"]);
     let r = patch(json!({"nfGroupIds": null})).await.unwrap();
     problem(&r, 400, "MANDATORY_IE_MISSING");
-    let r = c.patch(&patch_url).header("content-type", "application/merge-patch+json").body("[1]").send().await.unwrap();
+    let r = c
+        .patch(&patch_url)
+        .header("content-type", "application/merge-patch+json")
+        .body("[1]")
+        .send()
+        .await
+        .unwrap();
     problem(&r, 400, "MANDATORY_IE_INCORRECT");
-    let r = c.patch(&patch_url).header("content-type", "application/merge-patch+json").body("{").send().await.unwrap();
+    let r = c
+        .patch(&patch_url)
+        .header("content-type", "application/merge-patch+json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
     problem(&r, 400, "INVALID_MSG_FORMAT");
     let r = send(&c, Method::PATCH, &patch_url, Some(&json!({"nfGroupIds": {}}))).await;
     problem(&r, 415, "UNSUPPORTED_MEDIA_TYPE");
@@ -217,9 +237,17 @@ async fn slf_entries_lifecycle() {
     let grab = json!({"subscriberIds": ["imsi-001010000000001", "imsi-001010000000002"], "nfGroupIds": {"UDM": "u"}});
     let r = send(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000001"), Some(&grab)).await;
     assert_eq!(params(&problem(&r, 409, "ENTRY_EXISTS")), ["/subscriberIds/1"]);
-    let r = patch(json!({"subscriberIds": ["imsi-001010000000001", impu, "imsi-001010000000002"]})).await.unwrap();
+    let r = patch(json!({"subscriberIds": ["imsi-001010000000001", impu, "imsi-001010000000002"]}))
+        .await
+        .unwrap();
     problem(&r, 409, "ENTRY_EXISTS");
-    let r = send(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000009"), Some(&json!({"subscriberIds": ["imsi-001010000000009"], "nfGroupIds": {"UDM": "u"}}))).await;
+    let r = send(
+        &c,
+        Method::PUT,
+        &slf_url(&udr, "imsi-001010000000009"),
+        Some(&json!({"subscriberIds": ["imsi-001010000000009"], "nfGroupIds": {"UDM": "u"}})),
+    )
+    .await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
     let r = patch_unknown(&c, &slf_url(&udr, "imsi-001010000000009")).await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
@@ -255,18 +283,32 @@ async fn slf_entry_bodies_and_paths_are_checked() {
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let create = udr.url("/udr-prov/v1/slf-entries");
-    let r = send(&c, Method::POST, &create, Some(&json!({
-        "subscriberIds": ["imsi-12", "msisdn-33600000001", "msisdn-33600000001"],
-        "nfGroupIds": {"udm": "x", "PCF": 3},
-        "groups": {}
-    })))
+    let r = send(
+        &c,
+        Method::POST,
+        &create,
+        Some(&json!({
+            "subscriberIds": ["imsi-12", "msisdn-33600000001", "msisdn-33600000001"],
+            "nfGroupIds": {"udm": "x", "PCF": 3},
+            "groups": {}
+        })),
+    )
     .await;
     let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
-    assert_eq!(params(&p), ["/groups", "/subscriberIds/0", "/subscriberIds/2", "/nfGroupIds/PCF", "/nfGroupIds/udm"]);
+    assert_eq!(
+        params(&p),
+        ["/groups", "/subscriberIds/0", "/subscriberIds/2", "/nfGroupIds/PCF", "/nfGroupIds/udm"]
+    );
     let r = send(&c, Method::POST, &create, Some(&json!({"subscriberIds": []}))).await;
     let p = problem(&r, 400, "MANDATORY_IE_MISSING");
     assert_eq!(params(&p), ["/subscriberIds", "/nfGroupIds"]);
-    let r = c.post(&create).header("content-type", "application/json").body("{\"subscriberIds\":").send().await.unwrap();
+    let r = c
+        .post(&create)
+        .header("content-type", "application/json")
+        .body("{\"subscriberIds\":")
+        .send()
+        .await
+        .unwrap();
     problem(&r, 400, "INVALID_MSG_FORMAT");
     let r = c.post(&create).header("content-type", "text/plain").body("{}").send().await.unwrap();
     problem(&r, 415, "UNSUPPORTED_MEDIA_TYPE");
@@ -297,13 +339,25 @@ async fn eir_imeis_lifecycle() {
     let one = |id: &str| udr.url(&format!("/udr-prov/v1/eir/imeis/{id}"));
     let pei = "pei=imei-352099001761481&supi=imsi-001010000000002";
 
-    let r = send(&c, Method::POST, &imeis, Some(&json!({"imei": "352099001761481", "status": "GREYLISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &imeis,
+        Some(&json!({"imei": "352099001761481", "status": "GREYLISTED"})),
+    )
+    .await;
     assert_eq!(r.status(), 201, "{}", body(&r));
     assert_eq!(r.header("location"), Some(one("35209900176148").as_str()));
     assert_eq!(body(&r), json!({"imei": "35209900176148", "status": "GREYLISTED"}));
     assert_prov("EirImeiEntry", &body(&r));
     assert_eq!(eir_status(&udr, pei).await, (200, json!({"status": "GREYLISTED"})));
-    let r = send(&c, Method::POST, &imeis, Some(&json!({"imei": "35209900176148", "status": "BLACKLISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &imeis,
+        Some(&json!({"imei": "35209900176148", "status": "BLACKLISTED"})),
+    )
+    .await;
     assert_eq!(params(&problem(&r, 409, "ENTRY_EXISTS")), ["/imei"]);
 
     // Read by 14 or 15 digits; replace status and binding.
@@ -321,12 +375,22 @@ async fn eir_imeis_lifecycle() {
     assert_eq!(body(&get(&c, &one("35209900176148")).await), expected);
     // Bound to imsi-...01, so imsi-...02 is a mismatch: BLACKLISTED by default.
     assert_eq!(eir_status(&udr, pei).await, (200, json!({"status": "BLACKLISTED"})));
-    assert_eq!(eir_status(&udr, "pei=imei-352099001761481&supi=imsi-001010000000001").await.1["status"], "WHITELISTED");
+    assert_eq!(
+        eir_status(&udr, "pei=imei-352099001761481&supi=imsi-001010000000001").await.1["status"],
+        "WHITELISTED"
+    );
 
     // Errors.
-    let r = send(&c, Method::PUT, &one("35209900176148"), Some(&json!({"imei": "35209900176149", "status": "WHITELISTED"}))).await;
+    let r = send(
+        &c,
+        Method::PUT,
+        &one("35209900176148"),
+        Some(&json!({"imei": "35209900176149", "status": "WHITELISTED"})),
+    )
+    .await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/imei"]);
-    let r = send(&c, Method::PUT, &one("35209900176149"), Some(&json!({"status": "WHITELISTED"}))).await;
+    let r = send(&c, Method::PUT, &one("35209900176149"), Some(&json!({"status": "WHITELISTED"})))
+        .await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
     let r = send(&c, Method::POST, &imeis, Some(&json!({"imei": "352099001761489", "status": "RED", "supis": ["imsi-1"], "gpsis": ["msisdn-33600000001", "msisdn-33600000001"], "tac": 1}))).await;
     let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
@@ -341,7 +405,11 @@ async fn eir_imeis_lifecycle() {
     let r = send(&c, Method::DELETE, &one("35209900176148"), None).await;
     assert_eq!(r.status(), 204);
     problem(&get(&c, &one("35209900176148")).await, 404, "RESOURCE_NOT_FOUND");
-    problem(&send(&c, Method::DELETE, &one("35209900176148"), None).await, 404, "RESOURCE_NOT_FOUND");
+    problem(
+        &send(&c, Method::DELETE, &one("35209900176148"), None).await,
+        404,
+        "RESOURCE_NOT_FOUND",
+    );
     assert_eq!(eir_status(&udr, pei).await.1["cause"], "ERROR_EQUIPMENT_UNKNOWN");
     udr.stop().await;
 }
@@ -363,37 +431,96 @@ async fn eir_ranges_lifecycle() {
     assert_eq!(send(&c, Method::POST, &ranges, Some(&next)).await.status(), 201);
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990055555501").await.1["status"], "BLACKLISTED");
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990155555501").await.1["status"], "GREYLISTED");
-    assert_eq!(eir_status(&udr, "pei=imeisv-3520990155555501&supi=imsi-001010000000003").await.1["status"], "BLACKLISTED");
+    assert_eq!(
+        eir_status(&udr, "pei=imeisv-3520990155555501&supi=imsi-001010000000003").await.1["status"],
+        "BLACKLISTED"
+    );
 
     // Overlaps and duplicates.
-    let r = send(&c, Method::POST, &ranges, Some(&json!({"start": "35209900500000", "end": "35209900600000", "status": "WHITELISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &ranges,
+        Some(&json!({"start": "35209900500000", "end": "35209900600000", "status": "WHITELISTED"})),
+    )
+    .await;
     let p = problem(&r, 409, "RANGE_OVERLAP");
     assert!(p["detail"].as_str().unwrap().contains("35209900000000..35209900999999"), "{p}");
-    let r = send(&c, Method::POST, &ranges, Some(&json!({"start": "35209899000000", "end": "35209902000000", "status": "WHITELISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &ranges,
+        Some(&json!({"start": "35209899000000", "end": "35209902000000", "status": "WHITELISTED"})),
+    )
+    .await;
     problem(&r, 409, "RANGE_OVERLAP");
-    let r = send(&c, Method::POST, &ranges, Some(&json!({"start": "35209900000000", "end": "35209900000001", "status": "WHITELISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &ranges,
+        Some(&json!({"start": "35209900000000", "end": "35209900000001", "status": "WHITELISTED"})),
+    )
+    .await;
     problem(&r, 409, "ENTRY_EXISTS");
-    let r = send(&c, Method::PUT, &one("35209900000000"), Some(&json!({"end": "35209901000000", "status": "BLACKLISTED"}))).await;
+    let r = send(
+        &c,
+        Method::PUT,
+        &one("35209900000000"),
+        Some(&json!({"end": "35209901000000", "status": "BLACKLISTED"})),
+    )
+    .await;
     problem(&r, 409, "RANGE_OVERLAP");
-    let r = send(&c, Method::POST, &ranges, Some(&json!({"start": "35209900000009", "end": "35209900000001", "status": "WHITELISTED"}))).await;
+    let r = send(
+        &c,
+        Method::POST,
+        &ranges,
+        Some(&json!({"start": "35209900000009", "end": "35209900000001", "status": "WHITELISTED"})),
+    )
+    .await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/end"]);
-    let r = send(&c, Method::PUT, &one("35209902000000"), Some(&json!({"end": "35209902000001", "status": "BLACKLISTED"}))).await;
+    let r = send(
+        &c,
+        Method::PUT,
+        &one("35209902000000"),
+        Some(&json!({"end": "35209902000001", "status": "BLACKLISTED"})),
+    )
+    .await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
-    let r = send(&c, Method::PUT, &one("35209900000000"), Some(&json!({"start": "35209900000001", "end": "35209900000002", "status": "BLACKLISTED"}))).await;
+    let r = send(
+        &c,
+        Method::PUT,
+        &one("35209900000000"),
+        Some(&json!({"start": "35209900000001", "end": "35209900000002", "status": "BLACKLISTED"})),
+    )
+    .await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/start"]);
 
     // Shrink the first range: its tail becomes unknown.
-    let shrunk = json!({"start": "35209900000000", "end": "35209900499999", "status": "WHITELISTED"});
-    let r = send(&c, Method::PUT, &one("352099000000006"), Some(&json!({"end": "35209900499999", "status": "WHITELISTED"}))).await;
+    let shrunk =
+        json!({"start": "35209900000000", "end": "35209900499999", "status": "WHITELISTED"});
+    let r = send(
+        &c,
+        Method::PUT,
+        &one("352099000000006"),
+        Some(&json!({"end": "35209900499999", "status": "WHITELISTED"})),
+    )
+    .await;
     assert_eq!(r.status(), 200, "{}", body(&r));
     assert_eq!(body(&r), shrunk);
     assert_eq!(body(&get(&c, &one("35209900000000")).await), shrunk);
-    assert_eq!(eir_status(&udr, "pei=imeisv-3520990055555501").await.1["cause"], "ERROR_EQUIPMENT_UNKNOWN");
+    assert_eq!(
+        eir_status(&udr, "pei=imeisv-3520990055555501").await.1["cause"],
+        "ERROR_EQUIPMENT_UNKNOWN"
+    );
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990045555501").await.1["status"], "WHITELISTED");
 
     assert_eq!(send(&c, Method::DELETE, &one("35209900000000"), None).await.status(), 204);
     problem(&get(&c, &one("35209900000000")).await, 404, "RESOURCE_NOT_FOUND");
-    problem(&send(&c, Method::DELETE, &one("35209900000000"), None).await, 404, "RESOURCE_NOT_FOUND");
+    problem(
+        &send(&c, Method::DELETE, &one("35209900000000"), None).await,
+        404,
+        "RESOURCE_NOT_FOUND",
+    );
     let r = get(&c, &one("35209900")).await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["start"]);
     udr.stop().await;

@@ -19,8 +19,7 @@ use super::{
 };
 use crate::context::Udr;
 use crate::eir::{
-    self, format_imei, Binding, EquipmentStatus, ImeiEntry, RangeConflict, RangeEntry,
-    MAX_BOUND,
+    self, format_imei, Binding, EquipmentStatus, ImeiEntry, RangeConflict, RangeEntry, MAX_BOUND,
 };
 
 const IMEI_ATTRS: [&str; 4] = ["imei", "status", "supis", "gpsis"];
@@ -139,10 +138,12 @@ pub fn parse_range_entry(v: &Value, uri: Option<u64>) -> Result<RangeEntry, Prob
     }
     let status = status_attr(obj, &mut errs);
     let binding = binding_attrs(obj, &mut errs);
-    let entry = start
-        .zip(end)
-        .zip(status)
-        .map(|((start, end), status)| RangeEntry { start, end, status, binding });
+    let entry = start.zip(end).zip(status).map(|((start, end), status)| RangeEntry {
+        start,
+        end,
+        status,
+        binding,
+    });
     errs.finish(entry)
 }
 
@@ -309,8 +310,9 @@ mod tests {
         .unwrap_err();
         let params: Vec<&str> = p.invalid_params.iter().map(|p| p.param.as_str()).collect();
         assert_eq!(params, ["/imei", "/status", "/supis/0", "/gpsis"]);
-        let p = parse_range_entry(&json!({"start": "35209900000009", "end": "35209900000001"}), None)
-            .unwrap_err();
+        let p =
+            parse_range_entry(&json!({"start": "35209900000009", "end": "35209900000001"}), None)
+                .unwrap_err();
         let params: Vec<&str> = p.invalid_params.iter().map(|p| p.param.as_str()).collect();
         assert_eq!(params, ["/end", "/status"]);
         assert_eq!(p.cause.as_deref(), Some("MANDATORY_IE_MISSING"));

@@ -137,7 +137,9 @@ pub fn identity_list(
     for (i, item) in items.iter().enumerate() {
         match item.as_str() {
             Some(s) if check(s) && !out.iter().any(|o| o == s) => out.push(s.to_owned()),
-            Some(s) if check(s) => errs.bad(format!("/{name}/{i}"), format!("{s:?} is listed twice")),
+            Some(s) if check(s) => {
+                errs.bad(format!("/{name}/{i}"), format!("{s:?} is listed twice"))
+            }
             _ => errs.bad(format!("/{name}/{i}"), format!("not a {what}")),
         }
     }
@@ -191,7 +193,10 @@ pub fn not_found(what: impl Into<String>) -> ProblemDetails {
 
 /// 400 for a path parameter that cannot name a resource.
 pub fn bad_path_param(name: &str, why: impl Into<String>) -> ProblemDetails {
-    ProblemDetails::invalid_params(cause::MANDATORY_IE_INCORRECT, vec![InvalidParam::new(name, why)])
+    ProblemDetails::invalid_params(
+        cause::MANDATORY_IE_INCORRECT,
+        vec![InvalidParam::new(name, why)],
+    )
 }
 
 /// 409 with `cause`, naming the attribute at fault.

@@ -50,7 +50,8 @@ pub fn parse_entry(v: &Value) -> Result<Entry, ProblemDetails> {
             match strings {
                 Some(ids) => {
                     for (at, why) in slf::check_subscriber_ids(&ids) {
-                        let at = at.map_or("/subscriberIds".into(), |i| format!("/subscriberIds/{i}"));
+                        let at =
+                            at.map_or("/subscriberIds".into(), |i| format!("/subscriberIds/{i}"));
                         errs.bad(at, why);
                     }
                     Some(ids)
@@ -79,16 +80,16 @@ pub fn parse_entry(v: &Value) -> Result<Entry, ProblemDetails> {
             }
             let mut groups = Groups::new();
             for (t, g) in map {
-                let at = format!("/nfGroupIds/{}", pointer_token(t));
+                let at = || format!("/nfGroupIds/{}", pointer_token(t));
                 if !slf::is_nf_type(t) {
-                    errs.bad(at, format!("{t:?} is not an NF type (UDM, AUSF, PCF, ...)"));
+                    errs.bad(at(), format!("{t:?} is not an NF type (UDM, AUSF, PCF, ...)"));
                     continue;
                 }
                 match g.as_str() {
                     Some(g) if slf::check_group_id(g) => {
                         groups.insert(t.clone(), g.to_owned());
                     }
-                    _ => errs.bad(at, "a group id is a string of 1 to 255 printable bytes"),
+                    _ => errs.bad(at(), "a group id is a string of 1 to 255 printable bytes"),
                 }
             }
             Some(groups)
@@ -283,8 +284,9 @@ mod tests {
         let p = parse_entry(&json!({"nfGroupIds": {"UDM": "u"}})).unwrap_err();
         assert_eq!(p.cause.as_deref(), Some("MANDATORY_IE_MISSING"));
         assert!(parse_entry(&json!([1])).is_err());
-        let p = parse_entry(&json!({"subscriberIds": ["imsi-00101", 7], "nfGroupIds": {"UDM": "u"}}))
-            .unwrap_err();
+        let p =
+            parse_entry(&json!({"subscriberIds": ["imsi-00101", 7], "nfGroupIds": {"UDM": "u"}}))
+                .unwrap_err();
         assert_eq!(p.invalid_params[0].param, "/subscriberIds/1");
     }
 
