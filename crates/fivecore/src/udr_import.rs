@@ -163,14 +163,13 @@ fn summary(r: &Report, kind: Kind, path: &Path) -> String {
 /// `1234567` as `1,234,567`.
 fn group(n: u64) -> String {
     let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    let groups: Vec<&str> = digits
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|g| std::str::from_utf8(g).unwrap_or_default())
+        .collect();
+    groups.join(",")
 }
 
 /// The progress line on stderr: redrawn in place on a terminal (at most every 100 ms),

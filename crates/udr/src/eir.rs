@@ -113,9 +113,10 @@ impl EquipmentStatus {
 
 // ---- IMEI and PEI formats (TS 23.003 §6.2, Annex B; TS 29.571 Pei) ---------------------------
 
-/// The Luhn check digit of the 14 digits of an IMEI (TS 23.003 Annex B): from the right, every
-/// second digit (D1, D3, ... counting D1 as the rightmost) is doubled and its digits summed.
-pub fn check_digit(d14: &[u8; 14]) -> u8 {
+/// The Luhn check digit of the 14 digits (values 0..=9) of an IMEI (TS 23.003 Annex B): from
+/// the right, every second digit (D1, D3, ... counting D1 as the rightmost) is doubled and its
+/// digits summed.
+pub fn check_digit(d14: &[u8]) -> u8 {
     let mut sum = 0u32;
     for (i, d) in d14.iter().rev().enumerate() {
         let mut v = u32::from(*d);
@@ -168,7 +169,7 @@ pub enum Pei {
 pub fn parse_pei(pei: &str) -> Result<Pei, String> {
     if let Some(rest) = pei.strip_prefix("imei-") {
         let d = digits::<15>(rest).ok_or("imei- must be followed by 15 digits")?;
-        let cd = check_digit(d[..14].try_into().unwrap_or(&[0; 14]));
+        let cd = check_digit(&d[..14]);
         if d[14] != cd && d[14] != 0 {
             return Err(format!(
                 "the 15th digit of the IMEI must be its check digit ({cd}) or 0, not {}",
@@ -208,7 +209,7 @@ pub fn parse_imei(s: &str) -> Result<u64, String> {
         return Ok(key_of(&d));
     }
     if let Some(d) = digits::<15>(s) {
-        let cd = check_digit(d[..14].try_into().unwrap_or(&[0; 14]));
+        let cd = check_digit(&d[..14]);
         if d[14] != cd {
             return Err(format!("{s:?}: wrong check digit {} (expected {cd})", d[14]));
         }

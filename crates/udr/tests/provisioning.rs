@@ -85,8 +85,7 @@ async fn the_openapi_document_matches_the_routes() {
     let paths = PROV_DOC["$defs"]["prov"]["paths"].as_object().unwrap();
     assert_eq!(paths.len(), 6);
     for (path, item) in paths {
-        let concrete =
-            path.replace("{subscriberId}", "imsi-00101").replace('{', "").replace('}', "");
+        let concrete = path.replace("{subscriberId}", "imsi-00101").replace(['{', '}'], "");
         let mut documented: Vec<String> = item
             .as_object()
             .unwrap()
