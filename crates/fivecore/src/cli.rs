@@ -23,7 +23,7 @@ pub enum Command {
     /// Network Repository Function (TS 29.510).
     Nrf(NfArgs),
     /// Unified Data Repository: policy data, SLF, 5G-EIR, provisioning, Diameter Sh.
-    Udr(NfArgs),
+    Udr(UdrArgs),
     /// Binding Support Function (TS 29.521) and the Diameter Rx proxy.
     Bsf(NfArgs),
     /// Policy Control Function and the 4G PCRF (Gx, Rx, Sy, Sd).
@@ -70,6 +70,74 @@ pub struct UpArgs {
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+}
+
+/// `fivecore udr`: serves the UDR (the NF flags), or runs one of its tools.
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct UdrArgs {
+    #[command(subcommand)]
+    pub command: Option<UdrCommand>,
+    #[command(flatten)]
+    pub nf: NfArgs,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum UdrCommand {
+    /// Bulk-load SLF or EIR entries from CSV or JSON lines into the UDR's store (docs/udr.md);
+    /// a UDR may be serving from it meanwhile.
+    Import(ImportArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportKind {
+    /// SLF entries: subscriber identities and their NF groups.
+    Slf,
+    /// 5G-EIR entries: IMEIs and IMEI ranges with their status.
+    Eir,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportFormat {
+    Csv,
+    Jsonl,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnBadRow {
+    /// Stop at the first bad row (the rows before it stay imported).
+    Stop,
+    /// Report the bad row and go on.
+    Skip,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ImportArgs {
+    /// What the rows are.
+    #[arg(long, value_enum)]
+    pub kind: ImportKind,
+    /// Row format; by default taken from FILE's extension (.csv; .jsonl or .ndjson).
+    #[arg(long, value_enum)]
+    pub format: Option<ImportFormat>,
+    /// TOML configuration file: its [store] settings apply.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of the UDR's store (`udr.db` inside), as given to `fivecore udr --data-dir`.
+    #[arg(long, value_name = "DIR", conflicts_with = "db")]
+    pub data_dir: Option<PathBuf>,
+    /// The database file itself.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// What a bad row does.
+    #[arg(long, value_enum, default_value = "stop")]
+    pub on_bad_row: OnBadRow,
+    /// Rows per transaction.
+    #[arg(long, value_name = "N", default_value_t = udr::import::DEFAULT_BATCH_ROWS,
+        value_parser = clap::value_parser!(usize))]
+    pub batch: usize,
+    /// The file to import; `-` reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 /// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).

@@ -4,13 +4,14 @@ mod cli;
 mod config;
 mod logging;
 mod nf;
+mod udr_import;
 mod up;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, UdrCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -21,7 +22,10 @@ fn main() -> ExitCode {
         }
         Command::Up(args) => up::run(&args),
         Command::Nrf(args) => nf::run(nf::Nf::Nrf, &args),
-        Command::Udr(args) => nf::run(nf::Nf::Udr, &args),
+        Command::Udr(args) => match &args.command {
+            Some(UdrCommand::Import(import)) => udr_import::run(import),
+            None => nf::run(nf::Nf::Udr, &args.nf),
+        },
         Command::Bsf(args) => nf::run(nf::Nf::Bsf, &args),
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),

@@ -95,6 +95,77 @@ fn udr_serves_slf_lookups_and_stops_on_sigterm() {
 }
 
 #[test]
+fn udr_import_loads_files_and_stdin_while_a_udr_serves() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/udr-import");
+    let slf = format!("{dir}/slf.csv");
+    std::fs::write(
+        &slf,
+        "subscriberIds,UDM,PCF\nimsi-001010000000001;msisdn-33600000001,udm-1,pcf-1\n\
+         imsi-001010000000002,udm-2,\n",
+    )
+    .unwrap();
+    let (code, _, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &slf]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("imported 2 rows") && err.contains("3 identities new"), "{err}");
+    let bad = format!("{dir}/bad.csv");
+    std::fs::write(&bad, "subscriberIds,UDM\nimsi-001010000000003,udm-3\nimsi-12,udm\n").unwrap();
+    let (code, _, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &bad]);
+    assert_eq!(code, 1, "stops at the bad row: {err}");
+    assert!(err.contains("line 3: /subscriberIds/0") && err.contains("stopped"), "{err}");
+    let args =
+        ["udr", "import", "--kind", "slf", "--on-bad-row", "skip", "--data-dir", &data, &bad];
+    let (code, _, err) = fivecore(&args);
+    assert_eq!(code, 3, "bad rows skipped: {err}");
+    let (code, _, err) = fivecore(&["udr", "import", "--kind", "eir", "--data-dir", &data, "-"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--format"), "{err}");
+
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["udr", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, port);
+    // EIR rows from stdin into the store the UDR is serving from.
+    let mut import = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["udr", "import", "--kind", "eir", "--format", "jsonl", "--db"])
+        .arg(format!("{data}/udr.db"))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = import.stdin.take().unwrap();
+        stdin.write_all(b"{\"imei\":\"352099001761481\",\"status\":\"BLACKLISTED\"}\n").unwrap();
+    }
+    let out = import.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let get = |path: &str| {
+        let r = rt.block_on(client.get(&format!("http://{listen}{path}")).send()).unwrap();
+        (r.status().as_u16(), String::from_utf8_lossy(r.body()).into_owned())
+    };
+    let (status, body) =
+        get("/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM,PCF&subscriberId=msisdn-33600000001");
+    assert_eq!((status, body.as_str()), (200, r#"{"PCF":"pcf-1","UDM":"udm-1"}"#));
+    let (status, body) =
+        get("/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=imsi-001010000000003");
+    assert_eq!((status, body.as_str()), (200, r#"{"UDM":"udm-3"}"#));
+    let (status, body) = get("/n5g-eir-eic/v1/equipment-status?pei=imeisv-3520990017614801");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"BLACKLISTED"}"#));
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
 fn bsf_serves_stops_on_sigterm_and_keeps_bindings() {
     let dir = tempfile_dir();
     let data = format!("{dir}/bsf-data");

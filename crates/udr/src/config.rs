@@ -27,6 +27,9 @@ pub struct UdrConfig {
     /// The Diameter Sh server (`[udr.sh]`). Disabled by default.
     #[serde(default)]
     pub sh: crate::sh::ShConfig,
+    /// The 5G-EIR role (`[udr.eir]`, N5g-eir_EquipmentIdentityCheck).
+    #[serde(default)]
+    pub eir: crate::eir::EirConfig,
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -58,6 +61,7 @@ impl UdrConfig {
             }
         }
         self.sh.validate()?;
+        self.eir.validate(self.nrf.is_some())?;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@ use sbi::SbiRequest;
 use store::SqliteStore;
 
 use crate::config::UdrConfig;
+use crate::eir::EirStore;
 use crate::slf::SlfStore;
 
 pub struct Udr {
@@ -15,6 +16,8 @@ pub struct Udr {
     pub slf: SlfStore,
     /// Diameter Sh: settings, subscriptions, the node once listening.
     pub sh: crate::sh::Sh,
+    /// The 5G-EIR's equipment lists.
+    pub eir: EirStore,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -26,6 +29,7 @@ impl Udr {
             sh: crate::sh::Sh::new(config.sh.clone()),
             config,
             slf: SlfStore::new(db.clone()),
+            eir: EirStore::new(db.clone()),
             db,
             scheme,
             local_authority: OnceLock::new(),

@@ -2,12 +2,19 @@
 //!
 //! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
 //! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`]; [`sh`] is the
-//! Diameter Sh server (`[udr.sh]`) and [`soap`] the SOAP/XML provisioning (`POST /udr-soap/v1`).
+//! Diameter Sh server (`[udr.sh]`) and [`soap`] the SOAP/XML provisioning (`POST /udr-soap/v1`);
+//! [`n5g_eir_eic`] is the 5G-EIR's equipment status over the lists in [`eir`];
+//! [`provisioning`] is the REST provisioning API (`/udr-prov/v1`) and [`import`] the bulk load
+//! behind `fivecore udr import`.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
 pub mod context;
+pub mod eir;
+pub mod import;
+pub mod n5g_eir_eic;
 pub mod nudr_group_id_map;
+pub mod provisioning;
 pub mod sh;
 pub mod slf;
 pub mod soap;
@@ -54,12 +61,12 @@ pub enum UdrError {
 
 /// Every table of the UDR, each service's migrations in turn (append only).
 pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS.into_iter().chain(sh::data::MIGRATIONS).collect()
+    slf::MIGRATIONS.into_iter().chain(sh::data::MIGRATIONS).chain(eir::MIGRATIONS).collect()
 }
 
 /// The SBI routes over `udr`.
 pub fn router(udr: Arc<Udr>) -> Router {
-    Router::builder(udr)
+    let b = Router::builder(udr)
         .route(
             Method::GET,
             "/nudr-group-id-map/v1/nf-group-ids",
@@ -67,7 +74,13 @@ pub fn router(udr: Arc<Udr>) -> Router {
             nudr_group_id_map::get_nf_group_ids,
         )
         .route(Method::POST, soap::PATH, soap::OPERATION, soap::handle)
-        .build()
+        .route(
+            Method::GET,
+            "/n5g-eir-eic/v1/equipment-status",
+            "N5g-eir_EquipmentIdentityCheck_Get",
+            n5g_eir_eic::get_equipment_status,
+        );
+    provisioning::routes(b).build()
 }
 
 /// A bound UDR with its store open, ready to serve.
@@ -78,6 +91,8 @@ pub struct Bound {
     observability: Observability,
     nrf: Option<NrfClient>,
     sh: Option<sh::ShServer>,
+    /// The separate 5G_EIR profile (`[udr.eir] register_nrf`).
+    eir_nrf: Option<NrfClient>,
 }
 
 /// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
@@ -117,7 +132,14 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         }
     };
     let sh = if config.udr.sh.enabled { Some(sh::start(udr.clone()).await?) } else { None };
-    Ok(Bound { server, udr, db, observability, nrf, sh })
+    let eir_nrf = match (&config.udr.nrf, config.udr.eir.register_nrf) {
+        (Some(nrf_config), true) => {
+            let profile = n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
+            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
+        }
+        _ => None,
+    };
+    Ok(Bound { server, udr, db, observability, nrf, sh, eir_nrf })
 }
 
 impl Bound {
@@ -137,7 +159,7 @@ impl Bound {
     /// Serves until `shutdown`, keeping the NRF registration; then deregisters from the NRF and
     /// closes the store (everything acknowledged is committed).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
-        if let Some(nrf) = &self.nrf {
+        for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.start();
         }
         self.observability.set_ready(true);
@@ -145,7 +167,7 @@ impl Bound {
         if let Some(sh) = self.sh {
             sh.shutdown().await;
         }
-        if let Some(nrf) = &self.nrf {
+        for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.shutdown().await;
         }
         if let Err(e) = self.db.close().await {

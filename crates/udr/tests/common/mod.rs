@@ -103,11 +103,35 @@ pub fn enc(s: &str) -> String {
 }
 
 static SPECS: LazyLock<Specs> = LazyLock::new(|| {
-    Specs::load(&["TS29571_CommonData", "TS29510_Nnrf_NFManagement", "TS29504_Nudr_GroupIDmap"])
+    Specs::load(&[
+        "TS29571_CommonData",
+        "TS29510_Nnrf_NFManagement",
+        "TS29504_Nudr_GroupIDmap",
+        "TS29511_N5g-eir_EquipmentIdentityCheck",
+    ])
 });
 
 /// Validates `value` against `components/schemas/<schema>` of `spec`; skips (with a note) when
 /// ../shared is absent.
 pub fn assert_valid(spec: &str, schema: &str, value: &Value) {
     SPECS.assert_valid(spec, schema, value)
+}
+
+/// Sends `method url` with a JSON body (`None`: no body).
+pub async fn send(
+    c: &SbiClient,
+    method: http::Method,
+    url: &str,
+    body: Option<&Value>,
+) -> SbiResponse {
+    let mut b = c.request(method, url);
+    if let Some(v) = body {
+        b = b.json(v);
+    }
+    b.send().await.unwrap()
+}
+
+/// A UDR configuration with `[udr.eir]` set.
+pub fn eir_config(eir: udr::eir::EirConfig) -> UdrConfig {
+    UdrConfig { eir, ..UdrConfig::default() }
 }

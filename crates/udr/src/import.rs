@@ -1,0 +1,586 @@
+//! Bulk import of SLF and EIR entries from CSV or JSON lines into the UDR's store, behind
+//! `fivecore udr import` (formats in docs/udr.md).
+//!
+//! A parser thread reads and checks rows (with the provisioning API's own checks, so a row
+//! means what the same REST body means) into batches of `batch_rows`; each batch is one job of
+//! the store's writer, i.e. one transaction with prepared statements. The parser fills the next
+//! batch while the writer commits the last one, and waits when it is one batch ahead, so memory
+//! stays bounded whatever the file size. Rows are upserts (an SLF row replaces the entries it
+//! shares an identity with; an EIR row replaces the IMEI or the range starting at the same
+//! IMEI), so running the same file twice is harmless and an import that stopped can be re-run.
+//!
+//! A bad row is reported with its line number; it is skipped or stops the import
+//! ([`Options::stop_on_bad_row`]); the rows before it are committed either way.
+
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use store::SqliteStore;
+use tokio::sync::mpsc;
+
+use crate::eir::{self, RangeConflict};
+use crate::provisioning::eir_entries::{self, EirItem};
+use crate::provisioning::{describe, slf_entries};
+use crate::slf::{self, Entry, PutStats};
+
+/// What the rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Slf,
+    Eir,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub kind: Kind,
+    pub format: Format,
+    /// Rows per transaction.
+    pub batch_rows: usize,
+    /// Stop at the first bad row (else skip it and go on).
+    pub stop_on_bad_row: bool,
+}
+
+impl Options {
+    pub fn new(kind: Kind, format: Format) -> Self {
+        Options { kind, format, batch_rows: DEFAULT_BATCH_ROWS, stop_on_bad_row: true }
+    }
+}
+
+/// Rows per transaction unless told otherwise: large enough that the commit's cost vanishes,
+/// small enough that a UDR serving from the same file waits at most a fraction of a second for
+/// the write lock.
+pub const DEFAULT_BATCH_ROWS: usize = 50_000;
+
+/// A row that was not imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRow {
+    /// 1-based line number in the input.
+    pub line: u64,
+    pub reason: String,
+}
+
+/// Counters so far, reported after each committed batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Rows committed.
+    pub rows: u64,
+    /// Rows not imported.
+    pub bad: u64,
+    /// Input bytes read up to the last committed row.
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+/// What [`run`] reports as it goes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Progress(Progress),
+    BadRow(&'a BadRow),
+}
+
+/// The outcome of an import that ran to its end or stopped at a bad row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub progress: Progress,
+    /// The line of the bad row the import stopped at.
+    pub stopped_at: Option<u64>,
+    /// SLF: identities new, entries replaced, identities removed from replaced entries.
+    pub slf: PutStats,
+    /// EIR: single IMEIs and ranges written.
+    pub imeis: u64,
+    pub ranges: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("reading the input: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: {reason}")]
+    Header { line: u64, reason: String },
+    #[error("store: {0}")]
+    Store(#[from] store::Error),
+}
+
+/// Imports every row of `input` into `db` (opened with the UDR's migrations).
+pub async fn run<R: BufRead + Send + 'static>(
+    db: &SqliteStore,
+    input: R,
+    opts: Options,
+    mut events: impl FnMut(Event<'_>),
+) -> Result<Report, ImportError> {
+    let start = Instant::now();
+    let (tx, mut rx) = mpsc::channel::<Result<Batch, ImportError>>(1);
+    let parser = tokio::task::spawn_blocking(move || parse(input, opts, &tx));
+    let mut report = Report::default();
+    while let Some(batch) = rx.recv().await {
+        let Batch { rows, bad, bytes, stop } = batch?;
+        // Bad rows found by the parser precede every row of this batch that the writer may
+        // refuse, except that both lists are in line order: merge them for the report.
+        let mut refused: Vec<BadRow> = Vec::new();
+        match rows {
+            Rows::Slf(entries) => {
+                let n = entries.len() as u64;
+                // The rows come back to be freed here, not on the writer thread.
+                let (s, rows) = db
+                    .write(move |tx| Ok((slf::put_entries_counted(tx, &entries)?, entries)))
+                    .await?;
+                drop(rows);
+                report.slf.new += s.new;
+                report.slf.replaced += s.replaced;
+                report.slf.removed += s.removed;
+                report.progress.rows += n;
+            }
+            Rows::Eir(items) => {
+                let stop_on_bad = opts.stop_on_bad_row;
+                let (w, rows) =
+                    db.write(move |tx| Ok((write_eir(tx, &items, stop_on_bad)?, items))).await?;
+                drop(rows);
+                report.imeis += w.imeis;
+                report.ranges += w.ranges;
+                report.progress.rows += w.imeis + w.ranges;
+                refused = w.refused;
+            }
+        }
+        let mut all: Vec<BadRow> = bad.into_iter().chain(refused).collect();
+        all.sort_by_key(|b| b.line);
+        if opts.stop_on_bad_row {
+            all.truncate(1);
+        }
+        for b in &all {
+            events(Event::BadRow(b));
+        }
+        report.progress.bad += all.len() as u64;
+        report.progress.bytes = bytes;
+        report.progress.elapsed = start.elapsed();
+        events(Event::Progress(report.progress));
+        if opts.stop_on_bad_row && !all.is_empty() {
+            report.stopped_at = all.first().map(|b| b.line);
+            break;
+        }
+        if stop {
+            break;
+        }
+    }
+    // Dropping the receiver ends a parser still working ahead.
+    drop(rx);
+    parser.await.map_err(|e| ImportError::Io(std::io::Error::other(e)))?;
+    report.progress.elapsed = start.elapsed();
+    Ok(report)
+}
+
+enum Rows {
+    Slf(Vec<Entry>),
+    Eir(Vec<(u64, EirItem)>),
+}
+
+struct Batch {
+    rows: Rows,
+    /// Rows the parser refused, in line order.
+    bad: Vec<BadRow>,
+    /// Input bytes consumed up to the end of this batch.
+    bytes: u64,
+    /// The last batch the parser sends (stopped at a bad row).
+    stop: bool,
+}
+
+struct EirWritten {
+    imeis: u64,
+    ranges: u64,
+    refused: Vec<BadRow>,
+}
+
+/// The writer-thread half of an EIR batch: upserts each row; a range that would overlap
+/// another is refused (and ends the batch when stopping on bad rows).
+fn write_eir(
+    tx: &rusqlite::Transaction<'_>,
+    items: &[(u64, EirItem)],
+    stop_on_bad: bool,
+) -> store::Result<EirWritten> {
+    let mut w = EirWritten { imeis: 0, ranges: 0, refused: Vec::new() };
+    for (line, item) in items {
+        match item {
+            EirItem::Imei(e) => {
+                eir::put_imei(tx, e)?;
+                w.imeis += 1;
+            }
+            EirItem::Range(r) => match eir::put_range(tx, r)? {
+                Ok(()) => w.ranges += 1,
+                Err(c) => {
+                    let reason = match c {
+                        RangeConflict::Overlaps(s, e) => format!(
+                            "/end: the range overlaps the range {}..{}",
+                            eir::format_imei(s),
+                            eir::format_imei(e)
+                        ),
+                        RangeConflict::Exists | RangeConflict::NotFound => format!("{c:?}"),
+                    };
+                    w.refused.push(BadRow { line: *line, reason });
+                    if stop_on_bad {
+                        break;
+                    }
+                }
+            },
+        }
+    }
+    Ok(w)
+}
+
+// ---- the parser thread -----------------------------------------------------------------------
+
+/// Reads `input` into batches sent on `out` until the end, a stop, or `out` closes.
+fn parse<R: BufRead>(mut input: R, opts: Options, out: &mpsc::Sender<Result<Batch, ImportError>>) {
+    let mut reader = RowReader::new(opts);
+    let mut line_buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut line_no: u64 = 0;
+    let mut bytes: u64 = 0;
+    let mut batch = reader.empty_batch();
+    loop {
+        line_buf.clear();
+        let n = match input.read_until(b'\n', &mut line_buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = out.blocking_send(Err(e.into()));
+                return;
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        bytes += n as u64;
+        match reader.row(line_no, &line_buf) {
+            Ok(None) => {}
+            Ok(Some(row)) => batch.push(row),
+            Err(RowError::Fatal(e)) => {
+                let _ = out.blocking_send(Err(e));
+                return;
+            }
+            Err(RowError::Bad(reason)) => {
+                batch.bad.push(BadRow { line: line_no, reason });
+                if opts.stop_on_bad_row {
+                    batch.bytes = bytes;
+                    batch.stop = true;
+                    let _ = out.blocking_send(Ok(batch));
+                    return;
+                }
+            }
+        }
+        if batch.len() >= opts.batch_rows.max(1) {
+            batch.bytes = bytes;
+            let full = std::mem::replace(&mut batch, reader.empty_batch());
+            if out.blocking_send(Ok(full)).is_err() {
+                return;
+            }
+        }
+    }
+    batch.bytes = bytes;
+    batch.stop = true;
+    let _ = out.blocking_send(Ok(batch));
+}
+
+impl Batch {
+    fn push(&mut self, row: Row) {
+        match (&mut self.rows, row) {
+            (Rows::Slf(v), Row::Slf(e)) => v.push(e),
+            (Rows::Eir(v), Row::Eir(line, e)) => v.push((line, e)),
+            // A reader makes rows of its own kind only.
+            _ => {}
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.rows {
+            Rows::Slf(v) => v.len(),
+            Rows::Eir(v) => v.len(),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Row {
+    Slf(Entry),
+    Eir(u64, EirItem),
+}
+
+#[derive(Debug)]
+enum RowError {
+    /// This row is not imported.
+    Bad(String),
+    /// Nothing can be imported (a bad CSV header).
+    Fatal(ImportError),
+}
+
+/// Turns lines into rows: skips blank lines and `#` comments, reads the CSV header.
+struct RowReader {
+    opts: Options,
+    /// CSV: the column names, once the header is read.
+    columns: Option<Vec<String>>,
+    fields: Vec<String>,
+}
+
+const SLF_IDS_COLUMN: &str = "subscriberIds";
+const EIR_COLUMNS: [&str; 6] = ["imei", "start", "end", "status", "supis", "gpsis"];
+
+impl RowReader {
+    fn new(opts: Options) -> Self {
+        RowReader { opts, columns: None, fields: Vec::new() }
+    }
+
+    fn empty_batch(&self) -> Batch {
+        let cap = self.opts.batch_rows.clamp(1, DEFAULT_BATCH_ROWS);
+        let rows = match self.opts.kind {
+            Kind::Slf => Rows::Slf(Vec::with_capacity(cap)),
+            Kind::Eir => Rows::Eir(Vec::with_capacity(cap)),
+        };
+        Batch { rows, bad: Vec::new(), bytes: 0, stop: false }
+    }
+
+    fn row(&mut self, line_no: u64, raw: &[u8]) -> Result<Option<Row>, RowError> {
+        let mut raw = raw;
+        if line_no == 1 {
+            raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+        }
+        let text = std::str::from_utf8(raw).map_err(|_| RowError::Bad("not UTF-8".into()))?;
+        let text = text.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() || text.starts_with('#') {
+            return Ok(None);
+        }
+        let value = match self.opts.format {
+            Format::Jsonl => serde_json::from_str::<Value>(text)
+                .map_err(|e| RowError::Bad(format!("not a JSON object: {e}")))?,
+            Format::Csv => {
+                csv_fields(text, &mut self.fields).map_err(RowError::Bad)?;
+                let Some(columns) = &self.columns else {
+                    self.columns = Some(self.header(line_no)?);
+                    return Ok(None);
+                };
+                if self.fields.len() != columns.len() {
+                    return Err(RowError::Bad(format!(
+                        "{} fields where the header has {}",
+                        self.fields.len(),
+                        columns.len()
+                    )));
+                }
+                csv_row_json(self.opts.kind, columns, &self.fields)
+            }
+        };
+        match self.opts.kind {
+            Kind::Slf => slf_entries::parse_entry(&value).map(|e| Some(Row::Slf(e))),
+            Kind::Eir => eir_entries::parse_item(&value).map(|e| Some(Row::Eir(line_no, e))),
+        }
+        .map_err(|p| RowError::Bad(describe(&p)))
+    }
+
+    /// Checks the CSV header in `self.fields`.
+    fn header(&self, line: u64) -> Result<Vec<String>, RowError> {
+        let fatal = |reason: String| RowError::Fatal(ImportError::Header { line, reason });
+        let cols: Vec<String> = self.fields.iter().map(|f| f.trim().to_owned()).collect();
+        for (i, c) in cols.iter().enumerate() {
+            if cols[..i].contains(c) {
+                return Err(fatal(format!("header: column {c:?} appears twice")));
+            }
+        }
+        match self.opts.kind {
+            Kind::Slf => {
+                if !cols.iter().any(|c| c == SLF_IDS_COLUMN) {
+                    return Err(fatal(format!(
+                        "header: an SLF file needs a {SLF_IDS_COLUMN:?} column, then one \
+                         column per NF type (UDM, AUSF, ...)"
+                    )));
+                }
+                if let Some(c) = cols.iter().find(|c| *c != SLF_IDS_COLUMN && !slf::is_nf_type(c)) {
+                    return Err(fatal(format!("header: column {c:?} is not an NF type")));
+                }
+            }
+            Kind::Eir => {
+                if let Some(c) = cols.iter().find(|c| !EIR_COLUMNS.contains(&c.as_str())) {
+                    return Err(fatal(format!(
+                        "header: unknown column {c:?} (an EIR file has {})",
+                        EIR_COLUMNS.join(", ")
+                    )));
+                }
+                let has = |n: &str| cols.iter().any(|c| c == n);
+                if !has("status") || !(has("imei") || (has("start") && has("end"))) {
+                    return Err(fatal(
+                        "header: an EIR file needs status and imei, or status, start and end"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        Ok(cols)
+    }
+}
+
+/// A CSV row as the JSON body the provisioning API takes: empty cells are absent attributes,
+/// lists (`subscriberIds`, `supis`, `gpsis`) are `;`-separated.
+fn csv_row_json(kind: Kind, columns: &[String], fields: &[String]) -> Value {
+    let list = |cell: &str| -> Value {
+        cell.split(';').map(str::trim).filter(|s| !s.is_empty()).map(Value::from).collect()
+    };
+    let mut obj = Map::new();
+    match kind {
+        Kind::Slf => {
+            let mut groups = Map::new();
+            for (col, cell) in columns.iter().zip(fields) {
+                if col == SLF_IDS_COLUMN {
+                    obj.insert(col.clone(), list(cell));
+                } else if !cell.trim().is_empty() {
+                    groups.insert(col.clone(), cell.trim().into());
+                }
+            }
+            obj.insert("nfGroupIds".into(), Value::Object(groups));
+        }
+        Kind::Eir => {
+            for (col, cell) in columns.iter().zip(fields) {
+                let cell = cell.trim();
+                if cell.is_empty() {
+                    continue;
+                }
+                let v = if col == "supis" || col == "gpsis" { list(cell) } else { cell.into() };
+                obj.insert(col.clone(), v);
+            }
+        }
+    }
+    Value::Object(obj)
+}
+
+/// Splits one CSV record (RFC 4180 on one line): fields separated by `,`; a field in double
+/// quotes may hold `,` and `""` (a quote). Line breaks inside quotes are not supported: no
+/// imported value may hold one.
+fn csv_fields(line: &str, out: &mut Vec<String>) -> Result<(), String> {
+    out.clear();
+    let mut chars = line.chars().peekable();
+    loop {
+        let mut field = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("a quoted field is not closed on its line".into()),
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                }
+            }
+            match chars.next() {
+                None => {
+                    out.push(field);
+                    return Ok(());
+                }
+                Some(',') => out.push(field),
+                Some(c) => return Err(format!("{c:?} after a closing quote")),
+            }
+        } else {
+            loop {
+                match chars.next() {
+                    None => {
+                        out.push(field);
+                        return Ok(());
+                    }
+                    Some(',') => break,
+                    Some('"') => return Err("a quote inside an unquoted field".into()),
+                    Some(c) => field.push(c),
+                }
+            }
+            out.push(field);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(line: &str) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        csv_fields(line, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn csv_records() {
+        assert_eq!(fields("a,b,,c").unwrap(), ["a", "b", "", "c"]);
+        assert_eq!(fields("").unwrap(), [""]);
+        assert_eq!(fields("a,").unwrap(), ["a", ""]);
+        assert_eq!(fields(r#""x,y","say ""hi""",z"#).unwrap(), ["x,y", r#"say "hi""#, "z"]);
+        assert_eq!(fields(r#""",a"#).unwrap(), ["", "a"]);
+        assert!(fields(r#""open,a"#).is_err());
+        assert!(fields(r#""a"b,c"#).is_err());
+        assert!(fields(r#"a"b,c"#).is_err());
+    }
+
+    fn reader(kind: Kind, format: Format) -> RowReader {
+        RowReader::new(Options::new(kind, format))
+    }
+
+    fn bad(r: Result<Option<Row>, RowError>) -> String {
+        match r {
+            Err(RowError::Bad(why)) => why,
+            Err(RowError::Fatal(e)) => panic!("fatal: {e}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn slf_csv_rows() {
+        let mut r = reader(Kind::Slf, Format::Csv);
+        assert!(r.row(1, b"\xEF\xBB\xBFsubscriberIds,UDM,PCF\r\n").unwrap().is_none());
+        assert!(r.row(2, b"# a comment\n").unwrap().is_none());
+        assert!(r.row(3, b"\n").unwrap().is_none());
+        let Some(Row::Slf(e)) =
+            r.row(4, b"imsi-001010000000001; msisdn-33600000001,udm-1,\n").unwrap()
+        else {
+            panic!("a row")
+        };
+        assert_eq!(e.subscriber_ids, ["imsi-001010000000001", "msisdn-33600000001"]);
+        assert_eq!(e.groups.len(), 1);
+        assert!(bad(r.row(5, b"imsi-001010000000001,udm-1\n")).contains("2 fields"));
+        assert!(bad(r.row(6, b"imsi-12,udm-1,pcf\n")).contains("/subscriberIds/0"));
+        assert!(bad(r.row(7, b"imsi-001010000000001,,\n")).contains("/nfGroupIds"));
+        assert!(bad(r.row(8, b"\xff\n")).contains("UTF-8"));
+
+        for header in ["UDM,PCF", "subscriberIds,udm", "subscriberIds,UDM,UDM"] {
+            let mut r = reader(Kind::Slf, Format::Csv);
+            assert!(matches!(r.row(1, header.as_bytes()), Err(RowError::Fatal(_))), "{header}");
+        }
+    }
+
+    #[test]
+    fn eir_rows() {
+        let mut r = reader(Kind::Eir, Format::Csv);
+        assert!(r.row(1, b"imei,start,end,status,supis\n").unwrap().is_none());
+        let Some(Row::Eir(2, EirItem::Imei(e))) =
+            r.row(2, b"352099001761481,,,BLACKLISTED,imsi-001010000000001\n").unwrap()
+        else {
+            panic!("an IMEI")
+        };
+        assert_eq!(e.binding.supis, ["imsi-001010000000001"]);
+        let Some(Row::Eir(3, EirItem::Range(g))) =
+            r.row(3, b",35209900000000,35209900999999,GREYLISTED,\n").unwrap()
+        else {
+            panic!("a range")
+        };
+        assert_eq!(g.end, 35209900999999);
+        assert!(bad(r.row(4, b"352099001761482,,,BLACKLISTED,\n")).contains("check digit"));
+        let mut r = reader(Kind::Eir, Format::Csv);
+        assert!(matches!(r.row(1, b"imei,colour\n"), Err(RowError::Fatal(_))));
+        let mut r = reader(Kind::Eir, Format::Csv);
+        assert!(matches!(r.row(1, b"imei,end\n"), Err(RowError::Fatal(_))));
+
+        let mut r = reader(Kind::Eir, Format::Jsonl);
+        let row = r.row(1, br#"{"imei":"35209900176148","status":"WHITELISTED"}"#).unwrap();
+        assert!(matches!(row, Some(Row::Eir(1, EirItem::Imei(_)))));
+        assert!(bad(r.row(2, b"{\"imei\":")).contains("JSON"));
+        assert!(bad(r.row(3, br#"{"imei":"35209900176148"}"#)).contains("/status"));
+    }
+}

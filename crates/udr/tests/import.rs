@@ -1,0 +1,186 @@
+//! Bulk import (`udr::import`, behind `fivecore udr import`) into the store of a running UDR,
+//! CSV and JSON lines, bad rows skipped or stopping the import, then lookups over HTTP.
+
+mod common;
+
+use std::io::Cursor;
+
+use common::*;
+use serde_json::json;
+use store::SqliteStore;
+use udr::import::{self, Event, Format, ImportError, Kind, Options, Report};
+use udr::UdrConfig;
+
+/// A second handle on the UDR's database file, as `fivecore udr import` opens it.
+async fn open(dir: &std::path::Path) -> SqliteStore {
+    let db = SqliteStore::open(store::SqliteConfig {
+        readers: 1,
+        ..store::SqliteConfig::new(dir.join("udr.db"))
+    })
+    .await
+    .unwrap();
+    db.migrate(udr::migrations()).await.unwrap();
+    db
+}
+
+/// Imports `text`; returns the report, the bad lines reported and how many progress events
+/// came.
+async fn import(
+    db: &SqliteStore,
+    text: &str,
+    kind: Kind,
+    format: Format,
+    stop: bool,
+) -> (Report, Vec<u64>, usize) {
+    let opts = Options { batch_rows: 2, stop_on_bad_row: stop, ..Options::new(kind, format) };
+    let mut bad = Vec::new();
+    let mut progress = 0;
+    let report = import::run(db, Cursor::new(text.to_owned()), opts, |e| match e {
+        Event::BadRow(b) => bad.push(b.line),
+        Event::Progress(_) => progress += 1,
+    })
+    .await
+    .unwrap();
+    (report, bad, progress)
+}
+
+async fn groups_of(udr: &TestUdr, id: &str) -> serde_json::Value {
+    let url = udr.url(&format!(
+        "/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM,PCF&subscriberId={}",
+        enc(id)
+    ));
+    body(&get(&client(), &url).await)
+}
+
+#[tokio::test]
+async fn slf_csv_and_jsonl_into_a_running_udr() {
+    let dir = tempfile::tempdir().unwrap();
+    let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let db = open(dir.path()).await;
+    let csv = "subscriberIds,UDM,AUSF,PCF\n\
+               imsi-001010000000001;msisdn-33600000001,udm-1,ausf-1,pcf-1\n\
+               # a comment, then a blank line\n\
+               \n\
+               imsi-12,udm-1,,\n\
+               \"impu-sip:a,b@x.org\",udm-3,,\r\n\
+               imsi-001010000000004,udm-4\n\
+               imsi-001010000000002,udm-2,,pcf-1";
+    let (report, bad, progress) = import(&db, csv, Kind::Slf, Format::Csv, false).await;
+    assert_eq!(bad, [5, 7]);
+    assert_eq!(report.progress.rows, 3);
+    assert_eq!(report.progress.bad, 2);
+    assert_eq!(report.progress.bytes, csv.len() as u64);
+    assert_eq!(report.slf.new, 4);
+    assert_eq!(report.stopped_at, None);
+    assert!(progress >= 2, "one progress report per batch of 2 rows");
+    // Seen by the running UDR at once (nothing of the SLF is cached but immutable group sets).
+    assert_eq!(
+        groups_of(&udr, "msisdn-33600000001").await,
+        json!({"UDM": "udm-1", "PCF": "pcf-1"})
+    );
+    assert_eq!(groups_of(&udr, "impu-sip:a,b@x.org").await, json!({"UDM": "udm-3"}));
+    assert_eq!(
+        groups_of(&udr, "imsi-001010000000002").await,
+        json!({"UDM": "udm-2", "PCF": "pcf-1"})
+    );
+    assert_eq!(groups_of(&udr, "imsi-001010000000004").await["cause"], "USER_NOT_FOUND");
+    let entry =
+        body(&get(&client(), &udr.url("/udr-prov/v1/slf-entries/msisdn-33600000001")).await);
+    assert_eq!(entry["subscriberIds"], json!(["imsi-001010000000001", "msisdn-33600000001"]));
+
+    // The same file again changes nothing.
+    let (again, _, _) = import(&db, csv, Kind::Slf, Format::Csv, false).await;
+    assert_eq!((again.slf.new, again.slf.replaced, again.slf.removed), (0, 3, 0));
+
+    // JSON lines; a row replacing an entry drops the identities it does not list. Stopping at
+    // the bad row keeps the rows before it.
+    let jsonl = concat!(
+        r#"{"subscriberIds":["imsi-001010000000010"],"nfGroupIds":{"UDM":"udm-10"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000001"],"nfGroupIds":{"UDM":"udm-new"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000011"],"nfGroupIds":{"udm":"x"}}"#,
+        "\n",
+        r#"{"subscriberIds":["imsi-001010000000012"],"nfGroupIds":{"UDM":"udm-12"}}"#,
+        "\n",
+    );
+    let (report, bad, _) = import(&db, jsonl, Kind::Slf, Format::Jsonl, true).await;
+    assert_eq!(bad, [3]);
+    assert_eq!(report.stopped_at, Some(3));
+    assert_eq!(report.progress.rows, 2);
+    assert_eq!((report.slf.new, report.slf.replaced, report.slf.removed), (1, 1, 1));
+    assert_eq!(groups_of(&udr, "imsi-001010000000010").await, json!({"UDM": "udm-10"}));
+    assert_eq!(groups_of(&udr, "imsi-001010000000001").await, json!({"UDM": "udm-new"}));
+    assert_eq!(groups_of(&udr, "msisdn-33600000001").await["cause"], "USER_NOT_FOUND");
+    assert_eq!(groups_of(&udr, "imsi-001010000000012").await["cause"], "USER_NOT_FOUND");
+
+    // A bad header imports nothing.
+    let opts = Options::new(Kind::Slf, Format::Csv);
+    let r =
+        import::run(&db, Cursor::new("subscriberIds,Udm\nimsi-001010000000020,u\n"), opts, |_| {})
+            .await;
+    assert!(matches!(r, Err(ImportError::Header { line: 1, .. })), "{r:?}");
+    assert_eq!(groups_of(&udr, "imsi-001010000000020").await["cause"], "USER_NOT_FOUND");
+
+    db.close().await.unwrap();
+    udr.stop().await;
+}
+
+async fn eir_status(udr: &TestUdr, pei: &str) -> serde_json::Value {
+    let url = udr.url(&format!("/n5g-eir-eic/v1/equipment-status?pei={pei}"));
+    body(&get(&client(), &url).await)
+}
+
+#[tokio::test]
+async fn eir_jsonl_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    // Imported before the UDR starts, as for a first load.
+    let db = open(dir.path()).await;
+    let jsonl = concat!(
+        r#"{"imei":"35209900176148","status":"BLACKLISTED"}"#,
+        "\n",
+        r#"{"start":"49015400000000","end":"49015499999999","status":"GREYLISTED"}"#,
+        "\n",
+        r#"{"start":"49015450000000","end":"49015460000000","status":"WHITELISTED"}"#,
+        "\n",
+        r#"{"imei":"35780502398494","status":"WHITELISTED"}"#,
+        "\n",
+    );
+    let (report, bad, _) = import(&db, jsonl, Kind::Eir, Format::Jsonl, true).await;
+    assert_eq!(bad, [3], "the overlapping range stops the import");
+    assert_eq!(report.stopped_at, Some(3));
+    assert_eq!((report.imeis, report.ranges), (1, 1));
+
+    // CSV, skipping bad rows: a wrong check digit (found while parsing) and an overlap (found
+    // while writing) are both reported, in line order.
+    let csv = "imei,start,end,status,supis,gpsis\n\
+               ,49015450000000,49015460000000,WHITELISTED,,\n\
+               357805023984941,,,WHITELISTED,,\n\
+               357805023984942,,,WHITELISTED,imsi-001010000000001;imsi-001010000000002,\n\
+               ,35209910000000,35209919999999,GREYLISTED,,msisdn-33600000001\n";
+    let (report, bad, _) = import(&db, csv, Kind::Eir, Format::Csv, false).await;
+    assert_eq!(bad, [2, 3]);
+    assert_eq!((report.imeis, report.ranges, report.progress.bad), (1, 1, 2));
+    db.close().await.unwrap();
+
+    let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    assert_eq!(eir_status(&udr, "imeisv-3520990017614801").await["status"], "BLACKLISTED");
+    assert_eq!(eir_status(&udr, "imeisv-4901545555555501").await["status"], "GREYLISTED");
+    assert_eq!(
+        eir_status(&udr, "imei-357805023984942&supi=imsi-001010000000002").await["status"],
+        "WHITELISTED"
+    );
+    assert_eq!(
+        eir_status(&udr, "imei-357805023984942&supi=imsi-001010000000003").await["status"],
+        "BLACKLISTED"
+    );
+    assert_eq!(
+        eir_status(&udr, "imeisv-3520991012345601&gpsi=msisdn-33600000002").await["status"],
+        "BLACKLISTED"
+    );
+    assert_eq!(eir_status(&udr, "imeisv-3520991012345601").await["status"], "GREYLISTED");
+    let range =
+        body(&get(&client(), &udr.url("/udr-prov/v1/eir/imei-ranges/35209910000000")).await);
+    assert_eq!(range["gpsis"], json!(["msisdn-33600000001"]));
+    udr.stop().await;
+}
