@@ -23,6 +23,10 @@ pub struct UdrConfig {
     /// The subscriber-to-NF-group map (Nudr_GroupIDmap, the SLF role).
     #[serde(default)]
     pub slf: SlfConfig,
+
+    /// Policy data (N36): subscriptions and notification delivery (`[udr.policy]`).
+    #[serde(default)]
+    pub policy: crate::policy_data::PolicyConfig,
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -53,6 +57,7 @@ impl UdrConfig {
                 return Err("udr.nrf: api_roots must name at least one NRF".into());
             }
         }
+        self.policy.validate()?;
         Ok(())
     }
 }

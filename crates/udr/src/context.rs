@@ -6,6 +6,7 @@ use sbi::SbiRequest;
 use store::SqliteStore;
 
 use crate::config::UdrConfig;
+use crate::policy_data::PolicyData;
 use crate::slf::SlfStore;
 
 pub struct Udr {
@@ -13,6 +14,8 @@ pub struct Udr {
     pub db: SqliteStore,
     /// The subscriber-to-NF-group map (SLF).
     pub slf: SlfStore,
+    /// Policy data (N36), its subscriptions and their notifications.
+    pub policy: PolicyData,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -20,7 +23,14 @@ pub struct Udr {
 
 impl Udr {
     pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
-        Udr { config, slf: SlfStore::new(db.clone()), db, scheme, local_authority: OnceLock::new() }
+        Udr {
+            slf: SlfStore::new(db.clone()),
+            policy: PolicyData::new(config.policy.clone(), db.clone()),
+            config,
+            db,
+            scheme,
+            local_authority: OnceLock::new(),
+        }
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.

@@ -1,12 +1,15 @@
 //! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
 //!
 //! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
-//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`].
+//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`];
+//! [`policy_data`] is Nudr_DataRepository policy data (N36) with its subscriptions,
+//! notifications and provisioning.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
 pub mod context;
 pub mod nudr_group_id_map;
+pub mod policy_data;
 pub mod slf;
 
 use std::future::Future;
@@ -51,19 +54,18 @@ pub enum UdrError {
 
 /// Every table of the UDR, each service's migrations in turn (append only).
 pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS.into_iter().collect()
+    slf::MIGRATIONS.into_iter().chain(policy_data::MIGRATIONS).collect()
 }
 
 /// The SBI routes over `udr`.
 pub fn router(udr: Arc<Udr>) -> Router {
-    Router::builder(udr)
-        .route(
-            Method::GET,
-            "/nudr-group-id-map/v1/nf-group-ids",
-            "Nudr_GroupIDmap_GetNfGroupIDs",
-            nudr_group_id_map::get_nf_group_ids,
-        )
-        .build()
+    let b = Router::builder(udr).route(
+        Method::GET,
+        "/nudr-group-id-map/v1/nf-group-ids",
+        "Nudr_GroupIDmap_GetNfGroupIDs",
+        nudr_group_id_map::get_nf_group_ids,
+    );
+    policy_data::routes(b).build()
 }
 
 /// A bound UDR with its store open, ready to serve.
@@ -73,6 +75,7 @@ pub struct Bound {
     db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
+    client: SbiClient,
 }
 
 /// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
@@ -89,6 +92,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     db.migrate(migrations()).await?;
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
+    let subs = udr.policy.load().await?;
+    tracing::info!(policy_subscriptions = subs, "UDR state loaded");
     let observability = Observability::new();
     let server =
         SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
@@ -109,7 +114,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
             Some(NrfClient::new(nrf_config.clone(), client.clone(), profile.build())?)
         }
     };
-    Ok(Bound { server, udr, db, observability, nrf })
+    Ok(Bound { server, udr, db, observability, nrf, client })
 }
 
 impl Bound {
@@ -121,14 +126,17 @@ impl Bound {
         &self.udr
     }
 
-    /// Serves until `shutdown`, keeping the NRF registration; then deregisters from the NRF and
-    /// closes the store (everything acknowledged is committed).
+    /// Serves until `shutdown`, keeping the NRF registration and delivering policy data
+    /// notifications; then deregisters from the NRF and closes the store (everything
+    /// acknowledged is committed; undelivered notifications wait in the store for the next start).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
+        let policy = self.udr.policy.start(self.client.clone());
         if let Some(nrf) = &self.nrf {
             nrf.start();
         }
         self.observability.set_ready(true);
         let served = self.server.serve(shutdown).await;
+        policy.stop().await;
         if let Some(nrf) = &self.nrf {
             nrf.shutdown().await;
         }
