@@ -103,11 +103,69 @@ pub fn enc(s: &str) -> String {
 }
 
 static SPECS: LazyLock<Specs> = LazyLock::new(|| {
-    Specs::load(&["TS29571_CommonData", "TS29510_Nnrf_NFManagement", "TS29504_Nudr_GroupIDmap"])
+    Specs::load(&[
+        "TS29571_CommonData",
+        "TS29510_Nnrf_NFManagement",
+        "TS29504_Nudr_GroupIDmap",
+        "TS29519_Policy_Data",
+        "TS29122_CommonData",
+        "TS29554_Npcf_BDTPolicyControl",
+    ])
 });
 
 /// Validates `value` against `components/schemas/<schema>` of `spec`; skips (with a note) when
 /// ../shared is absent.
 pub fn assert_valid(spec: &str, schema: &str, value: &Value) {
     SPECS.assert_valid(spec, schema, value)
+}
+
+/// Sends `method url` with a body of `content_type` and extra headers.
+pub async fn send(
+    c: &SbiClient,
+    method: http::Method,
+    url: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> SbiResponse {
+    let mut b = c.request(method, url);
+    if let Some(ct) = content_type {
+        b = b.header("content-type", ct);
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(bytes::Bytes::copy_from_slice(body)).send().await.unwrap()
+}
+
+pub async fn put_json(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(c, http::Method::PUT, url, Some("application/json"), v.to_string().as_bytes(), &[]).await
+}
+
+pub async fn post_json(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(c, http::Method::POST, url, Some("application/json"), v.to_string().as_bytes(), &[]).await
+}
+
+pub async fn merge_patch(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(
+        c,
+        http::Method::PATCH,
+        url,
+        Some("application/merge-patch+json"),
+        v.to_string().as_bytes(),
+        &[],
+    )
+    .await
+}
+
+pub async fn delete(c: &SbiClient, url: &str) -> SbiResponse {
+    c.delete(url).send().await.unwrap()
+}
+
+/// The UDR's policy data settings for tests: quick notification retries.
+pub fn policy_config() -> UdrConfig {
+    let mut c = UdrConfig::default();
+    c.policy.notify.backoff_ms = 50;
+    c.policy.notify.max_backoff_ms = 200;
+    c
 }
