@@ -26,7 +26,7 @@ use super::etag::{self, Conditions};
 use super::ids::{Key, Kind};
 use super::notify;
 use super::provisioning;
-use super::subs_to_notify::SubsIndex;
+use super::subs_to_notify::{SubsIndex, Subscription};
 
 pub const MIGRATIONS: [Migration; 1] = [Migration::new(
     "udr-policy-0001-data-subscriptions-outbox",
@@ -375,53 +375,106 @@ pub fn put_profiles(tx: &Transaction<'_>, profiles: &[(String, Value)]) -> store
 
 // --- subscriptions -------------------------------------------------------------------------------
 
-pub async fn put_subscription(
+// The index changes inside the same store job as the rows, so the index and the table see
+// creations, replacements and deletions in one order (a replacement racing a deletion cannot
+// leave a subscription in memory that the table no longer has). Should the batch then fail to
+// commit, the index change is undone.
+
+/// Stores and indexes a new subscription, unless `max` are held (`false`).
+pub async fn create_subscription(
     db: &SqliteStore,
-    id: String,
-    expiry_ms: Option<i64>,
-    json: Bytes,
-) -> store::Result<()> {
-    db.write(move |tx| {
-        tx.prepare_cached(
-            "INSERT INTO udr_policy_subscription (subs_id, expiry_ms, json_content) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![id, expiry_ms, json.as_ref()])?;
-        Ok(())
-    })
-    .await
+    subs: Arc<SubsIndex>,
+    sub: Subscription,
+    max: usize,
+) -> store::Result<bool> {
+    let id = sub.id.clone();
+    let index = subs.clone();
+    let r = db
+        .write(move |tx| {
+            if index.len() >= max {
+                return Ok(false);
+            }
+            tx.prepare_cached(
+                "INSERT INTO udr_policy_subscription (subs_id, expiry_ms, json_content)
+                 VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![sub.id, sub.expiry_ms, sub.json.as_ref()])?;
+            index.insert(sub);
+            Ok(true)
+        })
+        .await;
+    if r.is_err() {
+        subs.restore(&id, None);
+    }
+    r
 }
 
-/// Replaces a stored subscription; false when it is not stored (deleted meanwhile).
+/// Replaces a stored subscription; `false` when there is none (never was, or deleted meanwhile).
 pub async fn replace_subscription(
     db: &SqliteStore,
-    id: String,
-    expiry_ms: Option<i64>,
-    json: Bytes,
+    subs: Arc<SubsIndex>,
+    sub: Subscription,
 ) -> store::Result<bool> {
-    db.write(move |tx| {
-        let n = tx
-            .prepare_cached(
-                "UPDATE udr_policy_subscription SET expiry_ms = ?2, json_content = ?3 WHERE subs_id = ?1",
-            )?
-            .execute(params![id, expiry_ms, json.as_ref()])?;
-        Ok(n == 1)
-    })
-    .await
+    let id = sub.id.clone();
+    let index = subs.clone();
+    let (tx_out, rx) = std::sync::mpsc::channel();
+    let r = db
+        .write(move |tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE udr_policy_subscription SET expiry_ms = ?2, json_content = ?3
+                     WHERE subs_id = ?1",
+                )?
+                .execute(params![sub.id, sub.expiry_ms, sub.json.as_ref()])?;
+            if n == 1 {
+                let _ = tx_out.send(index.insert(sub));
+            }
+            Ok(n == 1)
+        })
+        .await;
+    if r.is_err() {
+        if let Ok(before) = rx.try_recv() {
+            subs.restore(&id, before);
+        }
+    }
+    r
 }
 
-/// Removes subscriptions and their undelivered notifications.
-pub async fn delete_subscriptions(db: &SqliteStore, ids: Vec<String>) -> store::Result<()> {
-    db.write(move |tx| {
-        let mut sub =
-            tx.prepare_cached("DELETE FROM udr_policy_subscription WHERE subs_id = ?1")?;
-        let mut outbox = tx.prepare_cached("DELETE FROM udr_policy_outbox WHERE subs_id = ?1")?;
-        for id in &ids {
-            sub.execute([id])?;
-            outbox.execute([id])?;
+/// Removes subscriptions (from `subs` too, when given) and their undelivered notifications;
+/// returns how many were stored.
+pub async fn delete_subscriptions(
+    db: &SqliteStore,
+    subs: Option<Arc<SubsIndex>>,
+    ids: Vec<String>,
+) -> store::Result<usize> {
+    let index = subs.clone();
+    let (tx_out, rx) = std::sync::mpsc::channel();
+    let r = db
+        .write(move |tx| {
+            let mut sub =
+                tx.prepare_cached("DELETE FROM udr_policy_subscription WHERE subs_id = ?1")?;
+            let mut outbox =
+                tx.prepare_cached("DELETE FROM udr_policy_outbox WHERE subs_id = ?1")?;
+            let mut n = 0;
+            for id in &ids {
+                n += sub.execute([id])?;
+                outbox.execute([id])?;
+                if let Some(index) = &index {
+                    if let Some(old) = index.remove(id) {
+                        let _ = tx_out.send(old);
+                    }
+                }
+            }
+            Ok(n)
+        })
+        .await;
+    if let (Err(_), Some(subs)) = (&r, &subs) {
+        for old in rx.try_iter() {
+            let id = old.id.clone();
+            subs.restore(&id, Some(old));
         }
-        Ok(())
-    })
-    .await
+    }
+    r
 }
 
 /// Every stored subscription: (id, expiry, PolicyDataSubscription).

@@ -133,12 +133,16 @@ impl SubsIndex {
         self.read().by_id.get(id).cloned()
     }
 
-    /// Adds or replaces a subscription.
-    pub fn insert(&self, sub: Subscription) {
-        let sub = Arc::new(sub);
+    /// Adds or replaces a subscription; returns the one it replaced.
+    pub fn insert(&self, sub: Subscription) -> Option<Arc<Subscription>> {
+        self.insert_arc(Arc::new(sub))
+    }
+
+    fn insert_arc(&self, sub: Arc<Subscription>) -> Option<Arc<Subscription>> {
         let mut g = self.write();
-        if let Some(old) = g.by_id.remove(&sub.id) {
-            unindex(&mut g, &old);
+        let old = g.by_id.remove(&sub.id);
+        if let Some(old) = &old {
+            unindex(&mut g, old);
         }
         for p in sub.paths() {
             g.by_path.entry(p.to_owned()).or_default().push(sub.clone());
@@ -148,15 +152,29 @@ impl SubsIndex {
         }
         g.by_id.insert(sub.id.clone(), sub);
         self.any.store(true, Ordering::Release);
+        old
     }
 
-    /// Removes a subscription; false when there was none.
-    pub fn remove(&self, id: &str) -> bool {
+    /// Removes a subscription; returns it (`None`: there was none).
+    pub fn remove(&self, id: &str) -> Option<Arc<Subscription>> {
         let mut g = self.write();
-        let Some(old) = g.by_id.remove(id) else { return false };
+        let old = g.by_id.remove(id)?;
         unindex(&mut g, &old);
         self.any.store(!g.by_id.is_empty(), Ordering::Release);
-        true
+        Some(old)
+    }
+
+    /// Undoes [`insert`](Self::insert) or [`remove`](Self::remove) of `id` whose transaction
+    /// did not commit: puts `before` back (or removes `id` when there was none).
+    pub fn restore(&self, id: &str, before: Option<Arc<Subscription>>) {
+        match before {
+            Some(old) => {
+                self.insert_arc(old);
+            }
+            None => {
+                self.remove(id);
+            }
+        }
     }
 
     /// The subscriptions seeing a change of `path`, each once.
@@ -357,22 +375,23 @@ pub async fn create_individual_policy_data_subscription(
     let body = request_body(&req)?;
     let id = uuid::Uuid::new_v4().simple().to_string();
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
-    if pd.subs.len() >= pd.config.max_subscriptions {
+    let json = sub.json.clone();
+    let created =
+        store::create_subscription(&pd.db, pd.subs.clone(), sub, pd.config.max_subscriptions)
+            .await
+            .map_err(store::store_error)?;
+    if !created {
         return Err(ProblemDetails::new(
             StatusCode::FORBIDDEN,
             cause::INSUFFICIENT_RESOURCES,
             "the UDR holds its maximum number of policy data subscriptions",
         ));
     }
-    store::put_subscription(&pd.db, id.clone(), sub.expiry_ms, sub.json.clone())
-        .await
-        .map_err(store::store_error)?;
-    let mut resp = json_answer(StatusCode::CREATED, sub.json.clone());
+    let mut resp = json_answer(StatusCode::CREATED, json);
     let loc = format!("{}{NUDR_DR_ROOT}/policy-data/subs-to-notify/{id}", udr.api_root(Some(&req)));
     if let Ok(v) = HeaderValue::from_str(&loc) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
-    pd.subs.insert(sub);
     Ok(resp)
 }
 
@@ -386,19 +405,14 @@ pub async fn replace_individual_policy_data_subscription(
     let id = req.param("subsId").to_owned();
     let body = request_body(&req)?;
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
-    if pd.subs.get(&id).is_none() {
-        return Err(not_found(&id));
-    }
-    let replaced = store::replace_subscription(&pd.db, id.clone(), sub.expiry_ms, sub.json.clone())
+    let json = sub.json.clone();
+    if !store::replace_subscription(&pd.db, pd.subs.clone(), sub)
         .await
-        .map_err(store::store_error)?;
-    if !replaced {
-        // Deleted (or expired) while this request was on its way.
+        .map_err(store::store_error)?
+    {
         return Err(not_found(&id));
     }
-    let resp = json_answer(StatusCode::OK, sub.json.clone());
-    pd.subs.insert(sub);
-    Ok(resp)
+    Ok(json_answer(StatusCode::OK, json))
 }
 
 /// DELETE /subs-to-notify/{subsId} (DeleteIndividualPolicyDataSubscription): 204; 404
@@ -409,11 +423,12 @@ pub async fn delete_individual_policy_data_subscription(
 ) -> HandlerResult {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
-    // Out of the index first, so no change matches it while its rows are being removed.
-    if !pd.subs.remove(&id) {
+    let removed = store::delete_subscriptions(&pd.db, Some(pd.subs.clone()), vec![id.clone()])
+        .await
+        .map_err(store::store_error)?;
+    if removed == 0 {
         return Err(not_found(&id));
     }
-    store::delete_subscriptions(&pd.db, vec![id]).await.map_err(store::store_error)?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
@@ -445,7 +460,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
     }
     if !gone.is_empty() {
         tracing::info!(expired = gone.len(), "policy data subscriptions expired while stopped");
-        store::delete_subscriptions(&pd.db, gone).await?;
+        store::delete_subscriptions(&pd.db, None, gone).await?;
     }
     Ok(pd.subs.len())
 }
@@ -468,11 +483,8 @@ pub async fn expire(
         if expired.is_empty() {
             continue;
         }
-        for id in &expired {
-            subs.remove(id);
-        }
         tracing::info!(count = expired.len(), "policy data subscriptions expired");
-        if let Err(e) = store::delete_subscriptions(&db, expired).await {
+        if let Err(e) = store::delete_subscriptions(&db, Some(subs.clone()), expired).await {
             tracing::warn!(error = %e, "expired subscriptions not removed from the store; retried at next start");
         }
     }
@@ -512,10 +524,14 @@ mod tests {
         assert_eq!(idx.matching("bdt-data/r1").len(), 1);
         assert!(idx.matching("ues/imsi-001010000000002/sm-data").is_empty());
         assert!(idx.matching("ues/imsi-00101000000000").is_empty());
-        assert!(idx.remove("a"));
-        assert!(!idx.remove("a"));
+        assert!(idx.remove("a").is_some());
+        assert!(idx.remove("a").is_none());
         assert!(idx.matching("ues/imsi-001010000000001/sm-data").is_empty());
-        assert!(idx.remove("b"));
+        let b = idx.remove("b");
+        assert!(idx.is_empty());
+        idx.restore("b", b);
+        assert_eq!(idx.matching("bdt-data/r1").len(), 1);
+        idx.restore("b", None);
         assert!(idx.is_empty());
     }
 
