@@ -7,6 +7,8 @@
 //! served from its bytes without decoding. Patch types are checked as the set of attributes a
 //! patch may touch ([`PatchShape`]); the patched document is then checked as a whole.
 
+use std::fmt::Write as _;
+
 use sbi::problem::cause;
 use sbi::{InvalidParam, ProblemDetails};
 use serde_json::Value;
@@ -86,8 +88,9 @@ impl Errors {
 /// Most invalidParams listed in one answer; a body wrong everywhere is not echoed whole.
 const MAX_ERRORS: usize = 32;
 
-/// Checks `v` against `ty`, `at` being its JSON pointer.
-pub fn check(v: &Value, ty: &Ty, at: &str, errs: &mut Errors) {
+/// Checks `v` against `ty`, `at` being its JSON pointer (the caller's buffer, extended and
+/// restored on the way down, so a valid document costs no allocation however large).
+pub fn check(v: &Value, ty: &Ty, at: &mut String, errs: &mut Errors) {
     if errs.params.len() >= MAX_ERRORS {
         return;
     }
@@ -96,8 +99,8 @@ pub fn check(v: &Value, ty: &Ty, at: &str, errs: &mut Errors) {
         (Ty::Nullable(_), Value::Null) => {}
         (Ty::Nullable(inner), _) => check(v, inner, at, errs),
         (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => {}
-        (Ty::Str, _) => errs.bad(at, "must be a string"),
-        (Ty::Bool, _) => errs.bad(at, "must be a boolean"),
+        (Ty::Str, _) => errs.bad(at_or_root(at), "must be a string"),
+        (Ty::Bool, _) => errs.bad(at_or_root(at), "must be a boolean"),
         (Ty::Int(min, max), Value::Number(n)) => {
             let ok = match (n.as_i64(), n.as_u64()) {
                 (Some(i), _) => i >= *min && i <= *max,
@@ -105,28 +108,34 @@ pub fn check(v: &Value, ty: &Ty, at: &str, errs: &mut Errors) {
                 _ => false,
             };
             if !ok {
-                errs.bad(at, format!("must be an integer from {min} to {max}"));
+                errs.bad(at_or_root(at), format!("must be an integer from {min} to {max}"));
             }
         }
-        (Ty::Int(min, max), _) => errs.bad(at, format!("must be an integer from {min} to {max}")),
+        (Ty::Int(min, max), _) => {
+            errs.bad(at_or_root(at), format!("must be an integer from {min} to {max}"))
+        }
         (Ty::Text(f, what), Value::String(s)) => {
             if !f(s) {
-                errs.bad(at, format!("must be {what}"));
+                errs.bad(at_or_root(at), format!("must be {what}"));
             }
         }
-        (Ty::Text(_, what), _) => errs.bad(at, format!("must be {what} (a string)")),
+        (Ty::Text(_, what), _) => errs.bad(at_or_root(at), format!("must be {what} (a string)")),
         (Ty::Obj(o), Value::Object(m)) => {
             for f in o.fields {
+                let len = at.len();
+                at.push('/');
+                at.push_str(f.name);
                 match m.get(f.name) {
-                    Some(x) => check(x, &f.ty, &format!("{at}/{}", f.name), errs),
-                    None if f.required => errs.missing(format!("{at}/{}", f.name)),
+                    Some(x) => check(x, &f.ty, at, errs),
+                    None if f.required => errs.missing(at.as_str()),
                     None => {}
                 }
+                at.truncate(len);
             }
             if !o.one_of.is_empty() && o.one_of.iter().filter(|n| m.contains_key(**n)).count() != 1
             {
                 errs.bad(
-                    if at.is_empty() { "/" } else { at },
+                    at_or_root(at),
                     format!("{} needs exactly one of {}", o.name, o.one_of.join(", ")),
                 );
             }
@@ -137,7 +146,11 @@ pub fn check(v: &Value, ty: &Ty, at: &str, errs: &mut Errors) {
                 errs.bad(at_or_root(at), "must have at least one entry");
             }
             for (k, x) in m {
-                check(x, inner, &format!("{at}/{}", escape(k)), errs);
+                let len = at.len();
+                at.push('/');
+                push_token(at, k);
+                check(x, inner, at, errs);
+                at.truncate(len);
             }
         }
         (Ty::Map(_), _) => errs.bad(at_or_root(at), "must be an object (a map)"),
@@ -146,10 +159,22 @@ pub fn check(v: &Value, ty: &Ty, at: &str, errs: &mut Errors) {
                 errs.bad(at_or_root(at), format!("must have at least {min} items"));
             }
             for (i, x) in a.iter().enumerate() {
-                check(x, inner, &format!("{at}/{i}"), errs);
+                let len = at.len();
+                let _ = write!(at, "/{i}");
+                check(x, inner, at, errs);
+                at.truncate(len);
             }
         }
         (Ty::Arr(..), _) => errs.bad(at_or_root(at), "must be an array"),
+    }
+}
+
+/// Appends a JSON pointer reference token (RFC 6901: `~` and `/` escaped).
+fn push_token(at: &mut String, k: &str) {
+    if k.contains(['~', '/']) {
+        at.push_str(&escape(k));
+    } else {
+        at.push_str(k);
     }
 }
 
@@ -169,7 +194,7 @@ pub fn escape(k: &str) -> String {
 /// Checks a whole document of type `ty` (the request body of a PUT, the result of a PATCH).
 pub fn validate(v: &Value, ty: &Ty) -> Result<(), ProblemDetails> {
     let mut errs = Errors::default();
-    check(v, ty, "", &mut errs);
+    check(v, ty, &mut String::with_capacity(128), &mut errs);
     errs.finish()
 }
 
@@ -654,7 +679,7 @@ pub fn check_slice_patch(patch: &Value) -> Result<(), ProblemDetails> {
     }
     for k in ["remainMbrUl", "remainMbrDl"] {
         if let Some(v) = patch.get(k) {
-            check(v, &BIT_RATE, &format!("/{k}"), &mut errs);
+            check(v, &BIT_RATE, &mut format!("/{k}"), &mut errs);
         }
     }
     errs.finish()
@@ -728,9 +753,9 @@ mod tests {
         assert!(base64("aGVsbG8=") && !base64("abc") && !base64("a b="));
         assert!(dnn("internet.mnc001.mcc001.gprs") && !dnn("a..b") && !dnn(""));
         let mut e = Errors::default();
-        check(&json!(u64::MAX), &UINT, "/n", &mut e);
+        check(&json!(u64::MAX), &UINT, &mut "/n".to_owned(), &mut e);
         assert!(e.is_empty());
-        check(&json!(-1), &UINT, "/n", &mut e);
+        check(&json!(-1), &UINT, &mut "/n".to_owned(), &mut e);
         assert!(!e.is_empty());
     }
 }

@@ -60,7 +60,7 @@ pub fn profile_parts(
     let mut parts = BTreeMap::new();
     for (attr, part, ty) in SECTIONS {
         if let Some(v) = obj.get(attr) {
-            model::check(v, ty, &format!("/{attr}"), &mut errs);
+            model::check(v, ty, &mut format!("/{attr}"), &mut errs);
             parts.insert(part.to_owned(), serde_json::to_vec(v).unwrap_or_default());
         }
     }
@@ -68,11 +68,11 @@ pub fn profile_parts(
         None => {}
         Some(Value::Object(um)) if !um.is_empty() => {
             for (id, v) in um {
-                let at = format!("/{UM_DATA}/{}", model::escape(id));
+                let mut at = format!("/{UM_DATA}/{}", model::escape(id));
                 if let Err(why) = ids::check_plain_id(id, "usageMonId") {
                     errs.bad(at.clone(), why);
                 }
-                model::check(v, &model::USAGE_MON_DATA, &at, &mut errs);
+                model::check(v, &model::USAGE_MON_DATA, &mut at, &mut errs);
                 parts.insert(
                     format!("{}{id}", ids::USAGE_MON_PREFIX),
                     serde_json::to_vec(v).unwrap_or_default(),
