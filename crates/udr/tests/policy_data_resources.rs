@@ -214,6 +214,12 @@ async fn sm_data_etags_patches_and_filters() {
     assert!(r.body().is_empty());
     let r = send(&c, Method::GET, &smd, None, b"", &[("if-none-match", "\"other\"")]).await;
     assert_eq!(r.status(), 200);
+    // If-Match on a GET: 412 unless it matches (the spec lists 412 for GETs).
+    let r = send(&c, Method::GET, &smd, None, b"", &[("if-match", "\"other\"")]).await;
+    problem(&r, 412, "PRECONDITION_FAILED");
+    assert_eq!(r.header("etag"), Some(t1.as_str()));
+    let r = send(&c, Method::GET, &smd, None, b"", &[("if-match", &t1)]).await;
+    assert_eq!(r.status(), 200);
 
     // Merge patch with a stale If-Match: 412 with the current ETag; with the right one: 204.
     let patch =

@@ -83,14 +83,8 @@ impl Conditions {
     /// Whether a write may go ahead on a resource whose current ETag is `current` (`None`: it
     /// does not exist). `If-Match` compares strongly, `If-None-Match` weakly (RFC 9110 §13.1).
     pub fn write_allowed(&self, current: Option<&str>) -> bool {
-        if let Some(tags) = &self.if_match {
-            let ok = match current {
-                None => false,
-                Some(cur) => tags.is_empty() || tags.iter().any(|t| t == cur),
-            };
-            if !ok {
-                return false;
-            }
+        if !self.if_match_holds(current) {
+            return false;
         }
         if let Some(tags) = &self.if_none_match {
             if let Some(cur) = current {
@@ -100,6 +94,15 @@ impl Conditions {
             }
         }
         true
+    }
+
+    /// Whether `If-Match`, when present, holds for a resource whose ETag is `current`.
+    pub fn if_match_holds(&self, current: Option<&str>) -> bool {
+        match (&self.if_match, current) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(tags), Some(cur)) => tags.is_empty() || tags.iter().any(|t| t == cur),
+        }
     }
 
     /// Whether a GET of a resource with ETag `current` is answered 304 Not Modified.

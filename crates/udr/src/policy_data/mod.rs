@@ -427,6 +427,21 @@ pub(crate) fn empty_answer(status: StatusCode, etag: Option<&str>) -> Response {
     resp
 }
 
+/// The answer a GET's preconditions give for a resource whose ETag is `tag`, if any: 412 when
+/// If-Match does not hold (RFC 9110 §13.1.1), 304 when If-None-Match matches.
+pub(crate) fn conditional_read(
+    cond: &etag::Conditions,
+    tag: &str,
+    instance: &str,
+) -> Option<Response> {
+    if !cond.if_match_holds(Some(tag)) {
+        let mut resp = etag::precondition_failed(Some(tag)).with_instance(instance).into_response();
+        resp.headers_mut().insert(header::ETAG, etag::header_value(tag));
+        return Some(resp);
+    }
+    cond.not_modified(tag).then(|| empty_answer(StatusCode::NOT_MODIFIED, Some(tag)))
+}
+
 pub(crate) fn user_not_found(ue_id: &str) -> ProblemDetails {
     ProblemDetails::new(
         StatusCode::NOT_FOUND,

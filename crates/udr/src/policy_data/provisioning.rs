@@ -23,7 +23,7 @@ use super::ids::{self, Kind};
 use super::model::{self, Errors, Ty};
 use super::resources::{self, merge, other_key, ue_id};
 use super::store::{self, store_error};
-use super::{empty_answer, json_answer, refused, user_not_found, PROV_ROOT};
+use super::{conditional_read, empty_answer, json_answer, refused, user_not_found, PROV_ROOT};
 use crate::context::Udr;
 
 /// The sections of a PolicyDataProfile: attribute, UE part, type. `umData` (a map of usage
@@ -151,8 +151,8 @@ pub async fn read_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResul
         return Err(user_not_found(&ue));
     }
     let tag = etag::composite_etag(rows.iter().map(|(p, r)| (p.as_str(), r.version)));
-    if cond.not_modified(&tag) {
-        return Ok(empty_answer(StatusCode::NOT_MODIFIED, Some(&tag)));
+    if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
+        return Ok(resp);
     }
     let body = profile_json(rows.iter().map(|(p, r)| (p.as_str(), r.json.as_slice())));
     Ok(json_answer(StatusCode::OK, body, Some(&tag)))

@@ -21,7 +21,10 @@ use super::etag::{self, Conditions};
 use super::ids::{self, Key, Kind};
 use super::model::{self, Ty};
 use super::store::{self, store_error, Found};
-use super::{data_not_found, empty_answer, json_answer, refused, user_not_found, NUDR_DR_ROOT};
+use super::{
+    conditional_read, data_not_found, empty_answer, json_answer, refused, user_not_found,
+    NUDR_DR_ROOT,
+};
 use crate::context::Udr;
 
 /// A URI variable that is not what the API defines: 400 naming it.
@@ -94,8 +97,8 @@ pub(crate) async fn read(
     match store::get(&udr.policy.db, key).await.map_err(store_error)? {
         Found::Row(row) => {
             let tag = etag::etag(row.version);
-            if cond.not_modified(&tag) {
-                return Ok(empty_answer(StatusCode::NOT_MODIFIED, Some(&tag)));
+            if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
+                return Ok(resp);
             }
             Ok(json_answer(StatusCode::OK, row.json, Some(&tag)))
         }
@@ -317,8 +320,8 @@ pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         return Err(data_not_found(&format!("policy data of the requested subsets for UE {ue}")));
     }
     let tag = etag::composite_etag(rows.iter().map(|(p, r)| (p.as_str(), r.version)));
-    if cond.not_modified(&tag) {
-        return Ok(empty_answer(StatusCode::NOT_MODIFIED, Some(&tag)));
+    if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
+        return Ok(resp);
     }
     let mut out =
         Vec::with_capacity(rows.iter().map(|(_, r)| r.json.len() + 32).sum::<usize>() + 2);
@@ -495,8 +498,8 @@ pub async fn read_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest)
         other => return Err(not_found(other, &req, "session management policy data")),
     };
     let tag = etag::etag(row.version);
-    if cond.not_modified(&tag) {
-        return Ok(empty_answer(StatusCode::NOT_MODIFIED, Some(&tag)));
+    if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
+        return Ok(resp);
     }
     let doc: Value =
         serde_json::from_slice(&row.json).map_err(|e| ProblemDetails::internal(e.to_string()))?;
@@ -584,8 +587,8 @@ pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Hand
         other => return Err(not_found(other, &req, "operator specific data")),
     };
     let tag = etag::etag(row.version);
-    if cond.not_modified(&tag) {
-        return Ok(empty_answer(StatusCode::NOT_MODIFIED, Some(&tag)));
+    if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
+        return Ok(resp);
     }
     let doc: Value =
         serde_json::from_slice(&row.json).map_err(|e| ProblemDetails::internal(e.to_string()))?;
