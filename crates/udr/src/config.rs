@@ -30,6 +30,9 @@ pub struct UdrConfig {
     /// The 5G-EIR role (`[udr.eir]`, N5g-eir_EquipmentIdentityCheck).
     #[serde(default)]
     pub eir: crate::eir::EirConfig,
+    /// Policy data (N36): subscriptions and notification delivery (`[udr.policy]`).
+    #[serde(default)]
+    pub policy: crate::policy_data::PolicyConfig,
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -62,6 +65,7 @@ impl UdrConfig {
         }
         self.sh.validate()?;
         self.eir.validate(self.nrf.is_some())?;
+        self.policy.validate()?;
         Ok(())
     }
 }

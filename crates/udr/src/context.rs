@@ -7,6 +7,7 @@ use store::SqliteStore;
 
 use crate::config::UdrConfig;
 use crate::eir::EirStore;
+use crate::policy_data::PolicyData;
 use crate::slf::SlfStore;
 
 pub struct Udr {
@@ -18,6 +19,8 @@ pub struct Udr {
     pub sh: crate::sh::Sh,
     /// The 5G-EIR's equipment lists.
     pub eir: EirStore,
+    /// Policy data (N36), its subscriptions and their notifications.
+    pub policy: PolicyData,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -27,6 +30,7 @@ impl Udr {
     pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
         Udr {
             sh: crate::sh::Sh::new(config.sh.clone()),
+            policy: PolicyData::new(config.policy.clone(), db.clone()),
             config,
             slf: SlfStore::new(db.clone()),
             eir: EirStore::new(db.clone()),

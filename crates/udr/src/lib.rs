@@ -1,11 +1,12 @@
 //! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
 //!
 //! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
-//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`]; [`sh`] is the
-//! Diameter Sh server (`[udr.sh]`) and [`soap`] the SOAP/XML provisioning (`POST /udr-soap/v1`);
-//! [`n5g_eir_eic`] is the 5G-EIR's equipment status over the lists in [`eir`];
-//! [`provisioning`] is the REST provisioning API (`/udr-prov/v1`) and [`import`] the bulk load
-//! behind `fivecore udr import`.
+//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`];
+//! [`policy_data`] is Nudr_DataRepository policy data (N36) with its subscriptions,
+//! notifications and provisioning; [`sh`] is the Diameter Sh server (`[udr.sh]`) and [`soap`]
+//! the SOAP/XML provisioning (`POST /udr-soap/v1`); [`n5g_eir_eic`] is the 5G-EIR's equipment
+//! status over the lists in [`eir`]; [`provisioning`] is the REST provisioning API
+//! (`/udr-prov/v1`) and [`import`] the bulk load behind `fivecore udr import`.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
@@ -14,6 +15,7 @@ pub mod eir;
 pub mod import;
 pub mod n5g_eir_eic;
 pub mod nudr_group_id_map;
+pub mod policy_data;
 pub mod provisioning;
 pub mod sh;
 pub mod slf;
@@ -61,7 +63,12 @@ pub enum UdrError {
 
 /// Every table of the UDR, each service's migrations in turn (append only).
 pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS.into_iter().chain(sh::data::MIGRATIONS).chain(eir::MIGRATIONS).collect()
+    slf::MIGRATIONS
+        .into_iter()
+        .chain(sh::data::MIGRATIONS)
+        .chain(eir::MIGRATIONS)
+        .chain(policy_data::MIGRATIONS)
+        .collect()
 }
 
 /// The SBI routes over `udr`.
@@ -80,7 +87,7 @@ pub fn router(udr: Arc<Udr>) -> Router {
             "N5g-eir_EquipmentIdentityCheck_Get",
             n5g_eir_eic::get_equipment_status,
         );
-    provisioning::routes(b).build()
+    policy_data::routes(provisioning::routes(b)).build()
 }
 
 /// A bound UDR with its store open, ready to serve.
@@ -93,6 +100,7 @@ pub struct Bound {
     sh: Option<sh::ShServer>,
     /// The separate 5G_EIR profile (`[udr.eir] register_nrf`).
     eir_nrf: Option<NrfClient>,
+    client: SbiClient,
 }
 
 /// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
@@ -111,6 +119,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
     udr.sh.load(&db).await?;
+    let subs = udr.policy.load().await?;
+    tracing::info!(policy_subscriptions = subs, "UDR state loaded");
     let observability = Observability::new();
     let server =
         SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
@@ -139,7 +149,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         }
         _ => None,
     };
-    Ok(Bound { server, udr, db, observability, nrf, sh, eir_nrf })
+    Ok(Bound { server, udr, db, observability, nrf, sh, eir_nrf, client })
 }
 
 impl Bound {
@@ -156,9 +166,11 @@ impl Bound {
         self.sh.as_ref().and_then(|s| s.local_addr())
     }
 
-    /// Serves until `shutdown`, keeping the NRF registration; then deregisters from the NRF and
-    /// closes the store (everything acknowledged is committed).
+    /// Serves until `shutdown`, keeping the NRF registration and delivering policy data
+    /// notifications; then deregisters from the NRF and closes the store (everything
+    /// acknowledged is committed; undelivered notifications wait in the store for the next start).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
+        let policy = self.udr.policy.start(self.client.clone());
         for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.start();
         }
@@ -167,6 +179,7 @@ impl Bound {
         if let Some(sh) = self.sh {
             sh.shutdown().await;
         }
+        policy.stop().await;
         for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.shutdown().await;
         }

@@ -23,10 +23,10 @@ async fn provision(udr: &TestUdr) {
         json!({"imei": "35780502398494", "status": "BLACKLISTED",
             "supis": ["imsi-001010000000001"]}),
     ] {
-        let r = send(&c, Method::POST, &imeis, Some(&entry)).await;
+        let r = send_json(&c, Method::POST, &imeis, Some(&entry)).await;
         assert_eq!(r.status(), 201, "{:?}", body(&r));
     }
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &udr.url("/udr-prov/v1/eir/imei-ranges"),

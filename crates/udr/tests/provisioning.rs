@@ -144,7 +144,7 @@ async fn slf_entries_lifecycle() {
         "subscriberIds": ["imsi-001010000000001", "msisdn-33600000001"],
         "nfGroupIds": {"UDM": "udm-east", "AUSF": "ausf-east", "PCF": "pcf-1"}
     });
-    let r = send(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&entry)).await;
+    let r = send_json(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&entry)).await;
     assert_eq!(r.status(), 201, "{}", body(&r));
     assert_eq!(r.header("location"), Some(slf_url(&udr, "imsi-001010000000001").as_str()));
     assert_eq!(body(&r), entry);
@@ -165,10 +165,11 @@ async fn slf_entries_lifecycle() {
         "subscriberIds": ["imsi-001010000000001", "impu-sip:alice@ims.example.org"],
         "nfGroupIds": {"UDM": "udm-west"}
     });
-    let r = send(&c, Method::PUT, &slf_url(&udr, "msisdn-33600000001"), Some(&replaced)).await;
+    let r = send_json(&c, Method::PUT, &slf_url(&udr, "msisdn-33600000001"), Some(&replaced)).await;
     let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
     assert_eq!(params(&p), ["/subscriberIds"], "the URI's identity must stay");
-    let r = send(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000001"), Some(&replaced)).await;
+    let r =
+        send_json(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000001"), Some(&replaced)).await;
     assert_eq!(r.status(), 200, "{}", body(&r));
     assert_eq!(body(&r), replaced);
     assert_prov("SlfEntry", &body(&r));
@@ -220,27 +221,27 @@ async fn slf_entries_lifecycle() {
         .await
         .unwrap();
     problem(&r, 400, "INVALID_MSG_FORMAT");
-    let r = send(&c, Method::PATCH, &patch_url, Some(&json!({"nfGroupIds": {}}))).await;
+    let r = send_json(&c, Method::PATCH, &patch_url, Some(&json!({"nfGroupIds": {}}))).await;
     problem(&r, 415, "UNSUPPORTED_MEDIA_TYPE");
     assert_eq!(body(&get(&c, &patch_url).await), now);
 
     // Conflicts: a create or an update reaching into another entry.
     let other = json!({"subscriberIds": ["imsi-001010000000002"], "nfGroupIds": {"UDM": "u"}});
-    let r = send(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&other)).await;
+    let r = send_json(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&other)).await;
     assert_eq!(r.status(), 201);
     let clash = json!({"subscriberIds": ["msisdn-33600000005", "imsi-001010000000002"], "nfGroupIds": {"UDM": "u"}});
-    let r = send(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&clash)).await;
+    let r = send_json(&c, Method::POST, &udr.url("/udr-prov/v1/slf-entries"), Some(&clash)).await;
     let p = problem(&r, 409, "ENTRY_EXISTS");
     assert_eq!(params(&p), ["/subscriberIds/1"]);
     problem(&get(&c, &slf_url(&udr, "msisdn-33600000005")).await, 404, "RESOURCE_NOT_FOUND");
     let grab = json!({"subscriberIds": ["imsi-001010000000001", "imsi-001010000000002"], "nfGroupIds": {"UDM": "u"}});
-    let r = send(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000001"), Some(&grab)).await;
+    let r = send_json(&c, Method::PUT, &slf_url(&udr, "imsi-001010000000001"), Some(&grab)).await;
     assert_eq!(params(&problem(&r, 409, "ENTRY_EXISTS")), ["/subscriberIds/1"]);
     let r = patch(json!({"subscriberIds": ["imsi-001010000000001", impu, "imsi-001010000000002"]}))
         .await
         .unwrap();
     problem(&r, 409, "ENTRY_EXISTS");
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &slf_url(&udr, "imsi-001010000000009"),
@@ -252,12 +253,12 @@ async fn slf_entries_lifecycle() {
     problem(&r, 404, "RESOURCE_NOT_FOUND");
 
     // DELETE by any identity removes them all.
-    let r = send(&c, Method::DELETE, &slf_url(&udr, &enc(impu)), None).await;
+    let r = send_json(&c, Method::DELETE, &slf_url(&udr, &enc(impu)), None).await;
     assert_eq!(r.status(), 204);
     for id in ["imsi-001010000000001", impu] {
         assert_eq!(groups_of(&udr, id, "CHF").await.1["cause"], "USER_NOT_FOUND");
     }
-    let r = send(&c, Method::DELETE, &slf_url(&udr, "imsi-001010000000001"), None).await;
+    let r = send_json(&c, Method::DELETE, &slf_url(&udr, "imsi-001010000000001"), None).await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
 
     // What is left survives a restart.
@@ -282,7 +283,7 @@ async fn slf_entry_bodies_and_paths_are_checked() {
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let create = udr.url("/udr-prov/v1/slf-entries");
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &create,
@@ -298,7 +299,7 @@ async fn slf_entry_bodies_and_paths_are_checked() {
         params(&p),
         ["/groups", "/subscriberIds/0", "/subscriberIds/2", "/nfGroupIds/PCF", "/nfGroupIds/udm"]
     );
-    let r = send(&c, Method::POST, &create, Some(&json!({"subscriberIds": []}))).await;
+    let r = send_json(&c, Method::POST, &create, Some(&json!({"subscriberIds": []}))).await;
     let p = problem(&r, 400, "MANDATORY_IE_MISSING");
     assert_eq!(params(&p), ["/subscriberIds", "/nfGroupIds"]);
     let r = c
@@ -315,9 +316,9 @@ async fn slf_entry_bodies_and_paths_are_checked() {
     problem(&r, 415, "UNSUPPORTED_MEDIA_TYPE");
     let r = get(&c, &slf_url(&udr, "imsi-12")).await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["subscriberId"]);
-    let r = send(&c, Method::DELETE, &slf_url(&udr, "msisdn-1"), None).await;
+    let r = send_json(&c, Method::DELETE, &slf_url(&udr, "msisdn-1"), None).await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["subscriberId"]);
-    let r = send(&c, Method::GET, &create, None).await;
+    let r = send_json(&c, Method::GET, &create, None).await;
     assert_eq!(r.status(), 405);
     udr.stop().await;
 }
@@ -338,7 +339,7 @@ async fn eir_imeis_lifecycle() {
     let one = |id: &str| udr.url(&format!("/udr-prov/v1/eir/imeis/{id}"));
     let pei = "pei=imei-352099001761481&supi=imsi-001010000000002";
 
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &imeis,
@@ -350,7 +351,7 @@ async fn eir_imeis_lifecycle() {
     assert_eq!(body(&r), json!({"imei": "35209900176148", "status": "GREYLISTED"}));
     assert_prov("EirImeiEntry", &body(&r));
     assert_eq!(eir_status(&udr, pei).await, (200, json!({"status": "GREYLISTED"})));
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &imeis,
@@ -365,7 +366,7 @@ async fn eir_imeis_lifecycle() {
         assert_eq!(body(&r)["status"], "GREYLISTED", "{id}");
     }
     let bound = json!({"status": "WHITELISTED", "supis": ["imsi-001010000000001"], "gpsis": ["msisdn-33600000001", "extid-a@b"]});
-    let r = send(&c, Method::PUT, &one("352099001761481"), Some(&bound)).await;
+    let r = send_json(&c, Method::PUT, &one("352099001761481"), Some(&bound)).await;
     assert_eq!(r.status(), 200, "{}", body(&r));
     let mut expected = bound.clone();
     expected["imei"] = "35209900176148".into();
@@ -380,7 +381,7 @@ async fn eir_imeis_lifecycle() {
     );
 
     // Errors.
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &one("35209900176148"),
@@ -388,24 +389,25 @@ async fn eir_imeis_lifecycle() {
     )
     .await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/imei"]);
-    let r = send(&c, Method::PUT, &one("35209900176149"), Some(&json!({"status": "WHITELISTED"})))
-        .await;
+    let r =
+        send_json(&c, Method::PUT, &one("35209900176149"), Some(&json!({"status": "WHITELISTED"})))
+            .await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
-    let r = send(&c, Method::POST, &imeis, Some(&json!({"imei": "352099001761489", "status": "RED", "supis": ["imsi-1"], "gpsis": ["msisdn-33600000001", "msisdn-33600000001"], "tac": 1}))).await;
+    let r = send_json(&c, Method::POST, &imeis, Some(&json!({"imei": "352099001761489", "status": "RED", "supis": ["imsi-1"], "gpsis": ["msisdn-33600000001", "msisdn-33600000001"], "tac": 1}))).await;
     let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
     assert_eq!(params(&p), ["/tac", "/imei", "/status", "/supis/0", "/gpsis/1"]);
-    let r = send(&c, Method::POST, &imeis, Some(&json!({"status": "BLACKLISTED"}))).await;
+    let r = send_json(&c, Method::POST, &imeis, Some(&json!({"status": "BLACKLISTED"}))).await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_MISSING")), ["/imei"]);
     for bad in ["3520990017614", "352099001761482", "abc"] {
         let r = get(&c, &one(bad)).await;
         assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["imei"], "{bad}");
     }
 
-    let r = send(&c, Method::DELETE, &one("35209900176148"), None).await;
+    let r = send_json(&c, Method::DELETE, &one("35209900176148"), None).await;
     assert_eq!(r.status(), 204);
     problem(&get(&c, &one("35209900176148")).await, 404, "RESOURCE_NOT_FOUND");
     problem(
-        &send(&c, Method::DELETE, &one("35209900176148"), None).await,
+        &send_json(&c, Method::DELETE, &one("35209900176148"), None).await,
         404,
         "RESOURCE_NOT_FOUND",
     );
@@ -421,13 +423,13 @@ async fn eir_ranges_lifecycle() {
     let ranges = udr.url("/udr-prov/v1/eir/imei-ranges");
     let one = |id: &str| udr.url(&format!("/udr-prov/v1/eir/imei-ranges/{id}"));
     let tac = json!({"start": "35209900000000", "end": "35209900999999", "status": "BLACKLISTED"});
-    let r = send(&c, Method::POST, &ranges, Some(&tac)).await;
+    let r = send_json(&c, Method::POST, &ranges, Some(&tac)).await;
     assert_eq!(r.status(), 201, "{}", body(&r));
     assert_eq!(r.header("location"), Some(one("35209900000000").as_str()));
     assert_eq!(body(&r), tac);
     assert_prov("EirImeiRange", &body(&r));
     let next = json!({"start": "35209901000000", "end": "35209901999999", "status": "GREYLISTED", "supis": ["imsi-001010000000001"]});
-    assert_eq!(send(&c, Method::POST, &ranges, Some(&next)).await.status(), 201);
+    assert_eq!(send_json(&c, Method::POST, &ranges, Some(&next)).await.status(), 201);
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990055555501").await.1["status"], "BLACKLISTED");
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990155555501").await.1["status"], "GREYLISTED");
     assert_eq!(
@@ -436,7 +438,7 @@ async fn eir_ranges_lifecycle() {
     );
 
     // Overlaps and duplicates.
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &ranges,
@@ -445,7 +447,7 @@ async fn eir_ranges_lifecycle() {
     .await;
     let p = problem(&r, 409, "RANGE_OVERLAP");
     assert!(p["detail"].as_str().unwrap().contains("35209900000000..35209900999999"), "{p}");
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &ranges,
@@ -453,7 +455,7 @@ async fn eir_ranges_lifecycle() {
     )
     .await;
     problem(&r, 409, "RANGE_OVERLAP");
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &ranges,
@@ -461,7 +463,7 @@ async fn eir_ranges_lifecycle() {
     )
     .await;
     problem(&r, 409, "ENTRY_EXISTS");
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &one("35209900000000"),
@@ -469,7 +471,7 @@ async fn eir_ranges_lifecycle() {
     )
     .await;
     problem(&r, 409, "RANGE_OVERLAP");
-    let r = send(
+    let r = send_json(
         &c,
         Method::POST,
         &ranges,
@@ -477,7 +479,7 @@ async fn eir_ranges_lifecycle() {
     )
     .await;
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["/end"]);
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &one("35209902000000"),
@@ -485,7 +487,7 @@ async fn eir_ranges_lifecycle() {
     )
     .await;
     problem(&r, 404, "RESOURCE_NOT_FOUND");
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &one("35209900000000"),
@@ -497,7 +499,7 @@ async fn eir_ranges_lifecycle() {
     // Shrink the first range: its tail becomes unknown.
     let shrunk =
         json!({"start": "35209900000000", "end": "35209900499999", "status": "WHITELISTED"});
-    let r = send(
+    let r = send_json(
         &c,
         Method::PUT,
         &one("352099000000006"),
@@ -513,10 +515,10 @@ async fn eir_ranges_lifecycle() {
     );
     assert_eq!(eir_status(&udr, "pei=imeisv-3520990045555501").await.1["status"], "WHITELISTED");
 
-    assert_eq!(send(&c, Method::DELETE, &one("35209900000000"), None).await.status(), 204);
+    assert_eq!(send_json(&c, Method::DELETE, &one("35209900000000"), None).await.status(), 204);
     problem(&get(&c, &one("35209900000000")).await, 404, "RESOURCE_NOT_FOUND");
     problem(
-        &send(&c, Method::DELETE, &one("35209900000000"), None).await,
+        &send_json(&c, Method::DELETE, &one("35209900000000"), None).await,
         404,
         "RESOURCE_NOT_FOUND",
     );

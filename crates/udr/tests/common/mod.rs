@@ -108,6 +108,9 @@ static SPECS: LazyLock<Specs> = LazyLock::new(|| {
         "TS29510_Nnrf_NFManagement",
         "TS29504_Nudr_GroupIDmap",
         "TS29511_N5g-eir_EquipmentIdentityCheck",
+        "TS29519_Policy_Data",
+        "TS29122_CommonData",
+        "TS29554_Npcf_BDTPolicyControl",
     ])
 });
 
@@ -118,7 +121,7 @@ pub fn assert_valid(spec: &str, schema: &str, value: &Value) {
 }
 
 /// Sends `method url` with a JSON body (`None`: no body).
-pub async fn send(
+pub async fn send_json(
     c: &SbiClient,
     method: http::Method,
     url: &str,
@@ -134,4 +137,55 @@ pub async fn send(
 /// A UDR configuration with `[udr.eir]` set.
 pub fn eir_config(eir: udr::eir::EirConfig) -> UdrConfig {
     UdrConfig { eir, ..UdrConfig::default() }
+}
+
+/// Sends `method url` with a body of `content_type` and extra headers.
+pub async fn send(
+    c: &SbiClient,
+    method: http::Method,
+    url: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> SbiResponse {
+    let mut b = c.request(method, url);
+    if let Some(ct) = content_type {
+        b = b.header("content-type", ct);
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(bytes::Bytes::copy_from_slice(body)).send().await.unwrap()
+}
+
+pub async fn put_json(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(c, http::Method::PUT, url, Some("application/json"), v.to_string().as_bytes(), &[]).await
+}
+
+pub async fn post_json(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(c, http::Method::POST, url, Some("application/json"), v.to_string().as_bytes(), &[]).await
+}
+
+pub async fn merge_patch(c: &SbiClient, url: &str, v: &Value) -> SbiResponse {
+    send(
+        c,
+        http::Method::PATCH,
+        url,
+        Some("application/merge-patch+json"),
+        v.to_string().as_bytes(),
+        &[],
+    )
+    .await
+}
+
+pub async fn delete(c: &SbiClient, url: &str) -> SbiResponse {
+    c.delete(url).send().await.unwrap()
+}
+
+/// The UDR's policy data settings for tests: quick notification retries.
+pub fn policy_config() -> UdrConfig {
+    let mut c = UdrConfig::default();
+    c.policy.notify.backoff_ms = 50;
+    c.policy.notify.max_backoff_ms = 200;
+    c
 }

@@ -1,0 +1,480 @@
+//! Nudr_DataRepository for policy data (N36, TS 29.519 §5, served under
+//! `{apiRoot}/nudr-dr/v2/policy-data`), its subscriptions with their notifications, and the
+//! provisioning of policy data (`/udr-prov/v1/policy-data`).
+//!
+//! A newcomer's map: [`ids`] names resources (ueId, plmnId, S-NSSAI... and the canonical path
+//! a resource is stored and monitored under); [`model`] checks the TS 29.519 types; [`etag`]
+//! does versions and If-Match / If-None-Match; [`store`] is the SQL; [`resources`] serves every
+//! policy data resource of TS29519_Policy_Data.yaml; [`subs_to_notify`] the subscriptions and
+//! their in-memory index; [`notify`] records a notification in the transaction of each change
+//! and delivers it from an outbox; [`provisioning`] is the operator's REST API for a UE's whole
+//! policy profile and for the resources N36 only reads. [`PolicyData`] is the service's state,
+//! one field of [`crate::Udr`]; [`routes`] adds its routes to the UDR's router.
+
+pub mod config;
+pub mod etag;
+pub mod ids;
+pub mod model;
+pub mod notify;
+pub mod provisioning;
+pub mod resources;
+pub mod store;
+pub mod subs_to_notify;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ::store::{Migration, SqliteStore};
+use http::{header, HeaderValue, Method, StatusCode};
+use sbi::client::SbiClient;
+use sbi::router::RouterBuilder;
+use sbi::{Body, ProblemDetails, Response};
+use tokio::sync::{watch, Notify};
+
+pub use config::PolicyConfig;
+use notify::NotifyStats;
+use subs_to_notify::SubsIndex;
+
+use crate::context::Udr;
+
+/// The Nudr_DataRepository API root (TS29504_Nudr_DR.yaml `servers`: `{apiRoot}/nudr-dr/v2`).
+pub const NUDR_DR_ROOT: &str = "/nudr-dr/v2";
+/// The provisioning API root.
+pub const PROV_ROOT: &str = "/udr-prov/v1";
+
+/// Nudr application errors (TS 29.504 §6.1.6.3).
+pub const USER_NOT_FOUND: &str = "USER_NOT_FOUND";
+pub const DATA_NOT_FOUND: &str = "DATA_NOT_FOUND";
+
+/// The policy data tables.
+pub const MIGRATIONS: [Migration; 1] = store::MIGRATIONS;
+
+/// The policy data service's state.
+pub struct PolicyData {
+    pub config: PolicyConfig,
+    pub db: SqliteStore,
+    pub subs: Arc<SubsIndex>,
+    pub stats: Arc<NotifyStats>,
+    wake: Arc<Notify>,
+}
+
+/// The background tasks of the service (notification delivery, subscription expiry).
+pub struct Tasks {
+    stop: watch::Sender<bool>,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Tasks {
+    /// Stops the tasks and waits for them (delivered notifications' rows are removed first).
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for h in self.handles {
+            let _ = h.await;
+        }
+    }
+}
+
+impl PolicyData {
+    pub fn new(config: PolicyConfig, db: SqliteStore) -> Self {
+        PolicyData {
+            config,
+            db,
+            subs: Arc::default(),
+            stats: Arc::default(),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Loads the subscriptions (at start, before serving); returns how many.
+    pub async fn load(&self) -> ::store::Result<usize> {
+        subs_to_notify::load(self).await
+    }
+
+    /// Starts notification delivery (resuming the outbox) and subscription expiry.
+    pub fn start(&self, client: SbiClient) -> Tasks {
+        let (stop, rx) = watch::channel(false);
+        let delivery = tokio::spawn(notify::run(
+            self.db.clone(),
+            self.subs.clone(),
+            client,
+            self.config.notify.clone(),
+            self.stats.clone(),
+            self.wake.clone(),
+            rx.clone(),
+        ));
+        let expiry = tokio::spawn(subs_to_notify::expire(self.db.clone(), self.subs.clone(), rx));
+        Tasks { stop, handles: vec![delivery, expiry] }
+    }
+
+    /// After a committed write: wakes the delivery when it recorded notifications.
+    pub(crate) fn recorded(&self, n: usize) {
+        if n > 0 {
+            self.stats.recorded.fetch_add(n as u64, Ordering::Relaxed);
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// Adds the policy data routes (N36 and provisioning) to the UDR's router.
+pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
+    use provisioning as p;
+    use resources as r;
+    use subs_to_notify as s;
+    const UE: &str = "/nudr-dr/v2/policy-data/ues/{ueId}";
+    b.route(Method::GET, UE, "ReadPolicyData", r::read_policy_data)
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/am-data",
+            "ReadAccessAndMobilityPolicyData",
+            r::read_access_and_mobility_policy_data,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
+            "ReadUEPolicySet",
+            r::read_ue_policy_set,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
+            "CreateOrReplaceUEPolicySet",
+            r::create_or_replace_ue_policy_set,
+        )
+        .route(
+            Method::PATCH,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
+            "UpdateUEPolicySet",
+            r::update_ue_policy_set,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
+            "ReadSessionManagementPolicyData",
+            r::read_session_management_policy_data,
+        )
+        .route(
+            Method::PATCH,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
+            "UpdateSessionManagementPolicyData",
+            r::update_session_management_policy_data,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
+            "ReplaceSessionManagementPolicyData",
+            r::replace_session_management_policy_data,
+        )
+        .route(
+            Method::DELETE,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
+            "DeleteSessionManagementPolicyData",
+            r::delete_session_management_policy_data,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
+            "ReadUsageMonitoringInformation",
+            r::read_usage_monitoring_information,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
+            "CreateUsageMonitoringResource",
+            r::create_usage_monitoring_resource,
+        )
+        .route(
+            Method::DELETE,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
+            "DeleteUsageMonitoringInformation",
+            r::delete_usage_monitoring_information,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
+            "ReadOperatorSpecificData",
+            r::read_operator_specific_data,
+        )
+        .route(
+            Method::PATCH,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
+            "UpdateOperatorSpecificData",
+            r::update_operator_specific_data,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
+            "ReplaceOperatorSpecificData",
+            r::replace_operator_specific_data,
+        )
+        .route(
+            Method::DELETE,
+            "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
+            "DeleteOperatorSpecificData",
+            r::delete_operator_specific_data,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/plmns/{plmnId}/ue-policy-set",
+            "ReadPlmnUePolicySet",
+            r::read_plmn_ue_policy_set,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/sponsor-connectivity-data/{sponsorId}",
+            "ReadSponsorConnectivityData",
+            r::read_sponsor_connectivity_data,
+        )
+        .route(Method::GET, "/nudr-dr/v2/policy-data/bdt-data", "ReadBdtData", r::read_bdt_data)
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
+            "ReadIndividualBdtData",
+            r::read_individual_bdt_data,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
+            "CreateIndividualBdtData",
+            r::create_individual_bdt_data,
+        )
+        .route(
+            Method::PATCH,
+            "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
+            "UpdateIndividualBdtData",
+            r::update_individual_bdt_data,
+        )
+        .route(
+            Method::DELETE,
+            "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
+            "DeleteIndividualBdtData",
+            r::delete_individual_bdt_data,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
+            "ReadSlicePolicyControlData",
+            r::read_slice_policy_control_data,
+        )
+        .route(
+            Method::PATCH,
+            "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
+            "UpdateSlicePolicyControlData",
+            r::update_slice_policy_control_data,
+        )
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/mbs-session-pol-data/{polSessionId}",
+            "GetMBSSessPolCtrlData",
+            r::get_mbs_sess_pol_ctrl_data,
+        )
+        .route(
+            Method::POST,
+            "/nudr-dr/v2/policy-data/subs-to-notify",
+            "CreateIndividualPolicyDataSubscription",
+            s::create_individual_policy_data_subscription,
+        )
+        .route(
+            Method::PUT,
+            "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
+            "ReplaceIndividualPolicyDataSubscription",
+            s::replace_individual_policy_data_subscription,
+        )
+        .route(
+            Method::DELETE,
+            "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
+            "DeleteIndividualPolicyDataSubscription",
+            s::delete_individual_policy_data_subscription,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/ues/{ueId}",
+            "ProvReadPolicyProfile",
+            p::read_policy_profile,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/ues/{ueId}",
+            "ProvCreateOrReplacePolicyProfile",
+            p::create_or_replace_policy_profile,
+        )
+        .route(
+            Method::PATCH,
+            "/udr-prov/v1/policy-data/ues/{ueId}",
+            "ProvUpdatePolicyProfile",
+            p::update_policy_profile,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/ues/{ueId}",
+            "ProvDeletePolicyProfile",
+            p::delete_policy_profile,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
+            "ProvReadPlmnUePolicySet",
+            p::read_plmn,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
+            "ProvCreateOrReplacePlmnUePolicySet",
+            p::put_plmn,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
+            "ProvDeletePlmnUePolicySet",
+            p::delete_plmn,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
+            "ProvReadSponsorConnectivityData",
+            p::read_sponsor,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
+            "ProvCreateOrReplaceSponsorConnectivityData",
+            p::put_sponsor,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
+            "ProvDeleteSponsorConnectivityData",
+            p::delete_sponsor,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
+            "ProvReadBdtData",
+            p::read_bdt,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
+            "ProvCreateOrReplaceBdtData",
+            p::put_bdt,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
+            "ProvDeleteBdtData",
+            p::delete_bdt,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
+            "ProvReadSlicePolicyControlData",
+            p::read_slice,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
+            "ProvCreateOrReplaceSlicePolicyControlData",
+            p::put_slice,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
+            "ProvDeleteSlicePolicyControlData",
+            p::delete_slice,
+        )
+        .route(
+            Method::GET,
+            "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
+            "ProvReadMbsSessPolCtrlData",
+            p::read_mbs,
+        )
+        .route(
+            Method::PUT,
+            "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
+            "ProvCreateOrReplaceMbsSessPolCtrlData",
+            p::put_mbs,
+        )
+        .route(
+            Method::DELETE,
+            "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
+            "ProvDeleteMbsSessPolCtrlData",
+            p::delete_mbs,
+        )
+}
+
+// --- answers shared by the handlers -------------------------------------------------------------
+
+/// A JSON answer from stored bytes (no re-encoding), with its ETag.
+pub(crate) fn json_answer(
+    status: StatusCode,
+    json: impl Into<Body>,
+    etag: Option<&str>,
+) -> Response {
+    let mut resp = http::Response::new(json.into());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
+    if let Some(t) = etag {
+        resp.headers_mut().insert(header::ETAG, etag::header_value(t));
+    }
+    resp
+}
+
+/// An answer without body (204, 304) with an ETag.
+pub(crate) fn empty_answer(status: StatusCode, etag: Option<&str>) -> Response {
+    let mut resp = sbi::empty_response(status);
+    if let Some(t) = etag {
+        resp.headers_mut().insert(header::ETAG, etag::header_value(t));
+    }
+    resp
+}
+
+/// The answer a GET's preconditions give for a resource whose ETag is `tag`, if any: 412 when
+/// If-Match does not hold (RFC 9110 §13.1.1), 304 when If-None-Match matches.
+pub(crate) fn conditional_read(
+    cond: &etag::Conditions,
+    tag: &str,
+    instance: &str,
+) -> Option<Response> {
+    if !cond.if_match_holds(Some(tag)) {
+        let mut resp = etag::precondition_failed(Some(tag)).with_instance(instance).into_response();
+        resp.headers_mut().insert(header::ETAG, etag::header_value(tag));
+        return Some(resp);
+    }
+    cond.not_modified(tag).then(|| empty_answer(StatusCode::NOT_MODIFIED, Some(tag)))
+}
+
+pub(crate) fn user_not_found(ue_id: &str) -> ProblemDetails {
+    ProblemDetails::new(
+        StatusCode::NOT_FOUND,
+        USER_NOT_FOUND,
+        format!("no policy data for UE {ue_id}"),
+    )
+}
+
+pub(crate) fn data_not_found(what: &str) -> ProblemDetails {
+    ProblemDetails::new(StatusCode::NOT_FOUND, DATA_NOT_FOUND, format!("no {what}"))
+}
+
+/// The answer to a refused write: 404 USER_NOT_FOUND / DATA_NOT_FOUND, 400, or 412 carrying the
+/// resource's current ETag (so the consumer can read it again and retry).
+/// `ue_id` names the UE of a USER_NOT_FOUND, `what` the data of a DATA_NOT_FOUND.
+pub(crate) fn refused(
+    r: store::Refusal,
+    ue_id: &str,
+    what: &str,
+    instance: &str,
+) -> sbi::HandlerResult {
+    match r {
+        store::Refusal::NoUser => Err(user_not_found(ue_id)),
+        store::Refusal::NoData => Err(data_not_found(what)),
+        store::Refusal::Invalid(p) => Err(p),
+        store::Refusal::Precondition(current) => {
+            let mut resp = etag::precondition_failed(current.as_deref())
+                .with_instance(instance)
+                .into_response();
+            if let Some(t) = current {
+                resp.headers_mut().insert(header::ETAG, etag::header_value(&t));
+            }
+            Ok(resp)
+        }
+    }
+}
