@@ -10,10 +10,10 @@
 //! preloaded binding without reading the database back.
 //!
 //! Speed comes from how the file is written, not from skipping work: the file is opened alone
-//! (no journal, no fsync, a large page cache), the secondary indexes are dropped and built
-//! again afterwards from their own DDL (sorting once is far cheaper than millions of random
-//! B-tree inserts), rows go in large transactions through one prepared statement, and the JSON
-//! documents are built on other threads while the writer inserts.
+//! (no journal, no fsync until one at the end, a large page cache), the secondary indexes are
+//! dropped and built again afterwards from their own DDL (sorting once is far cheaper than
+//! millions of random B-tree inserts), rows go in large transactions through one prepared
+//! statement, and the JSON documents are built on other threads while the writer inserts.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
@@ -148,6 +148,8 @@ pub enum PreloadError {
     Invalid(u64, String),
     #[error("preload worker: {0}")]
     Worker(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Where a running preload is, for a progress bar.
@@ -187,10 +189,17 @@ pub async fn preload(
     opened?;
     let bindings = range.end.saturating_sub(range.start);
     let file = path.to_owned();
+    // A thread of its own (minutes of work), started from the caller's thread so it runs on the
+    // caller's CPUs, not on those a runtime pins its blocking pool to.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bsf-preload".into())
+        .spawn(move || {
+            let _ = tx.send(bulk(&file, &factory, range, &progress));
+        })
+        .map_err(|e| PreloadError::Worker(e.to_string()))?;
     let index_seconds =
-        tokio::task::spawn_blocking(move || bulk(&file, &factory, range, &progress))
-            .await
-            .map_err(|e| PreloadError::Worker(e.to_string()))??;
+        rx.await.map_err(|_| PreloadError::Worker("the preload thread stopped".into()))??;
     Ok(Preloaded {
         bindings,
         seconds: t0.elapsed().as_secs_f64(),
@@ -297,6 +306,10 @@ fn bulk(
     // Back to the mode the store runs in, so the BSF opens the file as it left it.
     conn.pragma_update(None, "locking_mode", "NORMAL")?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
+    drop(conn);
+    // Gigabytes written without fsync would otherwise be flushed by the kernel while the BSF
+    // runs, stalling its own commits: flush them now, as part of the preload.
+    std::fs::File::open(path)?.sync_all()?;
     Ok(index_seconds)
 }
 
