@@ -1,5 +1,6 @@
 //! The run: preload, open-loop load, sampling, and the numbers of the report.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -14,12 +15,15 @@ use sbi::observe::ProcessUsage;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::bindings::Preloaded;
 use crate::profile::{self, ProfileSpec};
 use crate::report::{
-    EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, TargetReport, Totals,
+    EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, RxReport, TargetReport,
+    Totals,
 };
-use crate::scenario::{ProfileSet, Scenario};
-use crate::sched::{Rng, Schedule, Weighted};
+use crate::rx::{RxCall, RxSims};
+use crate::scenario::{Mix, ProfileSet, RxOp, Scenario};
+use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
 use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
 use crate::template::{encode_query, Env, Pools, ReqCtx, Template};
@@ -36,6 +40,12 @@ pub struct RunConfig {
     pub command: String,
     pub gen_cores: usize,
     pub progress: bool,
+    /// Replaces every procedure's p99 bound (`--max-p99-ms`).
+    pub max_p99_ms: Option<f64>,
+    /// The bindings preloaded before the NF started (or over Nbsf for a `--target` NF).
+    pub bindings: Option<Preloaded>,
+    /// The Diameter simulators, connected to the NF.
+    pub rx: Option<Arc<RxSims>>,
 }
 
 struct Prepared {
@@ -46,10 +56,18 @@ struct Prepared {
     pick_variant: Option<Weighted>,
     body: Option<Template>,
     body_profile: Option<ProfileSet>,
+    body_binding: bool,
+    rx: Option<RxOp>,
     content_type: Option<String>,
-    expect: Vec<u16>,
+    expect: Vec<u32>,
     produces: Option<String>,
     clients: Vec<SbiClient>,
+}
+
+/// What a task sends.
+enum Work {
+    Http { client: SbiClient, url: String, body: Option<Bytes>, uuid: Option<String> },
+    Rx(RxCall),
 }
 
 struct Shared {
@@ -69,6 +87,39 @@ impl Shared {
         }
         f(&mut s[idx]);
     }
+
+    /// One answer (or failure) of procedure `pi`, due at `due`, ends its outstanding slot.
+    fn record(
+        &self,
+        pi: usize,
+        measured: bool,
+        due: Instant,
+        start: Instant,
+        ok: bool,
+        outcome: &str,
+    ) {
+        let done_at = Instant::now();
+        let lat_us = done_at.saturating_duration_since(due).as_micros() as u64;
+        let done_sec = done_at.saturating_duration_since(start).as_secs() as usize;
+        self.second(done_sec, |x| {
+            x.completed += u64::from(ok);
+            x.errors += u64::from(!ok);
+            stats::record(&mut x.hist, lat_us);
+        });
+        if measured {
+            let mut ps = self.procs[pi].lock().unwrap();
+            ps.sent += 1;
+            ps.ok += u64::from(ok);
+            match ps.outcomes.get_mut(outcome) {
+                Some(n) => *n += 1,
+                None => {
+                    ps.outcomes.insert(outcome.to_owned(), 1);
+                }
+            }
+            stats::record(&mut ps.hist, lat_us);
+        }
+        self.outstanding.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn clients(n: usize, timeout_ms: u64) -> Result<Vec<SbiClient>> {
@@ -80,7 +131,7 @@ fn clients(n: usize, timeout_ms: u64) -> Result<Vec<SbiClient>> {
     (0..n).map(|_| SbiClient::new(&cfg).context("building the SBI client")).collect()
 }
 
-fn progress_bar(label: &str, done: usize, total: usize) {
+pub(crate) fn progress_bar(label: &str, done: usize, total: usize) {
     let width = 40;
     let filled = (done * width).checked_div(total).unwrap_or(width).min(width);
     eprint!("\r{label} [{}{}] {done}/{total}", "#".repeat(filled), ".".repeat(width - filled));
@@ -175,7 +226,7 @@ async fn preload(
         }
     }
     let done = Arc::new(AtomicUsize::new(0));
-    let ticker = progress.then(|| {
+    let ticker = (progress && total > 0).then(|| {
         let done = done.clone();
         tokio::spawn(async move {
             loop {
@@ -227,7 +278,12 @@ async fn preload(
     let profiles = instances.values().map(Vec::len).sum();
     Ok((
         instances,
-        PreloadReport { profiles, subscriptions: subs, seconds: t0.elapsed().as_secs_f64() },
+        PreloadReport {
+            profiles,
+            subscriptions: subs,
+            seconds: t0.elapsed().as_secs_f64(),
+            ..PreloadReport::default()
+        },
     ))
 }
 
@@ -262,8 +318,33 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let mut rng = Rng::new(s.generators.seed);
     let pools = Arc::new(Pools::default());
     let pre_client = clients(1, s.load.timeout_ms)?.remove(0);
-    let (instances, preload_report) =
+    let (instances, mut preload_report) =
         preload(s, &base0, &pre_client, sims, &pools, &mut rng, cfg.progress).await?;
+    if let Some(b) = &cfg.bindings {
+        if let Some(pool) = &b.plan.pool {
+            for id in &b.deletable_ids {
+                pools.push(pool, id.clone());
+            }
+        }
+        preload_report.bindings = Some(b.report.clone());
+    }
+    let bound_ues = cfg.bindings.as_ref().map(Preloaded::bound_ues);
+    if let (Some(rx), Some(ues), Some(d)) = (&cfg.rx, &bound_ues, &s.diameter) {
+        let uses_sessions = s
+            .procedures
+            .iter()
+            .any(|p| matches!(p.rx, Some(RxOp::AarUpdate | RxOp::Str | RxOp::Rar)) && p.tps > 0.0);
+        let initial = s.procedures.iter().filter(|p| p.rx == Some(RxOp::AarInitial));
+        let expect = initial.clone().next().map_or(vec![2001], |p| p.expect.clone());
+        let aar_i_rate = initial.map(|p| p.tps).sum::<f64>() / s.total_tps() * cfg.rate;
+        if uses_sessions {
+            let n = ((aar_i_rate * d.session_hold_s).ceil() as u64).max(64);
+            let t0 = std::time::Instant::now();
+            rx.open_sessions(n, ues, &mut rng, &expect).await?;
+            preload_report.rx_sessions = n;
+            preload_report.rx_sessions_seconds = t0.elapsed().as_secs_f64();
+        }
+    }
 
     // Prepare the procedures.
     let mut by_nf: HashMap<String, Vec<SbiClient>> = HashMap::new();
@@ -281,7 +362,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         };
         let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
         prepared.push(Prepared {
-            method: Method::from_bytes(p.method.as_bytes())?,
+            // An Rx procedure sends no HTTP request: its method is never used.
+            method: match p.rx {
+                Some(_) => Method::POST,
+                None => Method::from_bytes(p.method.as_bytes())?,
+            },
             base,
             path: Template::parse(&p.path)?,
             variants: p
@@ -295,6 +380,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 .body_profile
                 .as_ref()
                 .and_then(|l| s.preload.profiles.iter().find(|x| x.label() == l).cloned()),
+            body_binding: p.body_binding,
+            rx: p.rx,
             content_type: p.content_type.clone(),
             expect: p.expect.clone(),
             produces: p.produces.clone(),
@@ -302,8 +389,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         });
     }
     let prepared = Arc::new(prepared);
-    let pick = Weighted::new(&s.procedures.iter().map(|p| p.tps).collect::<Vec<_>>())
-        .context("no procedure has tps > 0")?;
+    let tps: Vec<f64> = s.procedures.iter().map(|p| p.tps).collect();
+    let mut pick = match s.load.mix {
+        Mix::Random => Weighted::new(&tps).map(Picker::Random),
+        Mix::ShuffledDeck => Deck::new(&tps).map(Picker::Deck),
+    }
+    .context("no procedure has tps > 0")?;
     let schedule = Schedule { rate: cfg.rate };
     let total = schedule.total(cfg.warmup_s + cfg.duration_s);
     let shared = Arc::new(Shared {
@@ -429,106 +520,87 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         let pi = pick.pick(&mut rng);
         let p = &prepared[pi];
         let measured = due_off >= shared.measure_from && due_off < shared.measure_to;
-        let env = Env {
-            supi_prefix: &s.generators.supi_prefix,
-            supi_first: s.generators.supi_first,
-            supi_count: s.generators.supi_count,
-            instances: &env_instances,
-            pools: &pools,
-            sims: &sim_urls,
-        };
-        let mut ctx = ReqCtx::new(n, n);
-        let rendered = (|| {
-            let mut url = format!("{}{}", p.base, p.path.render(&env, &mut ctx, &mut rng, true)?);
-            if let Some(w) = &p.pick_variant {
-                let q = p.variants[w.pick(&mut rng)].render(&env, &mut ctx, &mut rng, false)?;
-                url.push('?');
-                url.push_str(&encode_query(&q));
-            }
-            let body = match (&p.body, &p.body_profile) {
-                (Some(b), _) => Some(Bytes::from(b.render(&env, &mut ctx, &mut rng, false)?)),
-                (None, Some(set)) => {
-                    let id = ctx.uuid(&mut rng);
-                    let services = if set.services.is_empty() {
-                        profile::default_services(&set.nf_type)
-                    } else {
-                        set.services.clone()
-                    };
-                    let spec = ProfileSpec {
-                        nf_type: &set.nf_type,
-                        label: set.label(),
-                        index: n as usize,
-                        target_size: set.size_bytes[0],
-                        services: &services,
-                        endpoint: None,
-                    };
-                    Some(Bytes::from(
-                        serde_json::to_vec(&profile::build(&spec, &id, &mut rng)).ok()?,
-                    ))
+        let work = match (p.rx, &cfg.rx, &bound_ues) {
+            (Some(op), Some(rx), Some(ues)) => rx.prepare(op, ues, &mut rng).map(Work::Rx),
+            (Some(_), _, _) => bail!("an Rx procedure without Diameter simulators or bindings"),
+            (None, _, _) => {
+                let env = Env {
+                    supi_prefix: &s.generators.supi_prefix,
+                    supi_first: s.generators.supi_first,
+                    supi_count: s.generators.supi_count,
+                    instances: &env_instances,
+                    pools: &pools,
+                    sims: &sim_urls,
+                };
+                let mut ctx = ReqCtx::new(n, n);
+                let rendered = render_http(p, &env, &mut ctx, &mut rng, n, cfg.bindings.as_ref());
+                if rendered.is_none() {
+                    // Put back what a half-rendered request took.
+                    for (pool, id) in ctx.taken.drain(..) {
+                        pools.push(&pool, id);
+                    }
                 }
-                _ => None,
-            };
-            Some((url, body))
-        })();
-        let Some((url, body)) = rendered else {
-            // Put back what a half-rendered request took, then count it as skipped.
-            for (pool, id) in ctx.taken.drain(..) {
-                pools.push(&pool, id);
+                rendered.map(|(url, body)| {
+                    rr += 1;
+                    Work::Http {
+                        client: p.clients[rr % p.clients.len()].clone(),
+                        url,
+                        body,
+                        uuid: ctx.uuid.take(),
+                    }
+                })
             }
+        };
+        let Some(work) = work else {
+            // Nothing to act on yet (an empty pool, no open Rx session): skipped, not failed.
             if measured {
                 shared.procs[pi].lock().unwrap().skipped += 1;
             }
             continue;
         };
-        let client = p.clients[rr % p.clients.len()].clone();
-        rr += 1;
-        let (shared, prepared, pools) = (shared.clone(), prepared.clone(), pools.clone());
+        let (shared, prepared, pools, rx) =
+            (shared.clone(), prepared.clone(), pools.clone(), cfg.rx.clone());
         let now_out = shared.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
         shared.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
-        let uuid = ctx.uuid.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let p = &prepared[pi];
-            let mut b = client.request(p.method.clone(), &url);
-            if let Some(body) = body {
-                b = b
-                    .header("content-type", p.content_type.as_deref().unwrap_or("application/json"))
-                    .body(body);
-            }
-            let rsp = b.send().await;
-            let done_at = Instant::now();
-            let lat_us = done_at.saturating_duration_since(due).as_micros() as u64;
-            let (ok, outcome) = match &rsp {
-                Ok(r) => (p.expect.contains(&r.status().as_u16()), r.status().as_u16().to_string()),
-                Err(e) if e.is_timeout() => (false, "timeout".to_string()),
-                Err(_) => (false, "transport".to_string()),
-            };
-            if ok {
-                if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
-                    let id = r
-                        .header("location")
-                        .and_then(|l| l.rsplit('/').next())
-                        .map(str::to_string)
-                        .or(uuid);
-                    if let Some(id) = id {
-                        pools.push(pool, id);
+            match work {
+                Work::Rx(call) => {
+                    let rx = rx.expect("Rx work comes with the simulators");
+                    let (ok, outcome) = call.send(&rx, &p.expect).await;
+                    shared.record(pi, measured, due, start, ok, &outcome);
+                }
+                Work::Http { client, url, body, uuid } => {
+                    let mut b = client.request(p.method.clone(), &url);
+                    if let Some(body) = body {
+                        let ct = p.content_type.as_deref().unwrap_or("application/json");
+                        b = b.header("content-type", ct).body(body);
                     }
+                    let rsp = b.send().await;
+                    let (ok, outcome) = match &rsp {
+                        Ok(r) => {
+                            let code = r.status().as_u16();
+                            (p.expect.contains(&u32::from(code)), status_label(code))
+                        }
+                        Err(e) if e.is_timeout() => (false, Cow::Borrowed("timeout")),
+                        Err(_) => (false, Cow::Borrowed("transport")),
+                    };
+                    if ok {
+                        if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
+                            let id = r
+                                .header("location")
+                                .and_then(|l| l.rsplit('/').next())
+                                .map(str::to_string)
+                                .or(uuid);
+                            if let Some(id) = id {
+                                pools.push(pool, id);
+                            }
+                        }
+                    }
+                    shared.record(pi, measured, due, start, ok, &outcome);
                 }
             }
-            let done_sec = done_at.saturating_duration_since(start).as_secs() as usize;
-            shared.second(done_sec, |x| {
-                x.completed += u64::from(ok);
-                x.errors += u64::from(!ok);
-                stats::record(&mut x.hist, lat_us);
-            });
-            if measured {
-                let mut ps = shared.procs[pi].lock().unwrap();
-                ps.sent += 1;
-                ps.ok += u64::from(ok);
-                *ps.outcomes.entry(outcome).or_default() += 1;
-                stats::record(&mut ps.hist, lat_us);
-            }
-            shared.outstanding.fetch_sub(1, Ordering::Relaxed);
         });
     }
     // Drain: every permit back, or the timeout passed.
@@ -578,14 +650,17 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let mut warnings = Vec::new();
     let mut procedures = Vec::new();
     let mut transactions = 0;
-    let ref_proc = s.reference.as_ref().map(|r| r.latency_procedure.clone());
+    let ref_proc = s.reference.as_ref().and_then(|r| r.latency_procedure.clone());
     let mut ref_hist = stats::new_hist();
     for (pi, p) in s.procedures.iter().enumerate() {
         let ps = shared.procs[pi].lock().unwrap().clone();
         if ref_proc.as_deref().is_some_and(|r| p.name.starts_with(r)) {
             ref_hist.add(&ps.hist).context("merging histograms")?;
         }
-        let criteria = s.criteria_for(p);
+        let mut criteria = s.criteria_for(p);
+        if let Some(ms) = cfg.max_p99_ms {
+            criteria.max_p99_ms = ms;
+        }
         let lat = Latency::of(&ps.hist);
         transactions += ps.ok;
         let unserved = p.optional_feature.is_some() && ps.ok == 0 && ps.looks_unserved();
@@ -710,6 +785,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             "{unsent} of {total} requests due were never sent: answers were so slow that all {max_out} outstanding slots stayed taken past the end of the run"
         ));
     }
+    if let Some(ms) = cfg.max_p99_ms {
+        warnings.push(format!(
+            "the scenario's p99 bounds were replaced by --max-p99-ms {ms}: latency was not judged by them"
+        ));
+    }
     if nf_cpu_s.is_none() {
         warnings.push(
             "NF CPU is not known (external --target): CPU per transaction and TPS per core are n/a"
@@ -755,11 +835,77 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             saturated,
         },
         reference: s.reference.clone(),
+        rx: cfg.rx.as_ref().map(|r| RxReport {
+            peers: r.reports(),
+            sessions_open_at_end: r.sessions.open(),
+            sessions_peak: r.sessions.peak(),
+        }),
         timeline,
         criteria_passed: failures.is_empty(),
         failures,
         warnings,
     })
+}
+
+/// The outcome label of an HTTP status, without allocating for the usual ones.
+fn status_label(code: u16) -> Cow<'static, str> {
+    Cow::Borrowed(match code {
+        200 => "200",
+        201 => "201",
+        204 => "204",
+        400 => "400",
+        403 => "403",
+        404 => "404",
+        500 => "500",
+        503 => "503",
+        _ => return Cow::Owned(code.to_string()),
+    })
+}
+
+/// The URL and body of an HTTP procedure's request; `None` when a generator has nothing to
+/// draw from (an empty pool).
+fn render_http(
+    p: &Prepared,
+    env: &Env,
+    ctx: &mut ReqCtx,
+    rng: &mut Rng,
+    n: u64,
+    bindings: Option<&Preloaded>,
+) -> Option<(String, Option<Bytes>)> {
+    let mut url = format!("{}{}", p.base, p.path.render(env, ctx, rng, true)?);
+    if let Some(w) = &p.pick_variant {
+        let q = p.variants[w.pick(rng)].render(env, ctx, rng, false)?;
+        url.push('?');
+        url.push_str(&encode_query(&q));
+    }
+    let body = match (&p.body, &p.body_profile) {
+        (Some(b), _) => Some(Bytes::from(b.render(env, ctx, rng, false)?)),
+        (None, Some(set)) => {
+            let id = ctx.uuid(rng);
+            let services = if set.services.is_empty() {
+                profile::default_services(&set.nf_type)
+            } else {
+                set.services.clone()
+            };
+            let spec = ProfileSpec {
+                nf_type: &set.nf_type,
+                label: set.label(),
+                index: n as usize,
+                target_size: set.size_bytes[0],
+                services: &services,
+                endpoint: None,
+            };
+            Some(Bytes::from(serde_json::to_vec(&profile::build(&spec, &id, rng)).ok()?))
+        }
+        // A binding for a UE address no other binding holds: past the preloaded ones, one
+        // per request sequence number.
+        (None, None) if p.body_binding => {
+            let b = bindings?;
+            Some(Bytes::from(serde_json::to_vec(&b.plan.factory.document(b.plan.count + n)).ok()?))
+        }
+        _ => None,
+    };
+    Some((url, body))
 }
 
 /// Waits until `due` with sub-millisecond precision. tokio's timer wheel has a 1 ms resolution,

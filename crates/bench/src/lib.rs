@@ -1,10 +1,12 @@
 //! `fivecore bench`: replays the reference call models against fivecore and reports side by side
 //! with the reference's published figures. See docs/bench.md.
 
+pub mod bindings;
 pub mod engine;
 pub mod nfproc;
 pub mod profile;
 pub mod report;
+pub mod rx;
 pub mod scenario;
 pub mod sched;
 pub mod sim;
@@ -14,6 +16,7 @@ pub mod template;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -42,9 +45,17 @@ pub struct BenchArgs {
     /// Warm-up seconds (load sent, not measured).
     #[arg(long, value_name = "S")]
     pub warmup: Option<f64>,
-    /// Use a running NF instead of starting one: NF=URL (repeatable), e.g. nrf=http://10.0.0.5:8000.
+    /// Use a running NF instead of starting one: NF=URL (repeatable), e.g. nrf=http://10.0.0.5:8000;
+    /// its Diameter port as NF-diameter=HOST:PORT, e.g. bsf-diameter=10.0.0.5:3869.
     #[arg(long, value_name = "NF=URL")]
     pub target: Vec<String>,
+    /// Preloaded PCF bindings (default: the scenario's reference count times its scale).
+    #[arg(long, value_name = "N")]
+    pub bindings: Option<u64>,
+    /// Replace every procedure's p99 bound (smoke runs of a debug build on a shared machine,
+    /// where scheduling noise decides p99; the report says so).
+    #[arg(long, value_name = "MS")]
+    pub max_p99_ms: Option<f64>,
     /// Pin the NFs the kit starts to these CPUs (taskset list, e.g. 0-1).
     #[arg(long, value_name = "LIST")]
     pub nf_cpus: Option<String>,
@@ -78,8 +89,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
 /// One line per built-in scenario.
 pub fn list() -> Result<String> {
     let mut s = String::new();
-    for sc in Scenario::builtin()? {
-        s.push_str(&format!("{:<12} {}\n", sc.name, sc.description));
+    let all = Scenario::builtin()?;
+    let width = all.iter().map(|sc| sc.name.len()).max().unwrap_or(0);
+    for sc in all {
+        s.push_str(&format!("{:<width$} {}\n", sc.name, sc.description));
     }
     Ok(s)
 }
@@ -93,6 +106,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
     let scenario = Scenario::load(&name)?;
+    let plan = bindings::BindingPlan::new(&scenario, args.bindings)?;
+    if args.bindings.is_some() && plan.is_none() {
+        bail!("--bindings: scenario {} preloads no bindings", scenario.name);
+    }
     let rate = match (args.rate, args.scale) {
         (Some(r), _) => r,
         (None, Some(f)) => scenario.load.rate * f,
@@ -100,6 +117,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     };
     if !(rate > 0.0 && rate.is_finite()) {
         bail!("the rate must be > 0");
+    }
+    if args.max_p99_ms.is_some_and(|ms| ms.is_nan() || ms <= 0.0) {
+        bail!("--max-p99-ms must be > 0");
     }
     let duration_s = args.duration.unwrap_or(scenario.load.duration_s);
     let warmup_s = args.warmup.unwrap_or(scenario.load.warmup_s);
@@ -120,6 +140,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     for t in &args.target {
         let (nf, url) =
             t.split_once('=').with_context(|| format!("--target {t}: expected NF=URL"))?;
+        if nf.ends_with(DIAMETER_TARGET) {
+            continue;
+        }
         targets.push(TargetReport {
             nf: nf.into(),
             url: url.trim_end_matches('/').into(),
@@ -155,15 +178,33 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let progress = !args.quiet;
     let mut children = Vec::new();
     let result = rt.block_on(async {
-        let sims = sim::start_all(&scenario.simulators).await?;
-        let sim_urls: HashMap<String, String> =
-            sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
+        let http_sims: Vec<_> =
+            scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
+        let sims = sim::start_all(&http_sims).await?;
+        let mut vars: HashMap<String, String> =
+            sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
+        let diameter_nf = scenario.diameter.as_ref().map(|d| d.nf.clone());
+        let mut diameter_addr = match &diameter_nf {
+            Some(nf) => diameter_target(&args.target, nf)?,
+            None => None,
+        };
+        let mut preloaded = None;
         for nf in &scenario.nfs {
             if targets.iter().any(|t| &t.nf == nf) {
                 continue;
             }
-            let config = scenario.nf_config.get(nf).map(|t| render_config(t, &sim_urls));
-            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_ref())?;
+            let dir = nfproc::data_dir(nf)?;
+            if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
+                let db = dir.path().join(bindings::BSF_STORE_FILE);
+                preloaded = Some(plan.preload_file(&db, progress).await?);
+            }
+            if diameter_nf.as_ref() == Some(nf) {
+                let addr = format!("127.0.0.1:{}", nfproc::free_port()?);
+                vars.insert(scenario::DIAMETER_ADDR.into(), addr.clone());
+                diameter_addr = Some(addr.parse()?);
+            }
+            let config = nf_config_file(&scenario, nf, &vars);
+            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_ref(), dir)?;
             targets.push(TargetReport {
                 nf: nf.clone(),
                 url: c.url.clone(),
@@ -177,6 +218,17 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         for c in children.iter_mut() {
             nfproc::wait_ready(c, &ready_client, Duration::from_secs(30)).await?;
         }
+        if let (Some(plan), None) = (&plan, &preloaded) {
+            let url = targets.iter().find(|t| t.nf == plan.nf).context("bindings target")?;
+            preloaded = Some(plan.preload_http(&url.url, &ready_client, progress).await?);
+        }
+        let rx = match (&scenario.diameter, diameter_addr) {
+            (Some(d), None) => {
+                bail!("--target {0}: give its Diameter port too ({0}-diameter=HOST:PORT)", d.nf)
+            }
+            (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
+            (None, _) => None,
+        };
         let cfg = engine::RunConfig {
             scenario: scenario.clone(),
             rate,
@@ -186,9 +238,16 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             command,
             gen_cores,
             progress,
+            max_p99_ms: args.max_p99_ms,
+            bindings: preloaded,
+            rx: rx.clone(),
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
-        tokio::spawn(engine::run(cfg, sims)).await?
+        let report = tokio::spawn(engine::run(cfg, sims)).await?;
+        if let Some(rx) = rx {
+            rx.shutdown().await;
+        }
+        report
     });
     for c in children.iter_mut() {
         c.stop();
@@ -200,25 +259,53 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     Ok(report.criteria_passed)
 }
 
-/// Replaces `{sim:NAME}` in the string values of an NF configuration with the simulator's URL.
-pub fn render_config(t: &toml::Table, sims: &HashMap<String, String>) -> toml::Table {
-    fn walk(v: &toml::Value, sims: &HashMap<String, String>) -> toml::Value {
+/// The configuration file of a kit-started NF: `[<nf>]` from `nf_config.<nf>`, the shared
+/// sections (`[sbi]`, `[store]`...) from `nf_sections.<nf>`, placeholders filled in.
+fn nf_config_file(s: &Scenario, nf: &str, vars: &HashMap<String, String>) -> Option<toml::Table> {
+    let mut root = s.nf_sections.get(nf).map(|t| render_config(t, vars)).unwrap_or_default();
+    if let Some(t) = s.nf_config.get(nf) {
+        root.insert(nf.to_string(), toml::Value::Table(render_config(t, vars)));
+    }
+    (!root.is_empty()).then_some(root)
+}
+
+/// `--target <nf>-diameter=HOST:PORT`: a running NF's Diameter address.
+const DIAMETER_TARGET: &str = "-diameter";
+
+fn diameter_target(targets: &[String], nf: &str) -> Result<Option<std::net::SocketAddr>> {
+    let key = format!("{nf}{DIAMETER_TARGET}");
+    for t in targets {
+        if let Some((k, v)) = t.split_once('=') {
+            if k == key {
+                let addr =
+                    v.parse().with_context(|| format!("--target {t}: expected HOST:PORT"))?;
+                return Ok(Some(addr));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Replaces placeholders (`{sim:NAME}` → the simulator's URL, `{diameter_addr}` → the address
+/// the kit picked) in the string values of an NF configuration.
+pub fn render_config(t: &toml::Table, vars: &HashMap<String, String>) -> toml::Table {
+    fn walk(v: &toml::Value, vars: &HashMap<String, String>) -> toml::Value {
         match v {
             toml::Value::String(s) => {
                 let mut s = s.clone();
-                for (name, url) in sims {
-                    s = s.replace(&format!("{{sim:{name}}}"), url);
+                for (placeholder, value) in vars {
+                    s = s.replace(placeholder, value);
                 }
                 toml::Value::String(s)
             }
-            toml::Value::Array(a) => toml::Value::Array(a.iter().map(|v| walk(v, sims)).collect()),
+            toml::Value::Array(a) => toml::Value::Array(a.iter().map(|v| walk(v, vars)).collect()),
             toml::Value::Table(t) => {
-                toml::Value::Table(t.iter().map(|(k, v)| (k.clone(), walk(v, sims))).collect())
+                toml::Value::Table(t.iter().map(|(k, v)| (k.clone(), walk(v, vars))).collect())
             }
             other => other.clone(),
         }
     }
-    t.iter().map(|(k, v)| (k.clone(), walk(v, sims))).collect()
+    t.iter().map(|(k, v)| (k.clone(), walk(v, vars))).collect()
 }
 
 fn summary(r: &report::Report) -> String {
@@ -239,8 +326,9 @@ fn summary(r: &report::Report) -> String {
     s
 }
 
-/// Runs a scenario against given targets from inside an async context (tests, tools): starts the
-/// simulators, runs, writes the report into `out`.
+/// Runs a scenario against given targets (`nf` → URL, `<nf>-diameter` → HOST:PORT) from inside
+/// an async context (tests, tools): starts the simulators, registers the scenario's bindings
+/// over Nbsf, runs, writes the report into `out`.
 pub async fn run_against(
     scenario: Scenario,
     targets: Vec<(String, String)>,
@@ -249,11 +337,30 @@ pub async fn run_against(
     warmup_s: f64,
     out: &std::path::Path,
 ) -> Result<report::Report> {
-    let sims = sim::start_all(&scenario.simulators).await?;
-    let targets = targets
+    let http_sims: Vec<_> =
+        scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
+    let sims = sim::start_all(&http_sims).await?;
+    let flags: Vec<String> = targets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let diameter_addr = match &scenario.diameter {
+        Some(d) => diameter_target(&flags, &d.nf)?,
+        None => None,
+    };
+    let targets: Vec<TargetReport> = targets
         .into_iter()
+        .filter(|(nf, _)| !nf.ends_with(DIAMETER_TARGET))
         .map(|(nf, url)| TargetReport { nf, url, started_by_kit: false, pid: None, cpus: None })
         .collect();
+    let mut preloaded = None;
+    if let Some(plan) = bindings::BindingPlan::new(&scenario, None)? {
+        let t = targets.iter().find(|t| t.nf == plan.nf).context("no target for the bindings")?;
+        let client = sbi::client::SbiClient::new(&Default::default())?;
+        preloaded = Some(plan.preload_http(&t.url, &client, false).await?);
+    }
+    let rx = match (&scenario.diameter, diameter_addr) {
+        (Some(d), None) => bail!("no {}{DIAMETER_TARGET} target", d.nf),
+        (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
+        (None, _) => None,
+    };
     let cfg = engine::RunConfig {
         scenario,
         rate,
@@ -263,8 +370,15 @@ pub async fn run_against(
         command: "run_against".into(),
         gen_cores: 1,
         progress: false,
+        max_p99_ms: None,
+        bindings: preloaded,
+        rx: rx.clone(),
     };
-    let r = engine::run(cfg, sims).await?;
+    let r = engine::run(cfg, sims).await;
+    if let Some(rx) = rx {
+        rx.shutdown().await;
+    }
+    let r = r?;
     report::write_all(&r, out)?;
     Ok(r)
 }
@@ -277,7 +391,7 @@ mod tests {
     fn nf_config_gets_simulator_urls() {
         let t: toml::Table =
             toml::from_str("a = 1\n[forwarding]\npeers = [\"{sim:peer}\"]").unwrap();
-        let sims = HashMap::from([("peer".to_string(), "http://127.0.0.1:9".to_string())]);
+        let sims = HashMap::from([("{sim:peer}".to_string(), "http://127.0.0.1:9".to_string())]);
         let r = render_config(&t, &sims);
         assert_eq!(r["forwarding"]["peers"][0].as_str(), Some("http://127.0.0.1:9"));
         assert_eq!(r["a"].as_integer(), Some(1));

@@ -48,23 +48,29 @@ impl Drop for ChildNf {
     }
 }
 
-fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A fresh data directory for `nf`, removed when dropped. Preloaded state is written into it
+/// before [`spawn`].
+pub fn data_dir(nf: &str) -> Result<tempfile::TempDir> {
+    Ok(tempfile::Builder::new().prefix(&format!("fivecore-bench-{nf}-")).tempdir()?)
 }
 
 /// Starts `exe <nf> --listen .. --data-dir ..`; its output goes to `<log_dir>/<nf>.log`.
 /// It is started from the calling thread, whose CPU affinity it inherits (so call it from an
-/// unpinned thread). With `config`, it is written to `<log_dir>/<nf>.toml` as the `[<nf>]` table and passed with
-/// `--config`.
+/// unpinned thread). With `config` (the whole configuration file: `[<nf>]` and any shared
+/// sections), it is written to `<log_dir>/<nf>.toml` and passed with `--config`.
 pub fn spawn(
     exe: &Path,
     nf: &str,
     cpus: Option<&str>,
     log_dir: &Path,
     config: Option<&toml::Table>,
+    data_dir: tempfile::TempDir,
 ) -> Result<ChildNf> {
     let port = free_port()?;
-    let data_dir = tempfile::Builder::new().prefix(&format!("fivecore-bench-{nf}-")).tempdir()?;
     let log_path = log_dir.join(format!("{nf}.log"));
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("creating {}", log_path.display()))?;
@@ -81,11 +87,9 @@ pub fn spawn(
         .arg(format!("127.0.0.1:{port}"))
         .arg("--data-dir")
         .arg(data_dir.path());
-    if let Some(table) = config {
-        let mut root = toml::Table::new();
-        root.insert(nf.to_string(), toml::Value::Table(table.clone()));
+    if let Some(root) = config {
         let path = log_dir.join(format!("{nf}.toml"));
-        std::fs::write(&path, toml::to_string(&root)?)
+        std::fs::write(&path, toml::to_string(root)?)
             .with_context(|| format!("writing {}", path.display()))?;
         cmd.arg("--config").arg(path);
     }

@@ -7,6 +7,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::bindings::BindingsReport;
+use crate::rx::peer::PeerReport;
 use crate::scenario::{Criteria, Reference};
 use crate::stats::{Latency, SecondReport};
 
@@ -31,6 +33,8 @@ pub struct Report {
     pub totals: Totals,
     pub generator: GeneratorReport,
     pub reference: Option<Reference>,
+    /// The Diameter side, when the scenario has one.
+    pub rx: Option<RxReport>,
     pub timeline: Vec<SecondReport>,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
@@ -50,7 +54,22 @@ pub struct TargetReport {
 pub struct PreloadReport {
     pub profiles: usize,
     pub subscriptions: usize,
+    /// Profiles and subscriptions, over HTTP.
     pub seconds: f64,
+    pub bindings: Option<BindingsReport>,
+    /// Rx sessions opened (AAR-I) before the load, and how long that took.
+    pub rx_sessions: u64,
+    pub rx_sessions_seconds: f64,
+}
+
+/// The Diameter simulators and the Rx sessions of the run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct RxReport {
+    /// What each simulated AF and PCF received.
+    pub peers: Vec<PeerReport>,
+    pub sessions_open_at_end: u64,
+    /// Most Rx sessions open at once.
+    pub sessions_peak: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,12 +162,9 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     let Some(rf) = &r.reference else { return Vec::new() };
     let t = &r.totals;
-    let l = t.reference_latency.as_ref();
-    let (p50, p90, p95, p99) =
-        (l.map(|l| l.p50_ms), l.map(|l| l.p90_ms), l.map(|l| l.p95_ms), l.map(|l| l.p99_ms));
-    vec![
+    let mut rows = vec![
         (
-            "TPS achieved (ingress + NfStatusNotify)".into(),
+            "TPS achieved (answered OK, plus notifications received)".into(),
             format!("{:.1}", t.achieved_tps_with_notify),
             format!("{:.0}", rf.tps_achieved),
         ),
@@ -160,33 +176,37 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
         (
             "TPS per core (ours: per NF core used)".into(),
             opt(t.tps_per_core, 0),
-            format!(
-                "{:.0} (per requested), ~{:.0} (per used)",
-                rf.tps_per_core, rf.tps_per_used_core
-            ),
+            match rf.tps_per_used_core {
+                Some(u) => format!("{:.0} (per requested), ~{u:.0} (per used)", rf.tps_per_core),
+                None => format!("{:.0} (per requested)", rf.tps_per_core),
+            },
         ),
-        (
-            format!("{} p50 ms", rf.latency_procedure),
-            opt(p50, 2),
-            format!("{:.0}", rf.latency_p50_ms),
-        ),
-        (
-            format!("{} p90 ms", rf.latency_procedure),
-            opt(p90, 2),
-            format!("{:.0}", rf.latency_p90_ms),
-        ),
-        (
-            format!("{} p95 ms", rf.latency_procedure),
-            opt(p95, 2),
-            format!("{:.0}", rf.latency_p95_ms),
-        ),
-        (
-            format!("{} p99 ms", rf.latency_procedure),
-            opt(p99, 2),
-            format!("{:.0}", rf.latency_p99_ms),
-        ),
-        ("Duration".into(), format!("{:.0} s", r.duration_s), rf.duration.clone()),
-    ]
+    ];
+    if let Some(name) = &rf.latency_procedure {
+        let l = t.reference_latency.as_ref();
+        let pct = [
+            ("p50", l.map(|l| l.p50_ms), rf.latency_p50_ms),
+            ("p90", l.map(|l| l.p90_ms), rf.latency_p90_ms),
+            ("p95", l.map(|l| l.p95_ms), rf.latency_p95_ms),
+            ("p99", l.map(|l| l.p99_ms), rf.latency_p99_ms),
+        ];
+        for (what, ours, theirs) in pct {
+            if let Some(theirs) = theirs {
+                rows.push((format!("{name} {what} ms"), opt(ours, 2), format!("{theirs:.0}")));
+            }
+        }
+    }
+    for p in &r.procedures {
+        let Some(theirs) = rf.mean_latency_ms.get(&p.name) else { continue };
+        let ours = if p.sent > 0 {
+            format!("{:.2} ({:.2})", p.latency.mean_ms, p.latency.p99_ms)
+        } else {
+            "n/a".into()
+        };
+        rows.push((format!("{} mean ms (ours: mean (p99))", p.name), ours, format!("{theirs}")));
+    }
+    rows.push(("Duration".into(), format!("{:.0} s", r.duration_s), rf.duration.clone()));
+    rows
 }
 
 pub fn markdown(r: &Report) -> String {
@@ -210,11 +230,34 @@ pub fn markdown(r: &Report) -> String {
         };
         let _ = writeln!(s, "- {} at {} ({how})", t.nf, t.url);
     }
-    let _ = writeln!(
-        s,
-        "- preload: {} profiles, {} subscriptions in {:.1} s",
-        r.preload.profiles, r.preload.subscriptions, r.preload.seconds
-    );
+    if r.preload.profiles + r.preload.subscriptions > 0 {
+        let _ = writeln!(
+            s,
+            "- preload: {} profiles, {} subscriptions in {:.1} s",
+            r.preload.profiles, r.preload.subscriptions, r.preload.seconds
+        );
+    }
+    if let Some(b) = &r.preload.bindings {
+        let _ = write!(
+            s,
+            "- preload: {} bindings by {} in {:.1} s ({:.0}/s)",
+            b.count,
+            b.method,
+            b.seconds,
+            b.count as f64 / b.seconds.max(1e-9)
+        );
+        if let (Some(i), Some(mb)) = (b.index_seconds, b.db_mb) {
+            let _ = write!(s, ", of which {i:.1} s building indexes; database {mb:.0} MB");
+        }
+        let _ = writeln!(s);
+    }
+    if r.preload.rx_sessions > 0 {
+        let _ = writeln!(
+            s,
+            "- preload: {} Rx sessions opened (AAR-I) in {:.1} s",
+            r.preload.rx_sessions, r.preload.rx_sessions_seconds
+        );
+    }
     let _ = writeln!(
         s,
         "\n**Result: {}**\n",
@@ -243,7 +286,9 @@ pub fn markdown(r: &Report) -> String {
             )
         };
     }
-    let _ = writeln!(s, "\n## Traffic the NF sends (counted at the simulators)\n\n| what | row | simulator | added latency ms | expected/s | received | received/s | status |\n|---|---|---|--:|--:|--:|--:|---|");
+    if !r.egress.is_empty() {
+        let _ = writeln!(s, "\n## Traffic the NF sends (counted at the simulators)\n\n| what | row | simulator | added latency ms | expected/s | received | received/s | status |\n|---|---|---|--:|--:|--:|--:|---|");
+    }
     for e in &r.egress {
         let _ = writeln!(
             s,
@@ -256,6 +301,28 @@ pub fn markdown(r: &Report) -> String {
             e.observed,
             e.observed_tps,
             e.status
+        );
+    }
+    if let Some(rx) = &r.rx {
+        let _ = writeln!(s, "\n## Diameter peers (simulated, connected to the NF)\n\n| simulator | kind | Origin-Host | added latency ms | AAR received | STR received | RAR received | other received |\n|---|---|---|--:|--:|--:|--:|--:|");
+        for p in &rx.peers {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                p.name,
+                p.kind,
+                p.origin_host,
+                p.latency_ms,
+                p.received_aar,
+                p.received_str,
+                p.received_rar,
+                p.received_other
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nRx sessions open: {} at the end, {} at most.",
+            rx.sessions_open_at_end, rx.sessions_peak
         );
     }
     let t = &r.totals;

@@ -14,6 +14,24 @@ use serde::{Deserialize, Serialize};
 pub const BUILTIN: &[(&str, &str)] = &[
     ("nrf-51.6k", include_str!("../../../scenarios/nrf-51.6k.toml")),
     ("nrf-5k", include_str!("../../../scenarios/nrf-5k.toml")),
+    ("bsf-s1-15k-gr2", include_str!("../../../scenarios/bsf-s1-15k-gr2.toml")),
+    ("bsf-s2-30k", include_str!("../../../scenarios/bsf-s2-30k.toml")),
+    ("bsf-s3-35k-gr3", include_str!("../../../scenarios/bsf-s3-35k-gr3.toml")),
+    ("bsf-s4-35k", include_str!("../../../scenarios/bsf-s4-35k.toml")),
+    ("bsf-s5-47.7k-gr3", include_str!("../../../scenarios/bsf-s5-47.7k-gr3.toml")),
+    ("bsf-s6-45k-gr3-1site", include_str!("../../../scenarios/bsf-s6-45k-gr3-1site.toml")),
+    ("bsf-s7-45k-gr3-2sites", include_str!("../../../scenarios/bsf-s7-45k-gr3-2sites.toml")),
+    ("bsf-s8-45k-gr3-3sites", include_str!("../../../scenarios/bsf-s8-45k-gr3-3sites.toml")),
+    ("bsf-s9-54k-25m", include_str!("../../../scenarios/bsf-s9-54k-25m.toml")),
+    ("bsf-s10-54k-50m", include_str!("../../../scenarios/bsf-s10-54k-50m.toml")),
+    (
+        "bsf-s11-54k-50m-nocongestion",
+        include_str!("../../../scenarios/bsf-s11-54k-50m-nocongestion.toml"),
+    ),
+    (
+        "bsf-s12-54k-50m-congestion",
+        include_str!("../../../scenarios/bsf-s12-54k-50m-congestion.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,6 +48,10 @@ pub struct Scenario {
     /// passed with `--config` (ignored for `--target` NFs).
     #[serde(default)]
     pub nf_config: std::collections::BTreeMap<String, toml::Table>,
+    /// The shared sections of a kit-started NF's configuration file, by NF: each key is a
+    /// top-level section (`sbi`, `store`, ...), e.g. `[nf_sections.bsf.sbi.overload]`.
+    #[serde(default)]
+    pub nf_sections: std::collections::BTreeMap<String, toml::Table>,
     #[serde(default)]
     pub generators: Generators,
     #[serde(default)]
@@ -42,6 +64,8 @@ pub struct Scenario {
     /// counted where it arrives.
     #[serde(default)]
     pub egress: Vec<Egress>,
+    /// The NF's Diameter side the `af_rx` / `pcf_rx` simulators connect to.
+    pub diameter: Option<Diameter>,
     #[serde(default)]
     pub criteria: Criteria,
     pub reference: Option<Reference>,
@@ -65,8 +89,24 @@ pub struct Load {
     /// Per-request timeout.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// How the next procedure is chosen.
+    #[serde(default)]
+    pub mix: Mix,
 }
 
+/// How the dispatcher picks the procedure of each request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mix {
+    /// Independently at random, with probability `tps / Σ tps`.
+    #[default]
+    Random,
+    /// From a shuffled deck holding each procedure in exact proportion (`tps` over the greatest
+    /// common divisor of the rates, to 0.001/s): the shares are exact in every deck, so paired
+    /// procedures (create/delete, AAR-I/STR) never drift apart by more than one deck, and what
+    /// they create stays bounded.
+    ShuffledDeck,
+}
 fn default_outstanding() -> usize {
     4096
 }
@@ -121,6 +161,74 @@ pub struct Preload {
     #[serde(default)]
     pub profiles: Vec<ProfileSet>,
     pub subscriptions: Option<SubscriptionSet>,
+    pub bindings: Option<BindingSet>,
+}
+
+/// PCF bindings in the BSF before the load starts (`bsf::preload::BindingFactory`): written
+/// straight into the store file of a BSF the kit starts, registered over Nbsf otherwise.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BindingSet {
+    /// NF holding them.
+    #[serde(default = "default_binding_nf")]
+    pub nf: String,
+    /// Active bindings in the reference scenario.
+    pub reference_count: u64,
+    /// Share of `reference_count` preloaded by default on this machine (`--bindings N` sets the
+    /// number instead).
+    pub scale: f64,
+    /// The last `deletable` preloaded bindings go into this pool for the Binding Delete
+    /// procedure (`{take:POOL}`), so deletes have something to act on from the first second;
+    /// the Rx procedures never address them.
+    pub pool: Option<String>,
+    #[serde(default)]
+    pub deletable: u64,
+    /// `pcf_rx` simulators the bindings name (`pcfDiamHost`), binding `i` the `i % n`-th.
+    pub pcf_sims: Vec<String>,
+    pub dnn: String,
+    pub sst: u8,
+    pub sd: Option<String>,
+    /// UE IPv4 address of binding 0; binding `i` has the `i`-th next one.
+    pub ipv4_first: std::net::Ipv4Addr,
+    /// With an IPv6 /64 prefix too.
+    #[serde(default)]
+    pub dual_stack: bool,
+    /// GPSI `msisdn-<prefix><MSIN>`.
+    #[serde(default = "default_msisdn_prefix")]
+    pub msisdn_prefix: String,
+}
+
+fn default_binding_nf() -> String {
+    "bsf".into()
+}
+fn default_msisdn_prefix() -> String {
+    "33".into()
+}
+
+impl BindingSet {
+    /// Bindings preloaded by default: `reference_count × scale`.
+    pub fn default_count(&self) -> u64 {
+        (self.reference_count as f64 * self.scale).round() as u64
+    }
+}
+
+/// The NF's Diameter side: the simulators connect to it with CER.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Diameter {
+    /// NF that serves it. A kit-started NF gets a free 127.0.0.1 port through `{diameter_addr}`
+    /// in its `nf_config`; with `--target <nf>-diameter=ADDR` the simulators connect to ADDR.
+    pub nf: String,
+    /// Its Origin-Host (the CEA must come from it) and Origin-Realm.
+    pub origin_host: String,
+    pub origin_realm: String,
+    /// Rx sessions open before the load: the AAR-I rate times this many seconds (at least
+    /// 64). AAR-U, RAR and STR act on open sessions, STR on the oldest, so with the deck mix a
+    /// session lives about this long.
+    pub session_hold_s: f64,
+    /// Per-request timeout of the simulators.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
 }
 
 /// `count` NF profiles of one type, each padded to a pretty-printed size in `size_bytes`.
@@ -172,6 +280,18 @@ pub enum SimKind {
     Slf,
     /// A peer NRF answering forwarded discoveries with an empty SearchResult.
     PeerNrf,
+    /// An AF (P-CSCF) on Diameter Rx: connects to the NF's Diameter port, sends AAR and STR,
+    /// answers RAR with RAA.
+    AfRx,
+    /// A PCF on Diameter Rx: connects to the NF's Diameter port with the Origin-Host the
+    /// bindings name, answers AAR with AAA and STR with STA (2001), sends RAR.
+    PcfRx,
+}
+
+impl SimKind {
+    pub fn is_diameter(self) -> bool {
+        matches!(self, SimKind::AfRx | SimKind::PcfRx)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -190,6 +310,9 @@ pub struct Simulator {
     /// SLF only: the NF types `remote_share` applies to.
     #[serde(default)]
     pub remote_nf_types: Vec<String>,
+    /// Diameter simulators: Origin-Host and Origin-Realm.
+    pub origin_host: Option<String>,
+    pub origin_realm: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -205,8 +328,12 @@ pub struct Procedure {
     pub nf: Option<String>,
     /// Requests per second at full scale; the share of the mix is `tps / load.rate`.
     pub tps: f64,
+    /// A Diameter Rx procedure instead of an HTTP request (then no method, path or body).
+    pub rx: Option<RxOp>,
+    #[serde(default)]
     pub method: String,
     /// Path template, e.g. `/nnrf-nfm/v1/nf-instances/{instance:AMF}`.
+    #[serde(default)]
     pub path: String,
     /// Query-string templates, one picked per request by weight.
     #[serde(default)]
@@ -216,9 +343,13 @@ pub struct Procedure {
     /// Generate a full NF profile of this type (label of a preload set or NF type) as the
     /// body, with `nfInstanceId` = the request's `{uuid}`.
     pub body_profile: Option<String>,
+    /// The body is a PcfBinding like the preloaded ones, for a UE address no binding holds
+    /// (binding number `preloaded + request sequence number`).
+    #[serde(default)]
+    pub body_binding: bool,
     pub content_type: Option<String>,
-    /// Statuses counted as success.
-    pub expect: Vec<u16>,
+    /// Statuses counted as success: HTTP statuses, or Diameter Result-Codes for `rx`.
+    pub expect: Vec<u32>,
     /// Put the created resource id (Location's last segment, else `{uuid}`) into this pool.
     pub produces: Option<String>,
     /// A feature this build may not serve yet: if the NF never answers it with anything but
@@ -241,6 +372,21 @@ pub struct Variant {
 
 fn one() -> f64 {
     1.0
+}
+
+/// The Rx procedures (TS 29.214), as an AF (P-CSCF) and a PCF exchange them through the NF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RxOp {
+    /// AAR opening a new Rx session for a bound UE (Framed-IP-Address), from an AF.
+    AarInitial,
+    /// AAR modifying an open session (same Session-Id), from the AF that opened it.
+    AarUpdate,
+    /// STR ending the oldest open session, from its AF.
+    Str,
+    /// RAR on an open session from the PCF serving it, answered RAA by the AF; measured at the
+    /// PCF.
+    Rar,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -292,13 +438,17 @@ pub struct Reference {
     pub tps_achieved: f64,
     pub cpu_requested: f64,
     pub tps_per_core: f64,
-    pub tps_per_used_core: f64,
-    /// Procedure the latency figures are for.
-    pub latency_procedure: String,
-    pub latency_p50_ms: f64,
-    pub latency_p90_ms: f64,
-    pub latency_p95_ms: f64,
-    pub latency_p99_ms: f64,
+    /// Achieved TPS per core the reference's utilisation tables show in use, when they do.
+    pub tps_per_used_core: Option<f64>,
+    /// Procedure the latency percentiles are for (a name prefix).
+    pub latency_procedure: Option<String>,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p90_ms: Option<f64>,
+    pub latency_p95_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    /// Average latency per procedure (name → ms), where the reference gives only averages.
+    #[serde(default)]
+    pub mean_latency_ms: std::collections::BTreeMap<String, f64>,
     pub duration: String,
     #[serde(default)]
     pub notes: Vec<String>,
@@ -353,6 +503,13 @@ impl Scenario {
         if let Some(nf) = self.nf_config.keys().find(|nf| !self.nfs.contains(nf)) {
             bail!("nf_config.{nf}: {nf} is not in nfs");
         }
+        for (nf, sections) in &self.nf_sections {
+            if !self.nfs.contains(nf) || sections.contains_key(nf) {
+                bail!(
+                    "nf_sections.{nf}: {nf} must be in nfs, and its own section is nf_config.{nf}"
+                );
+            }
+        }
         let l = &self.load;
         if !(l.rate > 0.0 && l.duration_s > 0.0 && l.warmup_s >= 0.0) {
             bail!("load.rate and load.duration_s must be > 0, warmup_s >= 0");
@@ -393,6 +550,10 @@ impl Scenario {
         let mut pools: BTreeSet<String> =
             self.preload.subscriptions.iter().filter_map(|s| s.pool.clone()).collect();
         pools.extend(self.procedures.iter().filter_map(|p| p.produces.clone()));
+        self.validate_diameter()?;
+        if let Some(b) = &self.preload.bindings {
+            pools.extend(b.pool.clone());
+        }
         let check = |what: &str, t: &str| -> Result<()> {
             crate::template::Template::parse(t)
                 .with_context(|| format!("{what}: template {t:?}"))?
@@ -411,14 +572,43 @@ impl Scenario {
             if p.tps < 0.0 || !p.tps.is_finite() {
                 bail!("{what}: tps must be >= 0");
             }
-            if http::Method::from_bytes(p.method.as_bytes()).is_err() {
-                bail!("{what}: bad method {}", p.method);
+            if p.rx.is_some() {
+                let http_fields = !p.method.is_empty()
+                    || !p.path.is_empty()
+                    || p.body.is_some()
+                    || p.body_profile.is_some()
+                    || p.body_binding
+                    || !p.variants.is_empty()
+                    || p.produces.is_some();
+                if http_fields {
+                    bail!("{what}: an rx procedure has no method, path, query, body or produces");
+                }
+                if self.diameter.is_none() {
+                    bail!("{what}: an rx procedure needs the [diameter] section");
+                }
+                if p.expect.is_empty() || p.expect.iter().any(|s| !(1000..6000).contains(s)) {
+                    bail!("{what}: expect must list Diameter result codes");
+                }
+                let kind = if p.rx == Some(RxOp::Rar) { SimKind::PcfRx } else { SimKind::AfRx };
+                if !self.simulators.iter().any(|s| s.kind == kind) {
+                    bail!("{what}: needs a {kind:?} simulator");
+                }
+                if self.preload.bindings.is_none() {
+                    bail!("{what}: Rx sessions are for bound UEs: preload.bindings is missing");
+                }
+            } else {
+                if http::Method::from_bytes(p.method.as_bytes()).is_err() {
+                    bail!("{what}: bad method {}", p.method);
+                }
+                if !p.path.starts_with('/') {
+                    bail!("{what}: path must start with /");
+                }
+                if p.expect.is_empty() || p.expect.iter().any(|s| !(100..600).contains(s)) {
+                    bail!("{what}: expect must list HTTP statuses");
+                }
             }
-            if !p.path.starts_with('/') {
-                bail!("{what}: path must start with /");
-            }
-            if p.expect.is_empty() || p.expect.iter().any(|s| !(100..600).contains(s)) {
-                bail!("{what}: expect must list HTTP statuses");
+            if p.body_binding && (self.preload.bindings.is_none() || p.body.is_some()) {
+                bail!("{what}: body_binding needs preload.bindings and no body");
             }
             if let Some(nf) = &p.nf {
                 if !self.nfs.contains(nf) {
@@ -460,9 +650,77 @@ impl Scenario {
                 bail!("egress {}: unknown simulator {}", e.name, e.sim);
             }
         }
+        if self.load.mix == Mix::ShuffledDeck {
+            let tps: Vec<f64> = self.procedures.iter().map(|p| p.tps).collect();
+            if crate::sched::Deck::new(&tps).is_none() {
+                bail!(
+                    "load.mix = shuffled_deck: the rates make a deck of more than {} cards",
+                    crate::sched::Deck::MAX_CARDS
+                );
+            }
+        }
+        if let Some(r) = &self.reference {
+            if let Some(name) = r.mean_latency_ms.keys().find(|n| !names.contains(n.as_str())) {
+                bail!("reference.mean_latency_ms: no procedure {name}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The Diameter simulators, the `[diameter]` section and the bindings that name the PCFs.
+    fn validate_diameter(&self) -> Result<()> {
+        for s in self.simulators.iter().filter(|s| s.kind.is_diameter()) {
+            let host_ok = s.origin_host.as_deref().is_some_and(|h| h.contains('.'));
+            if !host_ok || s.origin_realm.as_deref().is_none_or(str::is_empty) {
+                bail!("simulator {}: a Diameter simulator needs origin_host (an FQDN) and origin_realm", s.name);
+            }
+            if self.diameter.is_none() {
+                bail!("simulator {}: Diameter simulators need the [diameter] section", s.name);
+            }
+        }
+        if let Some(d) = &self.diameter {
+            if !self.nfs.contains(&d.nf) {
+                bail!("diameter.nf {} is not in nfs", d.nf);
+            }
+            if !d.session_hold_s.is_finite() || d.session_hold_s <= 0.0 || d.timeout_ms == 0 {
+                bail!("diameter.session_hold_s and timeout_ms must be > 0");
+            }
+        }
+        let mut strings = Vec::new();
+        for table in self.nf_config.values().chain(self.nf_sections.values()) {
+            collect_strings(&toml::Value::Table(table.clone()), &mut strings);
+        }
+        if strings.iter().any(|s| s.contains(DIAMETER_ADDR)) && self.diameter.is_none() {
+            bail!("nf_config uses {DIAMETER_ADDR} without a [diameter] section");
+        }
+        if let Some(b) = &self.preload.bindings {
+            if !self.nfs.contains(&b.nf) {
+                bail!("preload.bindings.nf {} is not in nfs", b.nf);
+            }
+            if !b.scale.is_finite() || b.scale <= 0.0 || b.default_count() == 0 {
+                bail!("preload.bindings: reference_count and scale must be > 0");
+            }
+            if b.pcf_sims.is_empty() {
+                bail!("preload.bindings.pcf_sims: name at least one pcf_rx simulator");
+            }
+            for name in &b.pcf_sims {
+                if !self.simulators.iter().any(|s| &s.name == name && s.kind == SimKind::PcfRx) {
+                    bail!("preload.bindings.pcf_sims: {name} is not a pcf_rx simulator");
+                }
+            }
+            if b.deletable > 0 && b.pool.is_none() {
+                bail!("preload.bindings: deletable bindings need a pool");
+            }
+            if b.deletable >= b.default_count() {
+                bail!("preload.bindings: deletable must be fewer than the bindings preloaded");
+            }
+        }
         Ok(())
     }
 }
+
+/// In `nf_config` strings: the 127.0.0.1 address the kit picked for the NF's Diameter port.
+pub const DIAMETER_ADDR: &str = "{diameter_addr}";
 
 fn collect_strings(v: &toml::Value, out: &mut Vec<String>) {
     match v {
@@ -525,6 +783,66 @@ mod tests {
             );
             assert!(s.reference.is_some());
         }
+    }
+
+    #[test]
+    fn bsf_scenarios_carry_the_reference_call_mix() {
+        let bsf: Vec<Scenario> = Scenario::builtin()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.name.starts_with("bsf-"))
+            .collect();
+        assert_eq!(bsf.len(), 12, "S1-S12");
+        for (n, s) in bsf.iter().enumerate() {
+            let name = &s.name;
+            assert!(name.starts_with(&format!("bsf-s{}-", n + 1)), "{name}: S1-S12 in order");
+            let tps = |p: &str| s.procedures.iter().find(|x| x.name == p).map_or(0.0, |x| x.tps);
+            assert_eq!(tps("Binding Create"), tps("Binding Delete"), "{name}: Nbsf 1:1");
+            assert!(tps("Binding Create") > 0.0);
+            let rx = ["AAR-I", "AAR-U", "STR"].map(tps);
+            assert!(rx.iter().all(|r| (r - rx[0]).abs() <= 1.0), "{name}: Rx 1:1:1 {rx:?}");
+            // S1-S5 have no RAR (AAR-U + STR = 2); S6-S12 have RAR 1.
+            assert_eq!(tps("RAR") > 0.0, n >= 5, "{name}: RAR");
+            assert_eq!(s.load.mix, Mix::ShuffledDeck);
+            let b = s.preload.bindings.as_ref().unwrap();
+            assert_eq!(b.default_count(), 10_000_000, "{name}: 10M bindings on this machine");
+            let want = [15, 15, 18, 18, 18, 25, 25, 25, 25, 50, 50, 50][n];
+            assert_eq!(b.reference_count / 1_000_000, want, "{name}: reference bindings");
+            assert!(s.description.contains("site"), "{name}: the description says which site runs");
+            let r = s.reference.as_ref().unwrap();
+            assert!(
+                r.mean_latency_ms.contains_key("Binding Create")
+                    && r.mean_latency_ms.contains_key("AAR-I")
+            );
+            assert!(r.cpu_requested > 0.0 && r.tps_per_core > 0.0);
+            assert!(s.diameter.is_some());
+        }
+        // Congestion control off and on.
+        let s11 = &bsf[10].nf_sections["bsf"]["sbi"]["overload"]["max_in_flight"];
+        let s12 = &bsf[11].nf_sections["bsf"]["sbi"]["overload"]["max_in_flight"];
+        assert!(s11.as_integer().unwrap() > s12.as_integer().unwrap());
+    }
+
+    #[test]
+    fn bsf_validation_rejects_mistakes() {
+        let base = Scenario::load("bsf-s9-54k-25m").unwrap();
+        let text = BUILTIN.iter().find(|(n, _)| *n == "bsf-s9-54k-25m").unwrap().1;
+        assert!(Scenario::from_toml(text).is_ok());
+        let no_pcf = text.replacen(r#"pcf_sims = ["pcf1", "pcf2"]"#, r#"pcf_sims = ["pcscf1"]"#, 1);
+        assert!(Scenario::from_toml(&no_pcf).is_err(), "bindings must name pcf_rx simulators");
+        let rx_with_path = text.replacen("rx = \"rar\"", "rx = \"rar\"\npath = \"/x\"", 1);
+        assert!(Scenario::from_toml(&rx_with_path).is_err(), "an Rx procedure has no path");
+        let http_code = text.replacen("expect = [2001]", "expect = [200]", 1);
+        assert!(Scenario::from_toml(&http_code).is_err(), "Rx expects Diameter codes");
+        let mut no_diameter = base.clone();
+        no_diameter.diameter = None;
+        assert!(no_diameter.validate().is_err(), "{{diameter_addr}} and Rx need [diameter]");
+        let mut no_host = base.clone();
+        no_host.simulators[0].origin_host = None;
+        assert!(no_host.validate().is_err());
+        let mut too_many = base;
+        too_many.preload.bindings.as_mut().unwrap().deletable = 20_000_000;
+        assert!(too_many.validate().is_err());
     }
 
     #[test]

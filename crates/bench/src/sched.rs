@@ -95,6 +95,82 @@ impl Weighted {
     }
 }
 
+/// Exact proportions: each index appears `weight / g` times in a deck (`g` the greatest common
+/// divisor of the weights, to a thousandth), dealt in shuffled order and reshuffled when used
+/// up. Over any stretch two indices of equal weight differ by at most one deck.
+#[derive(Debug, Clone)]
+pub struct Deck {
+    cards: Vec<u32>,
+    next: usize,
+}
+
+impl Deck {
+    /// The largest deck [`Deck::new`] builds.
+    pub const MAX_CARDS: u64 = 1_000_000;
+
+    /// `None` when no weight is positive or the deck would exceed [`Deck::MAX_CARDS`].
+    pub fn new(weights: &[f64]) -> Option<Self> {
+        let milli: Vec<u64> =
+            weights.iter().map(|w| (w.max(0.0) * 1000.0).round() as u64).collect();
+        let g = milli.iter().copied().filter(|m| *m > 0).reduce(gcd)?;
+        let total: u64 = milli.iter().map(|m| m / g).sum();
+        if total > Self::MAX_CARDS {
+            return None;
+        }
+        let mut cards = Vec::with_capacity(total as usize);
+        for (i, m) in milli.iter().enumerate() {
+            cards.extend(std::iter::repeat_n(i as u32, (m / g) as usize));
+        }
+        let next = cards.len();
+        Some(Self { cards, next })
+    }
+
+    pub fn len(&self) -> usize {
+        self.cards.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cards.is_empty()
+    }
+
+    pub fn draw(&mut self, rng: &mut Rng) -> usize {
+        if self.next == self.cards.len() {
+            // Fisher-Yates.
+            for i in (1..self.cards.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                self.cards.swap(i, j);
+            }
+            self.next = 0;
+        }
+        self.next += 1;
+        self.cards[self.next - 1] as usize
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Picks the procedure of each request, as the scenario's `load.mix` says.
+#[derive(Debug, Clone)]
+pub enum Picker {
+    Random(Weighted),
+    Deck(Deck),
+}
+
+impl Picker {
+    pub fn pick(&mut self, rng: &mut Rng) -> usize {
+        match self {
+            Picker::Random(w) => w.pick(rng),
+            Picker::Deck(d) => d.draw(rng),
+        }
+    }
+}
+
 /// Intended send times at a fixed rate.
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule {
@@ -157,6 +233,34 @@ mod tests {
         }
         assert_eq!(counts[3], 0);
         assert!(Weighted::new(&[0.0]).is_none());
+    }
+
+    #[test]
+    fn a_deck_deals_exact_shares_in_shuffled_order() {
+        // The 54K BSF mix: 2250 + 2250 + 4 x 12500 is a deck of 218.
+        let mut d = Deck::new(&[2250.0, 2250.0, 12500.0, 12500.0, 12500.0, 12500.0]).unwrap();
+        assert_eq!(d.len(), 218);
+        let mut rng = Rng::new(9);
+        let mut counts = [0i64; 6];
+        let mut max_gap = 0i64;
+        let mut first = Vec::new();
+        for n in 0..218 * 50 {
+            let i = d.draw(&mut rng);
+            counts[i] += 1;
+            // AAR-I (2) and STR (5) never drift more than one deck apart.
+            max_gap = max_gap.max((counts[2] - counts[5]).abs());
+            if n < 218 {
+                first.push(i);
+            }
+        }
+        assert_eq!(counts, [450, 450, 2500, 2500, 2500, 2500]);
+        assert!(max_gap <= 50, "{max_gap}");
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_ne!(first, sorted, "shuffled");
+        assert_eq!(Deck::new(&[1.5, 0.5]).unwrap().len(), 4);
+        assert!(Deck::new(&[0.0]).is_none());
+        assert!(Deck::new(&[1.0, 1_000_000.0]).is_none(), "too large");
     }
 
     #[test]

@@ -54,6 +54,10 @@ impl Drop for RunningSim {
 }
 
 pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
+    if sim.kind.is_diameter() {
+        // Those connect to the NF once it runs (crate::rx), they serve no HTTP.
+        return Err(std::io::Error::other(format!("{} is a Diameter simulator", sim.name)));
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(SimCounters::default());
@@ -163,6 +167,10 @@ async fn answer(
                 }
             }
         }
+        SimKind::AfRx | SimKind::PcfRx => {
+            c.rejected.fetch_add(1, Ordering::Relaxed);
+            json(StatusCode::NOT_FOUND, r#"{"status":404}"#.into())
+        }
         SimKind::PeerNrf => {
             if parts.uri.path().ends_with("/nnrf-disc/v1/nf-instances") {
                 json(StatusCode::OK, r#"{"validityPeriod":60,"nfInstances":[]}"#.into())
@@ -218,6 +226,8 @@ mod tests {
             description: String::new(),
             remote_share: 0.12,
             remote_nf_types: vec!["UDM".into()],
+            origin_host: None,
+            origin_realm: None,
         };
         let s = start(&sim).await.unwrap();
         let client = sbi::client::SbiClient::new(&Default::default()).unwrap();

@@ -15,6 +15,7 @@ pub mod models;
 pub mod nbsf_management;
 pub mod pcf_mbs_bindings;
 pub mod pcf_ue_bindings;
+pub mod preload;
 pub mod rx;
 pub mod store;
 pub mod subscriptions;

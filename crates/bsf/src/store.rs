@@ -161,7 +161,7 @@ fn conflicts(tx: &Connection, keys: &Keys) -> rusqlite::Result<Vec<Stored>> {
     Ok(out)
 }
 
-fn insert(
+pub(crate) fn insert(
     tx: &Connection,
     id: &str,
     keys: &Keys,

@@ -1,0 +1,250 @@
+//! Diameter Rx load through the NF's Rx proxy (TS 29.214; the BSF as Diameter proxy, TS 29.213
+//! §7.3), on our own Diameter stack (`crates/diameter`).
+//!
+//! - [`peer`]: the simulated AFs (P-CSCF) and PCFs, each a `DiameterNode` connected to the
+//!   NF's Diameter port, answering what they receive with 2001 after their added latency.
+//! - [`messages`]: the AAR, STR, RAR and answers, valid for our dictionary and validator.
+//! - [`sessions`]: the open Rx sessions AAR-U, RAR and STR act on.
+//!
+//! Each Rx procedure due is prepared by the dispatcher ([`RxSims::prepare`]: pick a bound UE or
+//! lend an open session, build the message) and sent by its own task ([`RxCall::send`]): the
+//! nodes keep many requests outstanding on one connection, and latency is measured from the
+//! due time like the HTTP procedures'. RAR is sent by the PCF serving the session, toward the
+//! AF that opened it, through the NF, and measured at the PCF.
+
+pub mod messages;
+pub mod peer;
+pub mod sessions;
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use bsf::preload::BindingFactory;
+use bytes::Bytes;
+use diameter::{DiameterNode, Message, RequestError};
+use tokio::sync::Semaphore;
+
+use crate::scenario::{RxOp, Scenario, SimKind};
+use crate::sched::Rng;
+use messages::{outcome_label, RxMessages};
+use peer::{PeerReport, RxPeer};
+use sessions::{RxSession, SessionPool};
+
+/// The UEs an AAR-I may address: bindings `0..count` of the factory, all preloaded and never
+/// deleted during the run.
+#[derive(Clone)]
+pub struct BoundUes {
+    pub factory: Arc<BindingFactory>,
+    pub count: u64,
+}
+
+/// The Diameter simulators of a run.
+pub struct RxSims {
+    pub afs: Vec<RxPeer>,
+    /// In the order the bindings name them: binding `i` names `pcfs[factory.pcf_index(i)]`.
+    pub pcfs: Vec<RxPeer>,
+    pub msgs: Arc<RxMessages>,
+    pub sessions: SessionPool,
+    next_af: AtomicUsize,
+}
+
+impl RxSims {
+    /// Starts every `af_rx` and `pcf_rx` simulator of `s`, connected to the NF's Diameter port
+    /// at `addr`.
+    pub async fn start(s: &Scenario, addr: SocketAddr) -> Result<RxSims> {
+        let d = s.diameter.as_ref().context("the scenario has no [diameter] section")?;
+        let msgs = Arc::new(RxMessages::new(&d.origin_realm));
+        let named = s.preload.bindings.as_ref().map(|b| b.pcf_sims.clone()).unwrap_or_default();
+        // PCFs the bindings name first, in their order.
+        let mut order: Vec<&crate::scenario::Simulator> =
+            named.iter().filter_map(|n| s.simulators.iter().find(|x| &x.name == n)).collect();
+        order.extend(
+            s.simulators.iter().filter(|x| x.kind == SimKind::PcfRx && !named.contains(&x.name)),
+        );
+        order.extend(s.simulators.iter().filter(|x| x.kind == SimKind::AfRx));
+        let mut afs = Vec::new();
+        let mut pcfs = Vec::new();
+        for sim in order {
+            let p = RxPeer::start(sim, d, addr, msgs.clone()).await?;
+            match sim.kind {
+                SimKind::PcfRx => pcfs.push(p),
+                _ => afs.push(p),
+            }
+        }
+        if afs.is_empty() {
+            bail!("the scenario has no af_rx simulator");
+        }
+        Ok(RxSims {
+            afs,
+            pcfs,
+            msgs,
+            sessions: SessionPool::default(),
+            next_af: AtomicUsize::new(0),
+        })
+    }
+
+    /// DPR to the NF from every simulator.
+    pub async fn shutdown(&self) {
+        for p in self.afs.iter().chain(&self.pcfs) {
+            p.node.shutdown().await;
+        }
+    }
+
+    pub fn reports(&self) -> Vec<PeerReport> {
+        self.afs.iter().chain(&self.pcfs).map(RxPeer::report).collect()
+    }
+
+    /// The request of `op` due now, or `None` when it acts on an open session and none is idle
+    /// (the request is then skipped, not failed).
+    pub fn prepare(&self, op: RxOp, ues: &BoundUes, rng: &mut Rng) -> Option<RxCall> {
+        match op {
+            RxOp::AarInitial => {
+                let i = rng.below(ues.count.max(1));
+                let f = &ues.factory;
+                let af = self.next_af.fetch_add(1, Ordering::Relaxed) % self.afs.len();
+                let pcf = f.pcf_index(i);
+                let node = &self.afs[af].node;
+                let sid = Bytes::from(node.new_session_id());
+                let msisdn = format!("{}{:010}", f.msisdn_prefix, f.msin_first + i);
+                let msg = self.msgs.aar_initial(&self.afs[af].id, &sid, f.ue_ipv4(i), &msisdn);
+                Some(RxCall { op, node: node.clone(), msg, session: RxSession { sid, af, pcf } })
+            }
+            RxOp::AarUpdate | RxOp::Str => {
+                let s = self.sessions.take()?;
+                let af = &self.afs[s.af];
+                let msg = if op == RxOp::Str {
+                    self.msgs.str_request(&af.id, &s.sid)
+                } else {
+                    self.msgs.aar_update(&af.id, &s.sid)
+                };
+                Some(RxCall { op, node: af.node.clone(), msg, session: s })
+            }
+            RxOp::Rar => {
+                let s = self.sessions.take()?;
+                let Some(pcf) = self.pcfs.get(s.pcf) else {
+                    self.sessions.give_back(s);
+                    return None;
+                };
+                let msg = self.msgs.rar(&pcf.id, &s.sid, &self.afs[s.af].id);
+                Some(RxCall { op, node: pcf.node.clone(), msg, session: s })
+            }
+        }
+    }
+
+    /// Opens `n` Rx sessions (AAR-I, 64 at a time) before the load, so AAR-U, RAR and STR find
+    /// sessions from the first second. Any refusal stops the run.
+    pub async fn open_sessions(
+        self: &Arc<Self>,
+        n: u64,
+        ues: &BoundUes,
+        rng: &mut Rng,
+        expect: &[u32],
+    ) -> Result<()> {
+        let sem = Arc::new(Semaphore::new(64));
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..n {
+            let permit = sem.clone().acquire_owned().await?;
+            let call =
+                self.prepare(RxOp::AarInitial, ues, rng).context("an AAR-I is always possible")?;
+            let (sims, expect) = (self.clone(), expect.to_vec());
+            set.spawn(async move {
+                let _permit = permit;
+                call.send(&sims, &expect).await
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            let (ok, outcome) = r?;
+            if !ok {
+                bail!("opening Rx sessions before the load: an AAR-I was answered {outcome}");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One Rx request, ready to go.
+pub struct RxCall {
+    op: RxOp,
+    node: DiameterNode,
+    msg: Message,
+    session: RxSession,
+}
+
+impl RxCall {
+    /// Sends the request and waits for its answer: success when its result code is expected
+    /// and it comes from the peer the session belongs to (the PCF of the UE's binding for the
+    /// AF's requests, the AF for a RAR), so an answer the NF made up itself never counts.
+    /// Keeps the session bookkeeping.
+    pub async fn send(self, sims: &RxSims, expect: &[u32]) -> (bool, Cow<'static, str>) {
+        let RxCall { op, node, msg, session } = self;
+        let want_from = match op {
+            RxOp::Rar => &sims.afs[session.af].id.host,
+            _ => match sims.pcfs.get(session.pcf) {
+                Some(p) => &p.id.host,
+                None => return (false, Cow::Borrowed("no pcf_rx simulator for the binding")),
+            },
+        };
+        let (ok, outcome) = match node.request(msg).await {
+            Ok(a) => judge(&a, expect, want_from),
+            Err(e) => (false, Cow::Borrowed(error_label(&e))),
+        };
+        match op {
+            RxOp::AarInitial if ok => sims.sessions.opened(session),
+            RxOp::AarInitial => {}
+            RxOp::AarUpdate | RxOp::Rar if ok => sims.sessions.give_back(session),
+            RxOp::AarUpdate | RxOp::Rar | RxOp::Str => sims.sessions.ended(),
+        }
+        (ok, outcome)
+    }
+}
+
+fn judge(a: &Message, expect: &[u32], want_from: &str) -> (bool, Cow<'static, str>) {
+    let code = a.any_result_code();
+    let expected = code.is_some_and(|c| expect.contains(&c));
+    let from_peer = a.origin_host().is_some_and(|h| h.eq_ignore_ascii_case(want_from));
+    if expected && !from_peer {
+        return (false, Cow::Borrowed("expected result from the wrong host"));
+    }
+    (expected, outcome_label(code))
+}
+
+fn error_label(e: &RequestError) -> &'static str {
+    match e {
+        RequestError::Timeout => "timeout",
+        RequestError::UnableToDeliver => "unable to deliver",
+        RequestError::TooBusy => "too busy",
+        RequestError::PeerDown => "peer down",
+        RequestError::Encode(_) => "encode error",
+        RequestError::MalformedAnswer(_) => "malformed answer",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diameter::builders::experimental_result;
+    use diameter::dictionary::rx;
+
+    #[test]
+    fn only_the_expected_result_from_the_sessions_peer_counts() {
+        let m = RxMessages::new("fivecore.local");
+        let af = messages::Identity::new("pcscf1.ims.x", "ims.x");
+        let pcf = messages::Identity::new("pcf1.pcf.x", "pcf.x");
+        let bsf = messages::Identity::new("bsf.x", "x");
+        let sid = Bytes::from_static(b"pcscf1.ims.x;1;1");
+        let aar = m.aar_initial(&af, &sid, "10.0.0.1".parse().unwrap(), "3300");
+        assert_eq!(judge(&m.success(&aar, &pcf), &[2001], "pcf1.pcf.x"), (true, "2001".into()));
+        // A 2001 made up by the NF (or any other host) is not the PCF's answer.
+        let (ok, why) = judge(&m.success(&aar, &bsf), &[2001], "pcf1.pcf.x");
+        assert!(!ok && why.contains("wrong host"), "{why}");
+        let no_binding = Message::answer_to(&aar).origin("bsf.x", "x").avp(experimental_result(
+            diameter::VENDOR_3GPP,
+            rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE,
+        ));
+        assert_eq!(judge(&no_binding, &[2001], "pcf1.pcf.x"), (false, "5065".into()));
+        assert_eq!(error_label(&RequestError::Timeout), "timeout");
+    }
+}

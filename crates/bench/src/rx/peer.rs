@@ -1,0 +1,130 @@
+//! A simulated Rx peer on our own Diameter stack: an AF (P-CSCF) or a PCF. It connects to the
+//! NF's Diameter port (CER with its own Origin-Host, so a PCF is reachable under the host the
+//! bindings name as `pcfDiamHost`), relays everything it sends through the NF, and answers
+//! every Rx request it receives with 2001 after its added latency: a PCF its AARs and STRs, an
+//! AF its RARs (and ASRs).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use diameter::dictionary::rx;
+use diameter::{ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, Route, RouteAction};
+use serde::Serialize;
+
+use super::messages::{Identity, RxMessages};
+use crate::scenario::{Diameter, SimKind, Simulator};
+
+/// Requests a simulated peer received, by command.
+#[derive(Debug, Default)]
+pub struct PeerCounters {
+    pub aar: AtomicU64,
+    pub str: AtomicU64,
+    pub rar: AtomicU64,
+    pub other: AtomicU64,
+}
+
+/// What a simulated peer saw, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerReport {
+    pub name: String,
+    pub kind: String,
+    pub origin_host: String,
+    pub latency_ms: u64,
+    pub received_aar: u64,
+    pub received_str: u64,
+    pub received_rar: u64,
+    pub received_other: u64,
+}
+
+pub struct RxPeer {
+    pub name: String,
+    pub kind: SimKind,
+    pub latency_ms: u64,
+    pub id: Identity,
+    pub node: DiameterNode,
+    pub counters: Arc<PeerCounters>,
+}
+
+impl RxPeer {
+    /// Starts the node, connects to the NF at `addr` and waits until the connection is open.
+    pub async fn start(
+        sim: &Simulator,
+        nf: &Diameter,
+        addr: SocketAddr,
+        msgs: Arc<RxMessages>,
+    ) -> Result<RxPeer> {
+        let (Some(host), Some(realm)) = (&sim.origin_host, &sim.origin_realm) else {
+            bail!("simulator {}: origin_host and origin_realm are required", sim.name)
+        };
+        let id = Identity::new(host, realm);
+        let mut c = NodeConfig::new(host, realm);
+        c.product_name = "fivecore-bench".into();
+        c.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
+        c.peers = vec![PeerConfig::connect(&nf.origin_host, addr)];
+        // Whatever it sends goes through the NF: the NF, not the simulator, finds the PCF.
+        c.routes = vec![Route::new("*", RouteAction::Relay(vec![nf.origin_host.clone()]))];
+        c.request_timeout = Duration::from_millis(nf.timeout_ms);
+        c.reconnect_min = Duration::from_millis(100);
+        c.reconnect_max = Duration::from_secs(1);
+        // Nothing is retransmitted on one loopback connection: no duplicate cache to fill.
+        c.duplicate_ttl = None;
+        let counters = Arc::new(PeerCounters::default());
+        let latency = Duration::from_millis(sim.latency_ms);
+        let (cn, answer_as) = (counters.clone(), id.clone());
+        let node = DiameterNode::builder(c)
+            .handler(rx::APP_ID, move |req: Message| {
+                let (cn, msgs, me) = (cn.clone(), msgs.clone(), answer_as.clone());
+                async move {
+                    let counter = match req.command_code() {
+                        rx::CMD_AA => &cn.aar,
+                        rx::CMD_SESSION_TERMINATION => &cn.str,
+                        rx::CMD_RE_AUTH => &cn.rar,
+                        _ => &cn.other,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    if !latency.is_zero() {
+                        tokio::time::sleep(latency).await;
+                    }
+                    msgs.success(&req, &me)
+                }
+            })
+            .start()
+            .await?;
+        if !node.wait_open(&nf.origin_host, Duration::from_secs(10)).await {
+            node.shutdown().await;
+            bail!(
+                "simulator {}: no Diameter connection to {} at {addr} (CER/CEA) within 10 s",
+                sim.name,
+                nf.origin_host
+            );
+        }
+        Ok(RxPeer {
+            name: sim.name.clone(),
+            kind: sim.kind,
+            latency_ms: sim.latency_ms,
+            id,
+            node,
+            counters,
+        })
+    }
+
+    pub fn report(&self) -> PeerReport {
+        let c = &self.counters;
+        PeerReport {
+            name: self.name.clone(),
+            kind: match self.kind {
+                SimKind::PcfRx => "pcf_rx".into(),
+                _ => "af_rx".into(),
+            },
+            origin_host: self.id.host.clone(),
+            latency_ms: self.latency_ms,
+            received_aar: c.aar.load(Ordering::Relaxed),
+            received_str: c.str.load(Ordering::Relaxed),
+            received_rar: c.rar.load(Ordering::Relaxed),
+            received_other: c.other.load(Ordering::Relaxed),
+        }
+    }
+}
