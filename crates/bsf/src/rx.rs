@@ -166,6 +166,9 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
     nc.routes = vec![Route::new("*", RouteAction::Local).application(rx::APP_ID)];
     nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
     nc.watchdog_interval = Duration::from_secs(cfg.watchdog_secs);
+    // A proxy passes a retransmitted (T-flagged) request on; detecting duplicates is the PCF's
+    // job (RFC 6733 §5.5.4). Caching every answer here would hold ~2M answers at the 54K mix.
+    nc.duplicate_ttl = None;
     let idle = Duration::from_secs(cfg.session_idle_secs);
     let proxy = Arc::new(Proxy {
         bsf,
