@@ -34,6 +34,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("udr-t1-slf-24.2k", include_str!("../../../scenarios/udr-t1-slf-24.2k.toml")),
     ("udr-t2-eir-10k", include_str!("../../../scenarios/udr-t2-eir-10k.toml")),
+    ("udr-t4a-policy-10k", include_str!("../../../scenarios/udr-t4a-policy-10k.toml")),
     ("udr-t4b-smdata-etag-10k", include_str!("../../../scenarios/udr-t4b-smdata-etag-10k.toml")),
     ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
 ];
@@ -213,6 +214,10 @@ pub struct UdrSet {
     /// The subscription ids of the deletable UEs go into this pool (for subs-to-notify
     /// DELETE), so deleting them never silences a UE that `{supi}` draws.
     pub subscription_pool: Option<String>,
+    /// With `subscribe_sim`: only every `subscribe_every`-th UE gets a subscription (default 1:
+    /// all).
+    #[serde(default = "one_u64")]
+    pub subscribe_every: u64,
     /// Every preloaded subscriber's SUPI goes into `pool` (`deletable` is then ignored): for
     /// call mixes that act on each subscriber through the pool, one request at a time.
     #[serde(default)]
@@ -235,6 +240,10 @@ pub enum UdrKind {
     Eir,
     /// Policy data: a 2.5 KB SmPolicyData per UE.
     PolicySmData,
+}
+
+fn one_u64() -> u64 {
+    1
 }
 
 fn default_udr_nf() -> String {
@@ -782,6 +791,9 @@ impl Scenario {
         if u.deletable > 0 && u.pool.is_none() && u.subscription_pool.is_none() {
             bail!("preload.udr: deletable subscribers need a pool or a subscription_pool");
         }
+        if u.subscribe_every == 0 {
+            bail!("preload.udr.subscribe_every must be at least 1");
+        }
         if u.pool_all && u.pool.is_none() {
             bail!("preload.udr.pool_all needs a pool");
         }
@@ -1003,7 +1015,31 @@ mod tests {
         let u = t4c.preload.udr.as_ref().unwrap();
         assert_eq!((u.kind, u.reference_count), (UdrKind::PolicySmData, 10_000_000));
         assert!(u.subscribe_sim.is_some() && u.subscription_pool.is_some());
-        for s in [&t1, &t4c] {
+        // T2: 10K EIR checks over the reference's 300K.
+        let t2 = get("udr-t2-eir-10k");
+        assert_eq!(t2.preload.udr.as_ref().unwrap().default_count(), 300_000);
+        assert_eq!(t2.total_tps(), 10_000.0);
+        // T4a: 18 / 37 / 15 / 15 / 7.5 / 7.5 % and 3K notifications.
+        let t4a = get("udr-t4a-policy-10k");
+        let row = |s: &Scenario, r: &str| {
+            s.procedures.iter().filter(|p| p.row == r).map(|p| p.tps).sum::<f64>() / s.total_tps()
+        };
+        for (r, pct) in [
+            ("GET", 18.0),
+            ("PUT", 37.0),
+            ("PATCH", 15.0),
+            ("DELETE", 15.0),
+            ("POST Subscription", 7.5),
+            ("DELETE Subscription", 7.5),
+        ] {
+            assert!((row(&t4a, r) * 100.0 - pct).abs() < 1e-9, "T4a {r}");
+        }
+        assert_eq!(t4a.egress[0].tps, 3000.0);
+        // T4b: 2.5K each, with ETags on the writes.
+        let t4b = get("udr-t4b-smdata-etag-10k");
+        assert!(t4b.procedures.iter().all(|p| p.tps == 2500.0));
+        assert_eq!(t4b.procedures.iter().filter(|p| p.etag.is_some()).count(), 3);
+        for s in [&t1, &t2, &t4a, &t4b, &t4c] {
             let r = s.reference.as_ref().unwrap();
             assert!(r.cpu_requested > 0.0 && r.tps_per_core > 0.0, "{}", s.name);
             assert!(s.description.contains("here"), "{}: the description gives our scale", s.name);

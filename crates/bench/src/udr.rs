@@ -44,6 +44,8 @@ pub struct UdrPlan {
     pub subscribe_sim: Option<String>,
     /// Pool of the deletable UEs' subscription ids.
     pub subscription_pool: Option<String>,
+    /// Every `subscribe_every`-th UE has a subscription.
+    pub subscribe_every: u64,
     /// Every preloaded SUPI goes into `pool`.
     pub pool_all: bool,
     /// Subscribers after the preloaded ones, not written; their SUPIs go into `absent_pool`.
@@ -105,6 +107,7 @@ impl UdrPlan {
             pool: u.pool.clone(),
             subscribe_sim: u.subscribe_sim.clone(),
             subscription_pool: u.subscription_pool.clone(),
+            subscribe_every: u.subscribe_every,
             pool_all: u.pool_all,
             absent: u.absent,
             absent_pool: u.absent_pool.clone(),
@@ -205,7 +208,10 @@ impl UdrPlan {
         if !subscribed {
             return Vec::new();
         }
-        (self.count - self.deletable..self.count).map(|i| self.subscription_id(i)).collect()
+        (self.count - self.deletable..self.count)
+            .filter(|i| i % self.subscribe_every == 0)
+            .map(|i| self.subscription_id(i))
+            .collect()
     }
 
     fn sink<'a>(&self, sims: &'a [(String, String)]) -> Result<Option<&'a str>> {
@@ -288,6 +294,7 @@ impl UdrPlan {
                         }
                         if let Some(sink) = sink {
                             let subs: Vec<(String, Value)> = (i..end)
+                                .filter(|k| k % self.subscribe_every == 0)
                                 .map(|k| (self.subscription_id(k), self.subscription(k, sink)))
                                 .collect();
                             subscriptions += db
@@ -363,7 +370,7 @@ impl UdrPlan {
                 ),
             }];
             let mut bodies = vec![self.document(i)];
-            if let Some(sink) = &sink {
+            if let Some(sink) = sink.as_ref().filter(|_| i % self.subscribe_every == 0) {
                 jobs.push((
                     Method::POST,
                     format!("{base}/nudr-dr/v2/policy-data/subs-to-notify"),
@@ -436,7 +443,11 @@ impl UdrPlan {
             report: UdrReport {
                 kind: kind_name(self.kind).into(),
                 count: self.count,
-                subscriptions: if sink.is_some() { self.count } else { 0 },
+                subscriptions: if sink.is_some() {
+                    self.count.div_ceil(self.subscribe_every)
+                } else {
+                    0
+                },
                 method: "provisioning API".into(),
                 seconds: t0.elapsed().as_secs_f64(),
                 db_mb: None,
