@@ -22,7 +22,7 @@ use crate::report::{
     Totals,
 };
 use crate::rx::{RxCall, RxSims};
-use crate::scenario::{Mix, ProfileSet, RxOp, Scenario};
+use crate::scenario::{EtagUse, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
 use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
@@ -46,6 +46,8 @@ pub struct RunConfig {
     pub bindings: Option<Preloaded>,
     /// The Diameter simulators, connected to the NF.
     pub rx: Option<Arc<RxSims>>,
+    /// The UDR subscribers preloaded before the UDR started (or over its provisioning API).
+    pub udr: Option<crate::udr::UdrPreloaded>,
 }
 
 struct Prepared {
@@ -61,12 +63,23 @@ struct Prepared {
     content_type: Option<String>,
     expect: Vec<u32>,
     produces: Option<String>,
+    recycle: Option<String>,
+    etag: Option<EtagUse>,
     clients: Vec<SbiClient>,
 }
 
 /// What a task sends.
 enum Work {
-    Http { client: SbiClient, url: String, body: Option<Bytes>, uuid: Option<String> },
+    Http {
+        client: SbiClient,
+        url: String,
+        body: Option<Bytes>,
+        uuid: Option<String>,
+        /// Ids taken from pools, for `recycle`.
+        taken: Vec<(String, String)>,
+        /// `If-Match` / `If-None-Match` value.
+        condition: Option<(&'static str, String)>,
+    },
     Rx(RxCall),
 }
 
@@ -77,6 +90,8 @@ struct Shared {
     measure_to: Duration,
     outstanding: AtomicUsize,
     peak_outstanding: AtomicUsize,
+    /// The last ETag answered per URL (only when a procedure uses entity tags).
+    etags: Option<Mutex<HashMap<String, String>>>,
 }
 
 impl Shared {
@@ -206,6 +221,8 @@ async fn preload(
             supi_prefix: &s.generators.supi_prefix,
             supi_first: s.generators.supi_first,
             supi_count: s.generators.supi_count,
+            gpsi_prefix: &s.generators.gpsi_prefix,
+            imei_first: s.generators.imei_first,
             instances: &instances,
             pools: &empty,
             sims,
@@ -328,6 +345,24 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         }
         preload_report.bindings = Some(b.report.clone());
     }
+    if let Some(u) = &cfg.udr {
+        if let Some(pool) = &u.plan.pool {
+            for id in &u.deletable_ids {
+                pools.push(pool, id.clone());
+            }
+        }
+        if let Some(pool) = &u.plan.absent_pool {
+            for id in u.plan.absent_ids() {
+                pools.push(pool, id);
+            }
+        }
+        if let Some(pool) = &u.plan.subscription_pool {
+            for id in &u.deletable_subscriptions {
+                pools.push(pool, id.clone());
+            }
+        }
+        preload_report.udr = Some(u.report.clone());
+    }
     let bound_ues = cfg.bindings.as_ref().map(Preloaded::bound_ues);
     if let (Some(rx), Some(ues), Some(d)) = (&cfg.rx, &bound_ues, &s.diameter) {
         let uses_sessions = s
@@ -385,6 +420,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             content_type: p.content_type.clone(),
             expect: p.expect.clone(),
             produces: p.produces.clone(),
+            recycle: p.recycle.clone(),
+            etag: p.etag,
             clients: cl,
         });
     }
@@ -404,7 +441,17 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         measure_to: Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s),
         outstanding: AtomicUsize::new(0),
         peak_outstanding: AtomicUsize::new(0),
+        etags: s.procedures.iter().any(|p| p.etag.is_some()).then(Mutex::default),
     });
+    // The ETags of the preloaded data, as a client that had read it would hold them.
+    if let (Some(etags), Some(u)) = (&shared.etags, &cfg.udr) {
+        let udr_base =
+            url_of(&u.plan.nf).with_context(|| format!("no target for {}", u.plan.nf))?;
+        let mut map = etags.lock().unwrap();
+        for (path, tag) in &u.etags {
+            map.insert(format!("{udr_base}{path}"), tag.clone());
+        }
+    }
     let max_out = s.load.max_outstanding;
     let sem = Arc::new(Semaphore::new(max_out));
     let start = Instant::now() + Duration::from_millis(20);
@@ -435,7 +482,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     self_cpu(),
                     sim_counters
                         .iter()
-                        .map(|c| c.received.load(Ordering::Relaxed))
+                        .map(|c| c.items.load(Ordering::Relaxed))
                         .collect::<Vec<_>>(),
                 )
             };
@@ -528,6 +575,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     supi_prefix: &s.generators.supi_prefix,
                     supi_first: s.generators.supi_first,
                     supi_count: s.generators.supi_count,
+                    gpsi_prefix: &s.generators.gpsi_prefix,
+                    imei_first: s.generators.imei_first,
                     instances: &env_instances,
                     pools: &pools,
                     sims: &sim_urls,
@@ -542,11 +591,22 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 }
                 rendered.map(|(url, body)| {
                     rr += 1;
+                    let condition = match p.etag {
+                        None => None,
+                        Some(EtagUse::IfNoneMatchAny) => Some(("if-none-match", "*".to_string())),
+                        Some(EtagUse::IfMatch) => shared
+                            .etags
+                            .as_ref()
+                            .and_then(|e| e.lock().unwrap().get(&url).cloned())
+                            .map(|tag| ("if-match", tag)),
+                    };
                     Work::Http {
                         client: p.clients[rr % p.clients.len()].clone(),
                         url,
                         body,
                         uuid: ctx.uuid.take(),
+                        taken: std::mem::take(&mut ctx.taken),
+                        condition,
                     }
                 })
             }
@@ -571,8 +631,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     let (ok, outcome) = call.send(&rx, &p.expect).await;
                     shared.record(pi, measured, due, start, ok, &outcome);
                 }
-                Work::Http { client, url, body, uuid } => {
+                Work::Http { client, url, body, uuid, taken, condition } => {
                     let mut b = client.request(p.method.clone(), &url);
+                    if let Some((name, value)) = &condition {
+                        b = b.header(*name, value.as_str());
+                    }
                     if let Some(body) = body {
                         let ct = p.content_type.as_deref().unwrap_or("application/json");
                         b = b.header("content-type", ct).body(body);
@@ -581,12 +644,36 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     let (ok, outcome) = match &rsp {
                         Ok(r) => {
                             let code = r.status().as_u16();
-                            (p.expect.contains(&u32::from(code)), status_label(code))
+                            let label = match (&condition, p.etag) {
+                                (Some((name, _)), _) => Cow::Owned(format!("{code} {name}")),
+                                (None, Some(_)) => Cow::Owned(format!("{code} unconditional")),
+                                (None, None) => status_label(code),
+                            };
+                            (p.expect.contains(&u32::from(code)), label)
                         }
                         Err(e) if e.is_timeout() => (false, Cow::Borrowed("timeout")),
                         Err(_) => (false, Cow::Borrowed("transport")),
                     };
+                    if let (Some(etags), Ok(r)) = (&shared.etags, &rsp) {
+                        if r.status().is_success() {
+                            let mut etags = etags.lock().unwrap();
+                            match r.header("etag") {
+                                _ if p.method == Method::DELETE => {
+                                    etags.remove(&url);
+                                }
+                                Some(tag) => {
+                                    etags.insert(url.clone(), tag.to_owned());
+                                }
+                                None => {}
+                            }
+                        }
+                    }
                     if ok {
+                        if let Some(pool) = &p.recycle {
+                            for (_, id) in taken {
+                                pools.push(pool, id);
+                            }
+                        }
                         if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
                             let id = r
                                 .header("location")

@@ -12,6 +12,7 @@ pub mod sched;
 pub mod sim;
 pub mod stats;
 pub mod template;
+pub mod udr;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,6 +53,10 @@ pub struct BenchArgs {
     /// Preloaded PCF bindings (default: the scenario's reference count times its scale).
     #[arg(long, value_name = "N")]
     pub bindings: Option<u64>,
+    /// Preloaded UDR subscribers: SLF entries, EIR equipment or policy data UEs (default: the
+    /// reference's count times the scenario's scale).
+    #[arg(long, value_name = "N")]
+    pub subscribers: Option<u64>,
     /// Replace every procedure's p99 bound (smoke runs of a debug build on a shared machine,
     /// where scheduling noise decides p99; the report says so).
     #[arg(long, value_name = "MS")]
@@ -105,10 +110,17 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let Some(name) = args.scenario.clone() else {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
-    let scenario = Scenario::load(&name)?;
+    let mut scenario = Scenario::load(&name)?;
     let plan = bindings::BindingPlan::new(&scenario, args.bindings)?;
     if args.bindings.is_some() && plan.is_none() {
         bail!("--bindings: scenario {} preloads no bindings", scenario.name);
+    }
+    let udr_plan = udr::UdrPlan::new(&scenario, args.subscribers)?;
+    if let Some(u) = &udr_plan {
+        // `{supi}`, `{gpsi}` and `{imei}` name preloaded subscribers (never a deletable one).
+        scenario.generators.supi_count = u.drawn();
+    } else if args.subscribers.is_some() {
+        bail!("--subscribers: scenario {} preloads no UDR subscribers", scenario.name);
     }
     let rate = match (args.rate, args.scale) {
         (Some(r), _) => r,
@@ -189,6 +201,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             None => None,
         };
         let mut preloaded = None;
+        let mut udr_preloaded = None;
+        let sim_urls: Vec<(String, String)> =
+            sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
         for nf in &scenario.nfs {
             if targets.iter().any(|t| &t.nf == nf) {
                 continue;
@@ -197,6 +212,12 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
                 let db = dir.path().join(bindings::BSF_STORE_FILE);
                 preloaded = Some(plan.preload_file(&db, progress).await?);
+            }
+            if let Some(plan) = udr_plan.as_ref().filter(|p| &p.nf == nf) {
+                let db = dir.path().join(udr::UDR_STORE_FILE);
+                let want_etags = scenario.procedures.iter().any(|p| p.etag.is_some());
+                udr_preloaded =
+                    Some(plan.preload_file(&db, &sim_urls, want_etags, progress).await?);
             }
             if diameter_nf.as_ref() == Some(nf) {
                 let addr = format!("127.0.0.1:{}", nfproc::free_port()?);
@@ -215,12 +236,20 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             children.push(c);
         }
         let ready_client = sbi::client::SbiClient::new(&Default::default())?;
+        // A UDR started on preloaded policy data subscriptions loads them all before it is
+        // ready (a million take a while).
+        let ready_wait = if udr_plan.is_some() { 600 } else { 30 };
         for c in children.iter_mut() {
-            nfproc::wait_ready(c, &ready_client, Duration::from_secs(30)).await?;
+            nfproc::wait_ready(c, &ready_client, Duration::from_secs(ready_wait)).await?;
         }
         if let (Some(plan), None) = (&plan, &preloaded) {
             let url = targets.iter().find(|t| t.nf == plan.nf).context("bindings target")?;
             preloaded = Some(plan.preload_http(&url.url, &ready_client, progress).await?);
+        }
+        if let (Some(plan), None) = (&udr_plan, &udr_preloaded) {
+            let url = targets.iter().find(|t| t.nf == plan.nf).context("subscribers target")?;
+            udr_preloaded =
+                Some(plan.preload_http(&url.url, &ready_client, &sim_urls, progress).await?);
         }
         let rx = match (&scenario.diameter, diameter_addr) {
             (Some(d), None) => {
@@ -241,6 +270,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             max_p99_ms: args.max_p99_ms,
             bindings: preloaded,
             rx: rx.clone(),
+            udr: udr_preloaded,
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
         let report = tokio::spawn(engine::run(cfg, sims)).await?;
@@ -330,7 +360,7 @@ fn summary(r: &report::Report) -> String {
 /// an async context (tests, tools): starts the simulators, registers the scenario's bindings
 /// over Nbsf, runs, writes the report into `out`.
 pub async fn run_against(
-    scenario: Scenario,
+    mut scenario: Scenario,
     targets: Vec<(String, String)>,
     rate: f64,
     duration_s: f64,
@@ -356,6 +386,15 @@ pub async fn run_against(
         let client = sbi::client::SbiClient::new(&Default::default())?;
         preloaded = Some(plan.preload_http(&t.url, &client, false).await?);
     }
+    let mut udr_preloaded = None;
+    if let Some(plan) = udr::UdrPlan::new(&scenario, None)? {
+        scenario.generators.supi_count = plan.drawn();
+        let t = targets.iter().find(|t| t.nf == plan.nf).context("no target for the UDR")?;
+        let client = sbi::client::SbiClient::new(&Default::default())?;
+        let sim_urls: Vec<(String, String)> =
+            sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
+        udr_preloaded = Some(plan.preload_http(&t.url, &client, &sim_urls, false).await?);
+    }
     let rx = match (&scenario.diameter, diameter_addr) {
         (Some(d), None) => bail!("no {}{DIAMETER_TARGET} target", d.nf),
         (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
@@ -373,6 +412,7 @@ pub async fn run_against(
         max_p99_ms: None,
         bindings: preloaded,
         rx: rx.clone(),
+        udr: udr_preloaded,
     };
     let r = engine::run(cfg, sims).await;
     if let Some(rx) = rx {

@@ -57,6 +57,8 @@ pub struct PreloadReport {
     /// Profiles and subscriptions, over HTTP.
     pub seconds: f64,
     pub bindings: Option<BindingsReport>,
+    /// UDR subscribers (SLF entries, EIR equipment, policy data).
+    pub udr: Option<crate::udr::UdrReport>,
     /// Rx sessions opened (AAR-I) before the load, and how long that took.
     pub rx_sessions: u64,
     pub rx_sessions_seconds: f64,
@@ -248,6 +250,24 @@ pub fn markdown(r: &Report) -> String {
         );
         if let (Some(i), Some(mb)) = (b.index_seconds, b.db_mb) {
             let _ = write!(s, ", of which {i:.1} s building indexes; database {mb:.0} MB");
+        }
+        let _ = writeln!(s);
+    }
+    if let Some(u) = &r.preload.udr {
+        let _ = write!(
+            s,
+            "- preload: {} {} by {} in {:.1} s ({:.0}/s)",
+            u.count,
+            u.kind,
+            u.method,
+            u.seconds,
+            u.count as f64 / u.seconds.max(1e-9)
+        );
+        if u.subscriptions > 0 {
+            let _ = write!(s, ", with {} subs-to-notify subscriptions", u.subscriptions);
+        }
+        if let Some(mb) = u.db_mb {
+            let _ = write!(s, "; database {mb:.0} MB");
         }
         let _ = writeln!(s);
     }

@@ -32,6 +32,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "bsf-s12-54k-50m-congestion",
         include_str!("../../../scenarios/bsf-s12-54k-50m-congestion.toml"),
     ),
+    ("udr-t1-slf-24.2k", include_str!("../../../scenarios/udr-t1-slf-24.2k.toml")),
+    ("udr-t2-eir-10k", include_str!("../../../scenarios/udr-t2-eir-10k.toml")),
+    ("udr-t4a-policy-10k", include_str!("../../../scenarios/udr-t4a-policy-10k.toml")),
+    ("udr-t4b-smdata-etag-10k", include_str!("../../../scenarios/udr-t4b-smdata-etag-10k.toml")),
+    ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -132,6 +137,20 @@ pub struct Generators {
     /// Seed of the deterministic random generator.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// `{gpsi}`: `msisdn-<gpsi_prefix><the same 10-digit MSIN as {supi}>`.
+    #[serde(default = "default_gpsi_prefix")]
+    pub gpsi_prefix: String,
+    /// `{imei}`: `imei-<imei_first + MSIN, 14 digits>0` (the spare digit in place of the
+    /// check digit, as AMFs send it).
+    #[serde(default = "default_imei_first")]
+    pub imei_first: u64,
+}
+
+fn default_gpsi_prefix() -> String {
+    "33".into()
+}
+fn default_imei_first() -> u64 {
+    35_209_900_000_000
 }
 
 fn default_plmn() -> String {
@@ -151,6 +170,8 @@ impl Default for Generators {
             supi_first: 0,
             supi_count: default_supi_count(),
             seed: default_seed(),
+            gpsi_prefix: default_gpsi_prefix(),
+            imei_first: default_imei_first(),
         }
     }
 }
@@ -162,6 +183,78 @@ pub struct Preload {
     pub profiles: Vec<ProfileSet>,
     pub subscriptions: Option<SubscriptionSet>,
     pub bindings: Option<BindingSet>,
+    /// UDR subscriber data (SLF entries, EIR equipment, policy data).
+    pub udr: Option<UdrSet>,
+}
+
+/// What a UDR scenario preloads, one record per subscriber `i` (the SUPI of index
+/// `supi_first + i`): written straight into the store file of a UDR the kit starts (SLF and
+/// EIR through `udr::import`, policy data through `put_profiles`), provisioned over
+/// `/udr-prov/v1` otherwise.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdrSet {
+    /// NF holding them.
+    #[serde(default = "default_udr_nf")]
+    pub nf: String,
+    pub kind: UdrKind,
+    /// Subscribers in the reference scenario.
+    pub reference_count: u64,
+    /// Share of `reference_count` preloaded by default on this machine (`--subscribers N`
+    /// sets the number instead).
+    pub scale: f64,
+    /// The last `deletable` subscribers go into `pool` (their SUPI) for the procedures that
+    /// delete them; `{supi}`, `{gpsi}` and `{imei}` never draw them.
+    #[serde(default)]
+    pub deletable: u64,
+    pub pool: Option<String>,
+    /// Policy data: one PolicyDataSubscription per preloaded UE monitoring its sm-data, with
+    /// its `notificationUri` at this notification sink simulator.
+    pub subscribe_sim: Option<String>,
+    /// The subscription ids of the deletable UEs go into this pool (for subs-to-notify
+    /// DELETE), so deleting them never silences a UE that `{supi}` draws.
+    pub subscription_pool: Option<String>,
+    /// With `subscribe_sim`: only every `subscribe_every`-th UE gets a subscription (default 1:
+    /// all).
+    #[serde(default = "one_u64")]
+    pub subscribe_every: u64,
+    /// Every preloaded subscriber's SUPI goes into `pool` (`deletable` is then ignored): for
+    /// call mixes that act on each subscriber through the pool, one request at a time.
+    #[serde(default)]
+    pub pool_all: bool,
+    /// The `absent` subscribers after the preloaded ones are not written; their SUPIs go into
+    /// `absent_pool`, for the procedures that create them.
+    #[serde(default)]
+    pub absent: u64,
+    pub absent_pool: Option<String>,
+}
+
+/// The kind of subscriber data of a UDR scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UdrKind {
+    /// SLF entries: IMSI and MSISDN of the subscriber, with NF groups for UDM, AUSF, PCF, CHF.
+    Slf,
+    /// 5G-EIR equipment: the IMEI `imei_first + i`, whitelisted (every 50th blacklisted, every
+    /// 20th greylisted), bound to nobody.
+    Eir,
+    /// Policy data: a 2.5 KB SmPolicyData per UE.
+    PolicySmData,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+fn default_udr_nf() -> String {
+    "udr".into()
+}
+
+impl UdrSet {
+    /// Subscribers preloaded by default: `reference_count × scale`.
+    pub fn default_count(&self) -> u64 {
+        (self.reference_count as f64 * self.scale).round() as u64
+    }
 }
 
 /// PCF bindings in the BSF before the load starts (`bsf::preload::BindingFactory`): written
@@ -352,6 +445,12 @@ pub struct Procedure {
     pub expect: Vec<u32>,
     /// Put the created resource id (Location's last segment, else `{uuid}`) into this pool.
     pub produces: Option<String>,
+    /// Put the ids this request took (`{take:POOL}`) into this pool once it is answered with
+    /// an expected status (a failed request drops them): a subscriber taken from a pool is
+    /// acted on by one request at a time.
+    pub recycle: Option<String>,
+    /// Entity tags (TS 29.500 §6.9): the kit keeps the last `ETag` answered for each URL.
+    pub etag: Option<EtagUse>,
     /// A feature this build may not serve yet: if the NF never answers it with anything but
     /// 404/405/501, the report marks it "not served by this build" instead of failing.
     pub optional_feature: Option<String>,
@@ -372,6 +471,17 @@ pub struct Variant {
 
 fn one() -> f64 {
     1.0
+}
+
+/// How a procedure uses entity tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EtagUse {
+    /// `If-Match` with the ETag last answered for the URL (no header while the kit has seen
+    /// none: the request is unconditional, and its outcome label says which).
+    IfMatch,
+    /// `If-None-Match: *`: create only.
+    IfNoneMatchAny,
 }
 
 /// The Rx procedures (TS 29.214), as an AF (P-CSCF) and a PCF exchange them through the NF.
@@ -550,10 +660,12 @@ impl Scenario {
         let mut pools: BTreeSet<String> =
             self.preload.subscriptions.iter().filter_map(|s| s.pool.clone()).collect();
         pools.extend(self.procedures.iter().filter_map(|p| p.produces.clone()));
+        pools.extend(self.procedures.iter().filter_map(|p| p.recycle.clone()));
         self.validate_diameter()?;
         if let Some(b) = &self.preload.bindings {
             pools.extend(b.pool.clone());
         }
+        self.validate_udr(&mut pools)?;
         let check = |what: &str, t: &str| -> Result<()> {
             crate::template::Template::parse(t)
                 .with_context(|| format!("{what}: template {t:?}"))?
@@ -664,6 +776,54 @@ impl Scenario {
                 bail!("reference.mean_latency_ms: no procedure {name}");
             }
         }
+        Ok(())
+    }
+
+    /// `[preload.udr]`.
+    fn validate_udr(&self, pools: &mut BTreeSet<String>) -> Result<()> {
+        let Some(u) = &self.preload.udr else { return Ok(()) };
+        if !self.nfs.contains(&u.nf) {
+            bail!("preload.udr.nf {} is not in nfs", u.nf);
+        }
+        if !u.scale.is_finite() || u.scale <= 0.0 || u.default_count() == 0 {
+            bail!("preload.udr: reference_count and scale must be > 0");
+        }
+        if u.deletable > 0 && u.pool.is_none() && u.subscription_pool.is_none() {
+            bail!("preload.udr: deletable subscribers need a pool or a subscription_pool");
+        }
+        if u.subscribe_every == 0 {
+            bail!("preload.udr.subscribe_every must be at least 1");
+        }
+        if u.pool_all && u.pool.is_none() {
+            bail!("preload.udr.pool_all needs a pool");
+        }
+        if (u.absent > 0) != u.absent_pool.is_some() {
+            bail!("preload.udr: absent and absent_pool go together");
+        }
+        if u.subscription_pool.is_some() && u.subscribe_sim.is_none() {
+            bail!("preload.udr.subscription_pool needs subscribe_sim");
+        }
+        if u.deletable >= u.default_count() {
+            bail!("preload.udr: deletable must be fewer than the subscribers preloaded");
+        }
+        if let Some(sim) = &u.subscribe_sim {
+            if u.kind != UdrKind::PolicySmData {
+                bail!("preload.udr.subscribe_sim is for policy data");
+            }
+            if !self
+                .simulators
+                .iter()
+                .any(|s| &s.name == sim && s.kind == SimKind::NotificationSink)
+            {
+                bail!("preload.udr.subscribe_sim: {sim} is not a notification_sink simulator");
+            }
+        }
+        if u.kind == UdrKind::Eir && self.generators.imei_first >= 100_000_000_000_000 {
+            bail!("generators.imei_first must have at most 14 digits");
+        }
+        pools.extend(u.pool.clone());
+        pools.extend(u.subscription_pool.clone());
+        pools.extend(u.absent_pool.clone());
         Ok(())
     }
 
@@ -821,6 +981,72 @@ mod tests {
         let s11 = &bsf[10].nf_sections["bsf"]["sbi"]["overload"]["max_in_flight"];
         let s12 = &bsf[11].nf_sections["bsf"]["sbi"]["overload"]["max_in_flight"];
         assert!(s11.as_integer().unwrap() > s12.as_integer().unwrap());
+    }
+
+    #[test]
+    fn udr_scenarios_carry_the_reference_call_mix() {
+        let get = |name: &str| Scenario::load(name).unwrap();
+        let share = |s: &Scenario, p: &str| {
+            s.procedures.iter().find(|x| x.name == p).map_or(0.0, |x| x.tps) / s.total_tps()
+        };
+        // T1: 24.2K lookups + 1.26K provisioning over >= 10M subscribers.
+        let t1 = get("udr-t1-slf-24.2k");
+        let u = t1.preload.udr.as_ref().unwrap();
+        assert_eq!((u.kind, u.default_count()), (UdrKind::Slf, 10_000_000));
+        assert_eq!(u.reference_count, 37_000_000);
+        assert_eq!(t1.procedures[0].tps, 24_200.0);
+        let prov: f64 = t1.procedures[1..].iter().map(|p| p.tps).sum();
+        assert_eq!(prov, 1260.0);
+        assert_eq!(
+            t1.procedures[1..].iter().map(|p| p.tps / prov * 100.0).collect::<Vec<_>>(),
+            [10.0, 10.0, 40.0, 40.0]
+        );
+        // T4c: 26 / 27 / 8 / 39 % and a notification per PATCH.
+        let t4c = get("udr-t4c-policy-17.2k");
+        for (p, pct) in [
+            ("subs-to-notify POST", 26.0),
+            ("sm-data GET", 27.0),
+            ("subs-to-notify DELETE", 8.0),
+            ("sm-data PATCH", 39.0),
+        ] {
+            assert!((share(&t4c, p) * 100.0 - pct).abs() < 1.0, "{p}");
+        }
+        assert_eq!(t4c.egress[0].tps, 6560.0);
+        let u = t4c.preload.udr.as_ref().unwrap();
+        assert_eq!((u.kind, u.reference_count), (UdrKind::PolicySmData, 10_000_000));
+        assert!(u.subscribe_sim.is_some() && u.subscription_pool.is_some());
+        // T2: 10K EIR checks over the reference's 300K.
+        let t2 = get("udr-t2-eir-10k");
+        assert_eq!(t2.preload.udr.as_ref().unwrap().default_count(), 300_000);
+        assert_eq!(t2.total_tps(), 10_000.0);
+        // T4a: 18 / 37 / 15 / 15 / 7.5 / 7.5 % and 3K notifications.
+        let t4a = get("udr-t4a-policy-10k");
+        let row = |s: &Scenario, r: &str| {
+            s.procedures.iter().filter(|p| p.row == r).map(|p| p.tps).sum::<f64>() / s.total_tps()
+        };
+        for (r, pct) in [
+            ("GET", 18.0),
+            ("PUT", 37.0),
+            ("PATCH", 15.0),
+            ("DELETE", 15.0),
+            ("POST Subscription", 7.5),
+            ("DELETE Subscription", 7.5),
+        ] {
+            assert!((row(&t4a, r) * 100.0 - pct).abs() < 1e-9, "T4a {r}");
+        }
+        assert_eq!(t4a.egress[0].tps, 3000.0);
+        // T4b: 2.5K each, with ETags on the writes.
+        let t4b = get("udr-t4b-smdata-etag-10k");
+        assert!(t4b.procedures.iter().all(|p| p.tps == 2500.0));
+        assert_eq!(t4b.procedures.iter().filter(|p| p.etag.is_some()).count(), 3);
+        for s in [&t1, &t2, &t4a, &t4b, &t4c] {
+            let r = s.reference.as_ref().unwrap();
+            assert!(r.cpu_requested > 0.0 && r.tps_per_core > 0.0, "{}", s.name);
+            assert!(s.description.contains("here"), "{}: the description gives our scale", s.name);
+        }
+        let mut bad = t4c.clone();
+        bad.preload.udr.as_mut().unwrap().subscribe_sim = Some("nope".into());
+        assert!(bad.validate().is_err(), "subscribe_sim must be a notification sink");
     }
 
     #[test]

@@ -27,7 +27,12 @@ use crate::scenario::{SimKind, Simulator};
 
 #[derive(Debug, Default)]
 pub struct SimCounters {
+    /// Requests received.
     pub received: AtomicU64,
+    /// What they carried: for a notification sink, the notifications (the elements of a JSON
+    /// array body, as the UDR batches PolicyDataChangeNotifications; 1 for any other body);
+    /// for the other kinds, the requests.
+    pub items: AtomicU64,
     /// Answers that were not 2xx (a request the simulator did not understand).
     pub rejected: AtomicU64,
 }
@@ -136,7 +141,14 @@ async fn answer(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     c.received.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = req.into_parts();
-    let _ = body.collect().await;
+    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let items = match kind {
+        SimKind::NotificationSink if body.first() == Some(&b'[') => {
+            serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(&body).map_or(1, |v| v.len())
+        }
+        _ => 1,
+    };
+    c.items.fetch_add(items as u64, Ordering::Relaxed);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }

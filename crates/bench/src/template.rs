@@ -5,7 +5,9 @@
 //! | `{seq}` | the request's sequence number |
 //! | `{i}` | index within a preload set (subscriptions) |
 //! | `{uuid}` | a random UUID v4, the same everywhere in one request |
-//! | `{supi}` | `imsi-` + a random SUPI of the scenario's range |
+//! | `{supi}` | `imsi-` + a random SUPI of the scenario's range (one draw per request) |
+//! | `{gpsi}` | `msisdn-` + the GPSI of the same subscriber as `{supi}` |
+//! | `{imei}` | `imei-` + the IMEI of the same subscriber as `{supi}` (spare digit 0) |
 //! | `{rand:A:B}` | a random integer in A..=B |
 //! | `{instance:LABEL}` | a random preloaded NF instance id of that profile set (`ANY`: any set) |
 //! | `{take:POOL}` / `{peek:POOL}` | an id created earlier in the run, removed / left in the pool (the request is skipped when the pool is empty) |
@@ -27,6 +29,8 @@ pub enum Gen {
     Index,
     Uuid,
     Supi,
+    Gpsi,
+    Imei,
     Rand(u64, u64),
     Instance(String),
     Take(String),
@@ -77,6 +81,8 @@ pub struct Env<'a> {
     pub supi_prefix: &'a str,
     pub supi_first: u64,
     pub supi_count: u64,
+    pub gpsi_prefix: &'a str,
+    pub imei_first: u64,
     /// Preloaded instance ids by profile-set label.
     pub instances: &'a HashMap<String, Vec<String>>,
     pub pools: &'a Pools,
@@ -88,15 +94,20 @@ pub struct ReqCtx {
     pub seq: u64,
     pub index: u64,
     pub uuid: Option<String>,
+    /// The subscriber (MSIN) `{supi}`, `{gpsi}` and `{imei}` name in this request.
+    pub subscriber: Option<u64>,
     pub taken: Vec<(String, String)>,
 }
 
 impl ReqCtx {
     pub fn new(seq: u64, index: u64) -> Self {
-        Self { seq, index, uuid: None, taken: Vec::new() }
+        Self { seq, index, uuid: None, subscriber: None, taken: Vec::new() }
     }
     pub fn uuid(&mut self, rng: &mut Rng) -> String {
         self.uuid.get_or_insert_with(|| rng.uuid()).clone()
+    }
+    fn subscriber(&mut self, env: &Env, rng: &mut Rng) -> u64 {
+        *self.subscriber.get_or_insert_with(|| env.supi_first + rng.below(env.supi_count.max(1)))
     }
 }
 
@@ -178,9 +189,12 @@ impl Template {
                     Gen::Index => ctx.index.to_string(),
                     Gen::Uuid => ctx.uuid(rng),
                     Gen::Supi => {
-                        let n = env.supi_first + rng.below(env.supi_count.max(1));
-                        format!("imsi-{}{:010}", env.supi_prefix, n)
+                        format!("imsi-{}{:010}", env.supi_prefix, ctx.subscriber(env, rng))
                     }
+                    Gen::Gpsi => {
+                        format!("msisdn-{}{:010}", env.gpsi_prefix, ctx.subscriber(env, rng))
+                    }
+                    Gen::Imei => format!("imei-{:014}0", env.imei_first + ctx.subscriber(env, rng)),
                     Gen::Rand(a, b) => (a + rng.below(b - a + 1)).to_string(),
                     Gen::Instance(l) => {
                         let v = if l == "ANY" {
@@ -230,6 +244,8 @@ fn parse_gen(spec: &str) -> Result<Gen> {
         "i" if args.is_empty() => Gen::Index,
         "uuid" if args.is_empty() => Gen::Uuid,
         "supi" if args.is_empty() => Gen::Supi,
+        "gpsi" if args.is_empty() => Gen::Gpsi,
+        "imei" if args.is_empty() => Gen::Imei,
         "rand" => match args.as_slice() {
             [a, b] => {
                 let (a, b): (u64, u64) = (a.parse()?, b.parse()?);
@@ -294,6 +310,8 @@ mod tests {
             supi_prefix: "00101",
             supi_first: 7,
             supi_count: 1,
+            gpsi_prefix: "33",
+            imei_first: 35_209_900_000_000,
             instances: &instances,
             pools: &pools,
             sims: &sims,
@@ -306,6 +324,11 @@ mod tests {
         assert_eq!(v["id"], v["again"]);
         assert_eq!(v["s"], "42");
         assert_eq!(v["id"].as_str().unwrap().len(), 36);
+        let ids = Template::parse("{supi} {gpsi} {imei}").unwrap();
+        assert_eq!(
+            ids.render(&env, &mut ReqCtx::new(1, 0), &mut rng, false).unwrap(),
+            "imsi-001010000000007 msisdn-330000000007 imei-352099000000070"
+        );
         assert_eq!(
             Template::parse("{pick:x|x}").unwrap().render(&env, &mut ctx, &mut rng, false).unwrap(),
             "x"

@@ -142,6 +142,109 @@ fn bsf_smoke(scenario: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The UDR scenarios (reference T1-T4c) and the rate of their smoke run: enough that the
+/// rarest procedure (T1's provisioning CREATE and DELETE, 0.5 % each) is sent.
+const UDR_SCENARIOS: [(&str, &str); 5] = [
+    ("udr-t1-slf-24.2k", "600"),
+    ("udr-t2-eir-10k", "100"),
+    ("udr-t4a-policy-10k", "300"),
+    ("udr-t4b-smdata-etag-10k", "200"),
+    ("udr-t4c-policy-17.2k", "200"),
+];
+
+/// Every UDR scenario, two at a time: 1,000 subscribers written into the UDR's store file before
+/// it starts (SLF entries, EIR equipment, policy data with its subscriptions), then 3 s of the
+/// call mix; every success criterion holds but the p99 bounds (raised to 1 s, as for the BSF).
+#[test]
+fn bench_udr_scenarios_smoke_meet_their_success_criteria() {
+    let queue = Mutex::new(UDR_SCENARIOS.to_vec());
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let Some((name, rate)) = queue.lock().unwrap().pop() else { return };
+                if let Err(e) = std::panic::catch_unwind(|| udr_smoke(name, rate)) {
+                    let msg = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    failures.lock().unwrap().push(format!("{name}: {msg}"));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn udr_smoke(scenario: &str, rate: &str) {
+    let out = std::env::temp_dir()
+        .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args([
+            "bench",
+            scenario,
+            "--rate",
+            rate,
+            "--duration",
+            "3",
+            "--warmup",
+            "0.5",
+            "--subscribers",
+            "1000",
+            "--max-p99-ms",
+            "1000",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["scenario"], scenario);
+    assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
+    let u = &json["preload"]["udr"];
+    assert_eq!((u["count"].as_u64(), u["method"].as_str()), (Some(1000), Some("store file")));
+    let procs = json["procedures"].as_array().unwrap();
+    for p in procs {
+        assert!(p["sent"].as_u64().unwrap() > 0, "{scenario}: {} sent nothing", p["name"]);
+        assert_eq!(p["skipped"], 0, "{scenario}: {} skipped requests", p["name"]);
+        assert_eq!(p["ok"], p["sent"], "{scenario}: {} {}", p["name"], p["outcomes"]);
+    }
+    // Notifications: every PATCH of a subscribed UE is notified to the sink, where the kit
+    // counts them (some of the last ones may arrive after the window closes).
+    for e in json["egress"].as_array().unwrap() {
+        let patched: u64 = procs
+            .iter()
+            .filter(|p| p["name"].as_str().unwrap().contains("PATCH"))
+            // T4c: each PATCH of a drawn UE is notified; T4a: only half the UEs are subscribed,
+            // so its bound is looser.
+            .map(|p| p["ok"].as_u64().unwrap())
+            .sum();
+        let observed = e["observed"].as_u64().unwrap();
+        assert!(
+            observed * 10 >= patched * 8,
+            "{scenario}: {observed} notifications for {patched} PATCHes"
+        );
+        assert_eq!(e["status"], "observed");
+    }
+    // With entity tags, every PATCH and DELETE carried the UE's current ETag (a stale one
+    // would have been 412), every PUT If-None-Match.
+    if scenario.contains("etag") {
+        for p in procs.iter().filter(|p| p["name"] != "sm-data GET") {
+            let outcomes = p["outcomes"].as_object().unwrap();
+            let conditional = |k: &String| k.ends_with("if-match") || k.ends_with("if-none-match");
+            assert!(outcomes.keys().all(conditional), "{}: {outcomes:?}", p["name"]);
+        }
+    }
+    assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the UDR it started");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 #[test]
 fn bench_lists_the_scenarios_and_rejects_unknown_ones() {
     let list =
@@ -150,7 +253,7 @@ fn bench_lists_the_scenarios_and_rejects_unknown_ones() {
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(text.lines().any(|l| l.starts_with("nrf-5k ")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("nrf-51.6k ")), "{text}");
-    for name in BSF_SCENARIOS {
+    for name in BSF_SCENARIOS.into_iter().chain(UDR_SCENARIOS.map(|(n, _)| n)) {
         assert!(text.lines().any(|l| l.starts_with(&format!("{name} "))), "{name}: {text}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_fivecore"))

@@ -16,6 +16,7 @@ pub mod import;
 pub mod n5g_eir_eic;
 pub mod nudr_group_id_map;
 pub mod policy_data;
+pub mod preload;
 pub mod provisioning;
 pub mod sh;
 pub mod slf;
