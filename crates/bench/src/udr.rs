@@ -28,6 +28,9 @@ use crate::sched::Rng;
 /// The database file of `fivecore udr --data-dir DIR` (crates/fivecore/src/nf.rs).
 pub const UDR_STORE_FILE: &str = "udr.db";
 
+const CREATED: &[u16] = &[201];
+const PUT_OK: &[u16] = &[200, 201];
+
 /// Profiles per store transaction for policy data (about 50 MB of sm-data).
 const POLICY_BATCH: u64 = 20_000;
 
@@ -361,12 +364,13 @@ impl UdrPlan {
         let mut subs_ids = Vec::new();
         for i in 0..self.count {
             let mut jobs = vec![match self.kind {
-                UdrKind::Slf => (Method::POST, format!("{base}/udr-prov/v1/slf-entries"), 201),
-                UdrKind::Eir => (Method::POST, format!("{base}/udr-prov/v1/eir/imeis"), 201),
+                UdrKind::Slf => (Method::POST, format!("{base}/udr-prov/v1/slf-entries"), CREATED),
+                UdrKind::Eir => (Method::POST, format!("{base}/udr-prov/v1/eir/imeis"), CREATED),
+                // Created, or replaced (a UDR that already holds the UE).
                 UdrKind::PolicySmData => (
                     Method::PUT,
                     format!("{base}/udr-prov/v1/policy-data/ues/{}", self.supi(i)),
-                    201,
+                    PUT_OK,
                 ),
             }];
             let mut bodies = vec![self.document(i)];
@@ -374,7 +378,7 @@ impl UdrPlan {
                 jobs.push((
                     Method::POST,
                     format!("{base}/nudr-dr/v2/policy-data/subs-to-notify"),
-                    201,
+                    CREATED,
                 ));
                 bodies.push(self.subscription(i, sink));
             }
@@ -394,7 +398,7 @@ impl UdrPlan {
                         .send()
                         .await;
                     match r {
-                        Ok(r) if r.status().as_u16() == want => Ok(keep
+                        Ok(r) if want.contains(&r.status().as_u16()) => Ok(keep
                             .then(|| r.header("location").and_then(|l| l.rsplit('/').next()))
                             .flatten()
                             .map(str::to_owned)),
