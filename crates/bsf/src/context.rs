@@ -51,21 +51,11 @@ impl Bsf {
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.
     pub fn api_root(&self, req: Option<&SbiRequest>) -> String {
-        if let Some(root) = &self.config.api_root {
-            return root.trim_end_matches('/').to_owned();
-        }
-        let authority = req.and_then(|r| {
-            r.head.uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
-                r.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned)
-            })
-        });
-        format!(
-            "{}://{}",
+        sbi::api_root(
+            self.config.api_root.as_deref(),
             self.scheme,
-            authority
-                .as_deref()
-                .or(self.local_authority.get().map(String::as_str))
-                .unwrap_or("localhost")
+            req,
+            self.local_authority.get().map(String::as_str),
         )
     }
 

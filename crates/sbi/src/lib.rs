@@ -19,5 +19,7 @@ pub mod tls;
 pub use body::Body;
 pub use observe::Observability;
 pub use problem::{InvalidParam, ProblemDetails};
-pub use router::{empty_response, json_response, HandlerResult, Response, Router, SbiRequest};
+pub use router::{
+    api_root, empty_response, json_response, HandlerResult, Response, Router, SbiRequest,
+};
 pub use server::{NfIdentity, SbiServer, ServerConfig};

@@ -59,6 +59,15 @@ impl SbiRequest {
         Query::parse(self.head.uri.query())
     }
 
+    /// The authority the consumer addressed: `:authority` (HTTP/2) or `Host` (HTTP/1.1).
+    pub fn authority(&self) -> Option<&str> {
+        self.head
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| self.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()))
+    }
+
     /// The body as JSON of type `T`: 415 unless sent as application/json, 400 with
     /// `invalidParams` when it does not decode.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ProblemDetails> {
@@ -323,6 +332,21 @@ impl Future for DispatchFuture {
     }
 }
 
+/// The apiRoot consumers reach an NF at (for `Location` headers): `configured` when set, else
+/// `scheme://` + the authority the request was sent to, else the NF's bound address.
+pub fn api_root(
+    configured: Option<&str>,
+    scheme: &str,
+    req: Option<&SbiRequest>,
+    bound: Option<&str>,
+) -> String {
+    if let Some(root) = configured {
+        return root.trim_end_matches('/').to_owned();
+    }
+    let authority = req.and_then(SbiRequest::authority).or(bound).unwrap_or("localhost");
+    format!("{scheme}://{authority}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +365,29 @@ mod tests {
                 ok,
             )
             .build()
+    }
+
+    #[test]
+    fn api_root_prefers_configured_then_request_authority_then_bound_address() {
+        let req = |uri: &str, host: Option<&str>| {
+            let mut b = http::Request::builder().uri(uri);
+            if let Some(h) = host {
+                b = b.header(http::header::HOST, h);
+            }
+            let (head, ()) = b.body(()).unwrap().into_parts();
+            SbiRequest::new(head, Bytes::new(), Vec::new())
+        };
+        let h2 = req("http://nrf.example:7000/nnrf-nfm/v1/nf-instances", None);
+        let h1 = req("/nnrf-nfm/v1/nf-instances", Some("10.0.0.1:7000"));
+        let bare = req("/nnrf-nfm/v1/nf-instances", None);
+        assert_eq!(
+            api_root(Some("https://a.example/"), "http", Some(&h2), None),
+            "https://a.example"
+        );
+        assert_eq!(api_root(None, "http", Some(&h2), Some("x:1")), "http://nrf.example:7000");
+        assert_eq!(api_root(None, "https", Some(&h1), None), "https://10.0.0.1:7000");
+        assert_eq!(api_root(None, "http", Some(&bare), Some("127.0.0.1:9")), "http://127.0.0.1:9");
+        assert_eq!(api_root(None, "http", None, None), "http://localhost");
     }
 
     #[test]
