@@ -5,12 +5,10 @@
 
 use std::sync::Arc;
 
-use http::{header, HeaderValue, StatusCode};
-use sbi::body::{self, MERGE_PATCH_JSON};
+use http::StatusCode;
+use sbi::body;
 use sbi::problem::cause;
-use sbi::{
-    empty_response, Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest,
-};
+use sbi::{empty_response, HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::Value;
 
 use crate::config::ExistingBinding;
@@ -19,29 +17,11 @@ use crate::models::{
     self, check_fqdn, check_uuid, parse_ipv4, parse_ipv6_prefix, string_field, Errors,
 };
 use crate::nbsf_management::EXISTING_BINDING_INFO_FOUND;
-use crate::pcf_ue_bindings::check_patch;
-use crate::store::{Created, Updated};
-
-fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
+use crate::pcf_ue_bindings::{merge_patch, raw_json, store_error, with_location};
+use crate::store::Created;
 
 fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
     format!("{}/nbsf-management/v1/pcf-mbs-bindings/{id}", bsf.api_root(Some(req)))
-}
-
-fn raw_json(status: StatusCode, content_type: &'static str, json: Vec<u8>) -> Response {
-    let mut resp = http::Response::new(Body::from(json));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp
-}
-
-fn with_location(mut resp: Response, loc: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(loc) {
-        resp.headers_mut().insert(header::LOCATION, v);
-    }
-    resp
 }
 
 fn ip_addr(v: &Value, at: &str, errs: &mut Errors) -> String {
@@ -217,29 +197,9 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 
 /// PATCH /pcf-mbs-bindings/{bindingId} (PcfMbsBindingPatch): 200 with the binding; 404.
 pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
-    body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
-    let patch: Value = body::decode_json(&req.body)?;
-    check_patch(&patch, &["pcfFqdn", "pcfIpEndPoints", "pcfId"])?;
-    let id = req.param("bindingId").to_owned();
-    let patch_bytes = req.body.clone();
-    let outcome = bsf
-        .mbs_bindings
-        .update(id.clone(), move |old| {
-            let mut doc: Value = serde_json::from_slice(&old)
-                .map_err(|e| ProblemDetails::internal(format!("stored binding unreadable: {e}")))?;
-            body::apply_merge_patch(&mut doc, &patch_bytes)?;
-            validate(&doc)?;
-            serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))
-        })
-        .await
-        .map_err(store_error)?;
-    match outcome {
-        Updated::Done(json) => Ok(raw_json(StatusCode::OK, body::JSON, json)),
-        Updated::NotFound => {
-            Err(ProblemDetails::not_found(format!("no PCF for an MBS session binding {id}")))
-        }
-        Updated::Refused(p) => Err(p),
-    }
+    let allowed = ["pcfFqdn", "pcfIpEndPoints", "pcfId"];
+    let what = "PCF for an MBS session binding";
+    merge_patch(&bsf.mbs_bindings, &req, &allowed, |d| validate(d).map(drop), what).await
 }
 
 /// DELETE /pcf-mbs-bindings/{bindingId}: 204; 404.

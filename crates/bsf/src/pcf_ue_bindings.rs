@@ -17,10 +17,10 @@ use crate::config::ExistingBinding;
 use crate::context::Bsf;
 use crate::models::{self, check_fqdn, check_gpsi, check_supi, check_uuid, string_field, Errors};
 use crate::nbsf_management::EXISTING_BINDING_INFO_FOUND;
-use crate::store::{Created, Updated};
+use crate::store::{Created, KeyedStore, Updated};
 use crate::subscriptions::BindingEvent;
 
-fn store_error(e: store::Error) -> ProblemDetails {
+pub(crate) fn store_error(e: store::Error) -> ProblemDetails {
     ProblemDetails::internal(format!("store: {e}"))
 }
 
@@ -28,14 +28,14 @@ fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
     format!("{}/nbsf-management/v1/pcf-ue-bindings/{id}", bsf.api_root(Some(req)))
 }
 
-fn raw_json(status: StatusCode, content_type: &'static str, json: Vec<u8>) -> Response {
+pub(crate) fn raw_json(status: StatusCode, content_type: &'static str, json: Vec<u8>) -> Response {
     let mut resp = http::Response::new(Body::from(json));
     *resp.status_mut() = status;
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
-fn with_location(mut resp: Response, loc: &str) -> Response {
+pub(crate) fn with_location(mut resp: Response, loc: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(loc) {
         resp.headers_mut().insert(header::LOCATION, v);
     }
@@ -158,13 +158,27 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 
 /// PATCH /pcf-ue-bindings/{bindingId} (PcfForUeBindingPatch): 200 with the binding; 404.
 pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+    let allowed = ["pcfForUeFqdn", "pcfForUeIpEndPoints", "pcfId"];
+    merge_patch(&bsf.ue_bindings, &req, &allowed, |d| validate(d).map(drop), "PCF for a UE binding")
+        .await
+}
+
+/// A merge patch of a Rel-17 binding (PCF for a UE, PCF for an MBS session): only `allowed`
+/// attributes, the result checked by `validate`, all in one write job; 200 with the binding, 404
+/// naming `what` for an unknown id.
+pub(crate) async fn merge_patch(
+    bindings: &KeyedStore,
+    req: &SbiRequest,
+    allowed: &[&str],
+    validate: fn(&Value) -> Result<(), ProblemDetails>,
+    what: &str,
+) -> HandlerResult {
     body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
     let patch: Value = body::decode_json(&req.body)?;
-    check_patch(&patch, &["pcfForUeFqdn", "pcfForUeIpEndPoints", "pcfId"])?;
+    check_patch(&patch, allowed)?;
     let id = req.param("bindingId").to_owned();
     let patch_bytes = req.body.clone();
-    let outcome = bsf
-        .ue_bindings
+    let outcome = bindings
         .update(id.clone(), move |old| {
             let mut doc: Value = serde_json::from_slice(&old)
                 .map_err(|e| ProblemDetails::internal(format!("stored binding unreadable: {e}")))?;
@@ -176,9 +190,7 @@ pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
         .map_err(store_error)?;
     match outcome {
         Updated::Done(json) => Ok(raw_json(StatusCode::OK, body::JSON, json)),
-        Updated::NotFound => {
-            Err(ProblemDetails::not_found(format!("no PCF for a UE binding {id}")))
-        }
+        Updated::NotFound => Err(ProblemDetails::not_found(format!("no {what} {id}"))),
         Updated::Refused(p) => Err(p),
     }
 }

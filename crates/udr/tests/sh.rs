@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use common::*;
@@ -559,86 +557,7 @@ fn udr_now() -> u64 {
 
 // ---- freeDiameter ----
 
-const FD_HOST: &str = "fd.fdrealm";
-
-fn fd_binary() -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join("freeDiameterd"))
-        .find(|p| p.is_file())
-}
-
-fn extension_dir() -> Option<PathBuf> {
-    ["/usr/lib/x86_64-linux-gnu/freeDiameter", "/usr/lib/freeDiameter"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("dict_nasreq.fdx").is_file())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// freeDiameterd with its config in a temp dir; killed by its PID on drop.
-struct Fd {
-    child: Child,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            if let Ok(log) = std::fs::read_to_string(self.dir.path().join("fd.log")) {
-                eprintln!(
-                    "---- freeDiameterd log ----\n{}",
-                    &log[log.len().saturating_sub(8000)..]
-                );
-            }
-        }
-    }
-}
-
-fn start_fd(bin: &Path, connect_to: &[(&str, SocketAddr)]) -> Fd {
-    let dir = tempfile::tempdir().unwrap();
-    let ck = rcgen::generate_simple_self_signed(vec![FD_HOST.to_string()]).unwrap();
-    std::fs::write(dir.path().join("cert.pem"), ck.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
-    let mut conf = format!(
-        "Identity = \"{FD_HOST}\";\nRealm = \"fdrealm\";\nPort = {};\nSecPort = {};\n\
-         ListenOn = \"127.0.0.1\";\nNo_SCTP;\nNo_IPv6;\nTcTimer = 1;\nTwTimer = 6;\n\
-         TLS_Cred = \"{d}/cert.pem\", \"{d}/key.pem\";\nTLS_CA = \"{d}/cert.pem\";\n",
-        free_port(),
-        free_port(),
-        d = dir.path().display()
-    );
-    if let Some(ext) = extension_dir() {
-        for e in ["dict_nasreq.fdx", "dict_dcca.fdx", "dict_dcca_3gpp.fdx"] {
-            if ext.join(e).is_file() {
-                conf += &format!("LoadExtension = \"{}\";\n", ext.join(e).display());
-            }
-        }
-    }
-    for (host, addr) in connect_to {
-        conf += &format!(
-            "ConnectPeer = \"{host}\" {{ ConnectTo = \"127.0.0.1\"; Port = {}; No_TLS; }};\n",
-            addr.port()
-        );
-    }
-    std::fs::write(dir.path().join("fd.conf"), &conf).unwrap();
-    let log = std::fs::File::create(dir.path().join("fd.log")).unwrap();
-    let child = Command::new(bin)
-        .arg("-c")
-        .arg(dir.path().join("fd.conf"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start freeDiameterd");
-    Fd { child, dir }
-}
+use testkit::freediameter::{binary as fd_binary, start as start_fd, HOST as FD_HOST};
 
 /// An AS reaching the UDR only through freeDiameterd: Sh-Pull, Sh-Update with sequence numbers,
 /// Sh-Subs-Notif, and the PNR for another AS's update, all relayed by freeDiameter.

@@ -82,25 +82,9 @@ pub fn problem(r: &SbiResponse, status: u16, cause: &str) -> Value {
     v
 }
 
-/// The `param`s of a ProblemDetails' invalidParams.
-pub fn params(v: &Value) -> Vec<String> {
-    v["invalidParams"]
-        .as_array()
-        .map(|a| a.iter().map(|p| p["param"].as_str().unwrap_or("").to_owned()).collect())
-        .unwrap_or_default()
-}
-
-/// Percent-encodes a query value.
-pub fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+// Not every test binary that includes this module uses them.
+#[allow(unused_imports)]
+pub use testkit::http::{enc, params};
 
 static SPECS: LazyLock<Specs> = LazyLock::new(|| {
     Specs::load(&[
