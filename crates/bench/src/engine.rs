@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::bindings::Preloaded;
+use crate::pace::Pacer;
 use crate::profile::{self, ProfileSpec};
 use crate::report::{
     EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, RxReport, TargetReport,
@@ -539,10 +540,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     // requests still due are counted as never sent, and the run fails.
     let give_up = start + shared.measure_to + Duration::from_millis(s.load.timeout_ms);
     let mut unsent = 0u64;
+    let mut pacer = Pacer::new().context("the dispatcher's timer")?;
     for n in 0..total {
         let due_off = schedule.due(n);
         let due = start + due_off;
-        wait_until(due).await;
+        pacer.until(due).await?;
         let permit = match sem.clone().try_acquire_owned() {
             Ok(p) => Some(p),
             Err(_) => {
@@ -993,20 +995,4 @@ fn render_http(
         _ => None,
     };
     Some((url, body))
-}
-
-/// Waits until `due` with sub-millisecond precision. tokio's timer wheel has a 1 ms resolution,
-/// so sleeping to the due time would make sends up to 1 ms late, and since latency is measured
-/// from the due time that lateness would be reported as NF latency (measured: kit mean 1.04 ms
-/// against h2load's 0.54-0.89 ms on the same target). The timer takes the coarse part; the last
-/// stretch yields to the runtime's other tasks (the answers) until the instant comes.
-async fn wait_until(due: Instant) {
-    const TIMER_SLACK: Duration = Duration::from_micros(1500);
-    let now = Instant::now();
-    if due > now + TIMER_SLACK {
-        tokio::time::sleep_until(due - TIMER_SLACK).await;
-    }
-    while Instant::now() < due {
-        tokio::task::yield_now().await;
-    }
 }

@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod engine;
 pub mod nfproc;
+pub mod pace;
 pub mod profile;
 pub mod report;
 pub mod rx;
