@@ -84,7 +84,8 @@ pub struct UdrArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum UdrCommand {
-    /// Bulk-load SLF or EIR entries from CSV or JSON lines into the UDR's store (docs/udr.md);
+    /// Bulk-load SLF or EIR entries (CSV or JSON lines) or policy data (JSON lines) into the
+    /// UDR's store (docs/udr.md);
     /// a UDR may be serving from it meanwhile.
     Import(ImportArgs),
 }
@@ -95,6 +96,8 @@ pub enum ImportKind {
     Slf,
     /// 5G-EIR entries: IMEIs and IMEI ranges with their status.
     Eir,
+    /// Policy data: one UE's PolicyDataProfile a line, `{"ueId": …, "amData": …, …}` (JSON lines).
+    Policy,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

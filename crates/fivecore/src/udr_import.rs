@@ -1,4 +1,4 @@
-//! `fivecore udr import`: bulk load of SLF or EIR entries into the UDR's store file
+//! `fivecore udr import`: bulk load of SLF or EIR entries or policy data into the UDR's store file
 //! (`udr::import`), with a progress bar on stderr. Exit status: 0 when every row was imported,
 //! 3 when bad rows were skipped (each reported with its line), 1 when the import failed or
 //! stopped at a bad row (the rows before it stay imported).
@@ -48,7 +48,11 @@ fn prepare(
     let kind = match args.kind {
         ImportKind::Slf => Kind::Slf,
         ImportKind::Eir => Kind::Eir,
+        ImportKind::Policy => Kind::Policy,
     };
+    if kind == Kind::Policy && format == Format::Csv {
+        return Err("policy data is imported from JSON lines only: say --format jsonl".into());
+    }
     if args.batch == 0 {
         return Err("--batch must be at least 1".into());
     }
@@ -150,6 +154,11 @@ fn summary(r: &Report, kind: Kind, path: &Path) -> String {
             group(r.slf.removed as u64)
         ),
         Kind::Eir => format!("{} IMEIs, {} IMEI ranges", group(r.imeis), group(r.ranges)),
+        Kind::Policy => format!(
+            "{} UEs new, {} replaced",
+            group(r.policy_new),
+            group(p.rows.saturating_sub(r.policy_new))
+        ),
     };
     format!(
         "imported {} rows into {} in {secs:.1} s ({} rows/s): {what}; {} bad rows",

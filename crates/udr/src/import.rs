@@ -1,5 +1,5 @@
-//! Bulk import of SLF and EIR entries from CSV or JSON lines into the UDR's store, behind
-//! `fivecore udr import` (formats in docs/udr.md).
+//! Bulk import of SLF and EIR entries (CSV or JSON lines) and of policy data profiles (JSON
+//! lines) into the UDR's store, behind `fivecore udr import` (formats in docs/udr.md).
 //!
 //! A parser thread reads and checks rows (with the provisioning API's own checks, so a row
 //! means what the same REST body means) into batches of `batch_rows`; each batch is one job of
@@ -7,7 +7,9 @@
 //! batch while the writer commits the last one, and waits when it is one batch ahead, so memory
 //! stays bounded whatever the file size. Rows are upserts (an SLF row replaces the entries it
 //! shares an identity with; an EIR row replaces the IMEI or the range starting at the same
-//! IMEI), so running the same file twice is harmless and an import that stopped can be re-run.
+//! IMEI; a policy row replaces the UE's whole policy data, as the provisioning PUT does), so
+//! running the same file twice is harmless and an import that stopped can be re-run. Policy
+//! data loaded this way notifies no subscriber: it is for loading, not for live changes.
 //!
 //! A bad row is reported with its line number; it is skipped or stops the import
 //! ([`Options::stop_on_bad_row`]); the rows before it are committed either way.
@@ -20,6 +22,7 @@ use store::SqliteStore;
 use tokio::sync::mpsc;
 
 use crate::eir::{self, RangeConflict};
+use crate::policy_data::{provisioning as policy_provisioning, store as policy_store};
 use crate::provisioning::eir_entries::{self, EirItem};
 use crate::provisioning::{describe, slf_entries};
 use crate::slf::{self, Entry, PutStats};
@@ -29,7 +32,13 @@ use crate::slf::{self, Entry, PutStats};
 pub enum Kind {
     Slf,
     Eir,
+    /// A UE's PolicyDataProfile: `{"ueId": "imsi-…", "amData": {…}, "smData": {…}, …}` (JSON
+    /// lines only).
+    Policy,
 }
+
+/// The attribute of a policy row naming its UE; the others are the PolicyDataProfile.
+pub const POLICY_UE_ID: &str = "ueId";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -96,6 +105,8 @@ pub struct Report {
     /// EIR: single IMEIs and ranges written.
     pub imeis: u64,
     pub ranges: u64,
+    /// Policy data: UEs that had no policy data before (the others were replaced).
+    pub policy_new: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +117,8 @@ pub enum ImportError {
     Header { line: u64, reason: String },
     #[error("store: {0}")]
     Store(#[from] store::Error),
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// Imports every row of `input` into `db` (opened with the UDR's migrations).
@@ -115,6 +128,11 @@ pub async fn run<R: BufRead + Send + 'static>(
     opts: Options,
     mut events: impl FnMut(Event<'_>),
 ) -> Result<Report, ImportError> {
+    if opts.kind == Kind::Policy && opts.format == Format::Csv {
+        return Err(ImportError::Unsupported(
+            "policy data is imported from JSON lines only (a profile is nested JSON)",
+        ));
+    }
     let start = Instant::now();
     let (tx, mut rx) = mpsc::channel::<Result<Batch, ImportError>>(1);
     let parser = tokio::task::spawn_blocking(move || parse(input, opts, &tx));
@@ -147,6 +165,17 @@ pub async fn run<R: BufRead + Send + 'static>(
                 report.progress.rows += w.imeis + w.ranges;
                 refused = w.refused;
             }
+            Rows::Policy(profiles) => {
+                let n = profiles.len() as u64;
+                // Each row was checked by the parser; put_profiles checks again and would undo
+                // the batch rather than write a bad one.
+                let (new, rows) = db
+                    .write(move |tx| Ok((policy_store::put_profiles(tx, &profiles)?, profiles)))
+                    .await?;
+                drop(rows);
+                report.policy_new += new as u64;
+                report.progress.rows += n;
+            }
         }
         let mut all: Vec<BadRow> = bad.into_iter().chain(refused).collect();
         all.sort_by_key(|b| b.line);
@@ -178,6 +207,7 @@ pub async fn run<R: BufRead + Send + 'static>(
 enum Rows {
     Slf(Vec<Entry>),
     Eir(Vec<(u64, EirItem)>),
+    Policy(Vec<(String, Value)>),
 }
 
 struct Batch {
@@ -290,6 +320,7 @@ impl Batch {
         match (&mut self.rows, row) {
             (Rows::Slf(v), Row::Slf(e)) => v.push(e),
             (Rows::Eir(v), Row::Eir(line, e)) => v.push((line, e)),
+            (Rows::Policy(v), Row::Policy(ue, p)) => v.push((ue, p)),
             // A reader makes rows of its own kind only.
             _ => {}
         }
@@ -299,6 +330,7 @@ impl Batch {
         match &self.rows {
             Rows::Slf(v) => v.len(),
             Rows::Eir(v) => v.len(),
+            Rows::Policy(v) => v.len(),
         }
     }
 }
@@ -307,6 +339,7 @@ impl Batch {
 enum Row {
     Slf(Entry),
     Eir(u64, EirItem),
+    Policy(String, Value),
 }
 
 #[derive(Debug)]
@@ -338,6 +371,8 @@ impl RowReader {
         let rows = match self.opts.kind {
             Kind::Slf => Rows::Slf(Vec::with_capacity(cap)),
             Kind::Eir => Rows::Eir(Vec::with_capacity(cap)),
+            // Profiles are large: grow as they come.
+            Kind::Policy => Rows::Policy(Vec::new()),
         };
         Batch { rows, bad: Vec::new(), bytes: 0, stop: false }
     }
@@ -374,6 +409,7 @@ impl RowReader {
         match self.opts.kind {
             Kind::Slf => slf_entries::parse_entry(&value).map(|e| Some(Row::Slf(e))),
             Kind::Eir => eir_entries::parse_item(&value).map(|e| Some(Row::Eir(line_no, e))),
+            Kind::Policy => return policy_row(value).map(Some),
         }
         .map_err(|p| RowError::Bad(describe(&p)))
     }
@@ -399,6 +435,8 @@ impl RowReader {
                     return Err(fatal(format!("header: column {c:?} is not an NF type")));
                 }
             }
+            // `run` refuses CSV for policy data before reading a line.
+            Kind::Policy => {}
             Kind::Eir => {
                 if let Some(c) = cols.iter().find(|c| !EIR_COLUMNS.contains(&c.as_str())) {
                     return Err(fatal(format!(
@@ -417,6 +455,22 @@ impl RowReader {
         }
         Ok(cols)
     }
+}
+
+/// A policy row: `ueId` and the PolicyDataProfile, checked as the provisioning PUT checks it.
+fn policy_row(mut value: Value) -> Result<Row, RowError> {
+    let Some(obj) = value.as_object_mut() else {
+        return Err(RowError::Bad("a policy row must be a JSON object".into()));
+    };
+    let ue = match obj.remove(POLICY_UE_ID) {
+        Some(Value::String(s)) => s,
+        Some(_) => return Err(RowError::Bad(format!("/{POLICY_UE_ID}: must be a string"))),
+        None => {
+            return Err(RowError::Bad(format!("/{POLICY_UE_ID}: mandatory attribute is missing")))
+        }
+    };
+    policy_provisioning::profile_parts(&ue, &value).map_err(|p| RowError::Bad(describe(&p)))?;
+    Ok(Row::Policy(ue, value))
 }
 
 /// A CSV row as the JSON body the provisioning API takes: empty cells are absent attributes,
@@ -438,6 +492,7 @@ fn csv_row_json(kind: Kind, columns: &[String], fields: &[String]) -> Value {
             }
             obj.insert("nfGroupIds".into(), Value::Object(groups));
         }
+        Kind::Policy => {}
         Kind::Eir => {
             for (col, cell) in columns.iter().zip(fields) {
                 let cell = cell.trim();
@@ -582,5 +637,22 @@ mod tests {
         assert!(matches!(row, Some(Row::Eir(1, EirItem::Imei(_)))));
         assert!(bad(r.row(2, b"{\"imei\":")).contains("JSON"));
         assert!(bad(r.row(3, br#"{"imei":"35209900176148"}"#)).contains("/status"));
+    }
+
+    #[test]
+    fn policy_rows() {
+        let mut r = reader(Kind::Policy, Format::Jsonl);
+        let row = r
+            .row(1, br#"{"ueId":"imsi-001010000000001","amData":{"subscCats":["gold"]}}"#)
+            .unwrap();
+        let Some(Row::Policy(ue, p)) = row else { panic!("a policy row") };
+        assert_eq!(ue, "imsi-001010000000001");
+        assert_eq!(p, serde_json::json!({"amData": {"subscCats": ["gold"]}}));
+        assert!(bad(r.row(2, br#"{"amData":{"subscCats":["gold"]}}"#)).contains("/ueId"));
+        assert!(bad(r.row(3, br#"{"ueId":"imsi-12","amData":{}}"#)).contains("ueId"));
+        assert!(bad(r.row(4, br#"{"ueId":"imsi-001010000000001"}"#)).contains("at least one"));
+        let why = bad(r.row(5, br#"{"ueId":"imsi-001010000000001","smData":{},"x":1}"#));
+        assert!(why.contains("/smData/smPolicySnssaiData") && why.contains("/x"), "{why}");
+        assert!(bad(r.row(6, b"[1]")).contains("JSON object"));
     }
 }

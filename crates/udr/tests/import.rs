@@ -184,3 +184,46 @@ async fn eir_jsonl_and_csv() {
     assert_eq!(range["gpsis"], json!(["msisdn-33600000001"]));
     udr.stop().await;
 }
+
+#[tokio::test]
+async fn policy_jsonl_into_a_running_udr() {
+    let dir = tempfile::tempdir().unwrap();
+    let udr = TestUdr::start(dir.path(), policy_config()).await;
+    let db = open(dir.path()).await;
+    let jsonl = concat!(
+        r#"{"ueId":"imsi-001010000000001","amData":{"subscCats":["gold"]},"umData":{"u1":{"limitId":"u1"}}}"#,
+        "\n# a comment\n",
+        r#"{"ueId":"imsi-001010000000002","smData":{}}"#,
+        "\n",
+        r#"{"amData":{"subscCats":["silver"]}}"#,
+        "\n",
+        r#"{"ueId":"msisdn-33600000003","amData":{"subscCats":["silver"]}}"#,
+        "\n",
+    );
+    // Stopping: the rows before the first bad one are committed.
+    let (report, bad, _) = import(&db, jsonl, Kind::Policy, Format::Jsonl, true).await;
+    assert_eq!((bad, report.stopped_at, report.progress.rows), (vec![3], Some(3), 1));
+    // Skipping: every bad row reported with its line; running the file again replaces.
+    let (report, bad, progress) = import(&db, jsonl, Kind::Policy, Format::Jsonl, false).await;
+    assert_eq!(bad, [3, 4]);
+    assert_eq!((report.progress.rows, report.progress.bad, report.policy_new), (2, 2, 1));
+    assert!(progress >= 1);
+
+    let c = client();
+    let one = body(&get(&c, &udr.url("/udr-prov/v1/policy-data/ues/imsi-001010000000001")).await);
+    assert_eq!(
+        one,
+        json!({"amData": {"subscCats": ["gold"]}, "umData": {"u1": {"limitId": "u1"}}})
+    );
+    let am = get(&c, &udr.url("/nudr-dr/v2/policy-data/ues/msisdn-33600000003/am-data")).await;
+    assert_eq!(body(&am), json!({"subscCats": ["silver"]}));
+    let none = get(&c, &udr.url("/nudr-dr/v2/policy-data/ues/imsi-001010000000002/am-data")).await;
+    problem(&none, 404, "USER_NOT_FOUND");
+
+    // Policy profiles are nested JSON: no CSV.
+    let opts = Options::new(Kind::Policy, Format::Csv);
+    let err = import::run(&db, Cursor::new("ueId\n".to_owned()), opts, |_| {}).await.unwrap_err();
+    assert!(matches!(err, ImportError::Unsupported(_)), "{err}");
+    db.close().await.unwrap();
+    udr.stop().await;
+}

@@ -1,5 +1,5 @@
-//! SOAP 1.1 provisioning over HTTP/1.1 on the UDR's SBI port: every operation of both profile
-//! kinds, the faults, Sh and SOAP seeing the same data (and a provisioning change pushed to a
+//! SOAP 1.1 provisioning over HTTP/1.1 on the UDR's SBI port: every operation of every profile
+//! kind (SLF entries, Sh profiles, EIR entries, policy data), the faults, Sh and SOAP seeing the same data (and a provisioning change pushed to a
 //! subscribed AS as a PNR), and docs/udr.wsdl describing exactly the dispatched operations.
 
 mod common;
@@ -154,6 +154,148 @@ async fn slf_entries_every_operation() {
     assert_eq!(r.child_text("deleted"), Some("2"));
     fault(&call(&u, "GetSlfEntry", by_id).await, "Client", "NOT_FOUND");
     fault(&call(&u, "DeleteSlfEntry", del).await, "Client", "NOT_FOUND");
+    u.stop().await;
+}
+
+#[tokio::test]
+async fn eir_entries_every_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let c = client();
+    let status = |pei: &str| u.url(&format!("/n5g-eir-eic/v1/equipment-status?pei={pei}"));
+
+    let imei =
+        "<udr:entry><udr:imei>352099001761481</udr:imei><udr:status>BLACKLISTED</udr:status>\
+                <udr:supi>imsi-001010000000001</udr:supi></udr:entry>";
+    let r = response(&call(&u, "CreateEirEntry", imei).await, "CreateEirEntry");
+    let e = r.child("entry").unwrap();
+    assert_eq!(e.child_text("imei"), Some("35209900176148"), "answered as 14 digits");
+    assert_eq!(texts(e, "supi"), ["imsi-001010000000001"]);
+    fault(&call(&u, "CreateEirEntry", imei).await, "Client", "ALREADY_EXISTS");
+    // The N5g-eir lookup and the REST provisioning see what SOAP wrote.
+    let url = status("imei-352099001761481&supi=imsi-001010000000001");
+    assert_eq!(body(&get(&c, &url).await)["status"], "BLACKLISTED");
+    let rest = body(&get(&c, &u.url("/udr-prov/v1/eir/imeis/35209900176148")).await);
+    assert_eq!(rest["supis"], serde_json::json!(["imsi-001010000000001"]));
+
+    let by_imei = "<udr:imei>35209900176148</udr:imei>";
+    let r = response(&call(&u, "GetEirEntry", by_imei).await, "GetEirEntry");
+    assert_eq!(r.child("entry").unwrap().child_text("status"), Some("BLACKLISTED"));
+    let upd = "<udr:entry><udr:imei>35209900176148</udr:imei><udr:status>WHITELISTED</udr:status>\
+               </udr:entry>";
+    response(&call(&u, "UpdateEirEntry", upd).await, "UpdateEirEntry");
+    assert_eq!(body(&get(&c, &url).await)["status"], "WHITELISTED");
+    let unknown = upd.replace("35209900176148", "35209900176155");
+    fault(&call(&u, "UpdateEirEntry", &unknown).await, "Client", "NOT_FOUND");
+
+    // Ranges: created, overlap refused, updated, deleted.
+    let range = "<udr:entry><udr:start>49015400000000</udr:start><udr:end>49015499999999</udr:end>\
+                 <udr:status>GREYLISTED</udr:status><udr:gpsi>msisdn-33600000001</udr:gpsi></udr:entry>";
+    response(&call(&u, "CreateEirEntry", range).await, "CreateEirEntry");
+    assert_eq!(body(&get(&c, &status("imeisv-4901545555555501")).await)["status"], "GREYLISTED");
+    let overlap =
+        "<udr:entry><udr:start>49015450000000</udr:start><udr:end>49015460000000</udr:end>\
+                   <udr:status>WHITELISTED</udr:status></udr:entry>";
+    let f = fault(&call(&u, "CreateEirEntry", overlap).await, "Client", "ALREADY_EXISTS");
+    assert_eq!(f.as_deref(), Some("end"));
+    fault(&call(&u, "UpdateEirEntry", overlap).await, "Client", "NOT_FOUND");
+    let by_start = "<udr:start>49015400000000</udr:start>";
+    let r = response(&call(&u, "GetEirEntry", by_start).await, "GetEirEntry");
+    let e = r.child("entry").unwrap();
+    assert_eq!(
+        (e.child_text("end"), texts(e, "gpsi")),
+        (Some("49015499999999"), vec!["msisdn-33600000001"])
+    );
+    response(&call(&u, "DeleteEirEntry", by_start).await, "DeleteEirEntry");
+    fault(&call(&u, "GetEirEntry", by_start).await, "Client", "NOT_FOUND");
+    fault(&call(&u, "DeleteEirEntry", by_start).await, "Client", "NOT_FOUND");
+
+    // Wrong fields: each a Client fault naming the element.
+    let cases = [
+        ("GetEirEntry", "", "MANDATORY_FIELD_MISSING", "imei"),
+        ("GetEirEntry", "<udr:imei>352099001761482</udr:imei>", "INVALID_FIELD", "imei"),
+        ("GetEirEntry", "<udr:imei>35209900176148</udr:imei><udr:start>1</udr:start>", "INVALID_FIELD", "imei"),
+        ("CreateEirEntry", "", "MANDATORY_FIELD_MISSING", "entry"),
+        ("CreateEirEntry", "<udr:entry><udr:imei>35209900176162</udr:imei></udr:entry>", "MANDATORY_FIELD_MISSING", "status"),
+        ("CreateEirEntry", "<udr:entry><udr:imei>35209900176162</udr:imei><udr:status>OK</udr:status></udr:entry>", "INVALID_FIELD", "status"),
+        ("CreateEirEntry", "<udr:entry><udr:imei>35209900176162</udr:imei><udr:status>BLACKLISTED</udr:status><udr:supi>bob</udr:supi></udr:entry>", "INVALID_FIELD", "supi"),
+        ("CreateEirEntry", "<udr:entry><udr:start>35209900000009</udr:start><udr:end>35209900000001</udr:end><udr:status>GREYLISTED</udr:status></udr:entry>", "INVALID_FIELD", "end"),
+    ];
+    for (op, inner, code, field) in cases {
+        let f = fault(&call(&u, op, inner).await, "Client", code);
+        assert_eq!(f.as_deref(), Some(field), "{op} {inner}");
+    }
+    response(&call(&u, "DeleteEirEntry", by_imei).await, "DeleteEirEntry");
+    fault(&call(&u, "DeleteEirEntry", by_imei).await, "Client", "NOT_FOUND");
+    u.stop().await;
+}
+
+#[tokio::test]
+async fn policy_profiles_every_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let c = client();
+    let ue = "<udr:ueId>imsi-001010000000031</udr:ueId>";
+    let create = format!(
+        "{ue}<udr:profile><udr:amData>{{\"subscCats\":[\"gold\"]}}</udr:amData>\
+         <udr:umData>{{\"u1\":{{\"limitId\":\"u1\"}}}}</udr:umData></udr:profile>"
+    );
+    let r = response(&call(&u, "CreatePolicyProfile", &create).await, "CreatePolicyProfile");
+    assert_eq!(r.child_text("ueId"), Some("imsi-001010000000031"));
+    let am: serde_json::Value =
+        serde_json::from_str(r.child("profile").unwrap().child_text("amData").unwrap()).unwrap();
+    assert_eq!(am, serde_json::json!({"subscCats": ["gold"]}));
+    fault(&call(&u, "CreatePolicyProfile", &create).await, "Client", "ALREADY_EXISTS");
+
+    // N36 and the REST provisioning see what SOAP wrote.
+    let n36 = u.url("/nudr-dr/v2/policy-data/ues/imsi-001010000000031/am-data");
+    assert_eq!(body(&get(&c, &n36).await), serde_json::json!({"subscCats": ["gold"]}));
+    let rest = u.url("/udr-prov/v1/policy-data/ues/imsi-001010000000031");
+    assert_eq!(body(&get(&c, &rest).await)["umData"]["u1"]["limitId"], "u1");
+
+    let r = response(&call(&u, "GetPolicyProfile", ue).await, "GetPolicyProfile");
+    let p = r.child("profile").unwrap();
+    let names: Vec<&str> = p.children.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["amData", "umData"]);
+
+    // Update replaces the whole profile: umData goes, smData comes.
+    let update = format!(
+        "{ue}<udr:profile><udr:amData>{{\"subscCats\":[\"silver\"]}}</udr:amData>\
+         <udr:smData>{{\"smPolicySnssaiData\":{{\"1\":{{\"snssai\":{{\"sst\":1}}}}}}}}</udr:smData>\
+         </udr:profile>"
+    );
+    let r = response(&call(&u, "UpdatePolicyProfile", &update).await, "UpdatePolicyProfile");
+    let names: Vec<&str> =
+        r.child("profile").unwrap().children.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["amData", "smData"]);
+    assert_eq!(body(&get(&c, &n36).await), serde_json::json!({"subscCats": ["silver"]}));
+    let um = u.url("/nudr-dr/v2/policy-data/ues/imsi-001010000000031/sm-data/u1");
+    assert_eq!(get(&c, &um).await.status().as_u16(), 404);
+    let other = update.replace("imsi-001010000000031", "imsi-001010000000032");
+    fault(&call(&u, "UpdatePolicyProfile", &other).await, "Client", "NOT_FOUND");
+
+    let cases = [
+        ("GetPolicyProfile", "", "MANDATORY_FIELD_MISSING", "ueId"),
+        ("GetPolicyProfile", "<udr:ueId>imsi-12</udr:ueId>", "INVALID_FIELD", "ueId"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000033</udr:ueId>", "MANDATORY_FIELD_MISSING", "profile"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000033</udr:ueId><udr:profile><udr:amData>{</udr:amData></udr:profile>", "INVALID_FIELD", "amData"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000033</udr:ueId><udr:profile><udr:smData>{}</udr:smData></udr:profile>", "INVALID_FIELD", "smData"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000033</udr:ueId><udr:profile><udr:colour>{}</udr:colour></udr:profile>", "INVALID_FIELD", "profile"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000033</udr:ueId><udr:profile/>", "INVALID_FIELD", "profile"),
+    ];
+    for (op, inner, code, field) in cases {
+        let f = fault(&call(&u, op, inner).await, "Client", code);
+        assert_eq!(f.as_deref(), Some(field), "{op} {inner}");
+    }
+    // Nothing was written by the refused creations.
+    let none = "<udr:ueId>imsi-001010000000033</udr:ueId>";
+    fault(&call(&u, "GetPolicyProfile", none).await, "Client", "NOT_FOUND");
+
+    let r = response(&call(&u, "DeletePolicyProfile", ue).await, "DeletePolicyProfile");
+    assert!(r.children.is_empty());
+    assert_eq!(get(&c, &rest).await.status().as_u16(), 404);
+    fault(&call(&u, "DeletePolicyProfile", ue).await, "Client", "NOT_FOUND");
+    fault(&call(&u, "GetPolicyProfile", ue).await, "Client", "NOT_FOUND");
     u.stop().await;
 }
 
@@ -350,7 +492,7 @@ async fn every_mistake_is_a_fault() {
     fault(&post(&u, &[xml_ct, sa], &doctype).await, "Client", "MALFORMED_XML");
 
     // Operation-level mistakes.
-    fault(&call(&u, "GetEirEntry", "").await, "Client", "UNKNOWN_OPERATION");
+    fault(&call(&u, "GetImsiEntry", "").await, "Client", "UNKNOWN_OPERATION");
     let other_ns = get.replace(&format!("xmlns:udr=\"{NS}\""), "xmlns:udr=\"urn:other\"");
     fault(&post(&u, &[xml_ct, sa], &other_ns).await, "Client", "UNKNOWN_OPERATION");
     assert_eq!(

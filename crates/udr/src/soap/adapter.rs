@@ -115,7 +115,12 @@ pub trait ProfileAdapter: Send + Sync {
 
 /// Every profile kind served over SOAP.
 pub fn adapters() -> Vec<Box<dyn ProfileAdapter>> {
-    vec![Box::new(super::slf::SlfAdapter), Box::new(super::sh::ShAdapter)]
+    vec![
+        Box::new(super::slf::SlfAdapter),
+        Box::new(super::sh::ShAdapter),
+        Box::new(super::eir::EirAdapter),
+        Box::new(super::policy::PolicyAdapter),
+    ]
 }
 
 /// Operation name → (adapter, verb).
@@ -164,11 +169,14 @@ mod tests {
     fn four_operations_per_kind() {
         let d = Dispatch::new(adapters());
         let names = d.operation_names();
-        assert_eq!(names.len(), 8);
+        assert_eq!(names.len(), 16);
         assert!(names.contains(&"GetShProfile".to_owned()));
         assert!(names.contains(&"DeleteSlfEntry".to_owned()));
         let (a, v) = d.find("UpdateShProfile").unwrap();
         assert_eq!((a.kind(), v), ("ShProfile", Verb::Update));
-        assert!(d.find("GetEirEntry").is_none());
+        let (a, v) = d.find("DeletePolicyProfile").unwrap();
+        assert_eq!((a.kind(), v), ("PolicyProfile", Verb::Delete));
+        assert!(d.find("GetEirEntry").is_some());
+        assert!(d.find("GetEirEntries").is_none());
     }
 }

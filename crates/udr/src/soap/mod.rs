@@ -4,8 +4,9 @@
 //!
 //! The body's one element names the operation, `{Verb}{Kind}` (`GetShProfile`,
 //! `CreateSlfEntry`, ...), in the namespace [`NS`]. Each profile kind is one [`ProfileAdapter`]
-//! ([`adapter`]): [`slf::SlfAdapter`] (SLF entries) and [`sh::ShAdapter`] (Sh subscriber
-//! profiles); a new kind (EIR, policy data) is one more adapter in [`adapters`], and the
+//! ([`adapter`]): [`slf::SlfAdapter`] (SLF entries), [`sh::ShAdapter`] (Sh subscriber
+//! profiles), [`eir::EirAdapter`] (5G-EIR IMEIs and IMEI ranges) and [`policy::PolicyAdapter`]
+//! (a UE's policy data profile); a new kind is one more adapter in [`adapters`], and the
 //! dispatch table and its four operations follow.
 //!
 //! Every error is a SOAP fault (SOAP 1.1 §4.4) answered with HTTP 500: `faultcode`
@@ -17,6 +18,8 @@
 //! `field` when one is at fault, and the `message`.
 
 pub mod adapter;
+pub mod eir;
+pub mod policy;
 pub mod sh;
 pub mod slf;
 
