@@ -25,9 +25,16 @@ nrf=$!
 for _ in $(seq 50); do curl -s --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$PORT/nnrf-nfm/v1/nf-instances" && break; sleep 0.2; done
 
 # The scenario, at this rate and duration, with the query given.
-sed -e "s/^rate = .*/rate = $RATE/" -e "s/^duration_s = .*/duration_s = $SECS/" \
-    -e "s/^tps = .*/tps = $RATE/" -e "s|^query = .*|query = \"$QUERY\"|" \
-    scripts/bench-xcheck-disc.toml >"$work/xcheck.toml"
+python3 - "$RATE" "$SECS" "$QUERY" scripts/bench-xcheck-disc.toml >"$work/xcheck.toml" <<'PY'
+import re, sys
+rate, secs, query, path = sys.argv[1:5]
+t = open(path).read()
+t = re.sub(r"(?m)^rate = .*", f"rate = {rate}", t)
+t = re.sub(r"(?m)^tps = .*", f"tps = {rate}", t)
+t = re.sub(r"(?m)^duration_s = .*", f"duration_s = {secs}", t)
+t = re.sub(r"(?m)^query = .*", lambda m: f'query = "{query}"', t)
+print(t, end="")
+PY
 # Preload (the kit registers the profiles on its first run; later runs register again: replace).
 "$FIVECORE" bench "$work/xcheck.toml" --target "nrf=http://127.0.0.1:$PORT" --duration 1 --warmup 0 \
     --quiet --out "$work/preload" >/dev/null 2>&1 || true
@@ -36,7 +43,7 @@ per_conn=$(python3 -c "print($RATE / $CONNS)")
 total=$(python3 -c "print(int($RATE * $SECS))")
 for r in $(seq "$ROUNDS"); do
   taskset -c "$GEN_CPU" "$FIVECORE" bench "$work/xcheck.toml" --target "nrf=http://127.0.0.1:$PORT" \
-      --gen-cpus "$GEN_CPU" --quiet --out "$work/kit$r" >/dev/null 2>&1 || true
+      --gen-cpus "$GEN_CPU" --quiet --out "$work/kit$r" >"$work/kit$r.log" 2>&1 || cat "$work/kit$r.log"
   python3 - "$work/kit$r/report.json" "$r" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); p = r["procedures"][0]; l = p["latency"]
