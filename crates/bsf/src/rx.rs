@@ -315,7 +315,7 @@ impl Proxy {
             return self.answer(&req, rc::DIAMETER_UNABLE_TO_DELIVER);
         }
         // What an answer of our own needs if forwarding fails (the request itself goes on).
-        let header = req.header.clone();
+        let header = req.header;
         let echo: Vec<_> = req
             .avps
             .iter()
