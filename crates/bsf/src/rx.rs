@@ -28,6 +28,7 @@
 //! A request the node could not deliver directly to the host in its Destination-Host is answered
 //! 3002 when that host is also where the handler would send it, so a forward never loops back.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ use diameter::{
     builders::experimental_result, result_code as rc, ApplicationId, DiameterNode, Message,
     NodeConfig, PeerConfig, Route, RouteAction, VENDOR_3GPP,
 };
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::config::{RxConfig, RxMode};
 use crate::context::Bsf;
@@ -57,7 +58,7 @@ pub struct Session {
 }
 
 struct Entry {
-    session: Session,
+    session: Arc<Session>,
     last: Instant,
 }
 
@@ -74,7 +75,7 @@ impl Sessions {
     }
 
     /// The session, refreshed; `None` when unknown or idle for too long.
-    pub fn get(&self, id: &str) -> Option<Session> {
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
         let mut map = self.map.lock().unwrap();
         let now = Instant::now();
         match map.get_mut(id) {
@@ -91,7 +92,7 @@ impl Sessions {
     }
 
     /// Remembers a session; false when the map is full (even after dropping idle entries).
-    pub fn insert(&self, id: &str, session: Session) -> bool {
+    pub fn insert(&self, id: &str, session: Arc<Session>) -> bool {
         let mut map = self.map.lock().unwrap();
         let now = Instant::now();
         if map.len() >= self.max && !map.contains_key(id) {
@@ -105,7 +106,7 @@ impl Sessions {
         true
     }
 
-    pub fn remove(&self, id: &str) -> Option<Session> {
+    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
         self.map.lock().unwrap().remove(id).map(|e| e.session)
     }
 
@@ -137,6 +138,15 @@ pub struct Proxy {
     mode: RxMode,
     /// Redirect-Max-Cache-Time, seconds.
     redirect_cache_secs: u32,
+}
+
+/// The PCF's Diameter identity in a stored PcfBinding.
+#[derive(Deserialize)]
+struct DiamPcf<'a> {
+    #[serde(rename = "pcfDiamHost", borrow, default)]
+    host: Option<Cow<'a, str>>,
+    #[serde(rename = "pcfDiamRealm", borrow, default)]
+    realm: Option<Cow<'a, str>>,
 }
 
 /// Redirect-Host-Usage ALL_SESSION (RFC 6733 §6.13).
@@ -231,22 +241,26 @@ impl Proxy {
     }
 
     async fn toward_pcf(&self, req: Message) -> Message {
-        let Some(sid) = req.session_id().map(str::to_owned) else {
+        // The Session-Id AVP shares the request's buffer: no copy of the id.
+        let Some(sid_avp) = req.find(&base::SESSION_ID).cloned() else {
             return self.answer(&req, rc::DIAMETER_MISSING_AVP);
         };
+        let Ok(sid) = sid_avp.as_str() else {
+            return self.answer(&req, rc::DIAMETER_INVALID_AVP_VALUE);
+        };
         let is_str = req.command_code() == rx::CMD_SESSION_TERMINATION;
-        let (known, target) = match self.sessions.get(&sid) {
+        let (known, target) = match self.sessions.get(sid) {
             Some(s) => (true, s),
             None if is_str => return self.answer(&req, rc::DIAMETER_UNKNOWN_SESSION_ID),
             None => match self.lookup(&req).await {
                 Ok(Some((pcf_host, pcf_realm))) => (
                     false,
-                    Session {
+                    Arc::new(Session {
                         pcf_host,
                         pcf_realm,
                         af_host: req.origin_host().unwrap_or_default().to_owned(),
                         af_realm: req.origin_realm().unwrap_or_default().to_owned(),
-                    },
+                    }),
                 ),
                 Ok(None) => {
                     tracing::debug!(session = %sid, "Rx: no binding for the UE address");
@@ -263,10 +277,10 @@ impl Proxy {
             RxMode::Redirect => self.redirect(&req, &target.pcf_host),
         };
         if is_str {
-            self.sessions.remove(&sid);
+            self.sessions.remove(sid);
         } else if !known
             && (ans.is_success() || self.mode == RxMode::Redirect)
-            && !self.sessions.insert(&sid, target)
+            && !self.sessions.insert(sid, target)
         {
             tracing::warn!(session = %sid, "Rx session table full: session not remembered");
         }
@@ -276,11 +290,11 @@ impl Proxy {
     async fn toward_af(&self, req: Message) -> Message {
         let session = req.session_id().and_then(|sid| self.sessions.get(sid));
         let dest = req.destination_host().filter(|h| !h.eq_ignore_ascii_case(&self.origin_host));
-        let (host, realm) = match (session, dest) {
-            (Some(s), _) => (s.af_host, s.af_realm),
+        let (host, realm) = match (&session, dest) {
+            (Some(s), _) => (Cow::Borrowed(&*s.af_host), Cow::Borrowed(&*s.af_realm)),
             (None, Some(h)) => {
                 let realm = req.destination_realm().unwrap_or_default().to_owned();
-                (h.to_owned(), realm)
+                (Cow::Owned(h.to_owned()), Cow::Owned(realm))
             }
             (None, None) => return self.answer(&req, rc::DIAMETER_UNKNOWN_SESSION_ID),
         };
@@ -300,8 +314,17 @@ impl Proxy {
             tracing::debug!(to = %host, "Rx: next hop not reachable");
             return self.answer(&req, rc::DIAMETER_UNABLE_TO_DELIVER);
         }
+        // What an answer of our own needs if forwarding fails (the request itself goes on).
+        let header = req.header;
+        let echo: Vec<_> = req
+            .avps
+            .iter()
+            .filter(|a| a.is(&base::SESSION_ID) || a.is(&base::PROXY_INFO))
+            .cloned()
+            .collect();
+        let route_record = req.origin_host().map(|from| base::ROUTE_RECORD.identity(from));
         let hbh = req.hop_by_hop_id();
-        let mut fwd = req.clone();
+        let mut fwd = req;
         fwd.avps.retain(|a| {
             a.vendor() != 0
                 || (a.code() != base::DESTINATION_HOST.code
@@ -311,9 +334,7 @@ impl Proxy {
             if realm.is_empty() { host.split_once('.').map_or(host, |x| x.1) } else { realm };
         fwd.push(base::DESTINATION_REALM.identity(realm));
         fwd.push(base::DESTINATION_HOST.identity(host));
-        if let Some(from) = req.origin_host() {
-            fwd.push(base::ROUTE_RECORD.identity(from));
-        }
+        fwd.avps.extend(route_record);
         match node.request(fwd).await {
             Ok(mut a) => {
                 a.set_hop_by_hop_id(hbh);
@@ -321,7 +342,7 @@ impl Proxy {
             }
             Err(e) => {
                 tracing::debug!(to = %host, error = %e, "Rx: forwarding failed");
-                self.answer(&req, e.result_code())
+                self.answer(&Message { header, avps: echo }, e.result_code())
             }
         }
     }
@@ -341,12 +362,10 @@ impl Proxy {
             return Ok(None);
         }
         let Some(stored) = self.bsf.store.find(q).await? else { return Ok(None) };
-        let doc: Value = serde_json::from_slice(&stored.json).unwrap_or(Value::Null);
-        let Some(host) = doc.get("pcfDiamHost").and_then(Value::as_str) else {
-            return Ok(None);
-        };
-        let realm = doc.get("pcfDiamRealm").and_then(Value::as_str).unwrap_or_default();
-        Ok(Some((host.to_owned(), realm.to_owned())))
+        // Only the two Diameter attributes are read; the rest of the binding is skipped.
+        let Ok(pcf) = serde_json::from_slice::<DiamPcf>(&stored.json) else { return Ok(None) };
+        let Some(host) = pcf.host else { return Ok(None) };
+        Ok(Some((host.into_owned(), pcf.realm.map(Cow::into_owned).unwrap_or_default())))
     }
 
     /// An answer from the BSF itself: Result-Code, E bit for 3xxx.
@@ -383,13 +402,13 @@ impl Proxy {
 mod tests {
     use super::*;
 
-    fn s(h: &str) -> Session {
-        Session {
+    fn s(h: &str) -> Arc<Session> {
+        Arc::new(Session {
             pcf_host: h.into(),
             pcf_realm: "r".into(),
             af_host: "af".into(),
             af_realm: "r".into(),
-        }
+        })
     }
 
     #[test]

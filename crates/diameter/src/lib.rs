@@ -14,7 +14,8 @@
 //!   routing table ([`Route`], [`RouteAction`]), local application handlers and the client API
 //!   [`DiameterNode::request`]; it relays, proxies (with a [`NextHop`] hook) and redirects.
 //! * [`transport`] carries messages over TCP or TLS; [`peer`] holds the per-peer state machine
-//!   ([`PeerState`]), the CER/CEA capabilities and the pending-request table.
+//!   ([`PeerState`]), the CER/CEA capabilities and the pending-request table; a connection's
+//!   messages are encoded into one write buffer that its writer task flushes per wake-up.
 
 pub mod accessors;
 pub mod avp;
@@ -25,6 +26,7 @@ pub mod header;
 pub mod ids;
 pub mod message;
 pub mod node;
+mod outbox;
 pub mod peer;
 pub mod routing;
 pub mod transport;

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{mpsc, oneshot, watch};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{oneshot, watch};
 use tracing::{debug, info, warn};
 
 use crate::dictionary::{base, VENDOR_3GPP};
@@ -19,7 +20,8 @@ use crate::error::{result_code as rc, Error};
 use crate::header::{Header, FLAG_ERROR};
 use crate::ids::{random_u32, EndToEndIds};
 use crate::message::Message;
-use crate::peer::{Capabilities, Conn, Out, Peer, PeerConfig, PeerState, Pending, RequestError};
+use crate::outbox::{write_loop, Outbox};
+use crate::peer::{Capabilities, Conn, Peer, PeerConfig, PeerState, Pending, RequestError};
 use crate::routing::{uri_host, Route, RouteAction};
 use crate::transport::{self, FrameReader, Listener, ReadError, Stream};
 use crate::validate::validate;
@@ -91,8 +93,8 @@ pub struct NodeConfig {
     pub max_pending_per_peer: usize,
     /// Received requests in processing per peer connection before answering 3004.
     pub max_inflight_per_peer: usize,
-    /// Messages queued for one connection's writer.
-    pub write_queue: usize,
+    /// Bytes queued for one connection's writer before senders wait for it.
+    pub write_queue_bytes: usize,
     /// Keep answers of locally processed requests for duplicate detection (T bit); `None` off.
     pub duplicate_ttl: Option<Duration>,
     /// Re-send a request answered with 3006 to the Redirect-Host when it is a connected peer.
@@ -125,7 +127,7 @@ impl NodeConfig {
             reconnect_max: Duration::from_secs(30),
             max_pending_per_peer: 65_536,
             max_inflight_per_peer: 65_536,
-            write_queue: 8192,
+            write_queue_bytes: 4 << 20,
             duplicate_ttl: Some(Duration::from_secs(60)),
             follow_redirects: true,
         }
@@ -533,32 +535,28 @@ impl Inner {
     async fn process(self: Arc<Self>, from: Arc<Conn>, mut msg: Message) {
         let hbh = msg.hop_by_hop_id();
         let decision = self.route(&msg);
-        let reply: Bytes = match decision {
+        let reply: Message = match decision {
             Decision::Local => {
-                let key = self.dup.enabled().then(|| dup_key(&msg));
-                if let (true, Some(k)) = (msg.is_retransmit(), key) {
+                let Some(k) = self.dup.enabled().then(|| dup_key(&msg)) else {
+                    from.send(&self.local(msg).await).await;
+                    return;
+                };
+                if msg.is_retransmit() {
                     if let Some(mut cached) = self.dup.get(k) {
                         info!(e2e = msg.end_to_end_id(), "duplicate request: cached answer");
                         cached[12..16].copy_from_slice(&hbh.to_be_bytes());
-                        from.send_bytes(cached.freeze()).await;
+                        from.send_bytes(&cached).await;
                         return;
                     }
                 }
                 let ans = self.local(msg).await;
                 let Some(b) = encode_or_log(&ans) else { return };
-                if let Some(k) = key {
-                    self.dup.put(k, b.clone());
-                }
-                b
+                self.dup.put(k, b.clone());
+                from.send_bytes(&b).await;
+                return;
             }
-            Decision::Redirect(uris) => match encode_or_log(&self.redirect_answer(&msg, &uris)) {
-                Some(b) => b,
-                None => return,
-            },
-            Decision::Error(code) => match encode_or_log(&self.protocol_answer(&msg, code)) {
-                Some(b) => b,
-                None => return,
-            },
+            Decision::Redirect(uris) => self.redirect_answer(&msg, &uris),
+            Decision::Error(code) => self.protocol_answer(&msg, code),
             Decision::Forward(to) => {
                 let ans = if !msg.is_proxiable() {
                     self.protocol_answer(&msg, rc::DIAMETER_UNABLE_TO_DELIVER)
@@ -576,13 +574,10 @@ impl Inner {
                         }
                     }
                 };
-                match encode_or_log(&ans) {
-                    Some(b) => b,
-                    None => return,
-                }
+                ans
             }
         };
-        from.send_bytes(reply).await;
+        from.send(&reply).await;
     }
 
     fn cer_or_cea(&self, mut m: Message, local_ip: IpAddr, tls: bool) -> Message {
@@ -717,7 +712,7 @@ impl Inner {
         initiator: bool,
         remote: SocketAddr,
         fr: FrameReader,
-        out: mpsc::Sender<Out>,
+        out: Arc<Outbox>,
         closed_tx: watch::Sender<bool>,
     ) -> Arc<Conn> {
         let reopen =
@@ -847,8 +842,9 @@ impl Inner {
         }
     }
 
-    /// One frame from an open connection; false: close the connection.
-    async fn on_frame(self: &Arc<Self>, c: &Arc<Conn>, frame: Bytes) -> bool {
+    /// One frame from an open connection; false: close the connection. A request's processing
+    /// joins `work`, which the connection's reader drives.
+    async fn on_frame(self: &Arc<Self>, c: &Arc<Conn>, frame: Bytes, work: &mut Work) -> bool {
         let msg = match Message::decode(frame.clone()) {
             Ok(m) => m,
             Err(e) => return self.on_malformed(c, &frame, e).await,
@@ -873,10 +869,10 @@ impl Inner {
         }
         c.inflight.fetch_add(1, Ordering::Relaxed);
         let (me, conn) = (self.clone(), c.clone());
-        tokio::spawn(async move {
+        work.push(Box::pin(async move {
             me.process(conn.clone(), msg).await;
             conn.inflight.fetch_sub(1, Ordering::Relaxed);
-        });
+        }));
         true
     }
 
@@ -1010,75 +1006,33 @@ async fn accept_loop(node: Arc<Inner>, l: Listener) {
     }
 }
 
-fn spawn_writer(w: transport::BoxWrite, cap: usize) -> (mpsc::Sender<Out>, watch::Sender<bool>) {
-    let (tx, rx) = mpsc::channel(cap);
+fn spawn_writer(w: transport::BoxWrite, limit: usize) -> (Arc<Outbox>, watch::Sender<bool>) {
+    let out = Arc::new(Outbox::new(limit));
     let (closed_tx, closed_rx) = watch::channel(false);
-    tokio::spawn(write_loop(w, rx, closed_rx));
-    (tx, closed_tx)
+    tokio::spawn(write_loop(w, out.clone(), closed_rx));
+    (out, closed_tx)
 }
 
-async fn write_loop(
-    mut w: transport::BoxWrite,
-    mut rx: mpsc::Receiver<Out>,
-    mut closed: watch::Receiver<bool>,
-) {
-    use tokio::io::AsyncWriteExt;
-    let mut batch = Vec::with_capacity(256);
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    'outer: loop {
-        let n = tokio::select! {
-            n = rx.recv_many(&mut batch, 256) => n,
-            _ = is_set(&mut closed) => {
-                // flush what is queued (a DPA), briefly
-                while let Ok(o) = rx.try_recv() { batch.push(o); }
-                let mut last = BytesMut::new();
-                for o in batch.drain(..) { if let Out::Msg(b) = o { last.extend_from_slice(&b); } }
-                let _ = tokio::time::timeout(Duration::from_millis(500), w.write_all(&last)).await;
-                break;
-            }
-        };
-        if n == 0 {
-            break;
-        }
-        let mut close = false;
-        for o in batch.drain(..) {
-            match o {
-                Out::Msg(b) => buf.extend_from_slice(&b),
-                Out::Close => {
-                    close = true;
-                    break;
-                }
-            }
-        }
-        if !buf.is_empty() {
-            let r = tokio::select! {
-                biased;
-                r = w.write_all(&buf) => r,
-                _ = is_set(&mut closed) => break 'outer,
-            };
-            if r.is_err() {
-                break;
-            }
-            buf.clear();
-        }
-        if close {
-            break;
-        }
-    }
-    let _ = tokio::time::timeout(Duration::from_millis(500), w.shutdown()).await;
-}
+/// The requests a connection's reader is processing.
+type Work = FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>>;
 
+/// Reads a connection and processes its requests on the same task: the requests of one read
+/// run up to their first wait before the next read, and what they send is written together; an
+/// answer completing a forward resumes it here without another task hop.
 async fn read_loop(node: Arc<Inner>, c: Arc<Conn>, mut fr: FrameReader) {
     let mut closed = c.closed_rx();
+    let mut work = Work::new();
     let why = loop {
         let r = tokio::select! {
+            biased;
             _ = is_set(&mut closed) => break "closed",
+            Some(()) = work.next(), if !work.is_empty() => continue,
             r = fr.next() => r,
         };
         match r {
             Ok(Some(frame)) => {
                 c.last_rx_ms.store(node.now_ms(), Ordering::Relaxed);
-                if !node.on_frame(&c, frame).await {
+                if !node.on_frame(&c, frame, &mut work).await {
                     break "framing error";
                 }
             }
@@ -1103,6 +1057,10 @@ async fn read_loop(node: Arc<Inner>, c: Arc<Conn>, mut fr: FrameReader) {
         }
     };
     node.close_conn(&c, false, why);
+    // Forwards still waiting end with their answer or timeout (and clear their pending entries).
+    if !work.is_empty() {
+        tokio::spawn(async move { while work.next().await.is_some() {} });
+    }
 }
 
 /// RFC 3539 watchdog of one connection.
@@ -1168,10 +1126,8 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
     };
     let Stream { reader, writer, local, peer: remote, tls } = stream;
     let mut fr = FrameReader::new(reader);
-    let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue);
-    let close = |out: &mpsc::Sender<Out>| {
-        let _ = out.try_send(Out::Close);
-    };
+    let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
+    let close = |out: &Outbox| out.close();
     let frame = match tokio::time::timeout(node.cfg.cer_timeout, fr.next()).await {
         Ok(Ok(Some(f))) => f,
         _ => {
@@ -1184,9 +1140,9 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
         let out = out.clone();
         async move {
             if let Ok(b) = m.to_bytes() {
-                let _ = out.send(Out::Msg(b)).await;
+                out.push(&b).await;
             }
-            let _ = out.send(Out::Close).await;
+            out.close();
         }
     };
     let cer = match Message::decode(frame.clone()) {
@@ -1268,7 +1224,7 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
     let cea = cea_base(rc::DIAMETER_SUCCESS);
     match cea.to_bytes() {
         Ok(b) => {
-            if out.send(Out::Msg(b)).await.is_err() {
+            if !out.push(&b).await {
                 return;
             }
         }
@@ -1281,19 +1237,19 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
 async fn initiate(node: &Arc<Inner>, peer: &Arc<Peer>, s: Stream) -> Result<Arc<Conn>, String> {
     let Stream { reader, writer, local, peer: remote, tls } = s;
     let mut fr = FrameReader::new(reader);
-    let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue);
+    let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
     let cer = node.cer_or_cea(
         Message::request(base::APP_ID, base::CMD_CAPABILITIES_EXCHANGE)
             .ids(random_u32(), node.e2e.next()),
         local.ip(),
         tls,
     );
-    let fail = |out: &mpsc::Sender<Out>, why: String| {
-        let _ = out.try_send(Out::Close);
+    let fail = |out: &Outbox, why: String| {
+        out.close();
         Err(why)
     };
     let Ok(b) = cer.to_bytes() else { return fail(&out, "CER encoding".into()) };
-    if out.send(Out::Msg(b)).await.is_err() {
+    if !out.push(&b).await {
         return Err("writer closed".into());
     }
     peer.set_state(PeerState::WaitICea);

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use crate::dictionary::base;
 use crate::ids::HopByHopIds;
 use crate::message::Message;
+use crate::outbox::Outbox;
 use crate::transport::Transport;
 
 /// Peer state (RFC 6733 §5.6, with the RFC 3539 watchdog states an open peer can be in).
@@ -142,11 +143,6 @@ impl RequestError {
     }
 }
 
-pub(crate) enum Out {
-    Msg(Bytes),
-    Close,
-}
-
 pub(crate) struct Pending {
     pub tx: oneshot::Sender<Result<Message, RequestError>>,
     /// The request as sent, for re-sending with the T bit after a failover.
@@ -160,7 +156,7 @@ pub(crate) struct Conn {
     pub caps: Capabilities,
     pub initiator: bool,
     pub remote: SocketAddr,
-    tx: mpsc::Sender<Out>,
+    out: Arc<Outbox>,
     pending: Mutex<HashMap<u32, Pending>>,
     max_pending: usize,
     hbh: HopByHopIds,
@@ -186,7 +182,7 @@ impl Conn {
         caps: Capabilities,
         initiator: bool,
         remote: SocketAddr,
-        tx: mpsc::Sender<Out>,
+        out: Arc<Outbox>,
         closed_tx: watch::Sender<bool>,
         max_pending: usize,
         reopen: u32,
@@ -198,7 +194,7 @@ impl Conn {
             caps,
             initiator,
             remote,
-            tx,
+            out,
             pending: Mutex::new(HashMap::new()),
             max_pending,
             hbh: HopByHopIds::new(),
@@ -240,29 +236,26 @@ impl Conn {
             return None;
         }
         let _ = self.closed_tx.send(true);
-        let tx = self.tx.clone();
-        if tx.try_send(Out::Close).is_err() {
-            tokio::spawn(async move {
-                let _ = tx.send(Out::Close).await;
-            });
-        }
+        self.out.close();
         Some(self.pending.lock().unwrap().drain().map(|(_, p)| p).collect())
     }
 
     /// Queues an encoded message for the writer task.
-    pub async fn send_bytes(&self, b: Bytes) -> bool {
-        self.tx.send(Out::Msg(b)).await.is_ok()
+    pub async fn send_bytes(&self, b: &[u8]) -> bool {
+        self.out.push(b).await
     }
 
-    /// Encodes and queues a message (answers, DWR, DPR).
+    /// Encodes a message (answers, DWR, DPR) straight into the connection's write buffer.
     pub async fn send(&self, m: &Message) -> bool {
-        match m.to_bytes() {
-            Ok(b) => self.send_bytes(b).await,
-            Err(e) => {
-                tracing::error!(peer = %self.caps.origin_host, error = %e, "cannot encode message");
-                false
-            }
-        }
+        self.out
+            .push_with(|buf| match m.encode(buf) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(peer = %self.caps.origin_host, error = %e, "cannot encode message");
+                    false
+                }
+            })
+            .await
     }
 
     /// Sends a request with a fresh hop-by-hop id and waits for its answer.
@@ -289,7 +282,7 @@ impl Conn {
             }
             p.insert(hbh, Pending { tx, wire: wire.clone() });
         }
-        if self.is_closed() || !self.send_bytes(wire).await {
+        if self.is_closed() || !self.send_bytes(&wire).await {
             self.pending.lock().unwrap().remove(&hbh);
             return Err(RequestError::PeerDown);
         }

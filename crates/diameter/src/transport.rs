@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -131,7 +131,16 @@ pub enum ReadError {
     },
 }
 
+/// The read buffer's size; a read asks for at least [`READ_MIN`] bytes of room.
+const READ_BUF: usize = 64 * 1024;
+const READ_MIN: usize = 16 * 1024;
+
 /// Cuts a byte stream into whole Diameter messages with [`frame_len`].
+///
+/// Each message is copied out of the read buffer into its own exactly sized `Bytes`, so the
+/// buffer is never shared with messages still in processing and is reused for every read.
+/// (Handing out slices of it instead made every read with a message in flight allocate a new
+/// 64 KiB buffer, which cost more than the copy.)
 pub struct FrameReader {
     reader: BoxRead,
     buf: BytesMut,
@@ -139,14 +148,18 @@ pub struct FrameReader {
 
 impl FrameReader {
     pub fn new(reader: BoxRead) -> FrameReader {
-        FrameReader { reader, buf: BytesMut::with_capacity(64 * 1024) }
+        FrameReader { reader, buf: BytesMut::with_capacity(READ_BUF) }
     }
 
     /// The next whole message, `Ok(None)` at a clean end of stream.
     pub async fn next(&mut self) -> Result<Option<Bytes>, ReadError> {
         loop {
             match frame_len(&self.buf) {
-                Ok(Some(n)) => return Ok(Some(self.buf.split_to(n).freeze())),
+                Ok(Some(n)) => {
+                    let frame = Bytes::copy_from_slice(&self.buf[..n]);
+                    self.buf.advance(n);
+                    return Ok(Some(frame));
+                }
                 Ok(None) => {}
                 Err(error) => {
                     let header = if self.buf.len() >= HEADER_LEN {
@@ -157,8 +170,10 @@ impl FrameReader {
                     return Err(ReadError::Framing { error, header });
                 }
             }
-            if self.buf.capacity() - self.buf.len() < 4096 {
-                self.buf.reserve(64 * 1024);
+            if self.buf.capacity() - self.buf.len() < READ_MIN {
+                // Unshared, so this moves a partial message to the front instead of allocating
+                // (unless the partial message is itself large).
+                self.buf.reserve(READ_MIN);
             }
             let n = self.reader.read_buf(&mut self.buf).await.map_err(ReadError::Io)?;
             if n == 0 {
