@@ -574,46 +574,51 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             },
         }
     }
-    let mut found: Vec<Arc<Entry>> = Vec::new();
-    {
+    // The answer is assembled under the index's read lock (a scan, a sort and a byte copy; no
+    // await), so the matches are borrowed rather than each Arc cloned and dropped.
+    let local = {
         let index = nrf.read_index();
         let candidates = index.of_type(r.target);
-        found.extend(
-            candidates
-                .iter()
-                .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
-                .cloned(),
-        );
+        let mut found: Vec<&Arc<Entry>> = candidates
+            .iter()
+            .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
+            .collect();
         if found.is_empty() && nrf.config.discovery.suspended_when_empty {
             found.extend(
                 candidates
                     .iter()
-                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e))
-                    .cloned(),
+                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e)),
             );
         }
-    }
-    if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
-        if let Some(answer) = forwarding::forward(&nrf, &req).await {
-            return answer;
+        if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
+            None
+        } else {
+            let preferences = r
+                .locality
+                .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
+                .map(Vec::as_slice);
+            found.sort_unstable_by(|a, b| r.order(a, b, preferences));
+            Some(answer(&nrf, &r, &found))
         }
+    };
+    if let Some(answer) = local {
+        return answer;
     }
-    let preferences = r
-        .locality
-        .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
-        .map(Vec::as_slice);
-    found.sort_unstable_by(|a, b| r.order(a, b, preferences));
-    answer(&nrf, &r, &found)
+    // Nothing here and forwarding applies: ask the peers, else answer the empty local result.
+    if let Some(answer) = forwarding::forward(&nrf, &req).await {
+        return answer;
+    }
+    answer(&nrf, &r, &[])
 }
 
 /// The SearchResult, assembled from the profiles' pre-serialised consumer views.
-fn answer(nrf: &Nrf, r: &Request<'_>, found: &[Arc<Entry>]) -> HandlerResult {
-    let head =
-        format!("{{\"validityPeriod\":{},\"nfInstances\":[", nrf.config.validity_period(r.target));
+fn answer(nrf: &Nrf, r: &Request<'_>, found: &[&Arc<Entry>]) -> HandlerResult {
+    use std::io::Write as _;
+    let validity = nrf.config.validity_period(r.target);
     let mut out = Vec::with_capacity(
-        head.len() + found.iter().take(r.limit).map(|e| e.public_json.len() + 1).sum::<usize>() + 2,
+        48 + found.iter().take(r.limit).map(|e| e.public_json.len() + 1).sum::<usize>(),
     );
-    out.extend_from_slice(head.as_bytes());
+    let _ = write!(out, "{{\"validityPeriod\":{validity},\"nfInstances\":[");
     for (n, e) in found.iter().take(r.limit).enumerate() {
         // max-payload-size: stop before a profile that would take the answer over it.
         if out.len() + e.public_json.len() + 2 > r.max_payload {
@@ -629,7 +634,7 @@ fn answer(nrf: &Nrf, r: &Request<'_>, found: &[Arc<Entry>]) -> HandlerResult {
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
     resp.headers_mut().insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_str(&format!("max-age={}", nrf.config.validity_period(r.target)))
+        HeaderValue::from_str(&format!("max-age={validity}"))
             .unwrap_or(HeaderValue::from_static("no-cache")),
     );
     *resp.status_mut() = StatusCode::OK;

@@ -5,13 +5,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::{StatusCode, Uri};
+use http::{HeaderValue, StatusCode, Uri};
 use serde_json::{json, Value};
 
 use crate::context::Nrf;
 
 /// The Nudr_GroupIDmap service name, by which SLFs are found among registered NFs.
 pub const SERVICE: &str = "nudr-group-id-map";
+/// The NfGroupIDs resource, up to its query.
+const PATH: &str = "/nudr-group-id-map/v1/nf-group-ids?";
 
 pub enum SlfOutcome {
     /// The subscriber's group for the target NF type.
@@ -46,13 +48,15 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
     if roots.is_empty() {
         return SlfOutcome::Unavailable("no SLF is configured or registered".into());
     }
-    let query: String = form_urlencoded::Serializer::new(String::new())
+    let mut path = String::with_capacity(64 + target.len() + subscriber.len());
+    path.push_str(PATH);
+    let query = form_urlencoded::Serializer::for_suffix(path, PATH.len())
         .append_pair("nf-type", target)
         .append_pair("subscriberId", subscriber)
         .finish();
     let mut req = client
-        .get(&format!("/{SERVICE}/v1/nf-group-ids?{query}"))
-        .header("accept", "application/json")
+        .get(&query)
+        .header(http::header::ACCEPT, HeaderValue::from_static("application/json"))
         .max_rsp_time(Duration::from_millis(nrf.config.slf.timeout_ms));
     if nrf.config.slf.access_token {
         match token(nrf) {
