@@ -80,6 +80,8 @@ pub struct Index {
     /// The apiRoots of the REGISTERED NFs offering Nudr_GroupIDmap, ordered by instance id:
     /// every SLF query needs them, and they change only when such a profile is written.
     slf_roots: Arc<[http::Uri]>,
+    /// Bumped by every insert and removal: what [`crate::answers`] keys its bodies on.
+    generation: u64,
 }
 
 impl Index {
@@ -101,6 +103,11 @@ impl Index {
 
     pub fn all(&self) -> impl Iterator<Item = &Arc<Entry>> {
         self.by_id.values()
+    }
+
+    /// Changes with every insert and removal.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The registered SLFs' apiRoots (see [`crate::slf`]).
@@ -131,6 +138,8 @@ impl Index {
     }
 
     fn detach(&mut self, key: &str) -> Option<Arc<Entry>> {
+        // Also on a plain insert (nothing detached): a new entry changes answers too.
+        self.generation += 1;
         let old = self.by_id.remove(key)?;
         if let Some(list) = self.by_type.get_mut(&old.profile.nf_type) {
             list.retain(|x| x.key != key);
@@ -170,6 +179,8 @@ pub struct Nrf {
     pub slf_token: std::sync::Mutex<Option<(String, u64)>>,
     /// The key signing access tokens, loaded at start.
     pub token_signer: std::sync::OnceLock<crate::nnrf_token::TokenSigner>,
+    /// SearchResult bodies of the current index generation.
+    pub answers: crate::answers::AnswerCache,
     /// `slf.api_roots` parsed once; `None` when none is configured (registered SLFs are used).
     pub slf_api_roots: Option<Arc<[http::Uri]>>,
     /// `forwarding.peers` parsed once.
@@ -193,6 +204,7 @@ impl Nrf {
         Nrf {
             slf_api_roots,
             forwarding_peers,
+            answers: Default::default(),
             config,
             store,
             index: RwLock::new(Index::default()),
