@@ -22,6 +22,7 @@ use crate::config::NrfConfig;
 use crate::models::{self, NfProfile};
 use crate::nnrf_disc::DiscInfo;
 use crate::notify::Notifier;
+use crate::slf;
 use crate::store::NrfStore;
 use crate::subscriptions::Subscription;
 
@@ -76,6 +77,11 @@ pub struct Index {
     by_id: HashMap<String, Arc<Entry>>,
     /// Per NF type, sorted by key: what discovery and NFList scan.
     by_type: HashMap<String, Vec<Arc<Entry>>>,
+    /// The apiRoots of the REGISTERED NFs offering Nudr_GroupIDmap, ordered by instance id:
+    /// every SLF query needs them, and they change only when such a profile is written.
+    slf_roots: Arc<[http::Uri]>,
+    /// Bumped by every insert and removal: what [`crate::answers`] keys its bodies on.
+    generation: u64,
 }
 
 impl Index {
@@ -99,22 +105,58 @@ impl Index {
         self.by_id.values()
     }
 
+    /// Changes with every insert and removal.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The registered SLFs' apiRoots (see [`crate::slf`]).
+    pub fn slf_roots(&self) -> &Arc<[http::Uri]> {
+        &self.slf_roots
+    }
+
     /// Inserts or replaces; returns the previous entry.
     pub fn insert(&mut self, e: Arc<Entry>) -> Option<Arc<Entry>> {
-        let old = self.remove(&e.key);
+        let slf_changed = e.profile.has_service(slf::SERVICE);
+        let old = self.detach(&e.key);
         let list = self.by_type.entry(e.profile.nf_type.clone()).or_default();
         let pos = list.partition_point(|x| x.key < e.key);
         list.insert(pos, e.clone());
         self.by_id.insert(e.key.clone(), e);
+        if slf_changed || old.as_ref().is_some_and(|o| o.profile.has_service(slf::SERVICE)) {
+            self.rebuild_slf_roots();
+        }
         old
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<Entry>> {
+        let old = self.detach(key)?;
+        if old.profile.has_service(slf::SERVICE) {
+            self.rebuild_slf_roots();
+        }
+        Some(old)
+    }
+
+    fn detach(&mut self, key: &str) -> Option<Arc<Entry>> {
+        // Also on a plain insert (nothing detached): a new entry changes answers too.
+        self.generation += 1;
         let old = self.by_id.remove(key)?;
         if let Some(list) = self.by_type.get_mut(&old.profile.nf_type) {
             list.retain(|x| x.key != key);
         }
         Some(old)
+    }
+
+    fn rebuild_slf_roots(&mut self) {
+        let mut slfs: Vec<&Arc<Entry>> = self
+            .by_id
+            .values()
+            .filter(|e| {
+                e.profile.nf_status == models::REGISTERED && e.profile.has_service(slf::SERVICE)
+            })
+            .collect();
+        slfs.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        self.slf_roots = slfs.into_iter().filter_map(|e| slf::api_root(&e.value)).collect();
     }
 }
 
@@ -137,6 +179,12 @@ pub struct Nrf {
     pub slf_token: std::sync::Mutex<Option<(String, u64)>>,
     /// The key signing access tokens, loaded at start.
     pub token_signer: std::sync::OnceLock<crate::nnrf_token::TokenSigner>,
+    /// SearchResult bodies of the current index generation.
+    pub answers: crate::answers::AnswerCache,
+    /// `slf.api_roots` parsed once; `None` when none is configured (registered SLFs are used).
+    pub slf_api_roots: Option<Arc<[http::Uri]>>,
+    /// `forwarding.peers` parsed once.
+    pub forwarding_peers: Arc<[http::Uri]>,
     write_stripes: Vec<tokio::sync::Mutex<()>>,
 }
 
@@ -147,7 +195,16 @@ impl Nrf {
         notifier: Notifier,
         scheme: &'static str,
     ) -> Nrf {
+        let parse = |roots: &[String]| -> Arc<[http::Uri]> {
+            roots.iter().filter_map(|r| r.parse().ok()).collect()
+        };
+        let slf_api_roots =
+            (!config.slf.api_roots.is_empty()).then(|| parse(&config.slf.api_roots));
+        let forwarding_peers = parse(&config.forwarding.peers);
         Nrf {
+            slf_api_roots,
+            forwarding_peers,
+            answers: Default::default(),
             config,
             store,
             index: RwLock::new(Index::default()),

@@ -2,7 +2,7 @@
 //! Loop safety: the forwarded request carries a `Via` naming this NRF, and a request whose
 //! `Via` already names an NRF is served locally only.
 
-use http::{header, HeaderValue, StatusCode, Uri};
+use http::{header, HeaderValue, StatusCode};
 
 use crate::context::Nrf;
 use sbi::{HandlerResult, SbiRequest};
@@ -27,8 +27,6 @@ pub fn applies(nrf: &Nrf, target: &str, req: &SbiRequest) -> bool {
 /// Asks the peers, in order; `None` when none answered (the caller answers from here).
 pub async fn forward(nrf: &Nrf, req: &SbiRequest) -> Option<HandlerResult> {
     let client = nrf.client.get()?;
-    let peers: Vec<Uri> =
-        nrf.config.forwarding.peers.iter().filter_map(|p| p.parse().ok()).collect();
     let me = nrf.instance_id.get().map_or("", String::as_str);
     let mut via = String::new();
     for v in req.headers().get_all(header::VIA) {
@@ -41,7 +39,7 @@ pub async fn forward(nrf: &Nrf, req: &SbiRequest) -> Option<HandlerResult> {
     if let Some(rsp_time) = req.headers().get(&sbi::headers::MAX_RSP_TIME) {
         out = out.header(&sbi::headers::MAX_RSP_TIME, rsp_time.clone());
     }
-    match out.send_with_alternates(&peers).await {
+    match out.send_with_alternates(&nrf.forwarding_peers).await {
         Ok(r) if r.status() == StatusCode::OK => {
             let mut resp = http::Response::new(sbi::Body::from(r.body().clone()));
             resp.headers_mut()

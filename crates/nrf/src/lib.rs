@@ -6,6 +6,7 @@
 //! Nnrf_NFDiscovery; [`store`] is the NRF's persistence; [`models`] the TS 29.510 types.
 //! [`Nrf::start`]/[`bind`] build it all; [`run`] serves until shutdown.
 
+pub mod answers;
 pub mod config;
 pub mod context;
 pub mod forwarding;

@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use sbi::problem::cause;
 use sbi::query::Query;
@@ -13,6 +14,7 @@ use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::answers::Answer;
 use crate::config::SlfFailure;
 use crate::context::{Entry, Nrf};
 use crate::forwarding;
@@ -559,7 +561,7 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                 r.groups.push(&slf_group);
             }
             // The SLF knows the subscriber in no group of this type: nothing can serve it.
-            SlfOutcome::Unknown => return answer(&nrf, &r, &[]),
+            SlfOutcome::Unknown => return answer(&nrf, &r, &[], None),
             SlfOutcome::Unavailable(why) => match nrf.config.slf.on_failure {
                 SlfFailure::Reject => {
                     return Err(ProblemDetails::new(
@@ -574,64 +576,95 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             },
         }
     }
-    let mut found: Vec<Arc<Entry>> = Vec::new();
-    {
+    // The answer is assembled under the index's read lock (a scan, a sort and a byte copy; no
+    // await), so the matches are borrowed rather than each Arc cloned and dropped.
+    let local = {
         let index = nrf.read_index();
         let candidates = index.of_type(r.target);
-        found.extend(
-            candidates
-                .iter()
-                .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
-                .cloned(),
-        );
+        let mut found: Vec<&Arc<Entry>> = candidates
+            .iter()
+            .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
+            .collect();
         if found.is_empty() && nrf.config.discovery.suspended_when_empty {
             found.extend(
                 candidates
                     .iter()
-                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e))
-                    .cloned(),
+                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e)),
             );
         }
-    }
-    if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
-        if let Some(answer) = forwarding::forward(&nrf, &req).await {
-            return answer;
+        if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
+            None
+        } else {
+            let preferences = r
+                .locality
+                .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
+                .map(Vec::as_slice);
+            found.sort_unstable_by(|a, b| r.order(a, b, preferences));
+            Some(answer(&nrf, &r, &found, Some(index.generation())))
         }
+    };
+    if let Some(answer) = local {
+        return answer;
     }
-    let preferences = r
-        .locality
-        .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
-        .map(Vec::as_slice);
-    found.sort_unstable_by(|a, b| r.order(a, b, preferences));
-    answer(&nrf, &r, &found)
+    // Nothing here and forwarding applies: ask the peers, else answer the empty local result.
+    if let Some(answer) = forwarding::forward(&nrf, &req).await {
+        return answer;
+    }
+    answer(&nrf, &r, &[], None)
 }
 
-/// The SearchResult, assembled from the profiles' pre-serialised consumer views.
-fn answer(nrf: &Nrf, r: &Request<'_>, found: &[Arc<Entry>]) -> HandlerResult {
-    let head =
-        format!("{{\"validityPeriod\":{},\"nfInstances\":[", nrf.config.validity_period(r.target));
-    let mut out = Vec::with_capacity(
-        head.len() + found.iter().take(r.limit).map(|e| e.public_json.len() + 1).sum::<usize>() + 2,
-    );
-    out.extend_from_slice(head.as_bytes());
-    for (n, e) in found.iter().take(r.limit).enumerate() {
-        // max-payload-size: stop before a profile that would take the answer over it.
-        if out.len() + e.public_json.len() + 2 > r.max_payload {
+/// The SearchResult, assembled from the profiles' pre-serialised consumer views, or the body
+/// assembled earlier for the same profiles when `generation` (the index's, read lock held) is
+/// given.
+fn answer(
+    nrf: &Nrf,
+    r: &Request<'_>,
+    found: &[&Arc<Entry>],
+    generation: Option<u64>,
+) -> HandlerResult {
+    let validity = nrf.config.validity_period(r.target);
+    let head = |out: &mut Vec<u8>| {
+        use std::io::Write as _;
+        let _ = write!(out, "{{\"validityPeriod\":{validity},\"nfInstances\":[");
+    };
+    // limit, then max-payload-size: stop before a profile that would take the answer over it.
+    let mut len = {
+        let mut h = Vec::with_capacity(48);
+        head(&mut h);
+        h.len()
+    };
+    let mut n = 0;
+    for e in found.iter().take(r.limit) {
+        if len + e.public_json.len() + 2 > r.max_payload {
             break;
         }
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&e.public_json);
+        len += e.public_json.len() + usize::from(n > 0);
+        n += 1;
     }
-    out.extend_from_slice(b"]}");
-    let mut resp = http::Response::new(sbi::Body::from(out));
+    let chosen = &found[..n];
+    let build = || {
+        let mut out = Vec::with_capacity(len + 2);
+        head(&mut out);
+        for (i, e) in chosen.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&e.public_json);
+        }
+        out.extend_from_slice(b"]}");
+        Answer {
+            body: Bytes::from(out),
+            cache_control: HeaderValue::from_str(&format!("max-age={validity}"))
+                .unwrap_or(HeaderValue::from_static("no-cache")),
+        }
+    };
+    let Answer { body, cache_control } = match generation {
+        Some(g) => nrf.answers.get_or_build(g, validity, chosen, build),
+        None => build(),
+    };
+    let mut resp = http::Response::new(sbi::Body::from(body));
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
-    resp.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_str(&format!("max-age={}", nrf.config.validity_period(r.target)))
-            .unwrap_or(HeaderValue::from_static("no-cache")),
-    );
+    resp.headers_mut().insert(header::CACHE_CONTROL, cache_control);
     *resp.status_mut() = StatusCode::OK;
     Ok(resp)
 }

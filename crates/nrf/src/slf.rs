@@ -2,15 +2,18 @@
 //! Function (Nudr_GroupIDmap, TS 29.504 §5.2.2) which NF group serves a subscriber, then keeps
 //! only the profiles of that group.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::{StatusCode, Uri};
+use http::{HeaderValue, StatusCode, Uri};
 use serde_json::{json, Value};
 
 use crate::context::Nrf;
 
 /// The Nudr_GroupIDmap service name, by which SLFs are found among registered NFs.
 pub const SERVICE: &str = "nudr-group-id-map";
+/// The NfGroupIDs resource, up to its query.
+const PATH: &str = "/nudr-group-id-map/v1/nf-group-ids?";
 
 pub enum SlfOutcome {
     /// The subscriber's group for the target NF type.
@@ -45,13 +48,15 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
     if roots.is_empty() {
         return SlfOutcome::Unavailable("no SLF is configured or registered".into());
     }
-    let query: String = form_urlencoded::Serializer::new(String::new())
+    let mut path = String::with_capacity(64 + target.len() + subscriber.len());
+    path.push_str(PATH);
+    let query = form_urlencoded::Serializer::for_suffix(path, PATH.len())
         .append_pair("nf-type", target)
         .append_pair("subscriberId", subscriber)
         .finish();
     let mut req = client
-        .get(&format!("/{SERVICE}/v1/nf-group-ids?{query}"))
-        .header("accept", "application/json")
+        .get(&query)
+        .header(http::header::ACCEPT, HeaderValue::from_static("application/json"))
         .max_rsp_time(Duration::from_millis(nrf.config.slf.timeout_ms));
     if nrf.config.slf.access_token {
         match token(nrf) {
@@ -60,16 +65,9 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
         }
     }
     match req.send_with_alternates(&roots).await {
-        Ok(r) if r.status() == StatusCode::OK => match r.json::<Value>() {
-            // Rel-17 NfGroupIdMapResult is the map itself; SLFs of earlier releases wrap it in
-            // `nfGroupIds`, and are still met in the field.
-            Ok(v) => {
-                match v.get(target).or_else(|| v["nfGroupIds"].get(target)).and_then(Value::as_str)
-                {
-                    Some(g) => SlfOutcome::Group(g.to_owned()),
-                    None => SlfOutcome::Unknown,
-                }
-            }
+        Ok(r) if r.status() == StatusCode::OK => match group_of(r.body(), target) {
+            Ok(Some(g)) => SlfOutcome::Group(g),
+            Ok(None) => SlfOutcome::Unknown,
             Err(e) => SlfOutcome::Unavailable(format!(
                 "the SLF's answer is not a NfGroupIdMapResult: {e}"
             )),
@@ -80,26 +78,68 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
     }
 }
 
-/// Configured SLFs, else the apiRoots of registered NFs offering Nudr_GroupIDmap.
-fn slf_roots(nrf: &Nrf) -> Vec<Uri> {
-    let configured = &nrf.config.slf.api_roots;
-    if !configured.is_empty() {
-        return configured.iter().filter_map(|r| r.parse().ok()).collect();
+/// The group of `target` in a NfGroupIdMapResult, read in one pass without building a JSON
+/// tree (one per UDM discovery). Rel-17 NfGroupIdMapResult is the map itself; SLFs of earlier
+/// releases wrap it in `nfGroupIds`, and are still met in the field. A top-level entry wins.
+fn group_of(body: &[u8], target: &str) -> Result<Option<String>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    use std::borrow::Cow;
+
+    struct Seek<'t> {
+        target: &'t str,
+        nested: bool,
     }
-    let index = nrf.read_index();
-    index
-        .all()
-        .filter(|e| {
-            e.profile.nf_status == crate::models::REGISTERED && e.profile.has_service(SERVICE)
-        })
-        .filter_map(|e| api_root(&e.value))
-        .filter_map(|r| r.parse().ok())
-        .collect()
+    impl<'de> DeserializeSeed<'de> for Seek<'_> {
+        type Value = Option<String>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Seek<'_> {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a NfGroupIdMapResult object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut direct, mut wrapped) = (None, None);
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == self.target {
+                    // A group id is a string; anything else names no group.
+                    direct = match map.next_value::<serde_json::Value>()? {
+                        serde_json::Value::String(g) => Some(g),
+                        _ => None,
+                    };
+                } else if key == "nfGroupIds" && !self.nested {
+                    wrapped = map.next_value_seed(Seek { target: self.target, nested: true })?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(direct.or(wrapped))
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let group = Seek { target, nested: false }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(group)
+}
+
+/// Configured SLFs, else the apiRoots of registered NFs offering Nudr_GroupIDmap (kept by the
+/// index, rebuilt when such a profile is written).
+fn slf_roots(nrf: &Nrf) -> Arc<[Uri]> {
+    match &nrf.slf_api_roots {
+        Some(configured) => configured.clone(),
+        None => nrf.read_index().slf_roots().clone(),
+    }
 }
 
 /// The apiRoot of a profile's Nudr_GroupIDmap service: its apiPrefix, else its first IP
 /// endpoint, else the service or NF FQDN, else the NF's first IPv4 address.
-fn api_root(profile: &Value) -> Option<String> {
+pub fn api_root(profile: &Value) -> Option<Uri> {
+    api_root_text(profile)?.parse().ok()
+}
+
+fn api_root_text(profile: &Value) -> Option<String> {
     let service = profile["nfServices"].as_array()?.iter().find(|s| s["serviceName"] == SERVICE)?;
     if let Some(prefix) = service["apiPrefix"].as_str() {
         return Some(prefix.trim_end_matches('/').to_owned());
@@ -140,4 +180,22 @@ fn token(nrf: &Nrf) -> Result<String, String> {
     }))?;
     *cached = Some((t.clone(), exp));
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_of;
+
+    #[test]
+    fn group_of_reads_both_forms() {
+        let g = |b: &str| group_of(b.as_bytes(), "UDM");
+        assert_eq!(g(r#"{"AUSF":"a-1","UDM":"udm-grp-0"}"#).unwrap().as_deref(), Some("udm-grp-0"));
+        assert_eq!(g(r#"{"nfGroupIds":{"UDM":"u\u0031"}}"#).unwrap().as_deref(), Some("u1"));
+        assert_eq!(g(r#"{"UDM":"d","nfGroupIds":{"UDM":"w"}}"#).unwrap().as_deref(), Some("d"));
+        assert_eq!(g(r#"{"AUSF":"a-1","x":[1,{"UDM":"no"}]}"#).unwrap(), None);
+        assert_eq!(g(r#"{"UDM":7}"#).unwrap(), None);
+        assert!(g(r#"["UDM"]"#).is_err());
+        assert!(g(r#"{"UDM":"a"} x"#).is_err());
+        assert!(g("").is_err());
+    }
 }

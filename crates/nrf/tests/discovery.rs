@@ -207,3 +207,60 @@ async fn empty_list_option_answers_suspended_profiles() {
     assert_eq!(ids(&c, &nrf, q).await, [3], "REGISTERED ones, when there are");
     nrf.stop().await;
 }
+
+/// Each profile's SearchResult bytes are built once per write: an answer right after an
+/// NFUpdate (PATCH or PUT) must show the new profile, in the order the new values give.
+#[tokio::test]
+async fn discovery_answers_the_profile_as_just_updated() {
+    let dir = tempfile::tempdir().unwrap();
+    let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
+    let c = client();
+    for (n, priority) in [(1, 10), (2, 20)] {
+        let mut p = profile(&uuid(n), "PCF");
+        p["priority"] = json!(priority);
+        let r = put(&c, &nrf.nfm(&format!("/nf-instances/{}", uuid(n))), &p).await;
+        assert_eq!(r.status(), 201, "{:?}", body(&r));
+    }
+    let q = "target-nf-type=PCF&requester-nf-type=SMF";
+    let found = |c: sbi::client::SbiClient, url: String| async move {
+        let r = c.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let v = body(&r);
+        assert_valid("TS29510_Nnrf_NFDiscovery", "SearchResult", &v);
+        v["nfInstances"].as_array().unwrap().clone()
+    };
+    assert_eq!(ids(&c, &nrf, q).await, vec![1, 2]);
+
+    // PATCH: priority and a new attribute; the answer reorders and carries both at once.
+    let url2 = nrf.nfm(&format!("/nf-instances/{}", uuid(2)));
+    let r = patch(
+        &c,
+        &url2,
+        &json!([{"op": "replace", "path": "/priority", "value": 1},
+                {"op": "add", "path": "/locality", "value": "north"}]),
+    )
+    .await;
+    assert_eq!(r.status(), 200, "{:?}", body(&r));
+    let list = found(c.clone(), nrf.disc(q)).await;
+    assert_eq!(list[0]["nfInstanceId"], uuid(2));
+    assert_eq!(list[0]["priority"], 1);
+    assert_eq!(list[0]["locality"], "north");
+    assert_eq!(list[1]["nfInstanceId"], uuid(1));
+
+    // A load-only PATCH (answered 204) still changes what discovery answers.
+    let r = patch(&c, &url2, &json!([{"op": "add", "path": "/load", "value": 77}])).await;
+    assert!(r.status().is_success(), "{:?}", body(&r));
+    let list = found(c.clone(), nrf.disc(q)).await;
+    assert_eq!(list[0]["load"], 77);
+
+    // PUT replacing the whole profile: the attributes it drops are gone from the answer.
+    let mut p = profile(&uuid(2), "PCF");
+    p["priority"] = json!(30);
+    let r = put(&c, &url2, &p).await;
+    assert_eq!(r.status(), 200, "{:?}", body(&r));
+    let list = found(c.clone(), nrf.disc(q)).await;
+    assert_eq!(list[1]["nfInstanceId"], uuid(2));
+    assert_eq!(list[1]["priority"], 30);
+    assert!(list[1].get("locality").is_none() && list[1].get("load").is_none());
+    nrf.stop().await;
+}

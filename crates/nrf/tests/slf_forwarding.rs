@@ -169,6 +169,24 @@ async fn slf_found_among_registered_nfs_and_failure_answers() {
     let r = c.get(&disc).send().await.unwrap();
     assert_eq!(ids(&body(&r)), vec![uuid(2)]);
     assert_eq!(slf.auth.lock().unwrap().as_slice(), &[None], "no token unless configured");
+    // The SLF set follows writes to the SLF's profile: suspended, it is no longer asked; back
+    // to REGISTERED, it is again; deregistered, gone.
+    let slf_url = nrf.nfm(&format!("/nf-instances/{}", uuid(9)));
+    let status = |s: &str| json!([{"op": "replace", "path": "/nfStatus", "value": s}]);
+    let r = common::patch(&c, &slf_url, &status("SUSPENDED")).await;
+    assert!(r.status().is_success(), "{:?}", body(&r));
+    let r = c.get(&disc).send().await.unwrap();
+    common::problem(&r, 504, "TARGET_NF_NOT_REACHABLE");
+    let r = common::patch(&c, &slf_url, &status("REGISTERED")).await;
+    assert!(r.status().is_success(), "{:?}", body(&r));
+    let r = c.get(&disc).send().await.unwrap();
+    assert_eq!(ids(&body(&r)), vec![uuid(2)]);
+    assert_eq!(slf.auth.lock().unwrap().len(), 2);
+    let r = c.delete(&slf_url).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = c.get(&disc).send().await.unwrap();
+    common::problem(&r, 504, "TARGET_NF_NOT_REACHABLE");
+    assert_eq!(slf.auth.lock().unwrap().len(), 2);
     nrf.stop().await;
 
     // on_failure = skip: an unreachable SLF is passed over.

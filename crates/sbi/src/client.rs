@@ -819,9 +819,44 @@ impl SbiClient {
     }
 }
 
+/// `3gpp-Sbi-Sender-Timestamp` for now. Every outbound request carries one, and chrono's
+/// strftime interprets its format string on each call: the part up to the seconds is formatted
+/// once per second per thread and only the milliseconds are written per request.
 fn sender_timestamp_now() -> HeaderValue {
-    let s = format_sender_timestamp(std::time::SystemTime::now());
-    HeaderValue::from_maybe_shared(Bytes::from(s)).expect("timestamp is a valid header value")
+    use std::cell::RefCell;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    thread_local! {
+        /// The second (since the epoch) and its `Sun, 04 Aug 2019 08:49:37` prefix.
+        static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now();
+    let Ok(since) = now.duration_since(UNIX_EPOCH) else {
+        return timestamp_value(format_sender_timestamp(now).into_bytes());
+    };
+    let (secs, ms) = (since.as_secs(), since.subsec_millis());
+    SECOND.with(|cell| {
+        let mut cached = cell.borrow_mut();
+        if cached.0 != secs {
+            let full = format_sender_timestamp(UNIX_EPOCH + Duration::from_secs(secs));
+            // `... 08:49:37.000 GMT`: keep what precedes the milliseconds.
+            let cut = full.rfind('.').unwrap_or(full.len());
+            *cached = (secs, full[..cut].to_owned());
+        }
+        let mut v = Vec::with_capacity(cached.1.len() + 8);
+        v.extend_from_slice(cached.1.as_bytes());
+        v.extend_from_slice(&[
+            b'.',
+            b'0' + (ms / 100) as u8,
+            b'0' + (ms / 10 % 10) as u8,
+            b'0' + (ms % 10) as u8,
+        ]);
+        v.extend_from_slice(b" GMT");
+        timestamp_value(v)
+    })
+}
+
+fn timestamp_value(v: Vec<u8>) -> HeaderValue {
+    HeaderValue::from_maybe_shared(Bytes::from(v)).expect("timestamp is a valid header value")
 }
 
 fn check_scheme(uri: &Uri) -> Result<Scheme, ClientError> {
@@ -1004,6 +1039,23 @@ mod tests {
         assert_eq!(u.to_string(), "https://h:2/pre/nudr-dr/v2/x?a=1");
         assert!(alternate_target(&"/rel".parse().unwrap(), &pq).is_err());
         assert!(alternate_target(&"ftp://h/".parse().unwrap(), &pq).is_err());
+    }
+
+    #[test]
+    fn sender_timestamp_matches_the_full_format() {
+        use std::time::SystemTime;
+        for _ in 0..3 {
+            let before = SystemTime::now();
+            let v = sender_timestamp_now();
+            let after = SystemTime::now();
+            let s = v.to_str().unwrap();
+            let t = crate::headers::parse_sender_timestamp(s).expect(s);
+            // The header has millisecond precision: truncate the bounds the same way.
+            let ms = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+            assert!(ms(before) <= ms(t) && ms(t) <= ms(after), "{s}");
+            assert_eq!(s, format_sender_timestamp(t));
+            std::thread::sleep(Duration::from_millis(7));
+        }
     }
 
     #[test]
