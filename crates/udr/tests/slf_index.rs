@@ -119,10 +119,7 @@ async fn lookups_see_an_import_by_another_connection() {
 
     let took = eventually(&c, &udr, "imsi-001010000000002", 200).await;
     assert!(took < Duration::from_secs(2), "seen after {took:?}");
-    assert_eq!(
-        lookup(&c, &udr, "msisdn-33600000002").await,
-        (200, json!({"UDM": "udm-imported"}))
-    );
+    assert_eq!(lookup(&c, &udr, "msisdn-33600000002").await, (200, json!({"UDM": "udm-imported"})));
     assert_eq!(
         lookup(&c, &udr, "imsi-001010000000001").await,
         (200, json!({"UDM": "udm-reimported"}))

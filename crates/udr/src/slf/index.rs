@@ -109,7 +109,10 @@ impl Index {
         let n = match set_id {
             None => None,
             Some(s) => Some(
-                *self.set_numbers.get(&s).ok_or_else(|| format!("group set {s} of {id:?} unknown"))?,
+                *self
+                    .set_numbers
+                    .get(&s)
+                    .ok_or_else(|| format!("group set {s} of {id:?} unknown"))?,
             ),
         };
         let key = pack(id);

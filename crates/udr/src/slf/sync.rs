@@ -132,7 +132,10 @@ pub async fn load(db: &SqliteStore) -> store::Result<Index> {
         let mut st = c.prepare("SELECT set_id, groups FROM udr_slf_group_set")?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            ix.add_set(r.get(0)?, parse_groups(r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?)?);
+            ix.add_set(
+                r.get(0)?,
+                parse_groups(r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?)?,
+            );
         }
         let mut st = c.prepare("SELECT subscriber_id, set_id FROM udr_slf_subscriber")?;
         let mut rows = st.query([])?;
@@ -199,7 +202,8 @@ fn drain(tx: &Transaction<'_>, known_sets: &[i64], noted: &AtomicU64) -> store::
     }
     drop(rows);
     let mut sets: Vec<(i64, Groups)> = Vec::new();
-    let mut read_set = tx.prepare_cached("SELECT groups FROM udr_slf_group_set WHERE set_id = ?1")?;
+    let mut read_set =
+        tx.prepare_cached("SELECT groups FROM udr_slf_group_set WHERE set_id = ?1")?;
     for set_id in changes.iter().filter_map(|c| c.1) {
         if known_sets.contains(&set_id) || sets.iter().any(|s| s.0 == set_id) {
             continue;
