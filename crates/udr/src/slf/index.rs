@@ -154,7 +154,9 @@ impl Index {
 
     /// Bytes of the identity tables (the slots, the fallback map's buckets and keys).
     pub fn memory_bytes(&self) -> usize {
-        let packed = self.packed.capacity() * (std::mem::size_of::<u64>() + 1);
+        // A SwissTable fills its power-of-two buckets to 7/8 at most.
+        let buckets = (self.packed.capacity() * 8 / 7 + 1).next_power_of_two();
+        let packed = buckets * (std::mem::size_of::<u64>() + 1);
         let other = self.other.capacity() * (std::mem::size_of::<(Box<str>, u32)>() + 1)
             + self.other.keys().map(|k| k.len()).sum::<usize>();
         packed + other
