@@ -43,12 +43,20 @@ pub struct SlfConfig {
     /// Default true.
     #[serde(default = "default_true")]
     pub register_service: bool,
+    /// How often the lookup index takes in writes it was not told about (SOAP, another
+    /// process importing into the store), in milliseconds: their staleness bound (docs/udr.md).
+    #[serde(default = "default_sync_interval_ms")]
+    pub sync_interval_ms: u64,
 }
 
 impl Default for SlfConfig {
     fn default() -> Self {
-        SlfConfig { register_service: true }
+        SlfConfig { register_service: true, sync_interval_ms: default_sync_interval_ms() }
     }
+}
+
+fn default_sync_interval_ms() -> u64 {
+    100
 }
 
 fn default_true() -> bool {
@@ -62,6 +70,9 @@ impl UdrConfig {
             if nrf.api_roots.is_empty() {
                 return Err("udr.nrf: api_roots must name at least one NRF".into());
             }
+        }
+        if !(1..=60_000).contains(&self.slf.sync_interval_ms) {
+            return Err("udr.slf.sync_interval_ms must be 1 to 60000".into());
         }
         self.sh.validate()?;
         self.eir.validate(self.nrf.is_some())?;

@@ -120,6 +120,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
     udr.sh.load(&db).await?;
+    let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
+    udr.slf.start(interval).await?;
     let subs = udr.policy.load().await?;
     tracing::info!(policy_subscriptions = subs, "UDR state loaded");
     let observability = Observability::new();

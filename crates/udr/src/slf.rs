@@ -4,10 +4,19 @@
 //! IMPU, with its type prefix as in `SubscriberId`) is one narrow row pointing at a *group set*,
 //! the map NF type -> NF group id. Operators provision a handful of distinct group sets, so the
 //! sets are stored once and cached in memory once read (a set never changes: a different map is a
-//! different set), and a lookup is one primary-key read.
+//! different set).
+//!
+//! Once [`SlfStore::start`]ed, lookups are answered from an in-memory identity index
+//! ([`index`]) that [`sync`] keeps equal to the store; before, they read the store.
+
+mod index;
+mod sync;
+
+pub use index::pack;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use store::{Migration, SqliteStore};
@@ -171,15 +180,58 @@ pub enum Updated<E> {
 pub struct SlfStore {
     db: SqliteStore,
     sets: Arc<RwLock<HashMap<i64, Arc<Groups>>>>,
+    /// The identity index, once started.
+    live: Arc<OnceLock<Arc<sync::Live>>>,
 }
 
 impl SlfStore {
     pub fn new(db: SqliteStore) -> Self {
-        SlfStore { db, sets: Arc::default() }
+        SlfStore { db, sets: Arc::default(), live: Arc::default() }
     }
 
-    /// The groups of `subscriber_id`, or `None` for an unknown subscriber.
+    /// Loads the identity index and keeps it in step with the store from now on, draining the
+    /// changes of other writers every `interval` (see [`sync`]). Lookups use it from then on.
+    /// Call once, within a tokio runtime.
+    pub async fn start(&self, interval: Duration) -> store::Result<()> {
+        let live = sync::start(&self.db, interval).await?;
+        self.live
+            .set(live)
+            .map_err(|_| store::Error::backend_msg("the SLF index is started already"))
+    }
+
+    /// Identities in the index and its memory in bytes, once started.
+    pub fn index_size(&self) -> Option<(usize, usize)> {
+        let ix = self.live.get()?.index();
+        Some((ix.len(), ix.memory_bytes()))
+    }
+
+    /// The groups of `subscriber_id` as the index holds them, when started and up to date
+    /// (`None` otherwise; then [`get`](Self::get) reads the store).
+    pub fn indexed(&self, subscriber_id: &str) -> Option<Option<Arc<Groups>>> {
+        let ix = self.live.get()?.fresh_index()?;
+        Some(ix.get(subscriber_id).cloned())
+    }
+
+    /// After a committed write: asks the index to take it in now. Lookups read the store until
+    /// it has (see [`sync`]), so they see the write already.
+    async fn synced<T>(&self, written: T) -> store::Result<T> {
+        if let Some(live) = self.live.get() {
+            live.nudge();
+        }
+        Ok(written)
+    }
+
+    /// The groups of `subscriber_id`, or `None` for an unknown subscriber: from the index once
+    /// started and up to date with every write of this process, else from the store.
     pub async fn get(&self, subscriber_id: &str) -> store::Result<Option<Arc<Groups>>> {
+        if let Some(ix) = self.live.get().and_then(|l| l.fresh_index()) {
+            return Ok(ix.get(subscriber_id).cloned());
+        }
+        self.read(subscriber_id).await
+    }
+
+    /// The groups of `subscriber_id`, read from the store.
+    async fn read(&self, subscriber_id: &str) -> store::Result<Option<Arc<Groups>>> {
         let id = subscriber_id.to_owned();
         let set_id = self
             .db
@@ -206,13 +258,15 @@ impl SlfStore {
     /// identity with (see [`put_entries_counted`]). Returns how many identities were new.
     /// Entries must have been checked.
     pub async fn put(&self, entries: Vec<Entry>) -> store::Result<usize> {
-        self.db.write(move |tx| put_entries(tx, &entries)).await
+        let new = self.db.write(move |tx| put_entries(tx, &entries)).await?;
+        self.synced(new).await
     }
 
     /// Removes identities (each leaves the entry it belonged to; the other members stay);
     /// returns how many existed.
     pub async fn delete(&self, subscriber_ids: Vec<String>) -> store::Result<usize> {
-        self.db
+        let n = self
+            .db
             .write(move |tx| {
                 let mut n = 0;
                 for id in &subscriber_ids {
@@ -227,7 +281,8 @@ impl SlfStore {
                 }
                 Ok(n)
             })
-            .await
+            .await?;
+        self.synced(n).await
     }
 
     /// Identities held.
@@ -247,7 +302,8 @@ impl SlfStore {
     /// Creates an entry unless one of its identities exists already: `Err(that identity)`.
     /// The entry must have been checked.
     pub async fn create_entry(&self, entry: Entry) -> store::Result<Result<(), String>> {
-        self.db
+        let created = self
+            .db
             .write(move |tx| {
                 for id in &entry.subscriber_ids {
                     if member(tx, id)?.is_some() {
@@ -258,7 +314,8 @@ impl SlfStore {
                 insert_entry(tx, &entry.subscriber_ids, set_id)?;
                 Ok(Ok(()))
             })
-            .await
+            .await?;
+        self.synced(created).await
     }
 
     /// Replaces the entry `subscriber_id` belongs to with `change(current entry)`, read and
@@ -276,7 +333,8 @@ impl SlfStore {
     {
         let id = subscriber_id.to_owned();
         let sets = self.sets.clone();
-        self.db
+        let updated = self
+            .db
             .write(move |tx| {
                 let Some((key, current)) = read_entry(tx, &sets, &id)? else {
                     return Ok(Updated::NotFound);
@@ -296,20 +354,23 @@ impl SlfStore {
                 insert_entry(tx, &new.subscriber_ids, set_id)?;
                 Ok(Updated::Done(new))
             })
-            .await
+            .await?;
+        self.synced(updated).await
     }
 
     /// Removes the entry `subscriber_id` belongs to, all its identities; `false` when unknown.
     pub async fn delete_entry(&self, subscriber_id: &str) -> store::Result<bool> {
         let id = subscriber_id.to_owned();
-        self.db
+        let deleted = self
+            .db
             .write(move |tx| {
                 let Some(m) = member(tx, &id)? else { return Ok(false) };
                 let old = members(tx, &id, m.entry_id)?;
                 remove_entry(tx, m.entry_id, &old)?;
                 Ok(true)
             })
-            .await
+            .await?;
+        self.synced(deleted).await
     }
 }
 

@@ -52,6 +52,16 @@ async fn groups_of(udr: &TestUdr, id: &str) -> serde_json::Value {
     body(&get(&client(), &url).await)
 }
 
+/// Waits until the running UDR's lookup index has taken in the import (another connection's
+/// writes are seen within `[udr.slf] sync_interval_ms` plus a reload, docs/udr.md).
+async fn seen(udr: &TestUdr, id: &str, want: serde_json::Value) {
+    let began = std::time::Instant::now();
+    while groups_of(udr, id).await != want {
+        assert!(began.elapsed() < std::time::Duration::from_secs(5), "{id} never became {want}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test]
 async fn slf_csv_and_jsonl_into_a_running_udr() {
     let dir = tempfile::tempdir().unwrap();
@@ -73,7 +83,8 @@ async fn slf_csv_and_jsonl_into_a_running_udr() {
     assert_eq!(report.slf.new, 4);
     assert_eq!(report.stopped_at, None);
     assert!(progress >= 2, "one progress report per batch of 2 rows");
-    // Seen by the running UDR at once (nothing of the SLF is cached but immutable group sets).
+    // Seen by the running UDR once its index took the import in (the last batch first).
+    seen(&udr, "imsi-001010000000002", json!({"UDM": "udm-2", "PCF": "pcf-1"})).await;
     assert_eq!(
         groups_of(&udr, "msisdn-33600000001").await,
         json!({"UDM": "udm-1", "PCF": "pcf-1"})
@@ -109,6 +120,7 @@ async fn slf_csv_and_jsonl_into_a_running_udr() {
     assert_eq!(report.stopped_at, Some(3));
     assert_eq!(report.progress.rows, 2);
     assert_eq!((report.slf.new, report.slf.replaced, report.slf.removed), (1, 1, 1));
+    seen(&udr, "imsi-001010000000001", json!({"UDM": "udm-new"})).await;
     assert_eq!(groups_of(&udr, "imsi-001010000000010").await, json!({"UDM": "udm-10"}));
     assert_eq!(groups_of(&udr, "imsi-001010000000001").await, json!({"UDM": "udm-new"}));
     assert_eq!(groups_of(&udr, "msisdn-33600000001").await["cause"], "USER_NOT_FOUND");
