@@ -13,6 +13,13 @@
 //!   one transaction and commits once. Under load the queue refills while a
 //!   commit is being fsynced, so batches grow with the load and the fsync cost
 //!   per write falls; an idle store commits a lone write at once.
+//! - **Adaptive batching.** Under concurrent load (the previous batch had
+//!   more than one write), a partial batch that follows the previous commit by
+//!   less than [`SqliteConfig::commit_delay_us`] waits out the rest of that
+//!   delay and takes what queued meanwhile: commits are bounded to about one
+//!   per delay, so each fsync, WAL append and reader page-cache rebuild serves
+//!   more writes. A write reaching a store that has not committed for that
+//!   long, or a lone caller's next write, is not held back.
 //! - **A savepoint per job.** A job that fails (a version mismatch, a
 //!   duplicate id, an error in NF code) rolls back to its savepoint; the
 //!   other jobs of the batch are unaffected.
@@ -23,7 +30,8 @@
 //!   is in the OS page cache) but the last commits may be lost on power loss.
 //! - **Reader pool.** In WAL mode readers never block the writer nor each
 //!   other, so reads run on their own threads with read-only connections, each
-//!   job in a read transaction (one consistent snapshot).
+//!   job in a read transaction (one consistent snapshot). A read wakes one idle
+//!   reader, or none while all are busy.
 //! - **Async in front, threads behind.** Async code sends jobs over bounded
 //!   channels and awaits a oneshot reply, so no tokio worker blocks on disk,
 //!   and a full queue pushes back on callers instead of growing memory.

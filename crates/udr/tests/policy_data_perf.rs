@@ -10,7 +10,11 @@
 //!
 //! It prints operations per second and the CPU per operation of the UDR's threads (its tokio
 //! workers and the store's threads); the client and the notification sink run on a runtime of
-//! their own (threads named `load`), counted apart.
+//! their own (threads named `load`), counted apart. The load is closed (`POLICY_CONCURRENCY`
+//! requests outstanding), so on a shared machine it slows down instead of timing out, and the
+//! CPU per operation stays comparable. For A/B runs of one build: `POLICY_COMMIT_DELAY_US`
+//! (`[store] commit_delay_us`), `POLICY_NOTIFY_BATCH` (`[udr.policy.notify] batch_size`; 1 sends
+//! one notification per request), `POLICY_READERS` (`[store] readers`, default 1).
 
 mod common;
 
@@ -43,7 +47,15 @@ async fn t4c_policy_data_mix() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = policy_config();
     config.policy.max_subscriptions = 10_000_000;
-    let udr = TestUdr::start(dir.path(), config).await;
+    config.policy.notify.batch_size = env("POLICY_NOTIFY_BATCH", config.policy.notify.batch_size);
+    let defaults = store::SqliteConfig::default();
+    let store = store::SqliteConfig {
+        readers: env("POLICY_READERS", 1),
+        commit_delay_us: env("POLICY_COMMIT_DELAY_US", defaults.commit_delay_us as usize) as u64,
+        ..store::SqliteConfig::new(dir.path().join("udr.db"))
+    };
+    eprintln!("store: {store:?}; notify batch_size {}", config.policy.notify.batch_size);
+    let udr = PerfUdr::start(config, store).await;
     let started = Instant::now();
     let doc = sm_data(1);
     for chunk in (0..ues).collect::<Vec<_>>().chunks(20_000) {
@@ -167,6 +179,42 @@ async fn t4c_policy_data_mix() {
     );
     udr.stop().await;
     load.shutdown_background();
+}
+
+/// The UDR under measurement, with the store settings given.
+struct PerfUdr {
+    base: String,
+    udr: Arc<udr::Udr>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), udr::UdrError>>,
+}
+
+impl PerfUdr {
+    async fn start(config: udr::UdrConfig, store: store::SqliteConfig) -> PerfUdr {
+        let run = udr::RunConfig {
+            udr: config,
+            sbi: sbi::ServerConfig::default(),
+            client: sbi::client::ClientConfig {
+                request_timeout_ms: 1000,
+                ..sbi::client::ClientConfig::default()
+            },
+            store,
+            instance_id: None,
+        };
+        let bound = udr::bind(run).await.expect("UDR starts");
+        let base = format!("http://{}", bound.local_addr());
+        let udr = bound.udr().clone();
+        let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(bound.serve(async {
+            let _ = rx.await;
+        }));
+        PerfUdr { base, udr, stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
 }
 
 /// A counting notification sink (answers 204), its address.

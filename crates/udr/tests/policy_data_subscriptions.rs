@@ -278,6 +278,34 @@ async fn retries_batch_in_order() {
 }
 
 #[tokio::test]
+async fn subscriptions_sharing_a_notification_uri_share_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let udr = TestUdr::start(dir.path(), policy_config()).await;
+    let mut sink = Sink::start().await;
+    let mut other = Sink::start().await;
+    let c = client();
+    let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
+    for (uri, id) in [(&sink.url, "a"), (&sink.url, "b"), (&other.url, "c")] {
+        let sub = json!({"notificationUri": uri, "notifId": id, "monitoredResourceUris": [smd]});
+        subscribe(&c, &udr, &sub).await;
+    }
+    // One change, three subscribers: those of the same URI get one request with both items.
+    assert_eq!(put_json(&c, &smd, &sm_data(1)).await.status(), 201);
+    let n = notifications(&sink.next().await);
+    let mut ids: Vec<&str> = n.iter().map(|n| n["notifId"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["a", "b"]);
+    assert!(n.iter().all(|n| n["ueId"] == UE && n["smPolicyData"] == sm_data(1)));
+    sink.quiet().await;
+    let n = notifications(&other.next().await);
+    assert_eq!(n, [json!({"smPolicyData": sm_data(1), "ueId": UE, "notifId": "c"})]);
+    other.quiet().await;
+    let stats = &udr.udr.policy.stats;
+    eventually(|| stats.delivered.load(Ordering::Relaxed) == 3).await;
+    udr.stop().await;
+}
+
+#[tokio::test]
 async fn refused_and_undeliverable_notifications_are_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = policy_config();

@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::migrate::{apply_migrations, Migration};
+use super::read_queue::ReadQueue;
 use crate::config::SqliteConfig;
 use crate::error::{Error, Result};
 
@@ -40,8 +42,7 @@ pub struct SqliteStore {
 struct Inner {
     path: PathBuf,
     writer: mpsc::Sender<WriterMsg>,
-    readers: mpsc::Sender<ReaderMsg>,
-    reader_count: usize,
+    readers: Arc<ReadQueue<Box<dyn ReadJob>>>,
     counters: Arc<Counters>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -89,11 +90,6 @@ enum WriterMsg {
     Shutdown,
 }
 
-enum ReaderMsg {
-    Job(Box<dyn ReadJob>),
-    Shutdown,
-}
-
 impl SqliteStore {
     /// Opens (creating if needed) the database, switches it to WAL mode,
     /// creates the document tables and starts the writer and reader threads.
@@ -113,18 +109,28 @@ impl SqliteStore {
         })?);
         ready_rx.await.map_err(|_| Error::Closed)??;
 
-        let (readers, reader_rx) = mpsc::channel(config.queue_capacity);
-        let reader_rx = Arc::new(Mutex::new(reader_rx));
+        let readers = Arc::new(ReadQueue::new(config.queue_capacity));
         for n in 0..config.readers {
             let (ready, ready_rx) = oneshot::channel();
-            threads.push(spawn(format!("store-reader-{n}"), {
+            let started = spawn(format!("store-reader-{n}"), {
                 let config = config.clone();
                 let counters = Arc::clone(&counters);
-                let rx = Arc::clone(&reader_rx);
-                move || reader_main(&config, &rx, &counters, ready)
-            })?);
-            // On failure the senders drop here and the started threads exit.
-            ready_rx.await.map_err(|_| Error::Closed)??;
+                let queue = Arc::clone(&readers);
+                move || reader_main(&config, &queue, &counters, ready)
+            });
+            let opened = match started {
+                Ok(thread) => {
+                    threads.push(thread);
+                    ready_rx.await.unwrap_or(Err(Error::Closed))
+                }
+                Err(err) => Err(err),
+            };
+            if let Err(err) = opened {
+                // The writer stops as its sender drops here; started readers
+                // stop once their queue is closed.
+                readers.close();
+                return Err(err);
+            }
         }
 
         tracing::info!(
@@ -132,6 +138,7 @@ impl SqliteStore {
             synchronous = config.synchronous.pragma_value(),
             readers = config.readers,
             max_batch = config.max_batch,
+            commit_delay_us = config.commit_delay_us,
             "store opened"
         );
         Ok(Self {
@@ -139,7 +146,6 @@ impl SqliteStore {
                 path: config.path,
                 writer,
                 readers,
-                reader_count: config.readers,
                 counters,
                 threads: Mutex::new(threads),
             }),
@@ -179,7 +185,7 @@ impl SqliteStore {
     {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Job { f, reply });
-        self.inner.readers.send(ReaderMsg::Job(job)).await.map_err(|_| Error::Closed)?;
+        self.inner.readers.push(job).await.map_err(|_| Error::Closed)?;
         rx.await.map_err(|_| Error::Closed)?
     }
 
@@ -204,7 +210,7 @@ impl SqliteStore {
             largest_batch: c.largest_batch.load(Ordering::Relaxed),
             reads: c.reads.load(Ordering::Relaxed),
             queued_writes: queued(self.inner.writer.max_capacity(), self.inner.writer.capacity()),
-            queued_reads: queued(self.inner.readers.max_capacity(), self.inner.readers.capacity()),
+            queued_reads: self.inner.readers.len() as u64,
         }
     }
 
@@ -213,9 +219,7 @@ impl SqliteStore {
     pub async fn close(&self) -> Result<()> {
         // Sending fails only if the threads are gone already, which is fine.
         let _ = self.inner.writer.send(WriterMsg::Shutdown).await;
-        for _ in 0..self.inner.reader_count {
-            let _ = self.inner.readers.send(ReaderMsg::Shutdown).await;
-        }
+        self.inner.readers.close();
         let threads =
             std::mem::take(&mut *self.inner.threads.lock().unwrap_or_else(PoisonError::into_inner));
         tokio::task::spawn_blocking(move || {
@@ -236,6 +240,14 @@ impl std::fmt::Debug for SqliteStore {
             .field("path", &self.inner.path)
             .field("stats", &self.stats())
             .finish()
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: the readers finish the queued reads and stop
+    /// (the writer does the same once its channel closes).
+    fn drop(&mut self) {
+        self.readers.close();
     }
 }
 
@@ -346,10 +358,13 @@ fn writer_main(
     }
 
     let mut msgs = Vec::with_capacity(config.max_batch);
+    // When the previous batch ended, and whether it had more than one job.
+    let mut last_batch: Option<(Instant, bool)> = None;
     // Blocks for the first job, then takes whatever else is queued: under
     // load the queue fills during each commit, so batches grow by
     // themselves; when idle a lone write commits at once.
     while rx.blocking_recv_many(&mut msgs, config.max_batch) > 0 {
+        gather(&mut rx, &mut msgs, config.max_batch, config.commit_delay(), last_batch);
         let mut shutdown = false;
         let jobs: Vec<Box<dyn WriteJob>> = msgs
             .drain(..)
@@ -365,7 +380,9 @@ fn writer_main(
             })
             .filter(|job| !job.abandoned())
             .collect();
+        let shared = jobs.len() > 1;
         run_batch(&conn, jobs, counters);
+        last_batch = Some((Instant::now(), shared));
         if shutdown {
             break;
         }
@@ -373,6 +390,39 @@ fn writer_main(
     // Keeps query plans good for the next start; cheap when nothing changed.
     if let Err(err) = conn.execute_batch("PRAGMA optimize") {
         tracing::warn!(%err, "PRAGMA optimize failed");
+    }
+}
+
+/// Adaptive group commit: under concurrent load (the previous batch had more
+/// than one job), a partial batch that follows the previous commit by less
+/// than `delay` waits until `delay` has passed since that commit and takes
+/// the jobs queued meanwhile. This bounds commits to about one per `delay`
+/// plus the commit's own time, so each fsync, WAL append and reader cache
+/// rebuild is shared by more writes. Not held back: a write reaching an idle
+/// store (no commit for `delay`), a lone caller's writes one after another
+/// (nobody would join them), a full batch, a shutdown.
+fn gather(
+    rx: &mut mpsc::Receiver<WriterMsg>,
+    msgs: &mut Vec<WriterMsg>,
+    max_batch: usize,
+    delay: Duration,
+    last_batch: Option<(Instant, bool)>,
+) {
+    let Some((ended, true)) = last_batch else { return };
+    let Some(due) = ended.checked_add(delay) else { return };
+    let wait = due.saturating_duration_since(Instant::now());
+    if wait.is_zero()
+        || msgs.len() >= max_batch
+        || msgs.iter().any(|m| matches!(m, WriterMsg::Shutdown))
+    {
+        return;
+    }
+    thread::sleep(wait);
+    while msgs.len() < max_batch {
+        match rx.try_recv() {
+            Ok(msg) => msgs.push(msg),
+            Err(_) => break,
+        }
     }
 }
 
@@ -483,7 +533,7 @@ fn exec(conn: &Connection, sql: &str) -> Result<()> {
 
 fn reader_main(
     config: &SqliteConfig,
-    rx: &Mutex<mpsc::Receiver<ReaderMsg>>,
+    queue: &ReadQueue<Box<dyn ReadJob>>,
     counters: &Counters,
     ready: oneshot::Sender<Result<()>>,
 ) {
@@ -497,15 +547,7 @@ fn reader_main(
     if ready.send(Ok(())).is_err() {
         return;
     }
-    loop {
-        // tokio's mpsc has a single consumer; the lock turns it into a
-        // work queue shared by the pool. Only the thread waiting for a job
-        // holds it, never one running a job.
-        let msg = rx.lock().unwrap_or_else(PoisonError::into_inner).blocking_recv();
-        let job = match msg {
-            Some(ReaderMsg::Job(job)) => job,
-            Some(ReaderMsg::Shutdown) | None => break,
-        };
+    while let Some(job) = queue.pop() {
         if job.abandoned() {
             continue;
         }

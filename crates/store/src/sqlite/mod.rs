@@ -4,6 +4,7 @@
 mod document;
 mod engine;
 mod migrate;
+mod read_queue;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -11,7 +11,12 @@
 //! (woken after each write that recorded some, and at start, so rows left by a stopped UDR go
 //! out first), keeps one queue per subscription, and POSTs each queue's head as one array of up
 //! to `batch_size` notifications, one request per subscription at a time (so a subscriber sees
-//! its notifications in order) and at most `max_in_flight` overall. A 2xx deletes the rows; a
+//! its notifications in order) and at most `max_in_flight` overall. Subscriptions that share a
+//! `notificationUri` (a PCF giving one callback to all its subscriptions) share requests: the
+//! heads of other ready queues for the same URI fill the array up to `batch_size`, each item
+//! naming its UE (and `notifId`) as TS 29.519 has it, so a consumer tells them apart exactly as
+//! when they come one per request; under load this is one request per commit and URI rather
+//! than one per notification. A 2xx deletes the rows; a
 //! transport failure, 5xx, 408 or 429 is retried with doubling backoff (up to `attempts`); any
 //! other answer drops them (the subscriber refused them). At most `max_queued` notifications are
 //! held in memory; the rest wait in the table and are read as the queues drain. Delivery is at
@@ -241,7 +246,14 @@ struct SubQueue {
     retry_at: Option<Instant>,
 }
 
-/// The result of one request: the subscription, how many items it carried, the outcome.
+/// How many leading items of which subscription's queue one request carries.
+type Carried = Vec<(String, usize)>;
+
+/// How far down the ready list a request looks for other subscriptions of its URI: bounds the
+/// work per request when many subscriptions wait.
+const COALESCE_SCAN: usize = 256;
+
+/// The result of one request.
 enum Outcome {
     Delivered,
     Retry(String),
@@ -262,7 +274,7 @@ struct Delivery {
     last_seq: i64,
     /// The last read stopped at its limit: more rows wait in the table.
     more: bool,
-    sending: JoinSet<(String, usize, Outcome)>,
+    sending: JoinSet<(Carried, Outcome)>,
     done: Vec<i64>,
     deleting: JoinSet<::store::Result<()>>,
 }
@@ -316,8 +328,10 @@ pub async fn run(
             _ = wake.notified() => read_due = true,
             _ = poll.tick() => read_due = true,
             Some(r) = d.sending.join_next() => {
-                if let Ok((id, n, outcome)) = r {
-                    d.finished(id, n, outcome);
+                if let Ok((carried, outcome)) = r {
+                    for (id, n) in carried {
+                        d.finished(id, n, &outcome);
+                    }
                 }
                 // Room freed in memory: rows left in the table can come in.
                 read_due |= d.more && d.queued < d.config.max_queued / 2;
@@ -367,33 +381,43 @@ impl Delivery {
         while self.sending.len() < self.config.max_in_flight {
             let Some(id) = self.ready.pop_front() else { return };
             let Some(sub) = self.subs.get(&id) else {
-                // Ended (deleted or expired): its rows went with it; orphans recorded while it
-                // was being deleted are removed here.
-                let q = self.queues.remove(&id).unwrap_or_default();
-                self.queued -= q.items.len();
-                self.done.extend(q.items.iter().map(|e| e.seq));
+                self.drop_ended(&id);
                 continue;
             };
-            let Some(q) = self.queues.get_mut(&id) else { continue };
-            let n = q.items.len().min(self.config.batch_size);
-            if n == 0 {
+            let uri = sub.notification_uri.clone();
+            let mut body = Vec::new();
+            let room = self.config.batch_size;
+            let mut count = self.take_head(&id, room, &mut body);
+            if count == 0 {
                 self.queues.remove(&id);
                 continue;
             }
-            q.sending = n;
-            let mut body = Vec::with_capacity(
-                2 + q.items.iter().take(n).map(|e| e.item.len() + 1).sum::<usize>(),
-            );
-            body.push(b'[');
-            for (i, e) in q.items.iter().take(n).enumerate() {
-                if i > 0 {
-                    body.push(b',');
+            let mut carried: Carried = vec![(id, count)];
+            let mut i = 0;
+            while count < room && i < self.ready.len().min(COALESCE_SCAN) {
+                let same_uri = self.subs.get(&self.ready[i]).map(|o| o.notification_uri == uri);
+                match same_uri {
+                    Some(true) => {
+                        let Some(other) = self.ready.remove(i) else { break };
+                        let n = self.take_head(&other, room - count, &mut body);
+                        count += n;
+                        if n == 0 {
+                            self.queues.remove(&other);
+                        } else {
+                            carried.push((other, n));
+                        }
+                    }
+                    Some(false) => i += 1,
+                    None => {
+                        // Ended meanwhile: its rows go as for any ended subscription.
+                        if let Some(other) = self.ready.remove(i) {
+                            self.drop_ended(&other);
+                        }
+                    }
                 }
-                body.extend_from_slice(&e.item);
             }
             body.push(b']');
             let client = self.client.clone();
-            let uri = sub.notification_uri.clone();
             self.sending.spawn(async move {
                 let r = client
                     .post(&uri)
@@ -413,12 +437,37 @@ impl Delivery {
                     Ok(r) => Outcome::Refused(r.status()),
                     Err(e) => Outcome::Retry(e.to_string()),
                 };
-                (id, n, outcome)
+                (carried, outcome)
             });
         }
     }
 
-    fn finished(&mut self, id: String, n: usize, outcome: Outcome) {
+    /// A subscription that ended (deleted or expired): its rows went with it; orphans recorded
+    /// while it was being deleted are removed here.
+    fn drop_ended(&mut self, id: &str) {
+        let q = self.queues.remove(id).unwrap_or_default();
+        self.queued -= q.items.len();
+        self.done.extend(q.items.iter().map(|e| e.seq));
+    }
+
+    /// Appends up to `room` leading items of `id`'s queue to the array `body` (opening it when
+    /// empty) and marks them in flight; returns how many.
+    fn take_head(&mut self, id: &str, room: usize, body: &mut Vec<u8>) -> usize {
+        let Some(q) = self.queues.get_mut(id) else { return 0 };
+        let n = q.items.len().min(room);
+        if n == 0 {
+            return 0;
+        }
+        q.sending = n;
+        body.reserve(1 + q.items.iter().take(n).map(|e| e.item.len() + 1).sum::<usize>());
+        for e in q.items.iter().take(n) {
+            body.push(if body.is_empty() { b'[' } else { b',' });
+            body.extend_from_slice(&e.item);
+        }
+        n
+    }
+
+    fn finished(&mut self, id: String, n: usize, outcome: &Outcome) {
         let Some(q) = self.queues.get_mut(&id) else { return };
         q.sending = 0;
         let give_up = |q: &mut SubQueue, done: &mut Vec<i64>| {
