@@ -121,7 +121,14 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
     udr.sh.load(&db).await?;
     let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
-    udr.slf.start(interval).await?;
+    // The identity index loads in the background (tens of seconds for tens of millions of
+    // subscribers), so the UDR serves at once; until the index is in, lookups read the store.
+    let loading = udr.clone();
+    tokio::spawn(async move {
+        if let Err(e) = loading.slf.start(interval).await {
+            tracing::error!(error = %e, "SLF identity index not started: lookups read the store");
+        }
+    });
     let subs = udr.policy.load().await?;
     tracing::info!(policy_subscriptions = subs, "UDR state loaded");
     let observability = Observability::new();

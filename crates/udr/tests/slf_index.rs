@@ -166,7 +166,7 @@ async fn lookups_see_soap_writes_at_once() {
     }
     // The lookups nudged the index: it holds the entries without waiting for the interval.
     let began = Instant::now();
-    while udr.udr.slf.index_size().unwrap().0 < 10 {
+    while udr.udr.slf.index_size().map_or(0, |s| s.0) < 10 {
         assert!(began.elapsed() < Duration::from_secs(5), "the index never took them in");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
