@@ -121,17 +121,19 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
     udr.sh.load(&db).await?;
     let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
+    let observability = Observability::new();
     // The identity index loads in the background (tens of seconds for tens of millions of
-    // subscribers), so the UDR serves at once; until the index is in, lookups read the store.
-    let loading = udr.clone();
+    // subscribers): the UDR answers at once (lookups read the store until the index is in) but
+    // reports ready only when it is, so load balancers and the bench kit wait for the fast path.
+    let (loading, ready) = (udr.clone(), observability.clone());
     tokio::spawn(async move {
         if let Err(e) = loading.slf.start(interval).await {
             tracing::error!(error = %e, "SLF identity index not started: lookups read the store");
         }
+        ready.set_ready(true);
     });
     let subs = udr.policy.load().await?;
     tracing::info!(policy_subscriptions = subs, "UDR state loaded");
-    let observability = Observability::new();
     let server =
         SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
             .await?;
@@ -184,7 +186,10 @@ impl Bound {
         for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.start();
         }
-        self.observability.set_ready(true);
+        // Ready once the SLF index is in (else the loading task says so when it is).
+        if self.udr.slf.index_size().is_some() {
+            self.observability.set_ready(true);
+        }
         let served = self.server.serve(shutdown).await;
         if let Some(sh) = self.sh {
             sh.shutdown().await;

@@ -107,6 +107,12 @@ pub async fn start(db: &SqliteStore, interval: Duration) -> store::Result<Arc<Li
     let n = noted.clone();
     let version = db.write(move |tx| capture(tx, &n)).await?;
     let began = Instant::now();
+    // Every write noted so far is committed once this job's future resolves (it resolves after
+    // the COMMIT of its batch), so the load's snapshot, taken after, holds them all. Writes
+    // noted later may be missing from it: they count above `before`, so lookups read the store
+    // until a drain has applied them.
+    let n = noted.clone();
+    let before = db.write(move |_| Ok(n.load(Ordering::Acquire))).await?;
     let index = load(db).await?;
     tracing::info!(
         identities = index.len(),
@@ -116,8 +122,7 @@ pub async fn start(db: &SqliteStore, interval: Duration) -> store::Result<Arc<Li
     );
     let live = Arc::new(Live {
         index: RwLock::new(index),
-        // Nothing noted before the load's snapshot is missing from it.
-        fresh: AtomicU64::new(noted.load(Ordering::Acquire)),
+        fresh: AtomicU64::new(before),
         noted,
         wake: Notify::new(),
     });
