@@ -1,6 +1,7 @@
 //! `fivecore bench` end to end: the kit starts `fivecore nrf` / `fivecore bsf` itself, preloads
 //! it, runs each call mix at a low rate for a few seconds, and must meet the success criteria.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -31,30 +32,9 @@ fn bench_nrf_51_6k_smoke_meets_its_success_criteria() {
 }
 
 fn smoke(scenario: &str, scale: &str) {
-    let out = std::env::temp_dir()
-        .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args([
-            "bench",
-            scenario,
-            "--scale",
-            scale,
-            "--duration",
-            "3",
-            "--warmup",
-            "1",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let (out, stderr, json) =
+        run_bench(scenario, &["--scale", scale, "--duration", "3", "--warmup", "1"]);
     assert!(stderr.contains("success criteria met"), "{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(json["scenario"], scenario);
     assert_eq!(json["criteria_passed"], true);
     assert_eq!(json["preload"]["profiles"], 260);
     assert!(json["totals"]["achieved_tps"].as_f64().unwrap() > 20.0, "{}", json["totals"]);
@@ -73,34 +53,13 @@ fn smoke(scenario: &str, scale: &str) {
 /// to 1 s (`--max-p99-ms`).
 #[test]
 fn bench_bsf_scenarios_smoke_meet_their_success_criteria() {
-    let queue = Mutex::new(BSF_SCENARIOS.to_vec());
-    let failures = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..3 {
-            s.spawn(|| loop {
-                let Some(name) = queue.lock().unwrap().pop() else { return };
-                if let Err(e) = std::panic::catch_unwind(|| bsf_smoke(name)) {
-                    let msg = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    failures.lock().unwrap().push(format!("{name}: {msg}"));
-                }
-            });
-        }
-    });
-    let failures = failures.into_inner().unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    in_parallel(BSF_SCENARIOS.to_vec(), 3, bsf_smoke);
 }
 
 fn bsf_smoke(scenario: &str) {
-    let out = std::env::temp_dir()
-        .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args([
-            "bench",
-            scenario,
+    let (out, _, json) = run_bench(
+        scenario,
+        &[
             "--rate",
             "100",
             "--duration",
@@ -111,17 +70,8 @@ fn bsf_smoke(scenario: &str) {
             "1000",
             "--max-p99-ms",
             "1000",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(json["scenario"], scenario);
+        ],
+    );
     assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
     let b = &json["preload"]["bindings"];
     assert_eq!((b["count"].as_u64(), b["method"].as_str()), (Some(1000), Some("store file")));
@@ -157,34 +107,13 @@ const UDR_SCENARIOS: [(&str, &str); 5] = [
 /// call mix; every success criterion holds but the p99 bounds (raised to 1 s, as for the BSF).
 #[test]
 fn bench_udr_scenarios_smoke_meet_their_success_criteria() {
-    let queue = Mutex::new(UDR_SCENARIOS.to_vec());
-    let failures = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let Some((name, rate)) = queue.lock().unwrap().pop() else { return };
-                if let Err(e) = std::panic::catch_unwind(|| udr_smoke(name, rate)) {
-                    let msg = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    failures.lock().unwrap().push(format!("{name}: {msg}"));
-                }
-            });
-        }
-    });
-    let failures = failures.into_inner().unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    in_parallel(UDR_SCENARIOS.to_vec(), 2, |(name, rate)| udr_smoke(name, rate));
 }
 
 fn udr_smoke(scenario: &str, rate: &str) {
-    let out = std::env::temp_dir()
-        .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args([
-            "bench",
-            scenario,
+    let (out, _, json) = run_bench(
+        scenario,
+        &[
             "--rate",
             rate,
             "--duration",
@@ -195,17 +124,8 @@ fn udr_smoke(scenario: &str, rate: &str) {
             "1000",
             "--max-p99-ms",
             "1000",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(json["scenario"], scenario);
+        ],
+    );
     assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
     let u = &json["preload"]["udr"];
     assert_eq!((u["count"].as_u64(), u["method"].as_str()), (Some(1000), Some("store file")));
@@ -262,4 +182,53 @@ fn bench_lists_the_scenarios_and_rejects_unknown_ones() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown scenario"));
+}
+
+/// Runs `fivecore bench SCENARIO ARGS --quiet --out DIR`: must exit 0; returns DIR, its stderr
+/// and report.json, which must name the scenario.
+fn run_bench(scenario: &str, args: &[&str]) -> (PathBuf, String, serde_json::Value) {
+    let out = std::env::temp_dir()
+        .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bench", scenario])
+        .args(args)
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["scenario"], scenario);
+    (out, stderr, json)
+}
+
+/// Runs `smoke` on every item, `threads` at a time, and fails with every failure's message.
+fn in_parallel<T: Copy + Send + std::fmt::Debug>(
+    items: Vec<T>,
+    threads: usize,
+    smoke: impl Fn(T) + Sync,
+) {
+    let queue = Mutex::new(items);
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let Some(item) = queue.lock().unwrap().pop() else { return };
+                if let Err(e) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| smoke(item)))
+                {
+                    let msg = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    failures.lock().unwrap().push(format!("{item:?}: {msg}"));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
