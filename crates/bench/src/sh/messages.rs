@@ -3,6 +3,9 @@
 //! change between requests are encoded once ([`frozen`]) and shared by reference count; a
 //! request costs its AVP list, Session-Id and User-Identity, and a PUR its User-Data document.
 
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use diameter::builders::{user_identity_public, vendor_specific_auth_app};
 use diameter::dictionary::base;
@@ -131,18 +134,17 @@ impl ShMessages {
     }
 }
 
-/// The Sh-Data of a PUR: one RepositoryData of [`SERVICE_INDICATION`].
+/// The Sh-Data of a PUR: one RepositoryData of [`SERVICE_INDICATION`], built in one buffer.
 pub fn pur_document(seq: u16, variant: u64) -> String {
-    let data = mmtel_service_data(variant);
-    let mut s = String::with_capacity(data.len() + 256);
+    let mut s = String::with_capacity(SERVICE_DATA_LEN + 256);
     s.push_str(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Sh-Data><RepositoryData><ServiceIndication>",
     );
     s.push_str(SERVICE_INDICATION);
     s.push_str("</ServiceIndication><SequenceNumber>");
-    s.push_str(&seq.to_string());
+    let _ = write!(s, "{seq}");
     s.push_str("</SequenceNumber><ServiceData>");
-    s.push_str(&data);
+    push_service_data(&mut s, variant);
     s.push_str("</ServiceData></RepositoryData></Sh-Data>");
     s
 }
@@ -153,11 +155,38 @@ pub fn pur_document(seq: u16, variant: u64) -> String {
 /// identities and state the profile is about 2.2 KB, the reference's T3 profile size.
 /// `variant` is the forwarding number (10 digits).
 pub fn mmtel_service_data(variant: u64) -> String {
-    let target = format!("tel:+33{:010}", variant % 10_000_000_000);
+    let mut s = String::with_capacity(SERVICE_DATA_LEN);
+    push_service_data(&mut s, variant);
+    s
+}
+
+/// Length of [`mmtel_service_data`] (the same for every variant).
+const SERVICE_DATA_LEN: usize = 2069;
+
+/// The service data is text around four forwarding targets: written once, a request only
+/// copies it and its number.
+fn push_service_data(out: &mut String, variant: u64) {
+    static PARTS: LazyLock<Vec<String>> = LazyLock::new(|| {
+        let text = service_data_template();
+        text.split(TARGET).map(str::to_owned).collect()
+    });
+    let number = variant % 10_000_000_000;
+    for (i, part) in PARTS.iter().enumerate() {
+        if i > 0 {
+            let _ = write!(out, "tel:+33{number:010}");
+        }
+        out.push_str(part);
+    }
+}
+
+/// Where the forwarding number goes in the template.
+const TARGET: &str = "\u{0}";
+
+fn service_data_template() -> String {
     let rule = |id: &str, cond: &str, active: bool| {
         format!(
             "<cp:rule id=\"{id}\"><cp:conditions>{cond}{}</cp:conditions><cp:actions><forward-to>\
-             <target>{target}</target><notify-caller>true</notify-caller>\
+             <target>{TARGET}</target><notify-caller>true</notify-caller>\
              <reveal-identity-to-caller>true</reveal-identity-to-caller></forward-to></cp:actions></cp:rule>",
             if active { "" } else { "<rule-deactivated/>" }
         )
@@ -259,5 +288,7 @@ mod tests {
         udr::sh::xml::check_fragment(&a).unwrap();
         assert_ne!(a, mmtel_service_data(2));
         assert_eq!(a.len(), mmtel_service_data(9_999_999_999).len(), "fixed size");
+        assert_eq!(a.len(), SERVICE_DATA_LEN);
+        assert!(a.contains("<target>tel:+330000000001</target>"), "{a}");
     }
 }
