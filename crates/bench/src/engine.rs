@@ -403,7 +403,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         };
         let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
         prepared.push(Prepared {
-            // An Rx procedure sends no HTTP request: its method is never used.
+            // An Rx or Sh procedure sends no HTTP request: its method is never used.
             method: match (p.rx, p.sh) {
                 (None, None) => Method::from_bytes(p.method.as_bytes())?,
                 _ => Method::POST,

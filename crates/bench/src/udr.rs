@@ -680,4 +680,32 @@ mod tests {
         assert_eq!(plan.deletable_ids(), ["imsi-001010000000008", "imsi-001010000000009"]);
         assert_eq!(plan.drawn(), 8);
     }
+
+    #[test]
+    fn sh_profiles_are_valid_two_kilobyte_profiles_named_by_msisdn_in_the_pools() {
+        let plan = UdrPlan::new(&Scenario::load("udr-t3-sh-25k-soap-2k").unwrap(), Some(8))
+            .unwrap()
+            .unwrap();
+        assert_eq!((plan.drawn(), plan.deletable), (6, 2), "a quarter is the SOAP range");
+        assert_eq!(plan.deletable_ids(), ["330000000006", "330000000007"]);
+        assert_eq!(plan.absent_ids()[0], "330000000008");
+        assert_eq!(plan.sh_user(5), "sip:+330000000005@ims.fivecore.local");
+        let p = plan.sh_profile(5);
+        check_sh_profile(&p).unwrap();
+        assert_eq!(p.msisdns, ["330000000005"]);
+        let size: usize =
+            p.public_identities.iter().chain(&p.msisdns).map(String::len).sum::<usize>()
+                + p.scscf_name.as_deref().map_or(0, str::len)
+                + p.repository
+                    .iter()
+                    .map(|r| r.service_indication.len() + r.service_data.len())
+                    .sum::<usize>();
+        assert!((2100..2300).contains(&size), "{size} bytes: the reference's 2.2 KB");
+        // The --target preload's SOAP call is well-formed and carries the same profile.
+        let call = plan.sh_create_call(5);
+        let root = udr::sh::xml::parse(&call).unwrap();
+        let create = &root.child("Body").unwrap().children[0];
+        assert_eq!(create.name, "CreateShProfile");
+        assert!(call.contains(&p.repository[0].service_data));
+    }
 }
