@@ -47,6 +47,8 @@ pub struct RunConfig {
     pub bindings: Option<Preloaded>,
     /// The Diameter simulators, connected to the NF.
     pub rx: Option<Arc<RxSims>>,
+    /// The Sh application servers, connected to the UDR.
+    pub sh: Option<Arc<crate::sh::ShSims>>,
     /// The UDR subscribers preloaded before the UDR started (or over its provisioning API).
     pub udr: Option<crate::udr::UdrPreloaded>,
 }
@@ -61,7 +63,9 @@ struct Prepared {
     body_profile: Option<ProfileSet>,
     body_binding: bool,
     rx: Option<RxOp>,
+    sh: Option<crate::scenario::ShOp>,
     content_type: Option<String>,
+    headers: Vec<(String, String)>,
     expect: Vec<u32>,
     produces: Option<String>,
     recycle: Option<String>,
@@ -82,6 +86,7 @@ enum Work {
         condition: Option<(&'static str, String)>,
     },
     Rx(RxCall),
+    Sh(crate::sh::ShCall),
 }
 
 struct Shared {
@@ -398,10 +403,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         };
         let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
         prepared.push(Prepared {
-            // An Rx procedure sends no HTTP request: its method is never used.
-            method: match p.rx {
-                Some(_) => Method::POST,
-                None => Method::from_bytes(p.method.as_bytes())?,
+            // An Rx or Sh procedure sends no HTTP request: its method is never used.
+            method: match (p.rx, p.sh) {
+                (None, None) => Method::from_bytes(p.method.as_bytes())?,
+                _ => Method::POST,
             },
             base,
             path: Template::parse(&p.path)?,
@@ -418,7 +423,9 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 .and_then(|l| s.preload.profiles.iter().find(|x| x.label() == l).cloned()),
             body_binding: p.body_binding,
             rx: p.rx,
+            sh: p.sh,
             content_type: p.content_type.clone(),
+            headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             expect: p.expect.clone(),
             produces: p.produces.clone(),
             recycle: p.recycle.clone(),
@@ -570,6 +577,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         let p = &prepared[pi];
         let measured = due_off >= shared.measure_from && due_off < shared.measure_to;
         let work = match (p.rx, &cfg.rx, &bound_ues) {
+            _ if p.sh.is_some() => sh_work(p, &cfg, &mut rng)?,
             (Some(op), Some(rx), Some(ues)) => rx.prepare(op, ues, &mut rng).map(Work::Rx),
             (Some(_), _, _) => bail!("an Rx procedure without Diameter simulators or bindings"),
             (None, _, _) => {
@@ -622,6 +630,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         };
         let (shared, prepared, pools, rx) =
             (shared.clone(), prepared.clone(), pools.clone(), cfg.rx.clone());
+        let sh = cfg.sh.clone();
         let now_out = shared.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
         shared.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
         tokio::spawn(async move {
@@ -633,8 +642,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     let (ok, outcome) = call.send(&rx, &p.expect).await;
                     shared.record(pi, measured, due, start, ok, &outcome);
                 }
+                Work::Sh(call) => {
+                    let sh = sh.expect("Sh work comes with the simulators");
+                    let (ok, outcome) = call.send(&sh, &p.expect).await;
+                    shared.record(pi, measured, due, start, ok, &outcome);
+                }
                 Work::Http { client, url, body, uuid, taken, condition } => {
                     let mut b = client.request(p.method.clone(), &url);
+                    for (name, value) in &p.headers {
+                        b = b.header(name.as_str(), value.as_str());
+                    }
                     if let Some((name, value)) = &condition {
                         b = b.header(*name, value.as_str());
                     }
@@ -929,11 +946,20 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             sessions_open_at_end: r.sessions.open(),
             sessions_peak: r.sessions.peak(),
         }),
+        sh: cfg.sh.as_ref().map(|s| s.report()),
         timeline,
         criteria_passed: failures.is_empty(),
         failures,
         warnings,
     })
+}
+
+/// The Sh request of procedure `p` (skipped, `None`, when it has no user to act on).
+fn sh_work(p: &Prepared, cfg: &RunConfig, rng: &mut crate::sched::Rng) -> Result<Option<Work>> {
+    match (p.sh, &cfg.sh) {
+        (Some(op), Some(sh)) => Ok(sh.prepare(op, rng).map(Work::Sh)),
+        _ => bail!("an Sh procedure without Sh simulators"),
+    }
 }
 
 /// The outcome label of an HTTP status, without allocating for the usual ones.

@@ -10,6 +10,7 @@ pub mod report;
 pub mod rx;
 pub mod scenario;
 pub mod sched;
+pub mod sh;
 pub mod sim;
 pub mod stats;
 pub mod template;
@@ -256,9 +257,11 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             (Some(d), None) => {
                 bail!("--target {0}: give its Diameter port too ({0}-diameter=HOST:PORT)", d.nf)
             }
+            (Some(_), Some(_)) if sh::ShSims::wanted(&scenario) => None,
             (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
             (None, _) => None,
         };
+        let sh = start_sh(&scenario, diameter_addr, udr_plan.as_ref()).await?;
         let cfg = engine::RunConfig {
             scenario: scenario.clone(),
             rate,
@@ -271,12 +274,16 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             max_p99_ms: args.max_p99_ms,
             bindings: preloaded,
             rx: rx.clone(),
+            sh: sh.clone(),
             udr: udr_preloaded,
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
         let report = tokio::spawn(engine::run(cfg, sims)).await?;
         if let Some(rx) = rx {
             rx.shutdown().await;
+        }
+        if let Some(sh) = sh {
+            sh.shutdown().await;
         }
         report
     });
@@ -298,6 +305,21 @@ fn nf_config_file(s: &Scenario, nf: &str, vars: &HashMap<String, String>) -> Opt
         root.insert(nf.to_string(), toml::Value::Table(render_config(t, vars)));
     }
     (!root.is_empty()).then_some(root)
+}
+
+/// The Sh application servers of a scenario that has them, connected to the UDR's Sh port.
+async fn start_sh(
+    s: &Scenario,
+    addr: Option<std::net::SocketAddr>,
+    plan: Option<&udr::UdrPlan>,
+) -> Result<Option<Arc<sh::ShSims>>> {
+    if !sh::ShSims::wanted(s) {
+        return Ok(None);
+    }
+    let (Some(addr), Some(plan)) = (addr, plan) else {
+        bail!("the Sh simulators need the UDR's Sh address and its preloaded Sh profiles")
+    };
+    Ok(Some(Arc::new(sh::ShSims::start(s, addr, plan).await?)))
 }
 
 /// `--target <nf>-diameter=HOST:PORT`: a running NF's Diameter address.
@@ -398,9 +420,11 @@ pub async fn run_against(
     }
     let rx = match (&scenario.diameter, diameter_addr) {
         (Some(d), None) => bail!("no {}{DIAMETER_TARGET} target", d.nf),
+        (Some(_), Some(_)) if sh::ShSims::wanted(&scenario) => None,
         (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
         (None, _) => None,
     };
+    let sh = start_sh(&scenario, diameter_addr, udr_preloaded.as_ref().map(|u| &u.plan)).await?;
     let cfg = engine::RunConfig {
         scenario,
         rate,
@@ -413,11 +437,15 @@ pub async fn run_against(
         max_p99_ms: None,
         bindings: preloaded,
         rx: rx.clone(),
+        sh: sh.clone(),
         udr: udr_preloaded,
     };
     let r = engine::run(cfg, sims).await;
     if let Some(rx) = rx {
         rx.shutdown().await;
+    }
+    if let Some(sh) = sh {
+        sh.shutdown().await;
     }
     let r = r?;
     report::write_all(&r, out)?;

@@ -35,6 +35,8 @@ pub struct Report {
     pub reference: Option<Reference>,
     /// The Diameter side, when the scenario has one.
     pub rx: Option<RxReport>,
+    /// The Diameter Sh application servers (UDR T3).
+    pub sh: Option<crate::sh::ShReport>,
     pub timeline: Vec<SecondReport>,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
@@ -343,6 +345,21 @@ pub fn markdown(r: &Report) -> String {
             s,
             "\nRx sessions open: {} at the end, {} at most.",
             rx.sessions_open_at_end, rx.sessions_peak
+        );
+    }
+    if let Some(sh) = &r.sh {
+        let _ = writeln!(s, "\n## Diameter Sh application servers (simulated, connected to the UDR)\n\n| simulator | Origin-Host | added latency ms | PNR received (answered 2001) | other received |\n|---|---|--:|--:|--:|");
+        for p in &sh.peers {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                p.name, p.origin_host, p.latency_ms, p.received_pnr, p.received_other
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nSh users: {}; no longer updated (a PUR without answer or out of sync): {}.",
+            sh.users, sh.pur_users_lost
         );
     }
     let t = &r.totals;

@@ -37,6 +37,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("udr-t4a-policy-10k", include_str!("../../../scenarios/udr-t4a-policy-10k.toml")),
     ("udr-t4b-smdata-etag-10k", include_str!("../../../scenarios/udr-t4b-smdata-etag-10k.toml")),
     ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
+    ("udr-t3-sh-25k-soap-2k", include_str!("../../../scenarios/udr-t3-sh-25k-soap-2k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +121,9 @@ fn default_connections() -> usize {
 }
 fn default_timeout_ms() -> u64 {
     5000
+}
+fn default_session_hold_s() -> f64 {
+    4.0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -240,6 +244,9 @@ pub enum UdrKind {
     Eir,
     /// Policy data: a 2.5 KB SmPolicyData per UE.
     PolicySmData,
+    /// Sh subscriber profiles (public identities, MSISDN, IMS user state, S-CSCF, 2 KB of
+    /// MMTel repository data): about 2.2 KB each, as the reference's T3.
+    ShProfile,
 }
 
 fn one_u64() -> u64 {
@@ -317,7 +324,8 @@ pub struct Diameter {
     pub origin_realm: String,
     /// Rx sessions open before the load: the AAR-I rate times this many seconds (at least
     /// 64). AAR-U, RAR and STR act on open sessions, STR on the oldest, so with the deck mix a
-    /// session lives about this long.
+    /// session lives about this long. Rx only.
+    #[serde(default = "default_session_hold_s")]
     pub session_hold_s: f64,
     /// Per-request timeout of the simulators.
     #[serde(default = "default_timeout_ms")]
@@ -379,11 +387,14 @@ pub enum SimKind {
     /// A PCF on Diameter Rx: connects to the NF's Diameter port with the Origin-Host the
     /// bindings name, answers AAR with AAA and STR with STA (2001), sends RAR.
     PcfRx,
+    /// An IMS application server on Diameter Sh: connects to the UDR's Sh port, sends UDR, PUR
+    /// and SNR, answers PNR with PNA (2001).
+    AsSh,
 }
 
 impl SimKind {
     pub fn is_diameter(self) -> bool {
-        matches!(self, SimKind::AfRx | SimKind::PcfRx)
+        matches!(self, SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh)
     }
 }
 
@@ -423,6 +434,8 @@ pub struct Procedure {
     pub tps: f64,
     /// A Diameter Rx procedure instead of an HTTP request (then no method, path or body).
     pub rx: Option<RxOp>,
+    /// A Diameter Sh procedure (sent by the `as_sh` simulators), like `rx`.
+    pub sh: Option<ShOp>,
     #[serde(default)]
     pub method: String,
     /// Path template, e.g. `/nnrf-nfm/v1/nf-instances/{instance:AMF}`.
@@ -441,6 +454,9 @@ pub struct Procedure {
     #[serde(default)]
     pub body_binding: bool,
     pub content_type: Option<String>,
+    /// Request headers sent as given (`SOAPAction` of a SOAP call).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
     /// Statuses counted as success: HTTP statuses, or Diameter Result-Codes for `rx`.
     pub expect: Vec<u32>,
     /// Put the created resource id (Location's last segment, else `{uuid}`) into this pool.
@@ -497,6 +513,18 @@ pub enum RxOp {
     /// RAR on an open session from the PCF serving it, answered RAA by the AF; measured at the
     /// PCF.
     Rar,
+}
+
+/// The Sh procedures (TS 29.328 / 29.329) an application server sends to the UDR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShOp {
+    /// User-Data-Request: the user's MMTel repository data and IMS user state.
+    UserData,
+    /// Profile-Update-Request: new MMTel repository data with the user's next Sequence-Number.
+    ProfileUpdate,
+    /// Subscribe-Notifications-Request: subscribe to the user's MMTel repository data.
+    Subscribe,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -684,7 +712,12 @@ impl Scenario {
             if p.tps < 0.0 || !p.tps.is_finite() {
                 bail!("{what}: tps must be >= 0");
             }
-            if p.rx.is_some() {
+            if p.rx.is_some() && p.sh.is_some() {
+                bail!("{what}: rx and sh are exclusive");
+            }
+            if p.sh.is_some() {
+                self.validate_sh_procedure(&what, p)?;
+            } else if p.rx.is_some() {
                 let http_fields = !p.method.is_empty()
                     || !p.path.is_empty()
                     || p.body.is_some()
@@ -824,6 +857,36 @@ impl Scenario {
         pools.extend(u.pool.clone());
         pools.extend(u.subscription_pool.clone());
         pools.extend(u.absent_pool.clone());
+        Ok(())
+    }
+
+    /// An Sh procedure: no HTTP fields, result codes to expect, application servers to send it
+    /// and Sh profiles to act on.
+    fn validate_sh_procedure(&self, what: &str, p: &Procedure) -> Result<()> {
+        let http_fields = !p.method.is_empty()
+            || !p.path.is_empty()
+            || p.body.is_some()
+            || p.body_profile.is_some()
+            || p.body_binding
+            || !p.variants.is_empty()
+            || !p.headers.is_empty()
+            || p.produces.is_some()
+            || p.recycle.is_some();
+        if http_fields {
+            bail!("{what}: an sh procedure has no method, path, query, body, headers, produces or recycle");
+        }
+        if self.diameter.is_none() {
+            bail!("{what}: an sh procedure needs the [diameter] section");
+        }
+        if p.expect.is_empty() || p.expect.iter().any(|s| !(1000..6000).contains(s)) {
+            bail!("{what}: expect must list Diameter result codes");
+        }
+        if !self.simulators.iter().any(|s| s.kind == SimKind::AsSh) {
+            bail!("{what}: needs an as_sh simulator");
+        }
+        if self.preload.udr.as_ref().is_none_or(|u| u.kind != UdrKind::ShProfile) {
+            bail!("{what}: Sh requests act on Sh profiles: preload.udr kind = \"sh_profile\" is missing");
+        }
         Ok(())
     }
 
@@ -1039,7 +1102,39 @@ mod tests {
         let t4b = get("udr-t4b-smdata-etag-10k");
         assert!(t4b.procedures.iter().all(|p| p.tps == 2500.0));
         assert_eq!(t4b.procedures.iter().filter(|p| p.etag.is_some()).count(), 3);
-        for s in [&t1, &t2, &t4a, &t4b, &t4c] {
+        // T3: Sh 25K (SNR 25 / PUR 50 / UDR 25 %) + SOAP 2K (GET 33 / DELETE 11 / POST 11 /
+        // PUT 45 %), every SOAP call with its SOAPAction.
+        let t3 = get("udr-t3-sh-25k-soap-2k");
+        let sh_ops =
+            |op: ShOp| t3.procedures.iter().filter(move |p| p.sh == Some(op)).map(|p| p.tps);
+        assert_eq!(sh_ops(ShOp::Subscribe).sum::<f64>(), 6250.0);
+        assert_eq!(sh_ops(ShOp::ProfileUpdate).sum::<f64>(), 12_500.0);
+        assert_eq!(sh_ops(ShOp::UserData).sum::<f64>(), 6250.0);
+        let soap: Vec<&Procedure> = t3.procedures.iter().filter(|p| p.sh.is_none()).collect();
+        let soap_tps: f64 = soap.iter().map(|p| p.tps).sum();
+        assert_eq!(soap_tps, 2000.0);
+        for (r, pct) in [("GET", 33.0), ("DELETE", 11.0), ("POST", 11.0), ("PUT", 45.0)] {
+            assert!((row(&t3, r) * t3.total_tps() / soap_tps * 100.0 - pct).abs() < 1e-9, "T3 {r}");
+        }
+        assert!(soap
+            .iter()
+            .all(|p| p.headers.get("soapaction").is_some_and(|a| a.contains("ShProfile"))));
+        let u = t3.preload.udr.as_ref().unwrap();
+        assert_eq!(
+            (u.kind, u.reference_count, u.default_count()),
+            (UdrKind::ShProfile, 2_000_000, 1_000_000)
+        );
+        let text = BUILTIN.iter().find(|(n, _)| *n == "udr-t3-sh-25k-soap-2k").unwrap().1;
+        let sh_with_path =
+            text.replacen("sh = \"user_data\"", "sh = \"user_data\"\npath = \"/x\"", 1);
+        assert!(Scenario::from_toml(&sh_with_path).is_err(), "an Sh procedure has no path");
+        let mut no_as = t3.clone();
+        no_as.simulators.retain(|x| x.kind != SimKind::AsSh);
+        assert!(no_as.validate().is_err(), "Sh needs as_sh simulators");
+        let mut not_sh = t3.clone();
+        not_sh.preload.udr.as_mut().unwrap().kind = UdrKind::PolicySmData;
+        assert!(not_sh.validate().is_err(), "Sh needs Sh profiles");
+        for s in [&t1, &t2, &t3, &t4a, &t4b, &t4c] {
             let r = s.reference.as_ref().unwrap();
             assert!(r.cpu_requested > 0.0 && r.tps_per_core > 0.0, "{}", s.name);
             assert!(s.description.contains("here"), "{}: the description gives our scale", s.name);

@@ -179,7 +179,7 @@ async fn answer(
                 }
             }
         }
-        SimKind::AfRx | SimKind::PcfRx => {
+        SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => {
             c.rejected.fetch_add(1, Ordering::Relaxed);
             json(StatusCode::NOT_FOUND, r#"{"status":404}"#.into())
         }

@@ -11,6 +11,7 @@
 //! | `{rand:A:B}` | a random integer in A..=B |
 //! | `{instance:LABEL}` | a random preloaded NF instance id of that profile set (`ANY`: any set) |
 //! | `{take:POOL}` / `{peek:POOL}` | an id created earlier in the run, removed / left in the pool (the request is skipped when the pool is empty) |
+//! | `{taken:POOL}` | the id this request took from POOL with `{take:POOL}` earlier in its templates (a SOAP body naming one subscriber twice) |
 //! | `{pick:a|b|c}` | one of the listed values, uniformly |
 //! | `{sim:NAME}` | base URL of a peer simulator (`http://127.0.0.1:PORT`) |
 //!
@@ -34,6 +35,8 @@ pub enum Gen {
     Rand(u64, u64),
     Instance(String),
     Take(String),
+    /// The id the same request already took from the pool.
+    Taken(String),
     Peek(String),
     Sim(String),
     Pick(Vec<String>),
@@ -154,7 +157,7 @@ impl Template {
                 Seg::Gen(Gen::Instance(l)) if l != "ANY" && !labels.contains(l) => {
                     bail!("no profile set {l}")
                 }
-                Seg::Gen(Gen::Take(p) | Gen::Peek(p)) if !pools.contains(p) => {
+                Seg::Gen(Gen::Take(p) | Gen::Taken(p) | Gen::Peek(p)) if !pools.contains(p) => {
                     bail!("no pool {p} is produced")
                 }
                 Seg::Gen(Gen::Sim(n)) if !sims.contains(n.as_str()) => bail!("no simulator {n}"),
@@ -214,6 +217,7 @@ impl Template {
                         ctx.taken.push((p.clone(), id.clone()));
                         id
                     }
+                    Gen::Taken(p) => ctx.taken.iter().rev().find(|(q, _)| q == p)?.1.clone(),
                     Gen::Peek(p) => env.pools.peek(p, rng)?,
                     Gen::Sim(n) => env.sims.get(n)?.clone(),
                     Gen::Pick(v) => v[rng.below(v.len() as u64) as usize].clone(),
@@ -258,6 +262,7 @@ fn parse_gen(spec: &str) -> Result<Gen> {
         },
         "instance" => Gen::Instance(one(&args)?),
         "take" => Gen::Take(one(&args)?),
+        "taken" => Gen::Taken(one(&args)?),
         "peek" => Gen::Peek(one(&args)?),
         "sim" => Gen::Sim(one(&args)?),
         "pick" => Gen::Pick(one(&args)?.split('|').map(str::to_string).collect()),
@@ -349,6 +354,15 @@ mod tests {
             "a"
         );
         assert_eq!(pools.len("p"), 0);
+        // `{taken:p}` repeats what this request took, and takes nothing more.
+        pools.push("p", "b".into());
+        pools.push("p", "c".into());
+        let mut ctx = ReqCtx::new(2, 0);
+        let t = Template::parse("<k>{take:p}</k><i>sip:+{taken:p}@x</i>").unwrap();
+        assert_eq!(t.render(&env, &mut ctx, &mut rng, false).unwrap(), "<k>b</k><i>sip:+b@x</i>");
+        assert_eq!(pools.len("p"), 1);
+        let nothing_taken = Template::parse("{taken:p}").unwrap();
+        assert!(nothing_taken.render(&env, &mut ReqCtx::new(3, 0), &mut rng, false).is_none());
     }
 
     #[test]

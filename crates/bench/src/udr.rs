@@ -6,8 +6,9 @@
 //! into its store file before it starts: SLF entries and EIR equipment through `udr::import`
 //! (the engine of `fivecore udr import`, fed a CSV generated on the fly), policy data through
 //! `udr::policy_data::store::put_profiles` and its subscriptions through
-//! `udr::preload::put_subscriptions`. A UDR given with `--target` gets them over the
-//! provisioning API (`/udr-prov/v1`) and `subs-to-notify`, 64 at a time.
+//! `udr::preload::put_subscriptions`, Sh profiles through `udr::sh::data::create` (what a
+//! SOAP `CreateShProfile` writes). A UDR given with `--target` gets them over the provisioning
+//! API (`/udr-prov/v1`) and `subs-to-notify`, Sh profiles over SOAP, 64 at a time.
 
 use std::io::Read;
 use std::path::Path;
@@ -31,8 +32,16 @@ pub const UDR_STORE_FILE: &str = "udr.db";
 const CREATED: &[u16] = &[201];
 const PUT_OK: &[u16] = &[200, 201];
 
-/// Profiles per store transaction for policy data (about 50 MB of sm-data).
+/// Profiles per store transaction for policy data (about 50 MB of sm-data) and Sh.
 const POLICY_BATCH: u64 = 20_000;
+
+/// The home domain of the Sh users' SIP URIs.
+pub const IMS_DOMAIN: &str = "ims.fivecore.local";
+/// The S-CSCF serving the Sh users.
+const SCSCF: &str = "sip:scscf1.ims.fivecore.local";
+/// The SOAP provisioning endpoint and namespace (docs/udr.wsdl).
+const SOAP_PATH: &str = "/udr-soap/v1";
+const SOAP_NS: &str = "urn:fivecore:udr:provisioning:1";
 
 /// What to preload.
 #[derive(Debug, Clone)]
@@ -131,9 +140,68 @@ impl UdrPlan {
         }
     }
 
-    /// The SUPIs of the subscribers left out for the procedures that create them.
+    /// The pool ids of the subscribers left out for the procedures that create them.
     pub fn absent_ids(&self) -> Vec<String> {
-        (self.count..self.count + self.absent).map(|i| self.supi(i)).collect()
+        (self.count..self.count + self.absent).map(|i| self.pool_id(i)).collect()
+    }
+
+    /// How subscriber `i` is named in a pool: its MSISDN for an Sh profile (the SOAP key),
+    /// its SUPI otherwise.
+    fn pool_id(&self, i: u64) -> String {
+        match self.kind {
+            UdrKind::ShProfile => self.sh_msisdn(i),
+            _ => self.supi(i),
+        }
+    }
+
+    /// The MSISDN of Sh user `i`: `<gpsi_prefix><MSIN>`, the digits of its GPSI.
+    pub fn sh_msisdn(&self, i: u64) -> String {
+        format!("{}{:010}", self.gpsi_prefix, self.msin_first + i)
+    }
+
+    /// The Public-Identity an AS names Sh user `i` by.
+    pub fn sh_user(&self, i: u64) -> String {
+        format!("sip:+{}@{IMS_DOMAIN}", self.sh_msisdn(i))
+    }
+
+    /// Sh profile `i`: two public identities (SIP and tel URI) and the MSISDN of one number,
+    /// registered at the S-CSCF, with 2 KB of MMTel repository data (Sequence-Number 0):
+    /// about 2.2 KB, the reference's T3 profile size.
+    pub fn sh_profile(&self, i: u64) -> udr::sh::data::ShProfile {
+        use udr::sh::data::{ims_user_state, RepositoryData, ShProfile};
+        let msisdn = self.sh_msisdn(i);
+        ShProfile {
+            public_identities: vec![self.sh_user(i), format!("tel:+{msisdn}")],
+            msisdns: vec![msisdn],
+            ims_user_state: ims_user_state::REGISTERED,
+            scscf_name: Some(SCSCF.into()),
+            repository: vec![RepositoryData {
+                service_indication: crate::sh::messages::SERVICE_INDICATION.into(),
+                sequence_number: 0,
+                service_data: crate::sh::messages::mmtel_service_data(i),
+            }],
+        }
+    }
+
+    /// The SOAP `CreateShProfile` call creating Sh profile `i` (docs/udr.wsdl).
+    fn sh_create_call(&self, i: u64) -> String {
+        let p = self.sh_profile(i);
+        let r = &p.repository[0];
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><soapenv:Envelope \
+             xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:udr=\"{SOAP_NS}\">\
+             <soapenv:Body><udr:CreateShProfile><udr:profile>\
+             <udr:publicIdentity>{}</udr:publicIdentity><udr:publicIdentity>{}</udr:publicIdentity>\
+             <udr:msisdn>{}</udr:msisdn><udr:imsUserState>REGISTERED</udr:imsUserState>\
+             <udr:scscfName>{SCSCF}</udr:scscfName><udr:repositoryData>\
+             <udr:serviceIndication>{}</udr:serviceIndication><udr:serviceData>{}</udr:serviceData>\
+             </udr:repositoryData></udr:profile></udr:CreateShProfile></soapenv:Body></soapenv:Envelope>",
+            p.public_identities[0],
+            p.public_identities[1],
+            p.msisdns[0],
+            r.service_indication,
+            r.service_data
+        )
     }
 
     /// The path of UE `supi`'s sm-data (Nudr_DataRepository, TS 29.519).
@@ -184,6 +252,8 @@ impl UdrPlan {
                 json!({"imei": format!("{:014}", self.imei(i)), "status": Self::eir_status(i)})
             }
             UdrKind::PolicySmData => json!({"smData": udr::preload::sm_data_document(i)}),
+            // Provisioned over SOAP (`sh_create_call`), not as JSON.
+            UdrKind::ShProfile => Value::Null,
         }
     }
 
@@ -204,7 +274,7 @@ impl UdrPlan {
 
     fn deletable_ids(&self) -> Vec<String> {
         let first = if self.pool_all { 0 } else { self.count - self.deletable };
-        (first..self.count).map(|i| self.supi(i)).collect()
+        (first..self.count).map(|i| self.pool_id(i)).collect()
     }
 
     fn deletable_subscriptions(&self, subscribed: bool) -> Vec<String> {
@@ -277,6 +347,30 @@ impl UdrPlan {
                             self.count,
                             report.progress.bad
                         );
+                    }
+                }
+                UdrKind::ShProfile => {
+                    let mut i = 0;
+                    while i < self.count {
+                        let end = (i + POLICY_BATCH).min(self.count);
+                        let profiles = (i..end)
+                            .map(|k| {
+                                let p = self.sh_profile(k);
+                                check_sh_profile(&p).with_context(|| format!("Sh profile {k}"))?;
+                                Ok(p)
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        db.write(move |tx| {
+                            for p in &profiles {
+                                udr::sh::data::create(tx, p)?;
+                            }
+                            Ok(())
+                        })
+                        .await?;
+                        i = end;
+                        if progress {
+                            progress_bar(&label, i as usize, self.count as usize);
+                        }
                     }
                 }
                 UdrKind::PolicySmData => {
@@ -372,15 +466,20 @@ impl UdrPlan {
                     format!("{base}/udr-prov/v1/policy-data/ues/{}", self.supi(i)),
                     PUT_OK,
                 ),
+                // A SOAP answer is 200, a fault 500.
+                UdrKind::ShProfile => (Method::POST, format!("{base}{SOAP_PATH}"), SOAP_OK),
             }];
-            let mut bodies = vec![self.document(i)];
+            let mut bodies = vec![match self.kind {
+                UdrKind::ShProfile => Body::Soap(self.sh_create_call(i)),
+                _ => Body::Json(self.document(i)),
+            }];
             if let Some(sink) = sink.as_ref().filter(|_| i % self.subscribe_every == 0) {
                 jobs.push((
                     Method::POST,
                     format!("{base}/nudr-dr/v2/policy-data/subs-to-notify"),
                     CREATED,
                 ));
-                bodies.push(self.subscription(i, sink));
+                bodies.push(Body::Json(self.subscription(i, sink)));
             }
             let deletable = i >= self.count - self.deletable;
             for (j, ((method, url, want), body)) in jobs.into_iter().zip(bodies).enumerate() {
@@ -388,15 +487,21 @@ impl UdrPlan {
                 let keep = deletable && j == 1;
                 let permit = sem.clone().acquire_owned().await?;
                 let client = client.clone();
-                let body = serde_json::to_vec(&body)?;
+                let (body, content_type, soap_action) = match body {
+                    Body::Json(v) => (serde_json::to_vec(&v)?, "application/json", None),
+                    Body::Soap(xml) => (
+                        xml.into_bytes(),
+                        "text/xml; charset=utf-8",
+                        Some(format!("\"{SOAP_NS}/CreateShProfile\"")),
+                    ),
+                };
                 set.spawn(async move {
                     let _permit = permit;
-                    let r = client
-                        .request(method, &url)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await;
+                    let mut b = client.request(method, &url).header("content-type", content_type);
+                    if let Some(a) = soap_action {
+                        b = b.header("soapaction", a);
+                    }
+                    let r = b.body(body).send().await;
                     match r {
                         Ok(r) if want.contains(&r.status().as_u16()) => Ok(keep
                             .then(|| r.header("location").and_then(|l| l.rsplit('/').next()))
@@ -468,7 +573,32 @@ fn kind_name(k: UdrKind) -> &'static str {
         UdrKind::Slf => "SLF entries",
         UdrKind::Eir => "EIR equipment",
         UdrKind::PolicySmData => "policy data UEs",
+        UdrKind::ShProfile => "Sh profiles",
     }
+}
+
+const SOAP_OK: &[u16] = &[200];
+
+/// A provisioning request's body.
+enum Body {
+    Json(Value),
+    Soap(String),
+}
+
+/// What a SOAP `CreateShProfile` checks before it writes (crates/udr/src/soap/sh.rs): the
+/// profile's fields, and each ServiceData self-contained XML within the UDR's default
+/// `max_repository_data_bytes`.
+fn check_sh_profile(p: &udr::sh::data::ShProfile) -> Result<()> {
+    p.check().map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.reason))?;
+    let max = udr::sh::config::ShConfig::default().max_repository_data_bytes;
+    for r in &p.repository {
+        udr::sh::xml::check_fragment(&r.service_data)
+            .map_err(|e| anyhow::anyhow!("serviceData: {e}"))?;
+        if r.service_data.len() > max {
+            bail!("serviceData: {} bytes, more than {max}", r.service_data.len());
+        }
+    }
+    Ok(())
 }
 
 /// The CSV `fivecore udr import` reads (docs/udr.md "Formats"), generated row by row.
@@ -549,5 +679,33 @@ mod tests {
         assert_eq!(lines[1], "imsi-001010000000000;msisdn-330000000000,udm-0,ausf-0,pcf-0,chf-0");
         assert_eq!(plan.deletable_ids(), ["imsi-001010000000008", "imsi-001010000000009"]);
         assert_eq!(plan.drawn(), 8);
+    }
+
+    #[test]
+    fn sh_profiles_are_valid_two_kilobyte_profiles_named_by_msisdn_in_the_pools() {
+        let plan = UdrPlan::new(&Scenario::load("udr-t3-sh-25k-soap-2k").unwrap(), Some(8))
+            .unwrap()
+            .unwrap();
+        assert_eq!((plan.drawn(), plan.deletable), (6, 2), "a quarter is the SOAP range");
+        assert_eq!(plan.deletable_ids(), ["330000000006", "330000000007"]);
+        assert_eq!(plan.absent_ids()[0], "330000000008");
+        assert_eq!(plan.sh_user(5), "sip:+330000000005@ims.fivecore.local");
+        let p = plan.sh_profile(5);
+        check_sh_profile(&p).unwrap();
+        assert_eq!(p.msisdns, ["330000000005"]);
+        let size: usize =
+            p.public_identities.iter().chain(&p.msisdns).map(String::len).sum::<usize>()
+                + p.scscf_name.as_deref().map_or(0, str::len)
+                + p.repository
+                    .iter()
+                    .map(|r| r.service_indication.len() + r.service_data.len())
+                    .sum::<usize>();
+        assert!((2100..2300).contains(&size), "{size} bytes: the reference's 2.2 KB");
+        // The --target preload's SOAP call is well-formed and carries the same profile.
+        let call = plan.sh_create_call(5);
+        let root = udr::sh::xml::parse(&call).unwrap();
+        let create = &root.child("Body").unwrap().children[0];
+        assert_eq!(create.name, "CreateShProfile");
+        assert!(call.contains(&p.repository[0].service_data));
     }
 }

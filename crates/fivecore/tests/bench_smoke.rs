@@ -94,17 +94,19 @@ fn bsf_smoke(scenario: &str) {
 
 /// The UDR scenarios (reference T1-T4c) and the rate of their smoke run: enough that the
 /// rarest procedure (T1's provisioning CREATE and DELETE, 0.5 % each) is sent.
-const UDR_SCENARIOS: [(&str, &str); 5] = [
+const UDR_SCENARIOS: [(&str, &str); 6] = [
     ("udr-t1-slf-24.2k", "600"),
     ("udr-t2-eir-10k", "100"),
+    ("udr-t3-sh-25k-soap-2k", "300"),
     ("udr-t4a-policy-10k", "300"),
     ("udr-t4b-smdata-etag-10k", "200"),
     ("udr-t4c-policy-17.2k", "200"),
 ];
 
 /// Every UDR scenario, two at a time: 1,000 subscribers written into the UDR's store file before
-/// it starts (SLF entries, EIR equipment, policy data with its subscriptions), then 3 s of the
-/// call mix; every success criterion holds but the p99 bounds (raised to 1 s, as for the BSF).
+/// it starts (SLF entries, EIR equipment, policy data with its subscriptions, Sh profiles), then
+/// 3 s of the call mix; every success criterion holds but the p99 bounds (raised to 1 s, as for
+/// the BSF).
 #[test]
 fn bench_udr_scenarios_smoke_meet_their_success_criteria() {
     in_parallel(UDR_SCENARIOS.to_vec(), 2, |(name, rate)| udr_smoke(name, rate));
@@ -160,6 +162,20 @@ fn udr_smoke(scenario: &str, rate: &str) {
             let conditional = |k: &String| k.ends_with("if-match") || k.ends_with("if-none-match");
             assert!(outcomes.keys().all(conditional), "{}: {outcomes:?}", p["name"]);
         }
+    }
+    // Sh (T3): the ASs' PURs carried the right Sequence-Numbers (no user lost to a 5105 or a
+    // missing answer), and the UDR pushed PNRs for the users their home AS subscribed to,
+    // which the ASs answered.
+    if let Some(sh) = json["sh"].as_object() {
+        assert_eq!(sh["users"], 750, "the SOAP quarter is not the ASs'");
+        assert_eq!(sh["pur_users_lost"], 0);
+        let peers = sh["peers"].as_array().unwrap();
+        assert_eq!(peers.len(), 2);
+        let pnrs: u64 = peers.iter().map(|p| p["received_pnr"].as_u64().unwrap()).sum();
+        let purs = procs.iter().find(|p| p["name"] == "Sh PUR").unwrap()["ok"].as_u64().unwrap();
+        // At most one per PUR (the warm-up's PURs notify too).
+        assert!(pnrs > 0 && pnrs <= purs * 3 / 2, "{pnrs} PNRs for {purs} PURs");
+        assert!(peers.iter().all(|p| p["received_other"] == 0));
     }
     assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the UDR it started");
     let _ = std::fs::remove_dir_all(&out);

@@ -211,7 +211,7 @@ fn judge(a: &Message, expect: &[u32], want_from: &str) -> (bool, Cow<'static, st
     (expected, outcome_label(code))
 }
 
-fn error_label(e: &RequestError) -> &'static str {
+pub(crate) fn error_label(e: &RequestError) -> &'static str {
     match e {
         RequestError::Timeout => "timeout",
         RequestError::UnableToDeliver => "unable to deliver",
