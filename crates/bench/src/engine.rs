@@ -114,7 +114,7 @@ impl Shared {
         f(&mut s[idx]);
     }
 
-    /// A request of procedure `pi` leaves now and holds an outstanding slot.
+    /// A request leaves now and holds an outstanding slot until [`Shared::record`].
     fn sending(&self) {
         let now_out = self.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
@@ -1051,10 +1051,13 @@ async fn open_loop(
             continue;
         };
         shared.sending();
+        // Latency runs from the due time, or from the send when the pacer let it leave a few
+        // µs early: never shorter than it was.
+        let from = due.min(Instant::now());
         let maker = maker.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            maker.execute(pi, work, measured, due).await;
+            maker.execute(pi, work, measured, from).await;
         });
     }
     // Drain: every permit back, or the timeout passed.

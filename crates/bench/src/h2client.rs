@@ -243,3 +243,121 @@ impl H2Pool {
         self.conns.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Response, StatusCode};
+    use tokio::net::TcpListener;
+
+    /// What the test server does with a request.
+    enum Act {
+        Answer(StatusCode, &'static str),
+        /// Never answer (the stream stays open).
+        Hold,
+        /// Close the whole connection.
+        Close,
+    }
+
+    /// An h2c server on a real socket, doing with each request what `act` says.
+    async fn server(act: fn(&http::request::Parts) -> Act) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = l.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut conn = h2::server::handshake(tcp).await.unwrap();
+                    let mut held = Vec::new();
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        let (parts, _) = req.into_parts();
+                        let (status, body) = match act(&parts) {
+                            Act::Answer(status, body) => (status, body),
+                            Act::Hold => {
+                                held.push(respond);
+                                continue;
+                            }
+                            Act::Close => return,
+                        };
+                        let rsp = Response::builder()
+                            .status(status)
+                            .header("etag", "\"v7\"")
+                            .header("location", format!("{}/id-42", parts.uri.path()))
+                            .body(())
+                            .unwrap();
+                        let mut send = respond.send_response(rsp, body.is_empty()).unwrap();
+                        if !body.is_empty() {
+                            send.send_data(Bytes::from_static(body.as_bytes()), true).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        base
+    }
+
+    fn call<'a>(method: &'a Method, path: &'static str, want: Want) -> Call<'a> {
+        Call {
+            method,
+            path: Bytes::from_static(path.as_bytes()),
+            body: Some(Bytes::from_static(b"{}")),
+            content_type: None,
+            condition: Some((&http::header::IF_MATCH, HeaderValue::from_static("\"v6\""))),
+            want,
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_keep_status_wanted_headers_and_body_length() {
+        let base = server(|p| {
+            // The request arrives whole: method, path, query, condition, content type.
+            let ok = p.method == Method::PUT
+                && p.uri.path_and_query().map(|x| x.as_str()) == Some("/a/b?x=1")
+                && p.headers.get("if-match").is_some_and(|v| v == "\"v6\"")
+                && p.headers.get("content-type").is_some_and(|v| v == "application/json");
+            match ok {
+                true => Act::Answer(StatusCode::CREATED, "0123456789"),
+                false => Act::Answer(StatusCode::BAD_REQUEST, ""),
+            }
+        })
+        .await;
+        let c = H2Conn::new(&base, Duration::from_secs(5)).unwrap();
+        let a = c
+            .send(call(&Method::PUT, "/a/b?x=1", Want { etag: true, location: true }))
+            .await
+            .unwrap();
+        assert_eq!((a.status, a.body_len), (201, 10));
+        assert_eq!(a.etag.as_ref().map(|v| v.to_str().unwrap()), Some("\"v7\""));
+        assert_eq!(a.location.as_ref().map(|v| v.to_str().unwrap()), Some("/a/b/id-42"));
+        // Headers nobody asked for are not kept.
+        let a = c.send(call(&Method::PUT, "/a/b?x=1", Want::default())).await.unwrap();
+        assert_eq!((a.status, a.etag, a.location), (201, None, None));
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_times_out_and_a_closed_connection_is_reopened() {
+        let base = server(|p| match p.uri.path() {
+            "/never" => Act::Hold,
+            "/close" => Act::Close,
+            _ => Act::Answer(StatusCode::NO_CONTENT, ""),
+        })
+        .await;
+        let c = H2Conn::new(&base, Duration::from_millis(300)).unwrap();
+        let t0 = tokio::time::Instant::now();
+        let e = c.send(call(&Method::GET, "/never", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Timeout);
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        // A timeout ends that request only: the connection still serves.
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 1));
+        // The server drops the connection: that request fails, the next one reopens it.
+        let e = c.send(call(&Method::GET, "/close", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Transport);
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 2));
+        // Nothing listens at all: a transport failure, not a hang.
+        let dead = H2Conn::new("http://127.0.0.1:1", Duration::from_secs(5)).unwrap();
+        let e = dead.send(call(&Method::GET, "/", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Transport);
+    }
+}

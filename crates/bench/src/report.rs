@@ -571,7 +571,10 @@ pub fn html(r: &Report) -> String {
         ],
     );
     let latency = svg_line_chart(
-        "Latency percentiles (from intended send time)",
+        match r.concurrency {
+            Some(_) => "Latency percentiles (closed loop: from each actual send)",
+            None => "Latency percentiles (from intended send time)",
+        },
         "ms",
         &[
             ("p50", "#2ca02c", series(&|s| (s.achieved > 0).then_some(s.p50_ms))),
