@@ -9,10 +9,9 @@
 //! machine's wake-up latency (tens of µs), the same wake-up an external tool such as h2load pays.
 //!
 //! A wait shorter than [`EARLY_BY`] is not waited: arming the timer and waking costs more than
-//! that, and the spin that used to fill it kept the generator's core busy at high rates (at
-//! 30K/s, one request every 33 µs, most of the core went into spinning). Such a request leaves
-//! up to `EARLY_BY` before its due time; the engine then times its latency from the actual
-//! send, so it is never reported shorter than it was.
+//! that, and a spin to fill it is CPU taken from the tasks reading answers. Such a request
+//! leaves up to `EARLY_BY` before its due time; the engine then times its latency from the
+//! actual send, so it is never reported shorter than it was.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
