@@ -1,4 +1,5 @@
-//! The run: preload, open-loop load, sampling, and the numbers of the report.
+//! The run: preload, the load (open loop at a fixed arrival rate, or closed loop with a fixed
+//! number of requests outstanding), sampling, and the numbers of the report.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -9,21 +10,23 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, IF_MATCH, IF_NONE_MATCH};
 use http::Method;
 use sbi::client::{ClientConfig, SbiClient};
 use sbi::observe::ProcessUsage;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::bindings::Preloaded;
+use crate::bindings::{BindingPlan, Preloaded};
+use crate::h2client::{Answer, Call, Failure, H2Pool, Want};
 use crate::pace::Pacer;
 use crate::profile::{self, ProfileSpec};
 use crate::report::{
     EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, RxReport, TargetReport,
     Totals,
 };
-use crate::rx::{RxCall, RxSims};
-use crate::scenario::{EtagUse, Mix, ProfileSet, RxOp, Scenario};
+use crate::rx::{BoundUes, RxCall, RxSims};
+use crate::scenario::{EtagUse, Generators, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
 use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
@@ -34,6 +37,7 @@ const LATE: Duration = Duration::from_millis(10);
 
 pub struct RunConfig {
     pub scenario: Scenario,
+    /// Open loop: the arrival rate. Closed loop: only what the Rx session preload is sized by.
     pub rate: f64,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -51,10 +55,14 @@ pub struct RunConfig {
     pub sh: Option<Arc<crate::sh::ShSims>>,
     /// The UDR subscribers preloaded before the UDR started (or over its provisioning API).
     pub udr: Option<crate::udr::UdrPreloaded>,
+    /// Closed loop with this many requests outstanding (`--concurrency`, else
+    /// `load.concurrency`); `None` is the open loop.
+    pub concurrency: Option<usize>,
 }
 
 struct Prepared {
     method: Method,
+    /// The NF's base URL: the key of its ETags is base and path.
     base: String,
     path: Template,
     variants: Vec<Template>,
@@ -64,26 +72,29 @@ struct Prepared {
     body_binding: bool,
     rx: Option<RxOp>,
     sh: Option<crate::scenario::ShOp>,
-    content_type: Option<String>,
-    headers: Vec<(String, String)>,
+    content_type: Option<HeaderValue>,
+    /// Sent as given on every request of the procedure (e.g. `SOAPAction`).
+    headers: Vec<(HeaderName, HeaderValue)>,
     expect: Vec<u32>,
     produces: Option<String>,
     recycle: Option<String>,
     etag: Option<EtagUse>,
-    clients: Vec<SbiClient>,
+    conns: Arc<H2Pool>,
 }
 
-/// What a task sends.
+/// What one request sends.
 enum Work {
     Http {
-        client: SbiClient,
-        url: String,
+        /// Path and query.
+        path: Bytes,
         body: Option<Bytes>,
         uuid: Option<String>,
         /// Ids taken from pools, for `recycle`.
         taken: Vec<(String, String)>,
         /// `If-Match` / `If-None-Match` value.
-        condition: Option<(&'static str, String)>,
+        condition: Option<(&'static HeaderName, HeaderValue)>,
+        /// The URL its ETag is kept under (scenarios with entity tags only).
+        etag_key: Option<String>,
     },
     Rx(RxCall),
     Sh(crate::sh::ShCall),
@@ -97,7 +108,7 @@ struct Shared {
     outstanding: AtomicUsize,
     peak_outstanding: AtomicUsize,
     /// The last ETag answered per URL (only when a procedure uses entity tags).
-    etags: Option<Mutex<HashMap<String, String>>>,
+    etags: Option<Mutex<HashMap<String, HeaderValue>>>,
 }
 
 impl Shared {
@@ -109,18 +120,25 @@ impl Shared {
         f(&mut s[idx]);
     }
 
-    /// One answer (or failure) of procedure `pi`, due at `due`, ends its outstanding slot.
+    /// A request leaves now and holds an outstanding slot until [`Shared::record`].
+    fn sending(&self) {
+        let now_out = self.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
+    }
+
+    /// One answer (or failure) of procedure `pi`, timed from `from` (its due time in the open
+    /// loop, its send in the closed loop), ends its outstanding slot.
     fn record(
         &self,
         pi: usize,
         measured: bool,
-        due: Instant,
+        from: Instant,
         start: Instant,
         ok: bool,
         outcome: &str,
     ) {
         let done_at = Instant::now();
-        let lat_us = done_at.saturating_duration_since(due).as_micros() as u64;
+        let lat_us = done_at.saturating_duration_since(from).as_micros() as u64;
         let done_sec = done_at.saturating_duration_since(start).as_secs() as usize;
         self.second(done_sec, |x| {
             x.completed += u64::from(ok);
@@ -140,6 +158,175 @@ impl Shared {
             stats::record(&mut ps.hist, lat_us);
         }
         self.outstanding.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Everything requests are made from: shared by the dispatcher (open loop) or the slots
+/// (closed loop) and the tasks that send.
+struct Maker {
+    prepared: Vec<Prepared>,
+    generators: Generators,
+    instances: HashMap<String, Vec<String>>,
+    pools: Arc<Pools>,
+    sim_urls: HashMap<String, String>,
+    /// The preloaded bindings' plan (`body_binding` documents).
+    bindings: Option<BindingPlan>,
+    rx: Option<Arc<RxSims>>,
+    sh: Option<Arc<crate::sh::ShSims>>,
+    bound_ues: Option<BoundUes>,
+    shared: Arc<Shared>,
+    start: Instant,
+}
+
+impl Maker {
+    /// Request `n`, of procedure `pi`; `None` when it has nothing to act on yet (an empty
+    /// pool, no idle Rx session): skipped, not failed.
+    fn make(&self, pi: usize, n: u64, rng: &mut Rng) -> Result<Option<Work>> {
+        let p = &self.prepared[pi];
+        let work = match (p.rx, &self.rx, &self.bound_ues) {
+            _ if p.sh.is_some() => match (p.sh, &self.sh) {
+                (Some(op), Some(sh)) => sh.prepare(op, rng).map(Work::Sh),
+                _ => bail!("an Sh procedure without Sh simulators"),
+            },
+            (Some(op), Some(rx), Some(ues)) => rx.prepare(op, ues, rng).map(Work::Rx),
+            (Some(_), _, _) => bail!("an Rx procedure without Diameter simulators or bindings"),
+            (None, _, _) => {
+                let g = &self.generators;
+                let env = Env {
+                    supi_prefix: &g.supi_prefix,
+                    supi_first: g.supi_first,
+                    supi_count: g.supi_count,
+                    gpsi_prefix: &g.gpsi_prefix,
+                    imei_first: g.imei_first,
+                    instances: &self.instances,
+                    pools: &self.pools,
+                    sims: &self.sim_urls,
+                };
+                let mut ctx = ReqCtx::new(n, n);
+                let rendered = render_http(p, &env, &mut ctx, rng, n, self.bindings.as_ref());
+                if rendered.is_none() {
+                    // Put back what a half-rendered request took.
+                    for (pool, id) in ctx.taken.drain(..) {
+                        self.pools.push(&pool, id);
+                    }
+                }
+                rendered.map(|(path, body)| {
+                    let etag_key = self.shared.etags.as_ref().map(|_| format!("{}{path}", p.base));
+                    let condition = match p.etag {
+                        None => None,
+                        Some(EtagUse::IfNoneMatchAny) => {
+                            Some((&IF_NONE_MATCH, HeaderValue::from_static("*")))
+                        }
+                        Some(EtagUse::IfMatch) => self
+                            .shared
+                            .etags
+                            .as_ref()
+                            .zip(etag_key.as_ref())
+                            .and_then(|(e, k)| e.lock().unwrap().get(k).cloned())
+                            .map(|tag| (&IF_MATCH, tag)),
+                    };
+                    Work::Http {
+                        path: Bytes::from(path),
+                        body,
+                        uuid: ctx.uuid.take(),
+                        taken: std::mem::take(&mut ctx.taken),
+                        condition,
+                        etag_key,
+                    }
+                })
+            }
+        };
+        Ok(work)
+    }
+
+    /// Sends `work`, waits for its answer, keeps the pools and ETags, and records the outcome
+    /// with latency from `from`.
+    async fn execute(&self, pi: usize, work: Work, measured: bool, from: Instant) {
+        let p = &self.prepared[pi];
+        let shared = &self.shared;
+        match work {
+            Work::Rx(call) => {
+                let rx = self.rx.as_ref().expect("Rx work comes with the simulators");
+                let (ok, outcome) = call.send(rx, &p.expect).await;
+                shared.record(pi, measured, from, self.start, ok, &outcome);
+            }
+            Work::Sh(call) => {
+                let sh = self.sh.as_ref().expect("Sh work comes with the simulators");
+                let (ok, outcome) = call.send(sh, &p.expect).await;
+                shared.record(pi, measured, from, self.start, ok, &outcome);
+            }
+            Work::Http { path, body, uuid, taken, condition, etag_key } => {
+                let want = Want { etag: etag_key.is_some(), location: p.produces.is_some() };
+                let conditional = condition.as_ref().map(|(name, _)| name.as_str());
+                let rsp = p
+                    .conns
+                    .pick()
+                    .send(Call {
+                        method: &p.method,
+                        path,
+                        body,
+                        content_type: p.content_type.as_ref(),
+                        headers: &p.headers,
+                        condition,
+                        want,
+                    })
+                    .await;
+                let (ok, outcome) = match &rsp {
+                    Ok(r) => {
+                        let code = r.status;
+                        let label = match (conditional, p.etag) {
+                            (Some(name), _) => Cow::Owned(format!("{code} {name}")),
+                            (None, Some(_)) => Cow::Owned(format!("{code} unconditional")),
+                            (None, None) => status_label(code),
+                        };
+                        (p.expect.contains(&u32::from(code)), label)
+                    }
+                    Err(Failure::Timeout) => (false, Cow::Borrowed("timeout")),
+                    Err(Failure::Transport) => (false, Cow::Borrowed("transport")),
+                };
+                if let (Some(etags), Some(key), Ok(r)) = (&shared.etags, etag_key, &rsp) {
+                    keep_etag(etags, key, r, &p.method);
+                }
+                if ok {
+                    if let Some(pool) = &p.recycle {
+                        for (_, id) in taken {
+                            self.pools.push(pool, id);
+                        }
+                    }
+                    if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
+                        let id = r
+                            .location
+                            .as_ref()
+                            .and_then(|l| l.to_str().ok())
+                            .and_then(|l| l.rsplit('/').next())
+                            .map(str::to_string)
+                            .or(uuid);
+                        if let Some(id) = id {
+                            self.pools.push(pool, id);
+                        }
+                    }
+                }
+                shared.record(pi, measured, from, self.start, ok, &outcome);
+            }
+        }
+    }
+}
+
+/// The ETag a successful answer carries is the one the next conditional request names; a
+/// deleted resource has none.
+fn keep_etag(etags: &Mutex<HashMap<String, HeaderValue>>, key: String, r: &Answer, m: &Method) {
+    if !(200..300).contains(&r.status) {
+        return;
+    }
+    let mut etags = etags.lock().unwrap();
+    match &r.etag {
+        _ if m == Method::DELETE => {
+            etags.remove(&key);
+        }
+        Some(tag) => {
+            etags.insert(key, tag.clone());
+        }
+        None => {}
     }
 }
 
@@ -388,15 +575,22 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     }
 
     // Prepare the procedures.
-    let mut by_nf: HashMap<String, Vec<SbiClient>> = HashMap::new();
+    let mut by_nf: HashMap<String, Arc<H2Pool>> = HashMap::new();
     let mut prepared = Vec::new();
     for p in &s.procedures {
         let nf = p.nf.clone().unwrap_or_else(|| first_nf.clone());
         let base = url_of(&nf).with_context(|| format!("no target for {nf}"))?;
-        let cl = match by_nf.get(&nf) {
+        let conns = match by_nf.get(&nf) {
             Some(c) => c.clone(),
             None => {
-                let c = clients(s.load.connections, s.load.timeout_ms)?;
+                let timeout = Duration::from_millis(s.load.timeout_ms);
+                let c = Arc::new(H2Pool::new(&base, s.load.connections, timeout)?);
+                // Only NFs with HTTP procedures are connected to.
+                if s.procedures.iter().any(|q| {
+                    q.rx.is_none() && q.sh.is_none() && q.nf.as_ref().unwrap_or(first_nf) == &nf
+                }) {
+                    c.open().await.with_context(|| format!("connecting to {nf} at {base}"))?;
+                }
                 by_nf.insert(nf.clone(), c.clone());
                 c
             }
@@ -424,24 +618,33 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             body_binding: p.body_binding,
             rx: p.rx,
             sh: p.sh,
-            content_type: p.content_type.clone(),
-            headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            headers: p
+                .headers
+                .iter()
+                .map(|(k, v)| {
+                    Ok((HeaderName::from_bytes(k.as_bytes())?, HeaderValue::from_str(v)?))
+                })
+                .collect::<Result<_>>()
+                .with_context(|| format!("{}: headers", p.name))?,
+            content_type: p
+                .content_type
+                .as_deref()
+                .map(HeaderValue::from_str)
+                .transpose()
+                .with_context(|| format!("{}: content_type", p.name))?,
             expect: p.expect.clone(),
             produces: p.produces.clone(),
             recycle: p.recycle.clone(),
             etag: p.etag,
-            clients: cl,
+            conns,
         });
     }
-    let prepared = Arc::new(prepared);
     let tps: Vec<f64> = s.procedures.iter().map(|p| p.tps).collect();
-    let mut pick = match s.load.mix {
+    let pick = match s.load.mix {
         Mix::Random => Weighted::new(&tps).map(Picker::Random),
         Mix::ShuffledDeck => Deck::new(&tps).map(Picker::Deck),
     }
     .context("no procedure has tps > 0")?;
-    let schedule = Schedule { rate: cfg.rate };
-    let total = schedule.total(cfg.warmup_s + cfg.duration_s);
     let shared = Arc::new(Shared {
         procs: s.procedures.iter().map(|_| Mutex::new(ProcStats::default())).collect(),
         seconds: Mutex::new(Vec::new()),
@@ -457,12 +660,24 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             url_of(&u.plan.nf).with_context(|| format!("no target for {}", u.plan.nf))?;
         let mut map = etags.lock().unwrap();
         for (path, tag) in &u.etags {
-            map.insert(format!("{udr_base}{path}"), tag.clone());
+            let tag = HeaderValue::from_str(tag).context("a preloaded ETag")?;
+            map.insert(format!("{udr_base}{path}"), tag);
         }
     }
-    let max_out = s.load.max_outstanding;
-    let sem = Arc::new(Semaphore::new(max_out));
     let start = Instant::now() + Duration::from_millis(20);
+    let maker = Arc::new(Maker {
+        prepared,
+        generators: s.generators.clone(),
+        instances,
+        pools: pools.clone(),
+        sim_urls,
+        bindings: cfg.bindings.as_ref().map(|b| b.plan.clone()),
+        rx: cfg.rx.clone(),
+        sh: cfg.sh.clone(),
+        bound_ues,
+        shared: shared.clone(),
+        start,
+    });
     let secs_total = (cfg.warmup_s + cfg.duration_s).ceil() as usize;
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
@@ -536,188 +751,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         })
     };
 
-    // Dispatcher: open loop.
-    let env_instances = Arc::new(instances);
-    let mut slot_waits = 0u64;
-    let mut late_sends = 0u64;
-    let mut max_lag = Duration::ZERO;
-    let mut rr = 0usize;
     let gen_cpu_start = self_cpu();
-    // A generator that fell this far behind (all slots taken by slow answers) stops: the
-    // requests still due are counted as never sent, and the run fails.
-    let give_up = start + shared.measure_to + Duration::from_millis(s.load.timeout_ms);
-    let mut unsent = 0u64;
-    let mut pacer = Pacer::new().context("the dispatcher's timer")?;
-    for n in 0..total {
-        let due_off = schedule.due(n);
-        let due = start + due_off;
-        pacer.until(due).await?;
-        let permit = match sem.clone().try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(_) => {
-                slot_waits += 1;
-                tokio::time::timeout_at(give_up, sem.clone().acquire_owned())
-                    .await
-                    .ok()
-                    .transpose()?
-            }
-        };
-        let Some(permit) = permit.filter(|_| Instant::now() < give_up) else {
-            unsent = total - n;
-            break;
-        };
-        let sec_idx = due_off.as_secs() as usize;
-        shared.second(sec_idx, |x| x.offered += 1);
-        let lag = Instant::now().saturating_duration_since(due);
-        if lag > LATE {
-            late_sends += 1;
+    let secs = cfg.warmup_s + cfg.duration_s;
+    let d = match cfg.concurrency {
+        None => {
+            open_loop(&maker, pick, rng, cfg.rate, secs, s.load.max_outstanding, s.load.timeout_ms)
+                .await?
         }
-        max_lag = max_lag.max(lag);
-        let pi = pick.pick(&mut rng);
-        let p = &prepared[pi];
-        let measured = due_off >= shared.measure_from && due_off < shared.measure_to;
-        let work = match (p.rx, &cfg.rx, &bound_ues) {
-            _ if p.sh.is_some() => sh_work(p, &cfg, &mut rng)?,
-            (Some(op), Some(rx), Some(ues)) => rx.prepare(op, ues, &mut rng).map(Work::Rx),
-            (Some(_), _, _) => bail!("an Rx procedure without Diameter simulators or bindings"),
-            (None, _, _) => {
-                let env = Env {
-                    supi_prefix: &s.generators.supi_prefix,
-                    supi_first: s.generators.supi_first,
-                    supi_count: s.generators.supi_count,
-                    gpsi_prefix: &s.generators.gpsi_prefix,
-                    imei_first: s.generators.imei_first,
-                    instances: &env_instances,
-                    pools: &pools,
-                    sims: &sim_urls,
-                };
-                let mut ctx = ReqCtx::new(n, n);
-                let rendered = render_http(p, &env, &mut ctx, &mut rng, n, cfg.bindings.as_ref());
-                if rendered.is_none() {
-                    // Put back what a half-rendered request took.
-                    for (pool, id) in ctx.taken.drain(..) {
-                        pools.push(&pool, id);
-                    }
-                }
-                rendered.map(|(url, body)| {
-                    rr += 1;
-                    let condition = match p.etag {
-                        None => None,
-                        Some(EtagUse::IfNoneMatchAny) => Some(("if-none-match", "*".to_string())),
-                        Some(EtagUse::IfMatch) => shared
-                            .etags
-                            .as_ref()
-                            .and_then(|e| e.lock().unwrap().get(&url).cloned())
-                            .map(|tag| ("if-match", tag)),
-                    };
-                    Work::Http {
-                        client: p.clients[rr % p.clients.len()].clone(),
-                        url,
-                        body,
-                        uuid: ctx.uuid.take(),
-                        taken: std::mem::take(&mut ctx.taken),
-                        condition,
-                    }
-                })
-            }
-        };
-        let Some(work) = work else {
-            // Nothing to act on yet (an empty pool, no open Rx session): skipped, not failed.
-            if measured {
-                shared.procs[pi].lock().unwrap().skipped += 1;
-            }
-            continue;
-        };
-        let (shared, prepared, pools, rx) =
-            (shared.clone(), prepared.clone(), pools.clone(), cfg.rx.clone());
-        let sh = cfg.sh.clone();
-        let now_out = shared.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
-        shared.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
-        tokio::spawn(async move {
-            let _permit = permit;
-            let p = &prepared[pi];
-            match work {
-                Work::Rx(call) => {
-                    let rx = rx.expect("Rx work comes with the simulators");
-                    let (ok, outcome) = call.send(&rx, &p.expect).await;
-                    shared.record(pi, measured, due, start, ok, &outcome);
-                }
-                Work::Sh(call) => {
-                    let sh = sh.expect("Sh work comes with the simulators");
-                    let (ok, outcome) = call.send(&sh, &p.expect).await;
-                    shared.record(pi, measured, due, start, ok, &outcome);
-                }
-                Work::Http { client, url, body, uuid, taken, condition } => {
-                    let mut b = client.request(p.method.clone(), &url);
-                    for (name, value) in &p.headers {
-                        b = b.header(name.as_str(), value.as_str());
-                    }
-                    if let Some((name, value)) = &condition {
-                        b = b.header(*name, value.as_str());
-                    }
-                    if let Some(body) = body {
-                        let ct = p.content_type.as_deref().unwrap_or("application/json");
-                        b = b.header("content-type", ct).body(body);
-                    }
-                    let rsp = b.send().await;
-                    let (ok, outcome) = match &rsp {
-                        Ok(r) => {
-                            let code = r.status().as_u16();
-                            let label = match (&condition, p.etag) {
-                                (Some((name, _)), _) => Cow::Owned(format!("{code} {name}")),
-                                (None, Some(_)) => Cow::Owned(format!("{code} unconditional")),
-                                (None, None) => status_label(code),
-                            };
-                            (p.expect.contains(&u32::from(code)), label)
-                        }
-                        Err(e) if e.is_timeout() => (false, Cow::Borrowed("timeout")),
-                        Err(_) => (false, Cow::Borrowed("transport")),
-                    };
-                    if let (Some(etags), Ok(r)) = (&shared.etags, &rsp) {
-                        if r.status().is_success() {
-                            let mut etags = etags.lock().unwrap();
-                            match r.header("etag") {
-                                _ if p.method == Method::DELETE => {
-                                    etags.remove(&url);
-                                }
-                                Some(tag) => {
-                                    etags.insert(url.clone(), tag.to_owned());
-                                }
-                                None => {}
-                            }
-                        }
-                    }
-                    if ok {
-                        if let Some(pool) = &p.recycle {
-                            for (_, id) in taken {
-                                pools.push(pool, id);
-                            }
-                        }
-                        if let (Some(pool), Ok(r)) = (&p.produces, &rsp) {
-                            let id = r
-                                .header("location")
-                                .and_then(|l| l.rsplit('/').next())
-                                .map(str::to_string)
-                                .or(uuid);
-                            if let Some(id) = id {
-                                pools.push(pool, id);
-                            }
-                        }
-                    }
-                    shared.record(pi, measured, due, start, ok, &outcome);
-                }
-            }
-        });
-    }
-    // Drain: every permit back, or the timeout passed.
-    let drain = Duration::from_millis(s.load.timeout_ms + 2000);
-    let all = tokio::time::timeout(drain, sem.acquire_many(max_out as u32)).await;
-    if all.is_err() {
-        eprintln!(
-            "warning: {} requests still outstanding after the drain timeout",
-            shared.outstanding.load(Ordering::Relaxed)
-        );
-    }
+        Some(n) => closed_loop(&maker, pick, &mut rng, n, secs, s.load.timeout_ms).await?,
+    };
+    let Dispatched { total, max_out, slot_waits, late_sends, unsent, max_lag } = d;
     let load_wall = start.elapsed().as_secs_f64().max(1e-9);
     let gen_cpu = self_cpu() - gen_cpu_start;
     done_flag.store(1, Ordering::Relaxed);
@@ -752,6 +795,14 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         });
     }
     let total_tps = s.total_tps();
+    // The closed loop's rate is an outcome: what it sent in the measured window.
+    let rate = match cfg.concurrency {
+        None => cfg.rate,
+        Some(_) => {
+            let sent: u64 = shared.procs.iter().map(|p| p.lock().unwrap().sent).sum();
+            sent as f64 / cfg.duration_s
+        }
+    };
     let mut failures = Vec::new();
     let mut warnings = Vec::new();
     let mut procedures = Vec::new();
@@ -812,7 +863,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             name: p.name.clone(),
             row: p.row.clone(),
             share_pct: p.tps / total_tps * 100.0,
-            offered_tps: p.tps / total_tps * cfg.rate,
+            offered_tps: p.tps / total_tps * rate,
             sent: ps.sent,
             ok: ps.ok,
             skipped: ps.skipped,
@@ -826,7 +877,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     }
     let win = window.lock().unwrap().clone();
     let measured_wall = cfg.duration_s;
-    let scale = cfg.rate / s.load.rate;
+    let scale = rate / s.load.rate;
     let mut egress = Vec::new();
     let mut notify_tps = 0.0;
     for e in &s.egress {
@@ -919,8 +970,13 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         command: cfg.command.clone(),
         started_at: chrono::Utc::now().to_rfc3339(),
         fivecore_version: env!("CARGO_PKG_VERSION").into(),
-        rate: cfg.rate,
+        rate,
         scale,
+        load_mode: match cfg.concurrency {
+            None => "open loop".into(),
+            Some(_) => "closed loop".into(),
+        },
+        concurrency: cfg.concurrency,
         duration_s: cfg.duration_s,
         warmup_s: cfg.warmup_s,
         targets: cfg.targets.clone(),
@@ -954,12 +1010,166 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     })
 }
 
-/// The Sh request of procedure `p` (skipped, `None`, when it has no user to act on).
-fn sh_work(p: &Prepared, cfg: &RunConfig, rng: &mut crate::sched::Rng) -> Result<Option<Work>> {
-    match (p.sh, &cfg.sh) {
-        (Some(op), Some(sh)) => Ok(sh.prepare(op, rng).map(Work::Sh)),
-        _ => bail!("an Sh procedure without Sh simulators"),
+/// What the load loop did, for the generator's report.
+struct Dispatched {
+    /// Requests due (open loop) or sent (closed loop).
+    total: u64,
+    max_out: usize,
+    slot_waits: u64,
+    late_sends: u64,
+    unsent: u64,
+    max_lag: Duration,
+}
+
+/// Open loop: request `n` is due at `start + n / rate`, whatever the answers do; each is sent
+/// by a task of its own, and its latency runs from its due time.
+async fn open_loop(
+    maker: &Arc<Maker>,
+    mut pick: Picker,
+    mut rng: Rng,
+    rate: f64,
+    secs: f64,
+    max_out: usize,
+    timeout_ms: u64,
+) -> Result<Dispatched> {
+    let shared = &maker.shared;
+    let start = maker.start;
+    let schedule = Schedule { rate };
+    let total = schedule.total(secs);
+    let sem = Arc::new(Semaphore::new(max_out));
+    let mut slot_waits = 0u64;
+    let mut late_sends = 0u64;
+    let mut max_lag = Duration::ZERO;
+    // A generator that fell this far behind (all slots taken by slow answers) stops: the
+    // requests still due are counted as never sent, and the run fails.
+    let give_up = start + shared.measure_to + Duration::from_millis(timeout_ms);
+    let mut unsent = 0u64;
+    let mut pacer = Pacer::new().context("the dispatcher's timer")?;
+    for n in 0..total {
+        let due_off = schedule.due(n);
+        let due = start + due_off;
+        pacer.until(due).await?;
+        let permit = match sem.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                slot_waits += 1;
+                tokio::time::timeout_at(give_up, sem.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .transpose()?
+            }
+        };
+        let Some(permit) = permit.filter(|_| Instant::now() < give_up) else {
+            unsent = total - n;
+            break;
+        };
+        shared.second(due_off.as_secs() as usize, |x| x.offered += 1);
+        let lag = Instant::now().saturating_duration_since(due);
+        if lag > LATE {
+            late_sends += 1;
+        }
+        max_lag = max_lag.max(lag);
+        let pi = pick.pick(&mut rng);
+        let measured = due_off >= shared.measure_from && due_off < shared.measure_to;
+        let Some(work) = maker.make(pi, n, &mut rng)? else {
+            if measured {
+                shared.procs[pi].lock().unwrap().skipped += 1;
+            }
+            continue;
+        };
+        shared.sending();
+        // Latency runs from the due time, or from the send when the pacer let it leave a few
+        // µs early: never shorter than it was.
+        let from = due.min(Instant::now());
+        let maker = maker.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            maker.execute(pi, work, measured, from).await;
+        });
     }
+    // Drain: every permit back, or the timeout passed.
+    let drain = Duration::from_millis(timeout_ms + 2000);
+    let all = tokio::time::timeout(drain, sem.acquire_many(max_out as u32)).await;
+    if all.is_err() {
+        eprintln!(
+            "warning: {} requests still outstanding after the drain timeout",
+            shared.outstanding.load(Ordering::Relaxed)
+        );
+    }
+    Ok(Dispatched { total, max_out, slot_waits, late_sends, unsent, max_lag })
+}
+
+/// Closed loop: `slots` requests outstanding at all times; each slot sends its next request
+/// when the answer to its previous one arrives, until the run's end. The rate is an outcome,
+/// and latency runs from the actual send. Each slot draws from its own random stream and deck
+/// (a deck keeps its shares exact per slot).
+async fn closed_loop(
+    maker: &Arc<Maker>,
+    pick: Picker,
+    rng: &mut Rng,
+    slots: usize,
+    secs: f64,
+    timeout_ms: u64,
+) -> Result<Dispatched> {
+    let end = maker.start + Duration::from_secs_f64(secs);
+    let seq = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..slots {
+        let (maker, seq, sent) = (maker.clone(), seq.clone(), sent.clone());
+        let (mut pick, mut rng) = (pick.clone(), Rng::new(rng.next_u64()));
+        set.spawn(async move {
+            let shared = &maker.shared;
+            tokio::time::sleep_until(maker.start).await;
+            loop {
+                let now = Instant::now();
+                if now >= end {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                let off = now - maker.start;
+                let pi = pick.pick(&mut rng);
+                let measured = off >= shared.measure_from && off < shared.measure_to;
+                let n = seq.fetch_add(1, Ordering::Relaxed);
+                let Some(work) = maker.make(pi, n, &mut rng)? else {
+                    if measured {
+                        shared.procs[pi].lock().unwrap().skipped += 1;
+                    }
+                    // Nothing to act on yet: the other slots make it; don't spin meanwhile.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    continue;
+                };
+                shared.second(off.as_secs() as usize, |x| x.offered += 1);
+                sent.fetch_add(1, Ordering::Relaxed);
+                shared.sending();
+                let sent_at = Instant::now();
+                maker.execute(pi, work, measured, sent_at).await;
+            }
+        });
+    }
+    // Each slot's last request ends within its timeout.
+    let drain = end + Duration::from_millis(timeout_ms + 2000);
+    loop {
+        match tokio::time::timeout_at(drain, set.join_next()).await {
+            Ok(Some(r)) => r??,
+            Ok(None) => break,
+            Err(_) => {
+                eprintln!(
+                    "warning: {} requests still outstanding after the drain timeout",
+                    maker.shared.outstanding.load(Ordering::Relaxed)
+                );
+                set.abort_all();
+                break;
+            }
+        }
+    }
+    Ok(Dispatched {
+        total: sent.load(Ordering::Relaxed),
+        max_out: slots,
+        slot_waits: 0,
+        late_sends: 0,
+        unsent: 0,
+        max_lag: Duration::ZERO,
+    })
 }
 
 /// The outcome label of an HTTP status, without allocating for the usual ones.
@@ -977,17 +1187,17 @@ fn status_label(code: u16) -> Cow<'static, str> {
     })
 }
 
-/// The URL and body of an HTTP procedure's request; `None` when a generator has nothing to
-/// draw from (an empty pool).
+/// The path (with its query) and body of an HTTP procedure's request; `None` when a generator
+/// has nothing to draw from (an empty pool).
 fn render_http(
     p: &Prepared,
     env: &Env,
     ctx: &mut ReqCtx,
     rng: &mut Rng,
     n: u64,
-    bindings: Option<&Preloaded>,
+    bindings: Option<&BindingPlan>,
 ) -> Option<(String, Option<Bytes>)> {
-    let mut url = format!("{}{}", p.base, p.path.render(env, ctx, rng, true)?);
+    let mut url = p.path.render(env, ctx, rng, true)?;
     if let Some(w) = &p.pick_variant {
         let q = p.variants[w.pick(rng)].render(env, ctx, rng, false)?;
         url.push('?');
@@ -1016,7 +1226,7 @@ fn render_http(
         // per request sequence number.
         (None, None) if p.body_binding => {
             let b = bindings?;
-            Some(Bytes::from(serde_json::to_vec(&b.plan.factory.document(b.plan.count + n)).ok()?))
+            Some(Bytes::from(serde_json::to_vec(&b.factory.document(b.count + n)).ok()?))
         }
         _ => None,
     };

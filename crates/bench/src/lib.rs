@@ -3,6 +3,7 @@
 
 pub mod bindings;
 pub mod engine;
+pub mod h2client;
 pub mod nfproc;
 pub mod pace;
 pub mod profile;
@@ -69,6 +70,10 @@ pub struct BenchArgs {
     /// Pin the generator (and its simulators) to these CPUs.
     #[arg(long, value_name = "LIST")]
     pub gen_cpus: Option<String>,
+    /// Closed loop with N requests outstanding at all times (overrides the scenario's
+    /// load.concurrency): no arrival schedule, the rate is an outcome.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
     /// Report directory (default bench-out/<scenario>-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -135,6 +140,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     if args.max_p99_ms.is_some_and(|ms| ms.is_nan() || ms <= 0.0) {
         bail!("--max-p99-ms must be > 0");
     }
+    if args.concurrency == Some(0) {
+        bail!("--concurrency must be > 0");
+    }
+    let concurrency = args.concurrency.or(scenario.load.concurrency);
     let duration_s = args.duration.unwrap_or(scenario.load.duration_s);
     let warmup_s = args.warmup.unwrap_or(scenario.load.warmup_s);
     if duration_s <= 0.0 || warmup_s < 0.0 {
@@ -276,6 +285,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             rx: rx.clone(),
             sh: sh.clone(),
             udr: udr_preloaded,
+            concurrency,
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
         let report = tokio::spawn(engine::run(cfg, sims)).await?;
@@ -425,6 +435,7 @@ pub async fn run_against(
         (None, _) => None,
     };
     let sh = start_sh(&scenario, diameter_addr, udr_preloaded.as_ref().map(|u| &u.plan)).await?;
+    let concurrency = scenario.load.concurrency;
     let cfg = engine::RunConfig {
         scenario,
         rate,
@@ -439,6 +450,7 @@ pub async fn run_against(
         rx: rx.clone(),
         sh: sh.clone(),
         udr: udr_preloaded,
+        concurrency,
     };
     let r = engine::run(cfg, sims).await;
     if let Some(rx) = rx {

@@ -19,12 +19,17 @@ pub struct Report {
     pub command: String,
     pub started_at: String,
     pub fivecore_version: String,
-    /// Requests per second offered (all procedures).
+    /// Requests per second offered (all procedures); in the closed loop, sent in the measured
+    /// window (an outcome, not a setting).
     pub rate: f64,
     /// `rate` / the scenario's full-scale rate.
     pub scale: f64,
     pub duration_s: f64,
     pub warmup_s: f64,
+    /// `open loop` (a fixed arrival rate, latency from each request's due time) or `closed
+    /// loop` (`concurrency` requests outstanding, latency from each actual send).
+    pub load_mode: String,
+    pub concurrency: Option<usize>,
     /// `nf=url`, and whether the kit started it.
     pub targets: Vec<TargetReport>,
     pub preload: PreloadReport,
@@ -221,7 +226,14 @@ pub fn markdown(r: &Report) -> String {
         "- command: `{}`\n- started: {} · fivecore {}",
         r.command, r.started_at, r.fivecore_version
     );
-    let _ = writeln!(s, "- offered rate {:.2}/s (scale {:.4} of the reference), {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.duration_s, r.warmup_s);
+    match r.concurrency {
+        Some(n) => {
+            let _ = writeln!(s, "- closed loop: {n} requests outstanding, {:.2}/s sent (scale {:.4} of the reference; an outcome, not a setting), latency from each actual send, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.duration_s, r.warmup_s);
+        }
+        None => {
+            let _ = writeln!(s, "- open loop: offered rate {:.2}/s (scale {:.4} of the reference), latency from each request's due time, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.duration_s, r.warmup_s);
+        }
+    }
     for t in &r.targets {
         let how = if t.started_by_kit {
             format!(
@@ -576,7 +588,10 @@ pub fn html(r: &Report) -> String {
         ],
     );
     let latency = svg_line_chart(
-        "Latency percentiles (from intended send time)",
+        match r.concurrency {
+            Some(_) => "Latency percentiles (closed loop: from each actual send)",
+            None => "Latency percentiles (from intended send time)",
+        },
         "ms",
         &[
             ("p50", "#2ca02c", series(&|s| (s.achieved > 0).then_some(s.p50_ms))),

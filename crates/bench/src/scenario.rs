@@ -98,6 +98,11 @@ pub struct Load {
     /// How the next procedure is chosen.
     #[serde(default)]
     pub mix: Mix,
+    /// Closed loop: this many requests outstanding at all times, each slot sending its next
+    /// request when its previous answer arrives (no arrival schedule: the rate is an outcome).
+    /// Unset: the open loop at `rate`.
+    #[serde(default)]
+    pub concurrency: Option<usize>,
 }
 
 /// How the dispatcher picks the procedure of each request.
@@ -654,6 +659,9 @@ impl Scenario {
         }
         if l.max_outstanding == 0 || l.connections == 0 || l.timeout_ms == 0 {
             bail!("load.max_outstanding, connections and timeout_ms must be > 0");
+        }
+        if l.concurrency == Some(0) {
+            bail!("load.concurrency must be > 0");
         }
         let total = self.total_tps();
         if (total - l.rate).abs() > l.rate * 0.01 {

@@ -45,6 +45,46 @@ fn smoke(scenario: &str, scale: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The closed loop (`--concurrency 8`): no arrival schedule, 8 requests outstanding for the
+/// whole run and the rate an outcome. By Little's law, rate x mean latency is the mean number
+/// outstanding: at most 8, and near it (the kit's own time between an answer and the next send
+/// is the gap).
+#[test]
+fn bench_closed_loop_keeps_its_requests_outstanding() {
+    let out =
+        std::env::temp_dir().join(format!("fivecore-bench-smoke-closed-{}", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bench", "nrf-5k", "--concurrency", "8", "--duration", "3", "--warmup", "1"])
+        .args(["--max-p99-ms", "1000", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        (json["load_mode"].as_str(), json["concurrency"].as_u64()),
+        (Some("closed loop"), Some(8))
+    );
+    let g = &json["generator"];
+    assert_eq!((g["max_outstanding"].as_u64(), g["peak_outstanding"].as_u64()), (Some(8), Some(8)));
+    assert_eq!((g["slot_waits"].as_u64(), g["late_sends"].as_u64()), (Some(0), Some(0)));
+    let procs = json["procedures"].as_array().unwrap();
+    let sent: u64 = procs.iter().map(|p| p["sent"].as_u64().unwrap()).sum();
+    let rate = json["rate"].as_f64().unwrap();
+    assert!((rate - sent as f64 / 3.0).abs() < 0.01, "the rate is what was sent: {rate} vs {sent}");
+    assert!(json["totals"]["achieved_tps"].as_f64().unwrap() > 50.0, "{}", json["totals"]);
+    let busy_s: f64 = procs
+        .iter()
+        .map(|p| p["sent"].as_f64().unwrap() * p["latency"]["mean_ms"].as_f64().unwrap() / 1e3)
+        .sum();
+    let mean_outstanding = busy_s / 3.0;
+    assert!((2.4..=8.4).contains(&mean_outstanding), "{mean_outstanding} outstanding on average");
+    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("closed loop: 8"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// Every BSF scenario, a few at a time (each is one small BSF and a light generator): 1,000
 /// bindings written into the BSF's store file before it starts, Rx sessions opened, then 2 s of
 /// the call mix at 100 requests/s through the BSF's SBI and Rx ports. Every success criterion

@@ -73,7 +73,8 @@ impl RxPeer {
         c.duplicate_ttl = None;
         let counters = Arc::new(PeerCounters::default());
         let latency = Duration::from_millis(sim.latency_ms);
-        let (cn, answer_as) = (counters.clone(), id.clone());
+        // Shared, not cloned per request: an Identity is two Strings and four AVPs.
+        let (cn, answer_as) = (counters.clone(), Arc::new(id.clone()));
         let node = DiameterNode::builder(c)
             .handler(rx::APP_ID, move |req: Message| {
                 let (cn, msgs, me) = (cn.clone(), msgs.clone(), answer_as.clone());

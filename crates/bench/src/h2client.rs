@@ -1,0 +1,369 @@
+//! The load's HTTP/2 client: prior-knowledge h2c straight on the `h2` crate.
+//!
+//! The NFs' client (`sbi::client::SbiClient`, hyper's pooled client) does far more per request
+//! than a load generator needs: pool checkout, a task per request body, alternates and retry
+//! bookkeeping, the whole answer collected into one buffer. That made the kit cost more CPU per
+//! transaction than the NF it drove (docs/BENCHMARKS.md), so it could never load an NF core to
+//! 100 %. Here a connection is one `h2` `SendRequest`, cloned per request; the answer's body is
+//! drained and counted, never collected, and only the headers a procedure needs are kept.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCATION, USER_AGENT};
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{Method, Request, Uri};
+use tokio::net::TcpStream;
+
+/// Large windows: the kit never wants flow control to pace the NF's answers.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 26;
+
+/// What a request asks for besides the status.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Want {
+    pub etag: bool,
+    pub location: bool,
+}
+
+/// One request; the method, header values and body are cheap clones.
+pub struct Call<'a> {
+    pub method: &'a Method,
+    /// Path and query, percent-encoded.
+    pub path: Bytes,
+    pub body: Option<Bytes>,
+    pub content_type: Option<&'a HeaderValue>,
+    /// Sent as given (a procedure's `headers`, e.g. `SOAPAction`).
+    pub headers: &'a [(HeaderName, HeaderValue)],
+    pub condition: Option<(&'static HeaderName, HeaderValue)>,
+    pub want: Want,
+}
+
+/// The parts of an answer the kit looks at.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub etag: Option<HeaderValue>,
+    pub location: Option<HeaderValue>,
+    /// Body bytes received (drained, not kept).
+    pub body_len: usize,
+}
+
+/// Why a request got no answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Failure {
+    Timeout,
+    Transport,
+}
+
+/// One HTTP/2 connection to an NF, reopened after a failure.
+pub struct H2Conn {
+    addr: String,
+    authority: Authority,
+    timeout: Duration,
+    /// The live connection and its generation (so a failure seen by many requests reopens it
+    /// once).
+    current: Mutex<Option<(u64, SendRequest<Bytes>)>>,
+    reopen: tokio::sync::Mutex<()>,
+    generation: AtomicU64,
+}
+
+impl H2Conn {
+    /// A connection to `base` (`http://host:port`), opened at the first request.
+    pub fn new(base: &str, timeout: Duration) -> Result<Self> {
+        let uri: Uri = base.parse().with_context(|| format!("target URL {base}"))?;
+        if uri.scheme() != Some(&Scheme::HTTP) {
+            bail!("target URL {base}: the kit speaks h2c (http://) only");
+        }
+        let authority = uri.authority().cloned().with_context(|| format!("{base}: no host"))?;
+        let addr = match authority.port_u16() {
+            Some(_) => authority.as_str().to_string(),
+            None => format!("{}:80", authority.host()),
+        };
+        Ok(Self {
+            addr,
+            authority,
+            timeout,
+            current: Mutex::new(None),
+            reopen: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// Opens the connection now (so connection setup is not in the first request's latency).
+    pub async fn open(&self) -> Result<()> {
+        self.sender().await.map(|_| ())
+    }
+
+    async fn sender(&self) -> Result<(u64, SendRequest<Bytes>)> {
+        if let Some(s) = self.current.lock().unwrap().clone() {
+            return Ok(s);
+        }
+        let _one = self.reopen.lock().await;
+        if let Some(s) = self.current.lock().unwrap().clone() {
+            return Ok(s);
+        }
+        let tcp = TcpStream::connect(&self.addr)
+            .await
+            .with_context(|| format!("connecting to {}", self.addr))?;
+        tcp.set_nodelay(true)?;
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .with_context(|| format!("HTTP/2 handshake with {}", self.addr))?;
+        // The connection's I/O runs in its own task; it ends when every handle is dropped or
+        // the peer closes.
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let g = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *self.current.lock().unwrap() = Some((g, send.clone()));
+        Ok((g, send))
+    }
+
+    /// Forgets connection `generation` after a transport failure; the next request reopens.
+    fn broken(&self, generation: u64) {
+        let mut cur = self.current.lock().unwrap();
+        if cur.as_ref().is_some_and(|(g, _)| *g == generation) {
+            *cur = None;
+        }
+    }
+
+    /// Sends one request and waits for its whole answer, within the timeout.
+    pub async fn send(&self, call: Call<'_>) -> Result<Answer, Failure> {
+        match tokio::time::timeout(self.timeout, self.exchange(call)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    async fn exchange(&self, call: Call<'_>) -> Result<Answer, Failure> {
+        // A rendered path that is no valid URI path fails that request alone.
+        let path =
+            PathAndQuery::from_maybe_shared(call.path.clone()).map_err(|_| Failure::Transport)?;
+        let uri = Uri::builder()
+            .scheme(Scheme::HTTP)
+            .authority(self.authority.clone())
+            .path_and_query(path)
+            .build()
+            .map_err(|_| Failure::Transport)?;
+        let (generation, send) = self.sender().await.map_err(|_| Failure::Transport)?;
+        let r = exchange_on(send, uri, call).await;
+        if let Err(e) = &r {
+            // A stream reset ends that request; anything else ends the connection.
+            if !e.is_reset() || e.is_go_away() {
+                self.broken(generation);
+            }
+        }
+        r.map_err(|_| Failure::Transport)
+    }
+}
+
+async fn exchange_on(
+    send: SendRequest<Bytes>,
+    uri: Uri,
+    call: Call<'_>,
+) -> Result<Answer, h2::Error> {
+    let mut send = send.ready().await?;
+    let mut req = Request::new(());
+    *req.method_mut() = call.method.clone();
+    *req.uri_mut() = uri;
+    let h = req.headers_mut();
+    h.insert(USER_AGENT, HeaderValue::from_static("fivecore-bench"));
+    for (name, value) in call.headers {
+        h.insert(name.clone(), value.clone());
+    }
+    if let Some((name, value)) = call.condition {
+        h.insert(name, value);
+    }
+    let rsp = match call.body {
+        Some(body) => {
+            let ct = call
+                .content_type
+                .cloned()
+                .unwrap_or_else(|| HeaderValue::from_static("application/json"));
+            h.insert(CONTENT_TYPE, ct);
+            let (rsp, mut stream) = send.send_request(req, false)?;
+            // Buffered by h2 and sent as the windows allow.
+            stream.send_data(body, true)?;
+            rsp
+        }
+        None => send.send_request(req, true)?.0,
+    };
+    let (mut parts, mut body) = rsp.await?.into_parts();
+    let mut body_len = 0;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        body_len += chunk.len();
+        // Give the window back at once: the data is not kept.
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    Ok(Answer {
+        status: parts.status.as_u16(),
+        etag: if call.want.etag { parts.headers.remove(ETAG) } else { None },
+        location: if call.want.location { parts.headers.remove(LOCATION) } else { None },
+        body_len,
+    })
+}
+
+/// `connections` connections to one NF, used round robin.
+pub struct H2Pool {
+    conns: Vec<H2Conn>,
+    next: AtomicU64,
+}
+
+impl H2Pool {
+    pub fn new(base: &str, connections: usize, timeout: Duration) -> Result<Self> {
+        let conns = (0..connections.max(1))
+            .map(|_| H2Conn::new(base, timeout))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { conns, next: AtomicU64::new(0) })
+    }
+
+    /// Opens every connection.
+    pub async fn open(&self) -> Result<()> {
+        for c in &self.conns {
+            c.open().await?;
+        }
+        Ok(())
+    }
+
+    /// The next connection, round robin.
+    pub fn pick(&self) -> &H2Conn {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) as usize % self.conns.len();
+        &self.conns[i]
+    }
+
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{Response, StatusCode};
+    use tokio::net::TcpListener;
+
+    /// What the test server does with a request.
+    enum Act {
+        Answer(StatusCode, &'static str),
+        /// Never answer (the stream stays open).
+        Hold,
+        /// Close the whole connection.
+        Close,
+    }
+
+    /// An h2c server on a real socket, doing with each request what `act` says.
+    async fn server(act: fn(&http::request::Parts) -> Act) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = l.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut conn = h2::server::handshake(tcp).await.unwrap();
+                    let mut held = Vec::new();
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        let (parts, _) = req.into_parts();
+                        let (status, body) = match act(&parts) {
+                            Act::Answer(status, body) => (status, body),
+                            Act::Hold => {
+                                held.push(respond);
+                                continue;
+                            }
+                            Act::Close => return,
+                        };
+                        let rsp = Response::builder()
+                            .status(status)
+                            .header("etag", "\"v7\"")
+                            .header("location", format!("{}/id-42", parts.uri.path()))
+                            .body(())
+                            .unwrap();
+                        let mut send = respond.send_response(rsp, body.is_empty()).unwrap();
+                        if !body.is_empty() {
+                            send.send_data(Bytes::from_static(body.as_bytes()), true).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        base
+    }
+
+    fn call<'a>(method: &'a Method, path: &'static str, want: Want) -> Call<'a> {
+        Call {
+            method,
+            path: Bytes::from_static(path.as_bytes()),
+            body: Some(Bytes::from_static(b"{}")),
+            content_type: None,
+            headers: &[],
+            condition: Some((&http::header::IF_MATCH, HeaderValue::from_static("\"v6\""))),
+            want,
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_keep_status_wanted_headers_and_body_length() {
+        let base = server(|p| {
+            // The request arrives whole: method, path, query, condition, content type.
+            let ok = p.method == Method::PUT
+                && p.uri.path_and_query().map(|x| x.as_str()) == Some("/a/b?x=1")
+                && p.headers.get("if-match").is_some_and(|v| v == "\"v6\"")
+                && p.headers.get("content-type").is_some_and(|v| v == "application/json");
+            match ok {
+                true => Act::Answer(StatusCode::CREATED, "0123456789"),
+                false => Act::Answer(StatusCode::BAD_REQUEST, ""),
+            }
+        })
+        .await;
+        let c = H2Conn::new(&base, Duration::from_secs(5)).unwrap();
+        let a = c
+            .send(call(&Method::PUT, "/a/b?x=1", Want { etag: true, location: true }))
+            .await
+            .unwrap();
+        assert_eq!((a.status, a.body_len), (201, 10));
+        assert_eq!(a.etag.as_ref().map(|v| v.to_str().unwrap()), Some("\"v7\""));
+        assert_eq!(a.location.as_ref().map(|v| v.to_str().unwrap()), Some("/a/b/id-42"));
+        // Headers nobody asked for are not kept.
+        let a = c.send(call(&Method::PUT, "/a/b?x=1", Want::default())).await.unwrap();
+        assert_eq!((a.status, a.etag, a.location), (201, None, None));
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_times_out_and_a_closed_connection_is_reopened() {
+        let base = server(|p| match p.uri.path() {
+            "/never" => Act::Hold,
+            "/close" => Act::Close,
+            _ => Act::Answer(StatusCode::NO_CONTENT, ""),
+        })
+        .await;
+        let c = H2Conn::new(&base, Duration::from_millis(300)).unwrap();
+        let t0 = tokio::time::Instant::now();
+        let e = c.send(call(&Method::GET, "/never", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Timeout);
+        assert!(t0.elapsed() >= Duration::from_millis(300));
+        // A timeout ends that request only: the connection still serves.
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 1));
+        // The server drops the connection: that request fails, the next one reopens it.
+        let e = c.send(call(&Method::GET, "/close", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Transport);
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 2));
+        // Nothing listens at all: a transport failure, not a hang.
+        let dead = H2Conn::new("http://127.0.0.1:1", Duration::from_secs(5)).unwrap();
+        let e = dead.send(call(&Method::GET, "/", Want::default())).await.unwrap_err();
+        assert_eq!(e, Failure::Transport);
+    }
+}
