@@ -32,10 +32,15 @@ pub struct SqliteConfig {
     /// Default: 5000.
     pub busy_timeout_ms: u64,
 
-    /// Page cache per connection, in MiB. The writer and every reader have
-    /// their own, so the total is `(readers + 1) * cache_size_mib`.
-    /// Default: 16.
+    /// The writer's page cache, in MiB. Default: 16.
     pub cache_size_mib: u64,
+
+    /// Each reader's page cache, in MiB; the total is `readers *
+    /// reader_cache_size_mib`. A reader's cache is emptied whenever it starts
+    /// a read after another commit (under a steady write load, before almost
+    /// every read), at a cost that grows with what it held, so a write-heavy
+    /// NF may want it smaller than the writer's. Default: 16.
+    pub reader_cache_size_mib: u64,
 
     /// Size of the memory map used for reads, in MiB (0 disables it). The
     /// map is shared by all connections through the OS page cache.
@@ -94,6 +99,7 @@ impl Default for SqliteConfig {
             synchronous: Synchronous::default(),
             busy_timeout_ms: default_busy_timeout_ms(),
             cache_size_mib: default_cache_size_mib(),
+            reader_cache_size_mib: default_reader_cache_size_mib(),
             mmap_size_mib: default_mmap_size_mib(),
             readers: default_readers(),
             max_batch: default_max_batch(),
@@ -141,16 +147,25 @@ impl SqliteConfig {
         Duration::from_millis(self.busy_timeout_ms)
     }
 
-    /// `PRAGMA cache_size` takes a negative number to mean KiB.
+    /// The writer's `PRAGMA cache_size` (a negative number means KiB).
     pub(crate) fn cache_size_pragma(&self) -> i64 {
-        let kib = self.cache_size_mib.saturating_mul(1024);
-        -i64::try_from(kib).unwrap_or(i64::MAX)
+        cache_size_pragma(self.cache_size_mib)
+    }
+
+    /// A reader's `PRAGMA cache_size`.
+    pub(crate) fn reader_cache_size_pragma(&self) -> i64 {
+        cache_size_pragma(self.reader_cache_size_mib)
     }
 
     pub(crate) fn mmap_size_bytes(&self) -> i64 {
         let bytes = self.mmap_size_mib.saturating_mul(1024 * 1024);
         i64::try_from(bytes).unwrap_or(i64::MAX)
     }
+}
+
+fn cache_size_pragma(mib: u64) -> i64 {
+    let kib = mib.saturating_mul(1024);
+    -i64::try_from(kib).unwrap_or(i64::MAX)
 }
 
 fn invalid(msg: &str) -> Error {
@@ -166,6 +181,10 @@ fn default_busy_timeout_ms() -> u64 {
 }
 
 fn default_cache_size_mib() -> u64 {
+    16
+}
+
+fn default_reader_cache_size_mib() -> u64 {
     16
 }
 
@@ -230,9 +249,14 @@ mod tests {
 
     #[test]
     fn pragma_units() {
-        let config =
-            SqliteConfig { cache_size_mib: 2, mmap_size_mib: 1, ..SqliteConfig::default() };
+        let config = SqliteConfig {
+            cache_size_mib: 2,
+            reader_cache_size_mib: 3,
+            mmap_size_mib: 1,
+            ..SqliteConfig::default()
+        };
         assert_eq!(config.cache_size_pragma(), -2048);
+        assert_eq!(config.reader_cache_size_pragma(), -3072);
         assert_eq!(config.mmap_size_bytes(), 1024 * 1024);
     }
 

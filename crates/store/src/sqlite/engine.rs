@@ -570,7 +570,7 @@ fn open_writer(config: &SqliteConfig) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&config.path, flags)?;
-    tune(&conn, config)?;
+    tune(&conn, config, config.cache_size_pragma())?;
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -590,14 +590,14 @@ fn open_writer(config: &SqliteConfig) -> Result<Connection> {
 fn open_reader(config: &SqliteConfig) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&config.path, flags)?;
-    tune(&conn, config)?;
+    tune(&conn, config, config.reader_cache_size_pragma())?;
     Ok(conn)
 }
 
 /// Per-connection settings shared by the writer and the readers.
-fn tune(conn: &Connection, config: &SqliteConfig) -> Result<()> {
+fn tune(conn: &Connection, config: &SqliteConfig, cache_size: i64) -> Result<()> {
     conn.busy_timeout(config.busy_timeout())?;
-    conn.pragma_update(None, "cache_size", config.cache_size_pragma())?;
+    conn.pragma_update(None, "cache_size", cache_size)?;
     conn.pragma_update(None, "mmap_size", config.mmap_size_bytes())?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
