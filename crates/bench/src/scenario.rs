@@ -726,22 +726,7 @@ impl Scenario {
             if p.sh.is_some() {
                 self.validate_sh_procedure(&what, p)?;
             } else if p.rx.is_some() {
-                let http_fields = !p.method.is_empty()
-                    || !p.path.is_empty()
-                    || p.body.is_some()
-                    || p.body_profile.is_some()
-                    || p.body_binding
-                    || !p.variants.is_empty()
-                    || p.produces.is_some();
-                if http_fields {
-                    bail!("{what}: an rx procedure has no method, path, query, body or produces");
-                }
-                if self.diameter.is_none() {
-                    bail!("{what}: an rx procedure needs the [diameter] section");
-                }
-                if p.expect.is_empty() || p.expect.iter().any(|s| !(1000..6000).contains(s)) {
-                    bail!("{what}: expect must list Diameter result codes");
-                }
+                self.validate_diameter_procedure(&what, p, "rx")?;
                 let kind = if p.rx == Some(RxOp::Rar) { SimKind::PcfRx } else { SimKind::AfRx };
                 if !self.simulators.iter().any(|s| s.kind == kind) {
                     bail!("{what}: needs a {kind:?} simulator");
@@ -868,9 +853,9 @@ impl Scenario {
         Ok(())
     }
 
-    /// An Sh procedure: no HTTP fields, result codes to expect, application servers to send it
-    /// and Sh profiles to act on.
-    fn validate_sh_procedure(&self, what: &str, p: &Procedure) -> Result<()> {
+    /// A Diameter (`rx` or `sh`) procedure: no HTTP fields, the `[diameter]` section, and
+    /// Diameter result codes to expect.
+    fn validate_diameter_procedure(&self, what: &str, p: &Procedure, kind: &str) -> Result<()> {
         let http_fields = !p.method.is_empty()
             || !p.path.is_empty()
             || p.body.is_some()
@@ -881,14 +866,23 @@ impl Scenario {
             || p.produces.is_some()
             || p.recycle.is_some();
         if http_fields {
-            bail!("{what}: an sh procedure has no method, path, query, body, headers, produces or recycle");
+            bail!(
+                "{what}: an {kind} procedure has no method, path, query, body, headers, produces or recycle"
+            );
         }
         if self.diameter.is_none() {
-            bail!("{what}: an sh procedure needs the [diameter] section");
+            bail!("{what}: an {kind} procedure needs the [diameter] section");
         }
         if p.expect.is_empty() || p.expect.iter().any(|s| !(1000..6000).contains(s)) {
             bail!("{what}: expect must list Diameter result codes");
         }
+        Ok(())
+    }
+
+    /// An Sh procedure: no HTTP fields, result codes to expect, application servers to send it
+    /// and Sh profiles to act on.
+    fn validate_sh_procedure(&self, what: &str, p: &Procedure) -> Result<()> {
+        self.validate_diameter_procedure(what, p, "sh")?;
         if !self.simulators.iter().any(|s| s.kind == SimKind::AsSh) {
             bail!("{what}: needs an as_sh simulator");
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use diameter::dictionary::rx;
-use diameter::{ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, Route, RouteAction};
+use diameter::{DiameterNode, Message};
 use serde::Serialize;
 
 use super::messages::{Identity, RxMessages};
@@ -56,21 +56,8 @@ impl RxPeer {
         addr: SocketAddr,
         msgs: Arc<RxMessages>,
     ) -> Result<RxPeer> {
-        let (Some(host), Some(realm)) = (&sim.origin_host, &sim.origin_realm) else {
-            bail!("simulator {}: origin_host and origin_realm are required", sim.name)
-        };
+        let (host, realm, c) = crate::sim_node::config(sim, nf, addr, rx::APP_ID)?;
         let id = Identity::new(host, realm);
-        let mut c = NodeConfig::new(host, realm);
-        c.product_name = "fivecore-bench".into();
-        c.applications = vec![ApplicationId::tgpp(rx::APP_ID)];
-        c.peers = vec![PeerConfig::connect(&nf.origin_host, addr)];
-        // Whatever it sends goes through the NF: the NF, not the simulator, finds the PCF.
-        c.routes = vec![Route::new("*", RouteAction::Relay(vec![nf.origin_host.clone()]))];
-        c.request_timeout = Duration::from_millis(nf.timeout_ms);
-        c.reconnect_min = Duration::from_millis(100);
-        c.reconnect_max = Duration::from_secs(1);
-        // Nothing is retransmitted on one loopback connection: no duplicate cache to fill.
-        c.duplicate_ttl = None;
         let counters = Arc::new(PeerCounters::default());
         let latency = Duration::from_millis(sim.latency_ms);
         // Shared, not cloned per request: an Identity is two Strings and four AVPs.
