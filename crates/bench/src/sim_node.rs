@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use diameter::{ApplicationId, NodeConfig, PeerConfig, Route, RouteAction};
+use diameter::{ApplicationId, DiameterNode, NodeConfig, PeerConfig, Route, RouteAction};
 
 use crate::scenario::{Diameter, Simulator};
 
@@ -32,4 +32,23 @@ pub(crate) fn config<'a>(
     // Nothing is retransmitted on one loopback connection: no duplicate cache to fill.
     c.duplicate_ttl = None;
     Ok((host, realm, c))
+}
+
+/// Waits until `node` has its connection to the NF open (CER/CEA done); shuts it down and
+/// fails after 10 s.
+pub(crate) async fn wait_connected(
+    node: &DiameterNode,
+    sim: &Simulator,
+    nf: &Diameter,
+    addr: SocketAddr,
+) -> Result<()> {
+    if !node.wait_open(&nf.origin_host, Duration::from_secs(10)).await {
+        node.shutdown().await;
+        bail!(
+            "simulator {}: no Diameter connection to {} at {addr} (CER/CEA) within 10 s",
+            sim.name,
+            nf.origin_host
+        );
+    }
+    Ok(())
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use diameter::dictionary::rx;
 use diameter::{DiameterNode, Message};
 use serde::Serialize;
@@ -81,14 +81,7 @@ impl RxPeer {
             })
             .start()
             .await?;
-        if !node.wait_open(&nf.origin_host, Duration::from_secs(10)).await {
-            node.shutdown().await;
-            bail!(
-                "simulator {}: no Diameter connection to {} at {addr} (CER/CEA) within 10 s",
-                sim.name,
-                nf.origin_host
-            );
-        }
+        crate::sim_node::wait_connected(&node, sim, nf, addr).await?;
         Ok(RxPeer {
             name: sim.name.clone(),
             kind: sim.kind,

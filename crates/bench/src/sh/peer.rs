@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use diameter::dictionary::sh;
 use diameter::{DiameterNode, Message};
 use serde::Serialize;
@@ -70,14 +70,7 @@ impl ShPeer {
             })
             .start()
             .await?;
-        if !node.wait_open(&nf.origin_host, Duration::from_secs(10)).await {
-            node.shutdown().await;
-            bail!(
-                "simulator {}: no Diameter connection to {} at {addr} (CER/CEA) within 10 s",
-                sim.name,
-                nf.origin_host
-            );
-        }
+        crate::sim_node::wait_connected(&node, sim, nf, addr).await?;
         Ok(ShPeer { name: sim.name.clone(), latency_ms: sim.latency_ms, id, node, counters })
     }
 
