@@ -239,14 +239,6 @@ impl H2Pool {
         let i = self.next.fetch_add(1, Ordering::Relaxed) as usize % self.conns.len();
         &self.conns[i]
     }
-
-    pub fn len(&self) -> usize {
-        self.conns.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.conns.is_empty()
-    }
 }
 
 #[cfg(test)]
