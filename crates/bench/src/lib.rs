@@ -250,7 +250,8 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         let ready_client = sbi::client::SbiClient::new(&Default::default())?;
         // A UDR started on preloaded policy data subscriptions loads them all before it is
         // ready (a million take a while).
-        let ready_wait = if udr_plan.is_some() { 600 } else { 30 };
+        // So does a BSF with the Rx proxy's binding index (ten million bindings: ~30 s).
+        let ready_wait = if udr_plan.is_some() || plan.is_some() { 600 } else { 30 };
         for c in children.iter_mut() {
             nfproc::wait_ready(c, &ready_client, Duration::from_secs(ready_wait)).await?;
         }

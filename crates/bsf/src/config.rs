@@ -89,6 +89,12 @@ pub struct RxConfig {
     /// to it directly.
     #[serde(default)]
     pub mode: RxMode,
+    /// Answer AARs from an in-memory index of the bindings by UE address (IPv4 with IP domain,
+    /// IPv6 prefixes) instead of a store read each: about 60-120 bytes of memory per binding,
+    /// loaded in the background at start (the BSF reports ready once it is in; AARs read the
+    /// store until then). Default true.
+    #[serde(default = "default_true")]
+    pub binding_index: bool,
 }
 
 /// How the Rx side of the BSF reaches the PCF (TS 29.213 §7.3.1: a DRA is a proxy or a redirect
@@ -126,6 +132,7 @@ impl Default for RxConfig {
             request_timeout_ms: default_rx_request_timeout_ms(),
             watchdog_secs: default_rx_watchdog_secs(),
             mode: RxMode::default(),
+            binding_index: true,
         }
     }
 }

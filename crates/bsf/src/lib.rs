@@ -19,6 +19,7 @@ pub mod preload;
 pub mod rx;
 pub mod store;
 pub mod subscriptions;
+pub mod ue_address_index;
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -182,7 +183,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("BSF", &instance_id));
     let client = SbiClient::new(&client_config)?;
     let db = SqliteStore::open(config.store.clone()).await?;
-    let bindings = store::BindingStore::open(db.clone()).await?;
+    let mut bindings = store::BindingStore::open(db.clone()).await?;
+    if config.bsf.rx.enabled && config.bsf.rx.binding_index {
+        bindings = bindings.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
+    }
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let notifier = subscriptions::Notifier::new(client.clone(), config.bsf.notify.clone());
     let bsf = Arc::new(Bsf::new(config.bsf.clone(), bindings, notifier, scheme));
@@ -238,13 +242,41 @@ impl Bound {
     /// Serves until `shutdown`, with the audit running and the NRF registration kept; then
     /// deregisters from the NRF and closes the store (everything acknowledged is committed).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), BsfError> {
+        // The Rx proxy's binding index loads in the background (tens of seconds for tens of
+        // millions of bindings): AARs read the store until it is in, and the BSF reports ready
+        // only then, so load balancers and the bench kit wait for the fast path.
+        let loader = self.bsf.store.index().is_some().then(|| {
+            let (bsf, ready) = (self.bsf.clone(), self.observability.clone());
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                match bsf.store.load_index().await {
+                    Ok(n) => tracing::info!(
+                        bindings = n,
+                        secs = started.elapsed().as_secs_f64(),
+                        "BSF UE address index loaded"
+                    ),
+                    Err(e) => {
+                        tracing::error!(error = %e, "BSF UE address index not loaded: Rx lookups read the store")
+                    }
+                }
+                ready.set_ready(true);
+            })
+        });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let audit = tokio::spawn(audit::run(self.bsf.clone(), stop_rx));
         if let Some(nrf) = &self.nrf {
             nrf.start();
         }
-        self.observability.set_ready(true);
+        if loader.is_none() {
+            self.observability.set_ready(true);
+        }
         let served = self.server.serve(shutdown).await;
+        if let Some(l) = loader {
+            if let Some(ix) = self.bsf.store.index() {
+                ix.stop_loading();
+            }
+            let _ = l.await;
+        }
         if let Some(rx) = self.rx {
             rx.shutdown().await;
         }

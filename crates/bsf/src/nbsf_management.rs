@@ -36,7 +36,7 @@ const DISCOVERY_PARAMS: [&str; 9] = [
 
 /// IPv6 prefix lengths tried when a consumer looks a UE up by one of its addresses (the BSF
 /// stores the prefix the PCF registered, typically /64; consumers send the address as /128).
-const PREFIX_LENGTHS: [u8; 6] = [128, 64, 60, 56, 48, 32];
+pub(crate) const PREFIX_LENGTHS: [u8; 6] = [128, 64, 60, 56, 48, 32];
 
 /// The prefixes a binding for `addr/len` may be stored under: the network at `len`, then at the
 /// shorter [`PREFIX_LENGTHS`] (Discovery's ipv6Prefix and the Rx proxy's Framed-IPv6-Prefix).

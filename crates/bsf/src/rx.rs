@@ -5,7 +5,8 @@
 //! its Destination-Host comes to [`Proxy::handle`] (a default route `*` → local for Rx):
 //!
 //! * **AAR of a new session**: Framed-IP-Address (with IP-Domain-Id) or Framed-IPv6-Prefix →
-//!   the newest matching binding in the store (an async read on the store's threads) →
+//!   the newest matching binding (from the in-memory [`crate::ue_address_index`], or a store
+//!   read while it loads or with `binding_index = false`) →
 //!   pcfDiamHost / pcfDiamRealm → the request goes to that PCF with `node.request` (Destination-Host
 //!   and Destination-Realm set to the PCF's, Route-Record added) and the PCF's answer goes back to
 //!   the AF with the AF's hop-by-hop id. A successful answer makes the session remembered
@@ -44,6 +45,7 @@ use serde::Deserialize;
 use crate::config::{RxConfig, RxMode};
 use crate::context::Bsf;
 use crate::store::Lookup;
+use crate::ue_address_index::Answer;
 
 /// TS 29.214 Experimental-Result-Code IP-CAN_SESSION_NOT_AVAILABLE.
 pub const IP_CAN_SESSION_NOT_AVAILABLE: u32 = rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE;
@@ -349,14 +351,27 @@ impl Proxy {
 
     /// The PCF (Diameter host, realm) of the binding for the AAR's UE address.
     async fn lookup(&self, req: &Message) -> store::Result<Option<(String, String)>> {
+        let index = self.bsf.store.index();
+        let from_index = |a: Answer| match a {
+            Answer::Pcf(p) => Some(Some((p.host.to_string(), p.realm.to_string()))),
+            Answer::None => Some(None),
+            Answer::Unknown => None,
+        };
         let mut q = Lookup::default();
         if let Some(ip) = req.framed_ip_address() {
+            let domain = req.ip_domain_id();
+            let domain = domain.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+            let domain = domain.filter(|d| !d.is_empty());
+            if let Some(found) = index.and_then(|ix| from_index(ix.find_v4(ip, domain))) {
+                return Ok(found);
+            }
             q.ipv4 = Some(ip.to_string());
-            q.ip_domain = req
-                .ip_domain_id()
-                .and_then(|b| String::from_utf8(b.to_vec()).ok())
-                .filter(|d| !d.is_empty());
+            q.ip_domain = domain.map(str::to_owned);
         } else if let Some((addr, len)) = req.framed_ipv6_prefix() {
+            let lengths = &crate::nbsf_management::PREFIX_LENGTHS;
+            if let Some(found) = index.and_then(|ix| from_index(ix.find_v6(addr, len, lengths))) {
+                return Ok(found);
+            }
             q.ipv6 = crate::nbsf_management::candidate_prefixes(addr, len);
         } else {
             return Ok(None);

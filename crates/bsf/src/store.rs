@@ -8,12 +8,15 @@
 //! job (the duplicate check and the INSERT inside the writer's group commit, so two concurrent
 //! Registers for the same UE cannot both win).
 
+use std::sync::Arc;
+
 use rusqlite::{
     params, params_from_iter, types::Value as SqlValue, Connection, OptionalExtension, Transaction,
 };
 use store::{Migration, SqliteStore};
 
 use crate::models::Keys;
+use crate::ue_address_index::{Indexed, UeAddressIndex};
 
 pub const MIGRATIONS: [Migration; 4] = [
     Migration::new(
@@ -123,6 +126,19 @@ pub struct Lookup {
 #[derive(Clone)]
 pub struct BindingStore {
     db: SqliteStore,
+    /// The Rx proxy's index of bindings by UE address, kept by every write job below.
+    index: Option<Arc<UeAddressIndex>>,
+}
+
+/// Index changes of one write job, applied last in it (after its SQL succeeded).
+fn index_removed(index: &Option<Arc<UeAddressIndex>>, gone: &[Stored]) {
+    if let Some(ix) = index {
+        for s in gone {
+            if let Some(b) = Indexed::from_json(&s.id, &s.json) {
+                ix.remove(&b);
+            }
+        }
+    }
 }
 
 const SELECT_DOC: &str = "SELECT binding_id, json_content FROM bsf_pcf_binding";
@@ -230,7 +246,69 @@ impl BindingStore {
     /// Applies the BSF's migrations.
     pub async fn open(db: SqliteStore) -> store::Result<Self> {
         db.migrate(MIGRATIONS).await?;
-        Ok(BindingStore { db })
+        Ok(BindingStore { db, index: None })
+    }
+
+    /// Keeps `index` up to date from now on (every write job changes it); [`Self::load_index`]
+    /// fills it with what is stored.
+    pub fn with_index(mut self, index: Arc<UeAddressIndex>) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    pub fn index(&self) -> Option<&Arc<UeAddressIndex>> {
+        self.index.as_ref()
+    }
+
+    /// Reads every stored binding into the index (one pass over the table on a reader, from
+    /// one snapshot; writes meanwhile go to the index themselves) and makes it answer.
+    /// Returns the bindings loaded.
+    pub async fn load_index(&self) -> store::Result<u64> {
+        let Some(ix) = self.index.clone() else { return Ok(0) };
+        ix.reserve(usize::try_from(self.count().await?).unwrap_or(0));
+        let loading = ix.clone();
+        let n = self
+            .db
+            .read(move |c| {
+                let mut st =
+                    c.prepare("SELECT binding_id, created_ms, json_content FROM bsf_pcf_binding")?;
+                let mut rows = st.query([])?;
+                let mut n = 0u64;
+                while let Some(r) = rows.next()? {
+                    if n & 0xFFFF == 0 && loading.is_off() {
+                        break;
+                    }
+                    let id = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                    let created: i64 = r.get(1)?;
+                    let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
+                    if let Some(b) = Indexed::from_json(id, json) {
+                        loading.load_one(&b, created);
+                        n += 1;
+                    }
+                }
+                Ok(n)
+            })
+            .await;
+        match n {
+            Ok(n) => {
+                ix.set_ready();
+                Ok(n)
+            }
+            Err(e) => {
+                ix.turn_off();
+                Err(e)
+            }
+        }
+    }
+
+    /// A write job's outcome; a failed one may have changed the index without the store.
+    fn checked<T>(&self, r: store::Result<T>) -> store::Result<T> {
+        if r.is_err() {
+            if let Some(ix) = &self.index {
+                ix.turn_off();
+            }
+        }
+        r
     }
 
     pub fn db(&self) -> &SqliteStore {
@@ -247,23 +325,32 @@ impl BindingStore {
         json: Vec<u8>,
         reject: bool,
     ) -> store::Result<Created> {
-        self.db
+        let index = self.index.clone();
+        let indexed = index.as_ref().and_then(|_| Indexed::from_json(&id, &json));
+        let r = self
+            .db
             .write(move |tx: &Transaction<'_>| {
                 let existing = conflicts(tx, &keys)?;
                 if reject {
-                    if let Some(first) = existing.into_iter().next() {
-                        return Ok(Created::Exists(first));
+                    if let Some(first) = existing.first() {
+                        return Ok(Created::Exists(first.clone()));
                     }
                     insert(tx, &id, &keys, created_ms, &json)?;
-                    return Ok(Created::Inserted { replaced: Vec::new() });
+                } else {
+                    for old in &existing {
+                        delete_id(tx, &old.id)?;
+                    }
+                    insert(tx, &id, &keys, created_ms, &json)?;
+                    index_removed(&index, &existing);
                 }
-                for old in &existing {
-                    delete_id(tx, &old.id)?;
+                if let (Some(ix), Some(b)) = (&index, &indexed) {
+                    ix.insert(b, created_ms);
                 }
-                insert(tx, &id, &keys, created_ms, &json)?;
-                Ok(Created::Inserted { replaced: existing })
+                let replaced = if reject { Vec::new() } else { existing };
+                Ok(Created::Inserted { replaced })
             })
-            .await
+            .await;
+        self.checked(r)
     }
 
     /// Inserts bindings without the duplicate check, in one write job: bulk loading (a
@@ -272,14 +359,24 @@ impl BindingStore {
         &self,
         rows: Vec<(String, Keys, i64, Vec<u8>)>,
     ) -> store::Result<usize> {
-        self.db
+        let index = self.index.clone();
+        let r = self
+            .db
             .write(move |tx| {
                 for (id, keys, created_ms, json) in &rows {
                     insert(tx, id, keys, *created_ms, json)?;
                 }
+                if let Some(ix) = &index {
+                    for (id, _, created_ms, json) in &rows {
+                        if let Some(b) = Indexed::from_json(id, json) {
+                            ix.insert(&b, *created_ms);
+                        }
+                    }
+                }
                 Ok(rows.len())
             })
-            .await
+            .await;
+        self.checked(r)
     }
 
     /// The newest binding matching `q` (one indexed read).
@@ -358,15 +455,19 @@ impl BindingStore {
 
     /// Removes a binding; returns it, or `None` when it was not stored.
     pub async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
-        self.db
+        let index = self.index.clone();
+        let r = self
+            .db
             .write(move |tx| {
                 let found = get_id(tx, &id)?;
-                if found.is_some() {
+                if let Some(f) = &found {
                     delete_id(tx, &id)?;
+                    index_removed(&index, std::slice::from_ref(f));
                 }
                 Ok(found)
             })
-            .await
+            .await;
+        self.checked(r)
     }
 
     /// Read-modify-write of one binding inside one write job: `f` gets the stored document and
@@ -376,10 +477,21 @@ impl BindingStore {
         E: Send + 'static,
         F: FnOnce(Vec<u8>) -> Result<(Keys, Vec<u8>), E> + Send + 'static,
     {
-        self.db
+        let index = self.index.clone();
+        let r = self
+            .db
             .write(move |tx| {
-                let Some(old) = get_id(tx, &id)? else { return Ok(Updated::NotFound) };
-                let (keys, json) = match f(old.json) {
+                let Some((old, created_ms)) = tx
+                    .prepare_cached(
+                        "SELECT json_content, created_ms FROM bsf_pcf_binding WHERE binding_id = ?1",
+                    )?
+                    .query_row([&id], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?)))
+                    .optional()?
+                else {
+                    return Ok(Updated::NotFound);
+                };
+                let old_indexed = index.as_ref().and_then(|_| Indexed::from_json(&id, &old));
+                let (keys, json) = match f(old) {
                     Ok(x) => x,
                     Err(e) => return Ok(Updated::Refused(e)),
                 };
@@ -398,9 +510,18 @@ impl BindingStore {
                 tx.prepare_cached("DELETE FROM bsf_pcf_binding_key WHERE binding_id = ?1")?
                     .execute([&id])?;
                 insert_additional_keys(tx, &id, &keys)?;
+                if let Some(ix) = &index {
+                    if let Some(b) = &old_indexed {
+                        ix.remove(b);
+                    }
+                    if let Some(b) = Indexed::from_json(&id, &json) {
+                        ix.insert(&b, created_ms);
+                    }
+                }
                 Ok(Updated::Done(json))
             })
-            .await
+            .await;
+        self.checked(r)
     }
 
     /// Removes up to `limit` bindings created before `before_ms`, oldest first (index on the
@@ -410,7 +531,9 @@ impl BindingStore {
         before_ms: i64,
         limit: u32,
     ) -> store::Result<Vec<Stored>> {
-        self.db
+        let index = self.index.clone();
+        let r = self
+            .db
             .write(move |tx| {
                 let old: Vec<Stored> = tx
                     .prepare_cached(&format!(
@@ -421,9 +544,11 @@ impl BindingStore {
                 for s in &old {
                     delete_id(tx, &s.id)?;
                 }
+                index_removed(&index, &old);
                 Ok(old)
             })
-            .await
+            .await;
+        self.checked(r)
     }
 
     pub async fn count(&self) -> store::Result<u64> {

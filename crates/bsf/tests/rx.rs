@@ -31,6 +31,12 @@ const PCF_REALM: &str = "pcf.example";
 type Seen = Arc<Mutex<Vec<(u32, String, Option<String>, Vec<String>)>>>;
 
 async fn start_bsf(dir: &std::path::Path) -> TestBsf {
+    start_bsf_with(dir, true).await
+}
+
+/// With `index`, AARs are answered from the in-memory binding index (once loaded); without,
+/// by a store read each.
+async fn start_bsf_with(dir: &std::path::Path, index: bool) -> TestBsf {
     let config = BsfConfig {
         rx: RxConfig {
             enabled: true,
@@ -38,6 +44,7 @@ async fn start_bsf(dir: &std::path::Path) -> TestBsf {
             origin_host: BSF_HOST.into(),
             origin_realm: BSF_REALM.into(),
             request_timeout_ms: 2000,
+            binding_index: index,
             ..RxConfig::default()
         },
         ..BsfConfig::default()
@@ -377,4 +384,100 @@ async fn redirect_mode_names_the_bound_pcf() {
     follower.shutdown().await;
     pcf.shutdown().await;
     b.stop().await;
+}
+
+/// A new Rx session's AAR for UE `ip`: the Result-Code, or the Experimental-Result-Code.
+async fn aar_outcome(af: &DiameterNode, ip: Ipv4Addr) -> u32 {
+    let a = af.request(aar(af, &af.new_session_id(), ip)).await.unwrap();
+    a.result_code().or(a.experimental_result().map(|e| e.code)).expect("a result")
+}
+
+/// The PCF an AAR reaches follows the bindings as they are updated, deleted and reloaded after
+/// a restart, with the index (where the writes change it in place and a restart loads it from
+/// the store) and without it (a store read per AAR).
+async fn aar_lookups_follow_update_delete_and_restart(index: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_bsf_with(dir.path(), index).await;
+    let addr = b.rx.unwrap();
+    let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
+    let pcf = double(PCF_HOST, PCF_REALM, addr, pcf_seen.clone()).await;
+    let af = double(AF_HOST, AF_REALM, addr, af_seen.clone()).await;
+    let c = client();
+    let loc5 = create_binding(&b, 5, PCF_HOST).await;
+    create_binding(&b, 6, PCF_HOST).await;
+    assert_eq!(aar_outcome(&af, ip(5)).await, rc::DIAMETER_SUCCESS);
+
+    // The binding now names a PCF that is not connected: 3002.
+    let r = merge_patch(&c, &loc5, &json!({"pcfDiamHost": "pcf9.pcf.example"})).await;
+    assert_eq!(r.status().as_u16(), 200, "{}", String::from_utf8_lossy(r.body()));
+    assert_eq!(aar_outcome(&af, ip(5)).await, rc::DIAMETER_UNABLE_TO_DELIVER);
+    // ... and back.
+    let r = merge_patch(&c, &loc5, &json!({"pcfDiamHost": PCF_HOST})).await;
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(aar_outcome(&af, ip(5)).await, rc::DIAMETER_SUCCESS);
+    // A new binding for the same UE address replaces it (same DNN and S-NSSAI).
+    let mut again = binding(5);
+    again["pcfDiamHost"] = json!("pcf8.pcf.example");
+    assert_eq!(post(&c, &b.url("/pcfBindings"), &again).await.status().as_u16(), 201);
+    assert_eq!(aar_outcome(&af, ip(5)).await, rc::DIAMETER_UNABLE_TO_DELIVER);
+    // The UE address moves in an update: the old one has no binding any more.
+    let loc7 = create_binding(&b, 7, PCF_HOST).await;
+    let r = merge_patch(&c, &loc7, &json!({"ipv4Addr": "10.0.0.8"})).await;
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        aar_outcome(&af, ip(7)).await,
+        rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE
+    );
+    assert_eq!(aar_outcome(&af, ip(8)).await, rc::DIAMETER_SUCCESS);
+    assert_eq!(delete(&c, &loc7).await.status().as_u16(), 204);
+    assert_eq!(
+        aar_outcome(&af, ip(8)).await,
+        rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE
+    );
+    if index {
+        let ix = b.bsf.store.index().expect("index on");
+        assert!(ix.is_ready());
+        assert_eq!(ix.len(), (2, 0), "bindings 5 (the new one) and 6");
+    } else {
+        assert!(b.bsf.store.index().is_none());
+    }
+    af.shutdown().await;
+    pcf.shutdown().await;
+    b.stop().await;
+
+    // After a restart the bindings are read back from the store.
+    let b = start_bsf_with(dir.path(), index).await;
+    if index {
+        let ix = b.bsf.store.index().unwrap().clone();
+        tokio::time::timeout(T, async {
+            while !ix.is_ready() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the index loads");
+        assert_eq!(ix.len(), (2, 0));
+    }
+    let addr = b.rx.unwrap();
+    let pcf = double(PCF_HOST, PCF_REALM, addr, pcf_seen.clone()).await;
+    let af = double(AF_HOST, AF_REALM, addr, af_seen).await;
+    assert_eq!(aar_outcome(&af, ip(6)).await, rc::DIAMETER_SUCCESS);
+    assert_eq!(aar_outcome(&af, ip(5)).await, rc::DIAMETER_UNABLE_TO_DELIVER);
+    assert_eq!(
+        aar_outcome(&af, ip(7)).await,
+        rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE
+    );
+    af.shutdown().await;
+    pcf.shutdown().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn aar_lookups_from_the_binding_index_follow_every_write() {
+    aar_lookups_follow_update_delete_and_restart(true).await;
+}
+
+#[tokio::test]
+async fn aar_lookups_from_the_store_follow_every_write() {
+    aar_lookups_follow_update_delete_and_restart(false).await;
 }
