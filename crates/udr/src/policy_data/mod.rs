@@ -14,6 +14,7 @@
 pub mod config;
 pub mod etag;
 pub mod ids;
+pub mod merge;
 pub mod model;
 pub mod notify;
 pub mod provisioning;
