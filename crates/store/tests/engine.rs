@@ -343,3 +343,53 @@ async fn abandoned_reads_are_skipped() {
     store.get("c", "x").await.expect("store still serves reads");
     assert_eq!(store.stats().reads, 2);
 }
+
+/// Statistics from ANALYZE (what `PRAGMA optimize` gathers when a store closes) must not make
+/// cached statements whose plan could depend on a bound value (a prefix of a key, a range) parse
+/// again at every use, on the readers or on the writer.
+#[tokio::test]
+async fn cached_statements_are_not_reprepared_after_analyze() {
+    use rusqlite::StatementStatus;
+    let (_dir, store) = open_temp().await;
+    store
+        .migrate([Migration::new(
+            "t-kv",
+            "CREATE TABLE t_kv (a TEXT NOT NULL, b TEXT NOT NULL, v INTEGER NOT NULL,
+                PRIMARY KEY (a, b))",
+        )])
+        .await
+        .expect("migrate");
+    store
+        .write(|tx| {
+            let mut st = tx.prepare("INSERT INTO t_kv (a, b, v) VALUES (?1, ?2, ?3)")?;
+            for n in 0..2000 {
+                st.execute(rusqlite::params![format!("k{}", n % 7), format!("{n}"), n])?;
+            }
+            tx.execute_batch("ANALYZE")?;
+            Ok(())
+        })
+        .await
+        .expect("load");
+    const QUERIES: [&str; 2] = [
+        "SELECT count(*) FROM t_kv WHERE a = ?1",
+        "SELECT count(*) FROM (SELECT v FROM t_kv WHERE rowid > ?1 ORDER BY rowid LIMIT ?2)",
+    ];
+    let lookups = |c: &rusqlite::Connection| -> store::Result<Vec<i32>> {
+        let mut reprepared = Vec::new();
+        for sql in QUERIES {
+            for n in 0..20 {
+                let mut st = c.prepare_cached(sql)?;
+                let count: i64 = match sql.contains("a = ") {
+                    true => st.query_row([format!("k{}", n % 7)], |r| r.get(0))?,
+                    false => st.query_row([n * 100, 10], |r| r.get(0))?,
+                };
+                assert!(count > 0);
+            }
+            reprepared.push(c.prepare_cached(sql)?.get_status(StatementStatus::RePrepare));
+        }
+        Ok(reprepared)
+    };
+    let read = store.read(move |c| lookups(c)).await.expect("read");
+    let written = store.write(move |tx| lookups(tx)).await.expect("write");
+    assert_eq!((read, written), (vec![0, 0], vec![0, 0]), "re-prepared (reader, writer)");
+}

@@ -460,3 +460,56 @@ async fn fragment_subscriptions_report_only_their_items() {
     assert!(n[0].get("smPolicyData").is_none());
     udr.stop().await;
 }
+
+/// A deleted subscription's undelivered notifications are never sent, not even by the next UDR
+/// started on the store, and they leave the outbox (the delivery drops them as it reaches them).
+#[tokio::test]
+async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = policy_config();
+    config.policy.notify.attempts = 0; // until the subscription ends
+    config.policy.notify.backoff_ms = 30_000; // no retry before the restart
+    config.policy.notify.max_backoff_ms = 30_000;
+    let udr = TestUdr::start(dir.path(), config.clone()).await;
+    let mut sink = Sink::start().await;
+    let c = client();
+    let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
+    sink.fail_first.store(1_000_000, Ordering::SeqCst);
+    let gone = subscribe(
+        &c,
+        &udr,
+        &json!({"notificationUri": sink.url, "notifId": "gone", "monitoredResourceUris": [smd]}),
+    )
+    .await;
+    assert_eq!(put_json(&c, &smd, &sm_data(1)).await.status(), 201);
+    eventually(|| sink.fail_first.load(Ordering::SeqCst) < 1_000_000).await;
+    assert_eq!(delete(&c, &gone).await.status(), 204);
+    udr.stop().await;
+    sink.fail_first.store(0, Ordering::SeqCst);
+
+    let udr = TestUdr::start(dir.path(), config).await;
+    let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
+    subscribe(
+        &c,
+        &udr,
+        &json!({"notificationUri": sink.url, "notifId": "kept", "monitoredResourceUris": [smd]}),
+    )
+    .await;
+    merge_patch(&c, &smd, &json!({"umData": null})).await;
+    let n = notifications(&sink.next().await);
+    assert_eq!(n.len(), 1);
+    assert_eq!(n[0]["notifId"], "kept");
+    assert!(n[0]["smPolicyData"].get("umData").is_none());
+    sink.quiet().await;
+    let db = udr.udr.db.clone();
+    let mut left = 1;
+    for _ in 0..100 {
+        left = udr::policy_data::store::outbox_len(&db).await.unwrap();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, 0, "outbox rows left");
+    udr.stop().await;
+}

@@ -14,6 +14,7 @@
 pub mod config;
 pub mod etag;
 pub mod ids;
+pub mod merge;
 pub mod model;
 pub mod notify;
 pub mod provisioning;
@@ -47,7 +48,7 @@ pub const USER_NOT_FOUND: &str = "USER_NOT_FOUND";
 pub const DATA_NOT_FOUND: &str = "DATA_NOT_FOUND";
 
 /// The policy data tables.
-pub const MIGRATIONS: [Migration; 1] = store::MIGRATIONS;
+pub const MIGRATIONS: [Migration; 2] = store::MIGRATIONS;
 
 /// The policy data service's state.
 pub struct PolicyData {

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::etag::{self, Conditions};
 use super::ids::{self, Key, Kind};
+use super::merge;
 use super::model::{self, Ty};
 use super::store::{self, store_error, Found};
 use super::{
@@ -198,6 +199,11 @@ pub(crate) async fn merge_patch(
     check(&patch)?;
     let w =
         store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, move |old| {
+            if let (Some(old), Value::Object(p)) = (old, &patch) {
+                if let Some(merged) = merge::merge_stored(old, p, ty) {
+                    return merged.map(|v| Some(Bytes::from(v)));
+                }
+            }
             let mut doc = stored_doc(old)?;
             merge(&mut doc, patch);
             model::validate(&doc, ty)?;
