@@ -49,15 +49,16 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{request, HeaderMap, Method, Request, StatusCode, Uri, Version};
-use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+mod connect;
+mod pool;
+
+use connect::{Connector, KeepAlive};
+use pool::Pool;
 
 /// The TS 29.500 §5.2.2.2 `User-Agent` of an NF, `<NF type>-<NF instance id>`: `PCF-5a3c...`.
 pub use crate::headers::user_agent;
@@ -71,7 +72,6 @@ const MAX_WINDOW: u32 = (1 << 31) - 1;
 const MIN_WINDOW: u32 = 65_535;
 
 type BoxError = Box<dyn StdError + Send + Sync>;
-type Connector = HttpsConnector<HttpConnector>;
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -396,9 +396,8 @@ pub struct SbiClient {
 }
 
 struct Inner {
-    /// One pool per connection slot: hyper keeps one HTTP/2 connection per producer in each.
-    http: Vec<HyperClient<Connector, Full<Bytes>>>,
-    next: std::sync::atomic::AtomicUsize,
+    /// `connections_per_producer` HTTP/2 connections per producer (`client/pool.rs`).
+    pool: Pool,
     default_timeout: Duration,
     user_agent: HeaderValue,
     max_alternates: usize,
@@ -481,37 +480,22 @@ impl SbiClientBuilder {
 
         let tls = self.tls_config()?;
 
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(Duration::from_millis(c.connect_timeout_ms)));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http2()
-            .wrap_connector(http);
-
-        let mut b = HyperClient::builder(TokioExecutor::new());
-        b.http2_only(true)
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(
-                (c.pool_idle_timeout_ms > 0).then(|| Duration::from_millis(c.pool_idle_timeout_ms)),
-            )
-            .http2_initial_stream_window_size(c.http2_initial_stream_window)
-            .http2_initial_connection_window_size(c.http2_initial_connection_window)
-            .http2_adaptive_window(false);
-        if c.ping_interval_ms > 0 {
-            b.http2_keep_alive_interval(Duration::from_millis(c.ping_interval_ms))
-                .http2_keep_alive_timeout(Duration::from_millis(c.ping_timeout_ms))
-                .http2_keep_alive_while_idle(true);
-        }
-        let http = (0..c.connections_per_producer).map(|_| b.build(connector.clone())).collect();
+        let keep_alive = (c.ping_interval_ms > 0).then(|| KeepAlive {
+            interval: Duration::from_millis(c.ping_interval_ms),
+            timeout: Duration::from_millis(c.ping_timeout_ms),
+        });
+        let connector = Connector::new(
+            tls,
+            Duration::from_millis(c.connect_timeout_ms),
+            c.http2_initial_stream_window,
+            c.http2_initial_connection_window,
+            keep_alive,
+            (c.pool_idle_timeout_ms > 0).then(|| Duration::from_millis(c.pool_idle_timeout_ms)),
+        );
 
         Ok(SbiClient {
             inner: Arc::new(Inner {
-                http,
-                next: std::sync::atomic::AtomicUsize::new(0),
+                pool: Pool::new(connector, c.connections_per_producer),
                 default_timeout: Duration::from_millis(c.request_timeout_ms),
                 user_agent,
                 max_alternates: c.max_alternates,
@@ -775,33 +759,61 @@ impl SbiClient {
         body: Bytes,
         timeout: Duration,
     ) -> Result<SbiResponse, ClientError> {
-        let mut req = Request::new(Full::new(body));
+        let mut req = Request::new(());
         *req.method_mut() = method;
         *req.uri_mut() = uri;
         *req.headers_mut() = headers;
+        let producer = || format!("{scheme}://{authority}");
         let exchange = async {
-            let http = &self.inner.http;
-            let slot = match http.len() {
-                1 => 0,
-                n => self.inner.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % n,
-            };
-            let rsp = http[slot].request(req).await.map_err(|e| {
-                let producer = format!("{scheme}://{authority}");
-                if e.is_connect() {
-                    ClientError::Connect { producer, source: Box::new(e) }
-                } else {
-                    ClientError::Http { producer, source: Box::new(e) }
+            let https = *scheme == Scheme::HTTPS;
+            let slot = self.inner.pool.slot(https, authority);
+            let mut req = Some(req);
+            let mut retried = false;
+            let (rsp, lease) = loop {
+                let lease = slot
+                    .lease(&self.inner.pool, https, authority)
+                    .await
+                    .map_err(|source| ClientError::Connect { producer: producer(), source })?;
+                // `ready` fails when the connection is already gone (GOAWAY received, reset,
+                // peer closed) and waits while the peer's MAX_CONCURRENT_STREAMS is reached.
+                let mut send = match lease.send.clone().ready().await {
+                    Ok(send) => send,
+                    Err(e) => {
+                        slot.forget(&lease.state);
+                        // Not sent: once on a fresh connection, as hyper's pool does.
+                        if !retried {
+                            retried = true;
+                            continue;
+                        }
+                        return Err(ClientError::Http { producer: producer(), source: e.into() });
+                    }
+                };
+                let req = req.take().expect("the request is sent once");
+                let sent = send.send_request(req, body.is_empty()).and_then(|(rsp, mut stream)| {
+                    if !body.is_empty() {
+                        // h2 buffers what the windows do not let out yet.
+                        stream.send_data(body.clone(), true)?;
+                    }
+                    Ok(rsp)
+                });
+                match sent {
+                    Ok(rsp) => break (rsp, lease),
+                    Err(e) => {
+                        slot.forget(&lease.state);
+                        return Err(ClientError::Http { producer: producer(), source: e.into() });
+                    }
                 }
-            })?;
-            let (parts, body) = rsp.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map_err(|e| ClientError::Http {
-                    producer: format!("{scheme}://{authority}"),
-                    source: Box::new(e),
-                })?
-                .to_bytes();
+            };
+            let http_err = |e: h2::Error| {
+                // A stream reset ends this exchange only; anything else ends the connection.
+                if !e.is_reset() || e.is_go_away() {
+                    slot.forget(&lease.state);
+                }
+                ClientError::Http { producer: producer(), source: e.into() }
+            };
+            let (parts, mut recv) = rsp.await.map_err(http_err)?.into_parts();
+            let body = read_body(&mut recv).await.map_err(http_err)?;
+            drop(lease);
             Ok(SbiResponse {
                 status: parts.status,
                 version: parts.version,
@@ -811,12 +823,34 @@ impl SbiClient {
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(ClientError::Timeout {
-                producer: format!("{scheme}://{authority}"),
-                after: timeout,
-            }),
+            Err(_) => Err(ClientError::Timeout { producer: producer(), after: timeout }),
         }
     }
+}
+
+/// The whole answer body. Flow-control capacity is given back as each DATA frame is taken,
+/// so a large answer keeps flowing; a body in one frame (most SBI answers) is not copied.
+async fn read_body(recv: &mut h2::RecvStream) -> Result<Bytes, h2::Error> {
+    let mut first: Option<Bytes> = None;
+    let mut more: Option<bytes::BytesMut> = None;
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk?;
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        match (&mut first, &mut more) {
+            (None, _) => first = Some(chunk),
+            (Some(f), None) => {
+                let mut m = bytes::BytesMut::with_capacity(f.len() + chunk.len());
+                m.extend_from_slice(f);
+                m.extend_from_slice(&chunk);
+                more = Some(m);
+            }
+            (Some(_), Some(m)) => m.extend_from_slice(&chunk),
+        }
+    }
+    Ok(match more {
+        Some(m) => m.freeze(),
+        None => first.unwrap_or_default(),
+    })
 }
 
 /// `3gpp-Sbi-Sender-Timestamp` for now. Every outbound request carries one, and chrono's

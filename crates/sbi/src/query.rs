@@ -9,29 +9,47 @@ use serde::de::DeserializeOwned;
 
 use crate::problem::{cause, InvalidParam, ProblemDetails};
 
+/// The decoded parameters of one query. Every request of a discovery-heavy NF parses one, so
+/// the names and values are decoded back to back into one string (two allocations per query,
+/// not two per parameter).
 #[derive(Debug, Default, Clone)]
 pub struct Query {
-    pairs: Vec<(String, String)>,
+    text: String,
+    /// Per parameter, in order: its name is `text[.0...1]`, its value `text[.1...2]`.
+    pairs: Vec<(usize, usize, usize)>,
 }
 
 impl Query {
     pub fn parse(raw: Option<&str>) -> Self {
-        let pairs = raw
-            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
-        Query { pairs }
+        let Some(q) = raw.filter(|q| !q.is_empty()) else {
+            return Query::default();
+        };
+        let mut text = String::with_capacity(q.len());
+        let mut pairs = Vec::with_capacity(q.bytes().filter(|b| *b == b'&').count() + 1);
+        for (name, value) in form_urlencoded::parse(q.as_bytes()) {
+            let start = text.len();
+            text.push_str(&name);
+            let mid = text.len();
+            text.push_str(&value);
+            pairs.push((start, mid, text.len()));
+        }
+        Query { text, pairs }
     }
 
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }
 
+    fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|&(a, b, c)| (&self.text[a..b], &self.text[b..c]))
+    }
+
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.pairs.iter().map(|(k, _)| k.as_str())
+        self.pairs().map(|(k, _)| k)
     }
 
     fn values<'a, 'b>(&'a self, name: &'b str) -> impl Iterator<Item = &'a str> + use<'a, 'b> {
-        self.pairs.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.pairs().filter(move |(k, _)| *k == name).map(|(_, v)| v)
     }
 
     /// A scalar parameter; present twice is an error, since the two could disagree.
@@ -125,6 +143,21 @@ mod tests {
         let s: Vec<Snssai> = q.json("snssais").unwrap().unwrap();
         assert_eq!(s, [Snssai { sst: 1, sd: Some("000001".into()) }]);
         assert_eq!(q.parse_as::<u32>("limit").unwrap(), Some(5));
+    }
+
+    #[test]
+    fn names_and_values_are_decoded_in_order() {
+        let q = Query::parse(Some("a=1&b%20c=x+y%2Cz&&a=%E2%82%AC&empty=&flag&a"));
+        assert_eq!(q.names().collect::<Vec<_>>(), ["a", "b c", "a", "empty", "flag", "a"]);
+        assert_eq!(q.values("a").collect::<Vec<_>>(), ["1", "\u{20ac}", ""]);
+        assert_eq!(q.get("b c").unwrap(), Some("x y,z"));
+        assert_eq!(q.array("b c"), ["x y", "z"]);
+        assert_eq!(q.get("empty").unwrap(), Some(""));
+        assert_eq!(q.get("flag").unwrap(), Some(""));
+        assert_eq!(q.get("nope").unwrap(), None);
+        assert!(Query::parse(Some("")).is_empty() && Query::parse(None).is_empty());
+        // Bytes that are not UTF-8 once decoded become U+FFFD, as before.
+        assert_eq!(Query::parse(Some("s=%FF")).get("s").unwrap(), Some("\u{fffd}"));
     }
 
     #[test]
