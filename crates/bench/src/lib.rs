@@ -224,14 +224,13 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
                 let db = dir.path().join(bindings::BSF_STORE_FILE);
                 preloaded = Some(plan.preload_file(&db, progress).await?);
+                settle_disk(progress).await?;
             }
             if let Some(plan) = udr_plan.as_ref().filter(|p| &p.nf == nf) {
                 let db = dir.path().join(udr::UDR_STORE_FILE);
                 let want_etags = scenario.procedures.iter().any(|p| p.etag.is_some());
                 udr_preloaded =
                     Some(plan.preload_file(&db, &sim_urls, want_etags, progress).await?);
-            }
-            if preloaded.is_some() || udr_preloaded.is_some() {
                 settle_disk(progress).await?;
             }
             if diameter_nf.as_ref() == Some(nf) {

@@ -40,12 +40,11 @@ use diameter::{
     builders::experimental_result, result_code as rc, ApplicationId, DiameterNode, Message,
     NodeConfig, PeerConfig, Route, RouteAction, VENDOR_3GPP,
 };
-use serde::Deserialize;
 
 use crate::config::{RxConfig, RxMode};
 use crate::context::Bsf;
 use crate::store::Lookup;
-use crate::ue_address_index::Answer;
+use crate::ue_address_index::{Answer, Indexed};
 
 /// TS 29.214 Experimental-Result-Code IP-CAN_SESSION_NOT_AVAILABLE.
 pub const IP_CAN_SESSION_NOT_AVAILABLE: u32 = rx::experimental_result::IP_CAN_SESSION_NOT_AVAILABLE;
@@ -140,15 +139,6 @@ pub struct Proxy {
     mode: RxMode,
     /// Redirect-Max-Cache-Time, seconds.
     redirect_cache_secs: u32,
-}
-
-/// The PCF's Diameter identity in a stored PcfBinding.
-#[derive(Deserialize)]
-struct DiamPcf<'a> {
-    #[serde(rename = "pcfDiamHost", borrow, default)]
-    host: Option<Cow<'a, str>>,
-    #[serde(rename = "pcfDiamRealm", borrow, default)]
-    realm: Option<Cow<'a, str>>,
 }
 
 /// Redirect-Host-Usage ALL_SESSION (RFC 6733 §6.13).
@@ -377,10 +367,8 @@ impl Proxy {
             return Ok(None);
         }
         let Some(stored) = self.bsf.store.find(q).await? else { return Ok(None) };
-        // Only the two Diameter attributes are read; the rest of the binding is skipped.
-        let Ok(pcf) = serde_json::from_slice::<DiamPcf>(&stored.json) else { return Ok(None) };
-        let Some(host) = pcf.host else { return Ok(None) };
-        Ok(Some((host.into_owned(), pcf.realm.map(Cow::into_owned).unwrap_or_default())))
+        // Read as the index reads it: only the UE addresses and the two Diameter attributes.
+        Ok(Indexed::from_json(&stored.id, &stored.json).and_then(Indexed::into_pcf))
     }
 
     /// An answer from the BSF itself: Result-Code, E bit for 3xxx.

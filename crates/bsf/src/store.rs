@@ -265,7 +265,6 @@ impl BindingStore {
     /// Returns the bindings loaded.
     pub async fn load_index(&self) -> store::Result<u64> {
         let Some(ix) = self.index.clone() else { return Ok(0) };
-        ix.reserve(usize::try_from(self.count().await?).unwrap_or(0));
         let loading = ix.clone();
         let n = self
             .db

@@ -127,6 +127,11 @@ impl Indexed {
             doc.host.map(|h| (h.into_owned(), doc.realm.map(Cow::into_owned).unwrap_or_default()));
         Some(Indexed { id: id_hash(id), ipv4, ipv6, pcf })
     }
+
+    /// The binding's `pcfDiamHost` and `pcfDiamRealm` (`""` when absent), if it has a host.
+    pub fn into_pcf(self) -> Option<(String, String)> {
+        self.pcf
+    }
 }
 
 fn network(addr: Ipv6Addr, len: u8) -> u128 {
@@ -260,11 +265,6 @@ impl<K: Hash + Eq + Copy> Shards<K> {
         // Not the bits the tables hash with: a different multiplier, top bits.
         &self.shards[(fold.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 58) as usize % SHARDS]
     }
-    fn reserve(&self, total: usize) {
-        for s in &self.shards {
-            s.write().unwrap_or_else(|e| e.into_inner()).single.reserve(total / SHARDS);
-        }
-    }
     fn len(&self) -> usize {
         self.shards.iter().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).len()).sum()
     }
@@ -385,12 +385,6 @@ impl UeAddressIndex {
     /// True once turned off or stopped: a running load gives up.
     pub fn is_off(&self) -> bool {
         self.state.load(Ordering::Acquire) == OFF
-    }
-
-    /// Makes room for `n` bindings (before a load), so the tables do not double under it.
-    pub fn reserve(&self, n: usize) {
-        self.v4.reserve(n + n / 4);
-        self.v6.reserve(n + n / 4);
     }
 
     /// Bindings indexed by IPv4 address, and IPv6 prefixes indexed.
@@ -699,7 +693,6 @@ mod tests {
     #[test]
     fn many_bindings_spread_over_shards() {
         let ix = UeAddressIndex::new();
-        ix.reserve(10_000);
         ix.set_ready();
         for i in 0..10_000u32 {
             let ip = Ipv4Addr::from(0x0A00_0000 + i);

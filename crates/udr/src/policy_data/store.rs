@@ -120,17 +120,11 @@ pub struct UeWritten {
 }
 
 fn select_row(c: &Connection, key: &Key) -> rusqlite::Result<Option<Row>> {
-    c.prepare_cached(
-        "SELECT version, json_content FROM udr_policy_data WHERE kind = ?1 AND id = ?2 AND part = ?3",
-    )?
-    .query_row(params![key.kind.as_str(), key.id, key.part], |r| {
-        Ok(Row { version: r.get(0)?, json: r.get(1)? })
-    })
-    .optional()
+    Ok(select_row_for_update(c, key)?.map(|(_, row)| row))
 }
 
-/// [`select_row`] with the row's rowid, so that the write that follows need not look the key
-/// up again.
+/// The row of `key` with its rowid, so that a write that follows need not look the key up
+/// again.
 fn select_row_for_update(c: &Connection, key: &Key) -> rusqlite::Result<Option<(i64, Row)>> {
     c.prepare_cached(
         "SELECT rowid, version, json_content FROM udr_policy_data
