@@ -64,6 +64,16 @@ pub struct SqliteConfig {
     /// caller's next write, commits at once. Default: 1000.
     pub commit_delay_us: u64,
 
+    /// Copy WAL frames into the database file on a checkpointer thread of
+    /// its own instead of inside the commit that fills the WAL (SQLite's
+    /// default, which holds every queued write until the database file is
+    /// written and synced). Default: true.
+    pub background_checkpoint: bool,
+
+    /// WAL frames (pages) waiting to be copied into the database file that
+    /// start a checkpoint. Default: 1000 (SQLite's).
+    pub checkpoint_pages: u32,
+
     /// Capacity of the write queue and of the read queue. When a queue is
     /// full, callers wait (asynchronously) for room: back-pressure instead of
     /// unbounded memory. Default: 4096.
@@ -104,6 +114,8 @@ impl Default for SqliteConfig {
             readers: default_readers(),
             max_batch: default_max_batch(),
             commit_delay_us: default_commit_delay_us(),
+            background_checkpoint: true,
+            checkpoint_pages: default_checkpoint_pages(),
             queue_capacity: default_queue_capacity(),
         }
     }
@@ -132,6 +144,9 @@ impl SqliteConfig {
         // Longer would hold every acknowledgement for longer than any caller waits.
         if self.commit_delay_us > 1_000_000 {
             return Err(invalid("commit_delay_us must be at most 1000000 (1 s)"));
+        }
+        if self.checkpoint_pages == 0 {
+            return Err(invalid("checkpoint_pages must be at least 1"));
         }
         if self.queue_capacity == 0 {
             return Err(invalid("queue_capacity must be at least 1"));
@@ -201,6 +216,10 @@ fn default_max_batch() -> usize {
 }
 
 fn default_commit_delay_us() -> u64 {
+    1000
+}
+
+fn default_checkpoint_pages() -> u32 {
     1000
 }
 

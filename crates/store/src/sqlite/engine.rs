@@ -20,6 +20,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpoint::{self, Checkpoints};
 use super::migrate::{apply_migrations, Migration};
 use super::read_queue::ReadQueue;
 use crate::config::SqliteConfig;
@@ -45,6 +46,7 @@ struct Inner {
     writer: mpsc::Sender<WriterMsg>,
     readers: Arc<ReadQueue<Box<dyn ReadJob>>>,
     counters: Arc<Counters>,
+    checkpoints: Option<Arc<Checkpoints>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -68,6 +70,11 @@ pub struct StoreStats {
     pub queued_writes: u64,
     /// Read jobs waiting in the queue now.
     pub queued_reads: u64,
+    /// Checkpoint passes made by the checkpointer thread.
+    pub checkpoints: u64,
+    /// Checkpoints the writer made itself because the checkpointer had
+    /// fallen far behind.
+    pub writer_checkpoints: u64,
 }
 
 #[derive(Default)]
@@ -97,7 +104,9 @@ impl SqliteStore {
     pub async fn open(config: SqliteConfig) -> Result<Self> {
         config.validate()?;
         let counters = Arc::new(Counters::default());
-        let mut threads = Vec::with_capacity(config.readers + 1);
+        let mut threads = Vec::with_capacity(config.readers + 2);
+        let checkpoints =
+            config.background_checkpoint.then(|| Checkpoints::new(config.checkpoint_pages));
 
         // The writer goes first: it creates the file, turns on WAL and
         // creates the schema, all of which read-only connections cannot do.
@@ -106,9 +115,18 @@ impl SqliteStore {
         threads.push(spawn("store-writer".to_owned(), {
             let config = config.clone();
             let counters = Arc::clone(&counters);
-            move || writer_main(&config, writer_rx, &counters, ready)
+            let checkpoints = checkpoints.clone();
+            move || writer_main(&config, writer_rx, &counters, checkpoints, ready)
         })?);
         ready_rx.await.map_err(|_| Error::Closed)??;
+
+        if let Some(checkpoints) = &checkpoints {
+            // Stopped by the writer when it ends, so it also ends when this
+            // function fails below.
+            let conn = open_checkpointer(&config)?;
+            let checkpoints = Arc::clone(checkpoints);
+            threads.push(spawn("store-checkpoint".to_owned(), move || checkpoints.run(&conn))?);
+        }
 
         let readers = Arc::new(ReadQueue::new(config.queue_capacity));
         for n in 0..config.readers {
@@ -140,6 +158,8 @@ impl SqliteStore {
             readers = config.readers,
             max_batch = config.max_batch,
             commit_delay_us = config.commit_delay_us,
+            background_checkpoint = config.background_checkpoint,
+            checkpoint_pages = config.checkpoint_pages,
             "store opened"
         );
         Ok(Self {
@@ -148,6 +168,7 @@ impl SqliteStore {
                 writer,
                 readers,
                 counters,
+                checkpoints,
                 threads: Mutex::new(threads),
             }),
         })
@@ -203,6 +224,8 @@ impl SqliteStore {
     pub fn stats(&self) -> StoreStats {
         let c = &self.inner.counters;
         let queued = |max: usize, free: usize| max.saturating_sub(free) as u64;
+        let (checkpoints, writer_checkpoints) =
+            self.inner.checkpoints.as_ref().map_or((0, 0), |c| c.counts());
         StoreStats {
             commits: c.commits.load(Ordering::Relaxed),
             writes: c.writes.load(Ordering::Relaxed),
@@ -212,6 +235,8 @@ impl SqliteStore {
             reads: c.reads.load(Ordering::Relaxed),
             queued_writes: queued(self.inner.writer.max_capacity(), self.inner.writer.capacity()),
             queued_reads: self.inner.readers.len() as u64,
+            checkpoints,
+            writer_checkpoints,
         }
     }
 
@@ -345,6 +370,7 @@ fn writer_main(
     config: &SqliteConfig,
     mut rx: mpsc::Receiver<WriterMsg>,
     counters: &Counters,
+    checkpoints: Option<Arc<Checkpoints>>,
     ready: oneshot::Sender<Result<()>>,
 ) {
     let conn = match open_writer(config) {
@@ -354,10 +380,26 @@ fn writer_main(
             return;
         }
     };
-    if ready.send(Ok(())).is_err() {
-        return;
+    if let Some(checkpoints) = &checkpoints {
+        // SAFETY: unhooked below, before `checkpoints` is dropped.
+        unsafe { checkpoints.hook(&conn) };
     }
+    if ready.send(Ok(())).is_ok() {
+        write_batches(config, &conn, &mut rx, counters, checkpoints.as_deref());
+    }
+    if let Some(checkpoints) = &checkpoints {
+        Checkpoints::unhook(&conn);
+        checkpoints.stop();
+    }
+}
 
+fn write_batches(
+    config: &SqliteConfig,
+    conn: &Connection,
+    rx: &mut mpsc::Receiver<WriterMsg>,
+    counters: &Counters,
+    checkpoints: Option<&Checkpoints>,
+) {
     let mut msgs = Vec::with_capacity(config.max_batch);
     // When the previous batch ended, and whether it had more than one job.
     let mut last_batch: Option<(Instant, bool)> = None;
@@ -365,7 +407,7 @@ fn writer_main(
     // load the queue fills during each commit, so batches grow by
     // themselves; when idle a lone write commits at once.
     while rx.blocking_recv_many(&mut msgs, config.max_batch) > 0 {
-        gather(&mut rx, &mut msgs, config.max_batch, config.commit_delay(), last_batch);
+        gather(rx, &mut msgs, config.max_batch, config.commit_delay(), last_batch);
         let mut shutdown = false;
         let jobs: Vec<Box<dyn WriteJob>> = msgs
             .drain(..)
@@ -382,7 +424,13 @@ fn writer_main(
             .filter(|job| !job.abandoned())
             .collect();
         let shared = jobs.len() > 1;
-        run_batch(&conn, jobs, counters);
+        run_batch(conn, jobs, counters);
+        if let Some(checkpoints) = checkpoints.filter(|c| c.writer_must_checkpoint()) {
+            match checkpoint::checkpoint(conn) {
+                Ok(pass) => checkpoints.writer_checkpointed(pass),
+                Err(err) => tracing::warn!(%err, "WAL checkpoint by the writer failed"),
+            }
+        }
         last_batch = Some((Instant::now(), shared));
         if shutdown {
             break;
@@ -582,9 +630,25 @@ fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", config.synchronous.pragma_value())?;
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT_BYTES)?;
+    if !config.background_checkpoint {
+        conn.pragma_update(None, "wal_autocheckpoint", config.checkpoint_pages)?;
+    }
     let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
     apply_migrations(&tx, super::document::MIGRATIONS)?;
     tx.commit()?;
+    Ok(conn)
+}
+
+/// The checkpointer's connection: read-write (a checkpoint writes the
+/// database file), syncing as the writer does, no cache or map of its own
+/// (a checkpoint copies frames straight from the WAL file).
+fn open_checkpointer(config: &SqliteConfig) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&config.path, flags)?;
+    conn.busy_timeout(config.busy_timeout())?;
+    conn.pragma_update(None, "synchronous", config.synchronous.pragma_value())?;
+    conn.pragma_update(None, "mmap_size", 0)?;
+    conn.pragma_update(None, "cache_size", -64)?;
     Ok(conn)
 }
 

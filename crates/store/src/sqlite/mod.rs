@@ -1,6 +1,7 @@
 //! The embedded backend: SQLite in WAL mode behind one writer thread and a
 //! pool of reader threads.
 
+mod checkpoint;
 mod document;
 mod engine;
 mod migrate;
