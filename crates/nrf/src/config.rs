@@ -220,6 +220,11 @@ pub struct NotifyConfig {
     /// the logs) rather than queued without bound. Default 1024.
     #[serde(default = "default_notify_max_in_flight")]
     pub max_in_flight: usize,
+    /// Notifications being sent at once (a POST outstanding); the rest of those in flight wait
+    /// their turn in order, so the burst one NF write causes (one notification per matching
+    /// subscription) interleaves with discoveries instead of filling the run queue. Default 16.
+    #[serde(default = "default_notify_max_sending")]
+    pub max_sending: usize,
     /// Attempts per notification (first send included). Default 3.
     #[serde(default = "default_notify_attempts")]
     pub attempts: u32,
@@ -265,6 +270,7 @@ impl Default for NotifyConfig {
     fn default() -> Self {
         NotifyConfig {
             max_in_flight: default_notify_max_in_flight(),
+            max_sending: default_notify_max_sending(),
             attempts: default_notify_attempts(),
             backoff_ms: default_notify_backoff_ms(),
         }
@@ -293,8 +299,13 @@ impl NrfConfig {
         if self.discovery.max_profiles == 0 {
             return Err("nrf.discovery: max_profiles must be at least 1".into());
         }
-        if self.notify.attempts == 0 || self.notify.max_in_flight == 0 {
-            return Err("nrf.notify: attempts and max_in_flight must be at least 1".into());
+        if self.notify.attempts == 0
+            || self.notify.max_in_flight == 0
+            || self.notify.max_sending == 0
+        {
+            return Err(
+                "nrf.notify: attempts, max_in_flight and max_sending must be at least 1".into()
+            );
         }
         Ok(())
     }
@@ -341,6 +352,9 @@ fn default_max_profiles() -> usize {
 }
 fn default_notify_max_in_flight() -> usize {
     1024
+}
+fn default_notify_max_sending() -> usize {
+    16
 }
 fn default_notify_attempts() -> u32 {
     3

@@ -337,45 +337,136 @@ fn invalid(name: &str, reason: &str) -> ProblemDetails {
     )
 }
 
-fn nf_type<'q>(
+/// Declares the query parameters NFDiscover reads, so one pass over the query's names tells
+/// which are present and only those are looked up (a lookup scans every parameter).
+macro_rules! params {
+    ($($id:ident = $name:literal),* $(,)?) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum P { $($id),* }
+        impl P {
+            fn name(self) -> &'static str {
+                match self { $(P::$id => $name),* }
+            }
+            fn of(name: &str) -> Option<P> {
+                match name { $($name => Some(P::$id),)* _ => None }
+            }
+        }
+    };
+}
+
+params! {
+    TargetNfType = "target-nf-type",
+    RequesterNfType = "requester-nf-type",
+    Tai = "tai",
+    Limit = "limit",
+    MaxPayloadSize = "max-payload-size",
+    Supi = "supi",
+    Gpsi = "gpsi",
+    Guami = "guami",
+    TargetPlmnList = "target-plmn-list",
+    AmfRegionId = "amf-region-id",
+    AmfSetId = "amf-set-id",
+    Pgw = "pgw",
+    PgwInd = "pgw-ind",
+    DataSet = "data-set",
+    RequesterFqdn = "requester-nf-instance-fqdn",
+    ServiceNames = "service-names",
+    TargetNfInstanceId = "target-nf-instance-id",
+    Snssais = "snssais",
+    Dnn = "dnn",
+    RequesterSnssais = "requester-snssais",
+    GroupIdList = "group-id-list",
+    RoutingIndicator = "routing-indicator",
+    TargetNfSetId = "target-nf-set-id",
+    PreferredLocality = "preferred-locality",
+}
+
+/// The query, with the parameters of [`P`] it holds.
+struct Params<'q> {
     q: &'q Query,
-    name: &str,
-    required: bool,
-) -> Result<Option<&'q str>, ProblemDetails> {
-    let v = if required { Some(q.required(name)?) } else { q.get(name)? };
+    present: u32,
+}
+
+impl<'q> Params<'q> {
+    fn new(q: &'q Query) -> Params<'q> {
+        let present = q.names().filter_map(P::of).fold(0, |m, p| m | (1u32 << p as u32));
+        Params { q, present }
+    }
+
+    fn has(&self, p: P) -> bool {
+        self.present & (1 << p as u32) != 0
+    }
+
+    fn get(&self, p: P) -> Result<Option<&'q str>, ProblemDetails> {
+        if !self.has(p) {
+            return Ok(None);
+        }
+        self.q.get(p.name())
+    }
+
+    fn required(&self, p: P) -> Result<&'q str, ProblemDetails> {
+        // Absent: the query's own answer names the missing parameter.
+        self.q.required(p.name())
+    }
+
+    fn parse_as<T: std::str::FromStr>(&self, p: P) -> Result<Option<T>, ProblemDetails> {
+        if !self.has(p) {
+            return Ok(None);
+        }
+        self.q.parse_as(p.name())
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(&self, p: P) -> Result<Option<T>, ProblemDetails> {
+        if !self.has(p) {
+            return Ok(None);
+        }
+        self.q.json(p.name())
+    }
+
+    fn array(&self, p: P) -> Vec<&'q str> {
+        if !self.has(p) {
+            return Vec::new();
+        }
+        self.q.array(p.name())
+    }
+}
+
+fn nf_type<'q>(q: &Params<'q>, p: P, required: bool) -> Result<Option<&'q str>, ProblemDetails> {
+    let v = if required { Some(q.required(p)?) } else { q.get(p)? };
     match v {
-        Some(t) if !models::is_nf_type(t) => Err(invalid(name, "unknown NF type")),
+        Some(t) if !models::is_nf_type(t) => Err(invalid(p.name(), "unknown NF type")),
         v => Ok(v),
     }
 }
 
 impl<'q> Request<'q> {
     fn parse(q: &'q Query, max_profiles: usize) -> Result<Request<'q>, ProblemDetails> {
-        let target = nf_type(q, "target-nf-type", true)?.unwrap_or_default();
-        let requester = nf_type(q, "requester-nf-type", true)?.unwrap_or_default();
-        let tai = match q.json::<Value>("tai")? {
+        let q = Params::new(q);
+        let target = nf_type(&q, P::TargetNfType, true)?.unwrap_or_default();
+        let requester = nf_type(&q, P::RequesterNfType, true)?.unwrap_or_default();
+        let tai = match q.json::<Value>(P::Tai)? {
             Some(v) => Some(tai_of(&v).ok_or_else(|| invalid("tai", "not a Tai"))?),
             None => None,
         };
-        let limit = match q.parse_as::<usize>("limit")? {
+        let limit = match q.parse_as::<usize>(P::Limit)? {
             Some(0) => return Err(invalid("limit", "must be at least 1")),
             Some(n) => n.min(max_profiles),
             None => max_profiles,
         };
-        let max_payload = match q.parse_as::<usize>("max-payload-size")? {
+        let max_payload = match q.parse_as::<usize>(P::MaxPayloadSize)? {
             Some(n) if (1..=LARGEST_MAX_PAYLOAD_KB).contains(&n) => n,
             Some(_) => return Err(invalid("max-payload-size", "must be 1..=2000")),
             None => DEFAULT_MAX_PAYLOAD_KB,
         };
-        let supi_raw = q.get("supi")?;
-        let gpsi_raw = q.get("gpsi")?;
+        let supi_raw = q.get(P::Supi)?;
+        let gpsi_raw = q.get(P::Gpsi)?;
         let supi = supi_raw.map(|s| s.strip_prefix("imsi-").unwrap_or(s));
         let gpsi = gpsi_raw.map(|s| s.strip_prefix("msisdn-").unwrap_or(s));
-        let guami = match q.json::<Value>("guami")? {
+        let guami = match q.json::<Value>(P::Guami)? {
             Some(v) => Some(guami_of(&v).ok_or_else(|| invalid("guami", "not a Guami"))?),
             None => None,
         };
-        let target_plmns = match q.json::<Vec<Value>>("target-plmn-list")? {
+        let target_plmns = match q.json::<Vec<Value>>(P::TargetPlmnList)? {
             Some(l) => Some(
                 l.iter()
                     .map(|p| {
@@ -385,34 +476,34 @@ impl<'q> Request<'q> {
             ),
             None => None,
         };
-        let lower = |k: &str| -> Result<Option<String>, ProblemDetails> {
-            Ok(q.get(k)?.map(str::to_ascii_lowercase))
+        let lower = |p: P| -> Result<Option<String>, ProblemDetails> {
+            Ok(q.get(p)?.map(str::to_ascii_lowercase))
         };
         Ok(Request {
             target,
             requester,
-            services: q.array("service-names"),
-            instance: q.get("target-nf-instance-id")?.map(str::to_ascii_lowercase),
-            snssais: q.json("snssais")?,
-            dnn: q.get("dnn")?,
+            services: q.array(P::ServiceNames),
+            instance: q.get(P::TargetNfInstanceId)?.map(str::to_ascii_lowercase),
+            snssais: q.json(P::Snssais)?,
+            dnn: q.get(P::Dnn)?,
             tai,
             supi,
             gpsi,
             supi_raw,
             gpsi_raw,
             guami,
-            amf_region_id: lower("amf-region-id")?,
-            amf_set_id: lower("amf-set-id")?,
-            pgw: lower("pgw")?,
-            pgw_ind: q.parse_as("pgw-ind")?,
-            data_set: q.get("data-set")?,
+            amf_region_id: lower(P::AmfRegionId)?,
+            amf_set_id: lower(P::AmfSetId)?,
+            pgw: lower(P::Pgw)?,
+            pgw_ind: q.parse_as(P::PgwInd)?,
+            data_set: q.get(P::DataSet)?,
             target_plmns,
-            requester_snssais: q.json("requester-snssais")?,
-            requester_fqdn: q.get("requester-nf-instance-fqdn")?,
-            groups: q.array("group-id-list"),
-            routing_indicator: q.get("routing-indicator")?,
-            set_id: q.get("target-nf-set-id")?,
-            locality: q.get("preferred-locality")?,
+            requester_snssais: q.json(P::RequesterSnssais)?,
+            requester_fqdn: q.get(P::RequesterFqdn)?,
+            groups: q.array(P::GroupIdList),
+            routing_indicator: q.get(P::RoutingIndicator)?,
+            set_id: q.get(P::TargetNfSetId)?,
+            locality: q.get(P::PreferredLocality)?,
             limit,
             max_payload: max_payload * 1000,
         })
@@ -472,8 +563,6 @@ impl<'q> Request<'q> {
         true
     }
 
-    /// Preferred locality first, then priority (lower first), capacity (higher first), load
-    /// (lower first), and the instance id so answers are stable.
     /// The AMF, SMF, UDR, PLMN and authorisation filters.
     fn matches_more(&self, d: &DiscInfo) -> bool {
         fn listed<T: PartialEq>(want: &Option<T>, have: &Option<Vec<T>>) -> bool {
@@ -520,6 +609,8 @@ impl<'q> Request<'q> {
         true
     }
 
+    /// Preferred locality first, then priority (lower first), capacity (higher first), load
+    /// (lower first); equal ones stay in nfInstanceId order (the caller's sort is stable).
     fn order(&self, a: &Entry, b: &Entry, preferences: Option<&[String]>) -> Ordering {
         // Extended preferred locality: the rank of a profile's locality in the configured list
         // for the asked locality; without a list, the asked locality itself ranks first.
@@ -540,7 +631,6 @@ impl<'q> Request<'q> {
             )
             .then(b.profile.capacity.unwrap_or(0).cmp(&a.profile.capacity.unwrap_or(0)))
             .then(a.profile.load.unwrap_or(0).cmp(&b.profile.load.unwrap_or(0)))
-            .then(a.key.cmp(&b.key))
     }
 }
 
@@ -551,9 +641,8 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     let mut r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
     // The SLF wants the subscriber as sent (`imsi-...`, `msisdn-...`), not the digits the
     // range matching uses.
-    let (raw_supi, raw_gpsi) = (q.get("supi").ok().flatten(), q.get("gpsi").ok().flatten());
     if let Some(subscriber) =
-        slf::subscriber(&nrf, r.target, raw_supi, raw_gpsi, !r.groups.is_empty())
+        slf::subscriber(&nrf, r.target, r.supi_raw, r.gpsi_raw, !r.groups.is_empty())
     {
         match slf::group_for(&nrf, r.target, subscriber).await {
             SlfOutcome::Group(g) => {
@@ -599,7 +688,9 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                 .locality
                 .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
                 .map(Vec::as_slice);
-            found.sort_unstable_by(|a, b| r.order(a, b, preferences));
+            // Stable: the candidates come in nfInstanceId order, which thereby breaks ties
+            // without comparing the ids (the SMF and AMF lists are long, their ids alike).
+            found.sort_by(|a, b| r.order(a, b, preferences));
             Some(answer(&nrf, &r, &found, Some(index.generation())))
         }
     };
@@ -667,4 +758,28 @@ fn answer(
     resp.headers_mut().insert(header::CACHE_CONTROL, cache_control);
     *resp.status_mut() = StatusCode::OK;
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_present_parameters_are_read_and_each_still_checked() {
+        let q = Query::parse(Some("supi=imsi-1&dnn=internet&supi=imsi-2&service-names=a,b"));
+        let p = Params::new(&q);
+        assert!(p.has(P::Supi) && p.has(P::Dnn) && p.has(P::ServiceNames));
+        assert!(!p.has(P::Gpsi) && !p.has(P::TargetNfType));
+        assert!(p.get(P::Supi).is_err(), "a repeated scalar is refused");
+        assert_eq!(p.get(P::Dnn).unwrap(), Some("internet"));
+        assert_eq!(p.get(P::Gpsi).unwrap(), None);
+        assert_eq!(p.array(P::ServiceNames), ["a", "b"]);
+        assert!(p.array(P::GroupIdList).is_empty());
+        let missing = p.required(P::TargetNfType).unwrap_err();
+        assert_eq!(missing.cause.as_deref(), Some(cause::MANDATORY_QUERY_PARAM_MISSING));
+        for name in ["target-nf-type", "requester-nf-instance-fqdn", "preferred-locality"] {
+            assert_eq!(P::of(name).map(P::name), Some(name));
+        }
+        assert_eq!(P::of("Target-Nf-Type"), None);
+    }
 }

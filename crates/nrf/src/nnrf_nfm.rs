@@ -54,7 +54,7 @@ fn to_value(p: &NfProfile) -> Result<Value, ProblemDetails> {
 
 /// Stores `profile`, swaps it into the index and notifies. The caller holds the key's lock.
 async fn commit(
-    nrf: &Nrf,
+    nrf: &Arc<Nrf>,
     key: String,
     profile: NfProfile,
     value: Value,
@@ -67,7 +67,7 @@ async fn commit(
     match &old {
         None => publish(nrf, models::NF_REGISTERED, &entry, None),
         Some(o) if o.value != entry.value => {
-            publish(nrf, models::NF_PROFILE_CHANGED, &entry, Some(&o.value))
+            publish(nrf, models::NF_PROFILE_CHANGED, &entry, Some(o))
         }
         Some(_) => {}
     }
@@ -249,7 +249,7 @@ pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
 
 /// One pass of the heartbeat audit: every REGISTERED NF silent for longer than its
 /// heartBeatTimer plus the grace becomes SUSPENDED, and subscribers are told.
-pub async fn audit_heartbeats(nrf: &Nrf) {
+pub async fn audit_heartbeats(nrf: &Arc<Nrf>) {
     let now = now_ms();
     let late: Vec<String> = nrf
         .read_index()

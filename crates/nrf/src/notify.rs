@@ -1,7 +1,14 @@
 //! NFStatusNotify (TS 29.510 §5.2.2.6): POSTs of NotificationData to each subscriber's
 //! nfStatusNotificationUri. Delivery never blocks the request that caused it: each notification
 //! is a spawned task, at most `max_in_flight` at once (beyond that it is dropped and logged, not
-//! queued), tried `attempts` times with doubling backoff on a transport failure or a 5xx/429.
+//! queued without bound), tried `attempts` times with doubling backoff on a transport failure or
+//! a 5xx/429.
+//!
+//! Of those in flight, at most `max_sending` have a POST outstanding; the others wait, in the
+//! order they were queued. One SMF or PCF write notifies a seventh of all subscriptions at once;
+//! sending them all together would put a hundred-odd sends ahead of the discoveries arriving
+//! meanwhile on the NF's core, and show as their latency tail. A notification gives its turn
+//! back while it waits out a backoff.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +25,7 @@ pub struct Notifier {
     client: SbiClient,
     config: NotifyConfig,
     permits: Arc<Semaphore>,
+    sending: Arc<Semaphore>,
     stats: Arc<NotifyStats>,
 }
 
@@ -32,7 +40,8 @@ pub struct NotifyStats {
 impl Notifier {
     pub fn new(client: SbiClient, config: NotifyConfig) -> Notifier {
         let permits = Arc::new(Semaphore::new(config.max_in_flight));
-        Notifier { client, config, permits, stats: Arc::default() }
+        let sending = Arc::new(Semaphore::new(config.max_sending.max(1)));
+        Notifier { client, config, permits, sending, stats: Arc::default() }
     }
 
     pub fn stats(&self) -> &NotifyStats {
@@ -49,17 +58,21 @@ impl Notifier {
         let client = self.client.clone();
         let config = self.config.clone();
         let stats = self.stats.clone();
+        let sending = self.sending.clone();
         let uri = uri.to_owned();
         tokio::spawn(async move {
             let _permit = permit;
             let mut backoff = Duration::from_millis(config.backoff_ms);
             for attempt in 1..=config.attempts {
+                // Never closed, so acquiring fails only if the notifier is gone.
+                let Ok(turn) = sending.acquire().await else { return };
                 let result = client
                     .post(&uri)
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(body.clone())
                     .send()
                     .await;
+                drop(turn);
                 let retry = match result {
                     Ok(r) if r.status().is_success() => {
                         stats.delivered.fetch_add(1, Ordering::Relaxed);

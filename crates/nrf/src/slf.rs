@@ -83,11 +83,37 @@ pub async fn group_for(nrf: &Nrf, target: &str, subscriber: &str) -> SlfOutcome 
 /// releases wrap it in `nfGroupIds`, and are still met in the field. A top-level entry wins.
 fn group_of(body: &[u8], target: &str) -> Result<Option<String>, serde_json::Error> {
     use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-    use std::borrow::Cow;
 
     struct Seek<'t> {
         target: &'t str,
         nested: bool,
+    }
+    /// What a key of the map is, told from the text as read (no String per key).
+    enum Key {
+        Target,
+        Wrapper,
+        Other,
+    }
+    impl<'de> DeserializeSeed<'de> for &Seek<'_> {
+        type Value = Key;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+    impl<'de> Visitor<'de> for &Seek<'_> {
+        type Value = Key;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Key, E> {
+            Ok(if k == self.target {
+                Key::Target
+            } else if k == "nfGroupIds" && !self.nested {
+                Key::Wrapper
+            } else {
+                Key::Other
+            })
+        }
     }
     impl<'de> DeserializeSeed<'de> for Seek<'_> {
         type Value = Option<String>;
@@ -102,17 +128,21 @@ fn group_of(body: &[u8], target: &str) -> Result<Option<String>, serde_json::Err
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let (mut direct, mut wrapped) = (None, None);
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == self.target {
+            while let Some(key) = map.next_key_seed(&self)? {
+                match key {
                     // A group id is a string; anything else names no group.
-                    direct = match map.next_value::<serde_json::Value>()? {
-                        serde_json::Value::String(g) => Some(g),
-                        _ => None,
-                    };
-                } else if key == "nfGroupIds" && !self.nested {
-                    wrapped = map.next_value_seed(Seek { target: self.target, nested: true })?;
-                } else {
-                    map.next_value::<IgnoredAny>()?;
+                    Key::Target => {
+                        direct = match map.next_value::<serde_json::Value>()? {
+                            serde_json::Value::String(g) => Some(g),
+                            _ => None,
+                        }
+                    }
+                    Key::Wrapper => {
+                        wrapped = map.next_value_seed(Seek { target: self.target, nested: true })?
+                    }
+                    Key::Other => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
                 }
             }
             Ok(direct.or(wrapped))

@@ -293,8 +293,14 @@ pub async fn expire(nrf: &Nrf) {
 }
 
 /// Notifies every matching subscription of `event` about `entry` (for NF_PROFILE_CHANGED,
-/// `old` is the profile before the change). Returns at once; delivery runs in the background.
-pub fn publish(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Value>) {
+/// `old` is the entry before the change). Returns at once: choosing the subscriptions and
+/// building the bodies runs in a task of its own, off the request that caused the event.
+pub fn publish(nrf: &Arc<Nrf>, event: &'static str, entry: &Arc<Entry>, old: Option<&Arc<Entry>>) {
+    let (nrf, entry, old) = (nrf.clone(), entry.clone(), old.cloned());
+    tokio::spawn(async move { fan_out(&nrf, event, &entry, old.as_deref()) });
+}
+
+fn fan_out(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Entry>) {
     let now = now_ms();
     let targets: Vec<Arc<Subscription>> = nrf
         .read_subscriptions()
@@ -307,15 +313,20 @@ pub fn publish(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Value
     }
     let uri =
         format!("{}/nnrf-nfm/v1/nf-instances/{}", nrf.api_root(None), entry.profile.nf_instance_id);
-    let public = models::public_view(&entry.value);
-    let changes = match (event, old) {
-        (models::NF_PROFILE_CHANGED, Some(old)) => models::diff(&models::public_view(old), &public),
-        _ => Vec::new(),
-    };
+    // ChangeItems only for subscriptions with a notifCondition: computed once, when one needs it.
+    let mut changes: Option<Vec<models::ChangeItem>> = None;
     let mut whole: Option<Bytes> = None;
     for sub in targets {
         let body = match (&sub.data.notif_condition, event) {
             (Some(cond), models::NF_PROFILE_CHANGED) => {
+                let changes = changes.get_or_insert_with(|| {
+                    old.map_or_else(Vec::new, |old| {
+                        models::diff(
+                            &models::public_view(&old.value),
+                            &models::public_view(&entry.value),
+                        )
+                    })
+                });
                 let selected: Vec<_> = changes
                     .iter()
                     .filter(|c| {
@@ -338,20 +349,31 @@ pub fn publish(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Value
                 };
                 Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
             }
-            _ => whole
-                .get_or_insert_with(|| {
-                    let n = NotificationData {
-                        event,
-                        nf_instance_uri: uri.clone(),
-                        nf_profile: (event != models::NF_DEREGISTERED).then_some(&public),
-                        profile_changes: None,
-                    };
-                    Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
-                })
-                .clone(),
+            _ => whole.get_or_insert_with(|| whole_notification(event, &uri, entry)).clone(),
         };
         nrf.notifier.send(&sub.data.nf_status_notification_uri, body);
     }
+}
+
+/// NotificationData with the whole profile (none for NF_DEREGISTERED), built once per event and
+/// shared by every subscriber: the entry's consumer view is already serialised, so it is
+/// spliced in as bytes rather than cloned and encoded again.
+fn whole_notification(event: &'static str, uri: &str, entry: &Entry) -> Bytes {
+    let head = NotificationData {
+        event,
+        nf_instance_uri: uri.to_owned(),
+        nf_profile: None,
+        profile_changes: None,
+    };
+    let mut out = serde_json::to_vec(&head).unwrap_or_default();
+    if event != models::NF_DEREGISTERED && out.last() == Some(&b'}') {
+        out.pop();
+        out.reserve(entry.public_json.len() + 16);
+        out.extend_from_slice(b",\"nfProfile\":");
+        out.extend_from_slice(&entry.public_json);
+        out.push(b'}');
+    }
+    Bytes::from(out)
 }
 
 /// Whether the monitored attribute `attr` (a JSON pointer, or a bare attribute name) covers a
