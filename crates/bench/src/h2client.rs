@@ -24,8 +24,9 @@ const STREAM_WINDOW: u32 = 1 << 20;
 const CONNECTION_WINDOW: u32 = 1 << 26;
 /// Reads from the socket go through a buffer this large. The h2 codec alone reads at most what
 /// is left of its frame buffer (8 KiB after each frame it hands out), so an 11 KB discovery
-/// answer took two or three `recv` calls; at ~200 MB/s of answers (NRF 51.6K mix at 0.3) their
-/// fixed cost was ~12 % of the kit's CPU, against ~2 % for the extra copy out of this buffer.
+/// answer took two or three `recv` calls. In the NRF 51.6K mix at 0.3 (~200 MB/s of answers)
+/// the `recv` calls were 17 % of the kit's CPU samples; with this buffer 11 %, plus 3.5 % to
+/// copy out of it: a small gain (perf, session s14), kept because it never costs more calls.
 const READ_BUFFER: usize = 256 << 10;
 
 /// What a request asks for besides the status.
