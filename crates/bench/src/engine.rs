@@ -30,7 +30,7 @@ use crate::scenario::{EtagUse, Generators, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
 use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
-use crate::template::{encode_query, Env, Pools, ReqCtx, Template};
+use crate::template::{encode_query_into, Env, Pools, ReqCtx, Template};
 
 /// A send this far behind its intended time counts as late.
 const LATE: Duration = Duration::from_millis(10);
@@ -1201,7 +1201,7 @@ fn render_http(
     if let Some(w) = &p.pick_variant {
         let q = p.variants[w.pick(rng)].render(env, ctx, rng, false)?;
         url.push('?');
-        url.push_str(&encode_query(&q));
+        encode_query_into(&q, &mut url);
     }
     let body = match (&p.body, &p.body_profile) {
         (Some(b), _) => Some(Bytes::from(b.render(env, ctx, rng, false)?)),

@@ -13,6 +13,7 @@ pub mod scenario;
 pub mod sched;
 pub mod sh;
 pub mod sim;
+mod sim_h2;
 mod sim_node;
 pub mod stats;
 pub mod template;

@@ -1,12 +1,16 @@
-//! Peer simulators: small hyper servers (HTTP/1.1 and h2c) that wait their configured latency,
-//! then answer, counting what they receive.
+//! Peer simulators: small HTTP servers that wait their configured latency, then answer,
+//! counting what they receive.
 //!
 //! - notification sink: any request, 204 (NfStatusNotify callbacks);
 //! - SLF: `GET /nudr-group-id-map/v1/nf-group-ids?nf-type=..&subscriberId=..` answers a
 //!   NfGroupIdMapResult (TS 29.504 §6.3) mapping the subscriber to group `<type>-grp-0`;
 //! - peer NRF: `GET /nnrf-disc/v1/nf-instances` answers an empty SearchResult.
+//!
+//! The NFs speak h2c (prior knowledge) to them, served straight on the `h2` crate
+//! (`sim_h2.rs`): the SLF alone takes about as many requests as the whole offered load of the
+//! NRF mixes, and hyper's server (a task and a timer per stream) made the simulators about a
+//! third of the kit's CPU. HTTP/1.1 clients (tests, curl) still get hyper.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,16 +18,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use crate::scenario::{SimKind, Simulator};
+use crate::sim_h2;
 
 #[derive(Debug, Default)]
 pub struct SimCounters {
@@ -58,6 +63,90 @@ impl Drop for RunningSim {
     }
 }
 
+/// What every connection of one simulator shares.
+pub(crate) struct Sim {
+    pub(crate) kind: SimKind,
+    pub(crate) latency: Duration,
+    pub(crate) counters: Arc<SimCounters>,
+    remote: Remote,
+}
+
+/// An answer, decided when the request arrives and sent once the latency has passed.
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    /// A JSON body (`application/json`), or none.
+    pub(crate) body: Option<Bytes>,
+}
+
+impl Sim {
+    /// Counts a request whose body (if any) has arrived whole, and decides its answer.
+    pub(crate) fn receive(&self, method: &Method, uri: &Uri, body: &[u8]) -> Reply {
+        let c = &self.counters;
+        c.received.fetch_add(1, Ordering::Relaxed);
+        let items = match self.kind {
+            SimKind::NotificationSink if body.first() == Some(&b'[') => {
+                serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body).map_or(1, |v| v.len())
+            }
+            _ => 1,
+        };
+        c.items.fetch_add(items as u64, Ordering::Relaxed);
+        let reply = match self.kind {
+            SimKind::NotificationSink => Some(Reply { status: StatusCode::NO_CONTENT, body: None }),
+            SimKind::Slf => self.slf(method, uri),
+            SimKind::PeerNrf => uri.path().ends_with("/nnrf-disc/v1/nf-instances").then(|| {
+                let body = Bytes::from_static(br#"{"validityPeriod":60,"nfInstances":[]}"#);
+                Reply { status: StatusCode::OK, body: Some(body) }
+            }),
+            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => None,
+        };
+        reply.unwrap_or_else(|| {
+            c.rejected.fetch_add(1, Ordering::Relaxed);
+            match self.kind {
+                SimKind::Slf => Reply {
+                    status: StatusCode::BAD_REQUEST,
+                    body: Some(Bytes::from_static(
+                        br#"{"status":400,"cause":"MANDATORY_QUERY_PARAM_MISSING"}"#,
+                    )),
+                },
+                _ => Reply {
+                    status: StatusCode::NOT_FOUND,
+                    body: Some(Bytes::from_static(br#"{"status":404}"#)),
+                },
+            }
+        })
+    }
+
+    /// The SLF's NfGroupIdMapResult, or `None` for a request it does not understand.
+    fn slf(&self, method: &Method, uri: &Uri) -> Option<Reply> {
+        // An apiPrefix may precede the API name.
+        if method != Method::GET || !uri.path().ends_with("/nudr-group-id-map/v1/nf-group-ids") {
+            return None;
+        }
+        let (mut nf_type, mut sub) = (None, None);
+        for (k, v) in uri.query().unwrap_or("").split('&').filter_map(|p| p.split_once('=')) {
+            match pct_decode(k).as_ref() {
+                "nf-type" => nf_type = Some(pct_decode(v)),
+                "subscriberId" => sub = Some(pct_decode(v)),
+                _ => {}
+            }
+        }
+        let (t, sub) = (nf_type?, sub?);
+        // {"nfGroupIds":{T:"t-grp-X"},"subscriberId":S}, strings escaped as JSON.
+        let mut b = Vec::with_capacity(64 + 2 * t.len() + sub.len());
+        b.extend_from_slice(br#"{"nfGroupIds":{"#);
+        serde_json::to_writer(&mut b, t.as_ref()).ok()?;
+        b.extend_from_slice(b":");
+        serde_json::to_writer(&mut b, &self.remote.group(&t, &sub)).ok()?;
+        b.extend_from_slice(br#"},"subscriberId":"#);
+        serde_json::to_writer(&mut b, sub.as_ref()).ok()?;
+        b.push(b'}');
+        Some(Reply { status: StatusCode::OK, body: Some(Bytes::from(b)) })
+    }
+}
+
+/// The HTTP/2 connection preface's first bytes: no HTTP/1.1 method starts so.
+const H2_PREFACE_START: &[u8] = b"PRI ";
+
 pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
     if sim.kind.is_diameter() {
         // Those connect to the NF once it runs (crate::rx), they serve no HTTP.
@@ -66,35 +155,56 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(SimCounters::default());
-    let (kind, latency) = (sim.kind, Duration::from_millis(sim.latency_ms));
-    let remote =
-        Arc::new(Remote { share: sim.remote_share, nf_types: sim.remote_nf_types.clone() });
-    let c = counters.clone();
+    let shared = Arc::new(Sim {
+        kind: sim.kind,
+        latency: Duration::from_millis(sim.latency_ms),
+        counters: counters.clone(),
+        remote: Remote { share: sim.remote_share, nf_types: sim.remote_nf_types.clone() },
+    });
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
             let _ = stream.set_nodelay(true);
-            let (c, remote) = (c.clone(), remote.clone());
+            let sim = shared.clone();
             tokio::spawn(async move {
-                let svc =
-                    service_fn(move |req| answer(kind, latency, c.clone(), remote.clone(), req));
-                // A simulator holding every request for its added latency needs many streams at
-                // once (4,420 SLF queries/s x 150 ms is 663 in flight; hyper's default is 200):
-                // it must not be what limits the NF under test.
-                let mut builder = Builder::new(TokioExecutor::new());
-                builder.http2().max_concurrent_streams(100_000);
-                let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                match starts_with_h2_preface(&stream).await {
+                    Ok(true) => sim_h2::serve(stream, sim).await,
+                    Ok(false) => serve_hyper(stream, sim).await,
+                    Err(_) => {}
+                }
             });
         }
     });
     Ok(RunningSim {
         name: sim.name.clone(),
-        kind,
+        kind: sim.kind,
         latency_ms: sim.latency_ms,
         addr,
         counters,
         task,
     })
+}
+
+/// Whether the client opened with the HTTP/2 preface (h2c with prior knowledge), looking at
+/// its first bytes without consuming them.
+async fn starts_with_h2_preface(stream: &TcpStream) -> std::io::Result<bool> {
+    let mut buf = [0u8; H2_PREFACE_START.len()];
+    loop {
+        let n = stream.peek(&mut buf).await?;
+        if n == 0 || n == buf.len() || buf[..n] != H2_PREFACE_START[..n] {
+            return Ok(buf[..n] == *H2_PREFACE_START);
+        }
+        // A prefix of the preface so far: wait for the rest (rare: one segment carries it).
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// An HTTP/1.1 connection (or h2 after an upgrade), on hyper: a task per request.
+async fn serve_hyper(stream: TcpStream, sim: Arc<Sim>) {
+    let svc = service_fn(move |req| answer(sim.clone(), req));
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(100_000);
+    let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
 }
 
 pub async fn start_all(sims: &[Simulator]) -> std::io::Result<Vec<RunningSim>> {
@@ -103,14 +213,6 @@ pub async fn start_all(sims: &[Simulator]) -> std::io::Result<Vec<RunningSim>> {
         out.push(start(s).await?);
     }
     Ok(out)
-}
-
-fn json(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap()
 }
 
 /// SLF: which subscribers belong to a group this NRF does not hold.
@@ -123,9 +225,12 @@ impl Remote {
     /// `<type>-grp-remote` for `share` of the subscribers (by the last two digits), of the
     /// listed types; otherwise `<type>-grp-0`.
     fn group(&self, nf_type: &str, subscriber: &str) -> String {
-        let digits: String =
-            subscriber.chars().rev().take_while(char::is_ascii_digit).take(2).collect();
-        let bucket = digits.chars().rev().collect::<String>().parse::<u32>().unwrap_or(0);
+        let mut bucket = 0u32;
+        let mut scale = 1u32;
+        for d in subscriber.bytes().rev().take_while(u8::is_ascii_digit).take(2) {
+            bucket += u32::from(d - b'0') * scale;
+            scale *= 10;
+        }
         let remote =
             self.nf_types.iter().any(|t| t == nf_type) && f64::from(bucket) < self.share * 100.0;
         format!("{}-grp-{}", nf_type.to_ascii_lowercase(), if remote { "remote" } else { "0" })
@@ -133,86 +238,37 @@ impl Remote {
 }
 
 async fn answer(
-    kind: SimKind,
-    latency: Duration,
-    c: Arc<SimCounters>,
-    remote: Arc<Remote>,
+    sim: Arc<Sim>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    c.received.fetch_add(1, Ordering::Relaxed);
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let items = match kind {
-        SimKind::NotificationSink if body.first() == Some(&b'[') => {
-            serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(&body).map_or(1, |v| v.len())
-        }
-        _ => 1,
-    };
-    c.items.fetch_add(items as u64, Ordering::Relaxed);
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
+    let reply = sim.receive(&parts.method, &parts.uri, &body);
+    if !sim.latency.is_zero() {
+        tokio::time::sleep(sim.latency).await;
     }
-    let rsp = match kind {
-        SimKind::NotificationSink => {
-            Response::builder().status(204).body(Full::new(Bytes::new())).unwrap()
-        }
-        SimKind::Slf => {
-            let q: HashMap<String, String> =
-                parts.uri.query().map(|q| form_pairs(q).into_iter().collect()).unwrap_or_default();
-            // An apiPrefix may precede the API name.
-            let path_ok = parts.uri.path().ends_with("/nudr-group-id-map/v1/nf-group-ids");
-            match (&parts.method, path_ok, q.get("nf-type"), q.get("subscriberId")) {
-                (&Method::GET, true, Some(t), Some(sub)) => {
-                    let group = remote.group(t, sub);
-                    json(
-                        StatusCode::OK,
-                        serde_json::json!({"nfGroupIds": {t.clone(): group}, "subscriberId": sub})
-                            .to_string(),
-                    )
-                }
-                _ => {
-                    c.rejected.fetch_add(1, Ordering::Relaxed);
-                    json(
-                        StatusCode::BAD_REQUEST,
-                        r#"{"status":400,"cause":"MANDATORY_QUERY_PARAM_MISSING"}"#.into(),
-                    )
-                }
-            }
-        }
-        SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => {
-            c.rejected.fetch_add(1, Ordering::Relaxed);
-            json(StatusCode::NOT_FOUND, r#"{"status":404}"#.into())
-        }
-        SimKind::PeerNrf => {
-            if parts.uri.path().ends_with("/nnrf-disc/v1/nf-instances") {
-                json(StatusCode::OK, r#"{"validityPeriod":60,"nfInstances":[]}"#.into())
-            } else {
-                c.rejected.fetch_add(1, Ordering::Relaxed);
-                json(StatusCode::NOT_FOUND, r#"{"status":404}"#.into())
-            }
-        }
-    };
-    Ok(rsp)
+    let mut rsp = Response::builder().status(reply.status);
+    if reply.body.is_some() {
+        rsp = rsp.header("content-type", "application/json");
+    }
+    Ok(rsp.body(Full::new(reply.body.unwrap_or_default())).unwrap())
 }
 
-/// Minimal `application/x-www-form-urlencoded` decoding of a query string.
-fn form_pairs(q: &str) -> Vec<(String, String)> {
-    q.split('&')
-        .filter_map(|p| p.split_once('='))
-        .map(|(k, v)| (pct_decode(k), pct_decode(v)))
-        .collect()
-}
-
-fn pct_decode(s: &str) -> String {
+/// `application/x-www-form-urlencoded` decoding of one query key or value; borrowed when
+/// there is nothing to decode (the usual case).
+fn pct_decode(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.bytes().any(|c| c == b'%' || c == b'+') {
+        return std::borrow::Cow::Borrowed(s);
+    }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         match b[i] {
             b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                    Ok(v) => out.push(v),
-                    Err(_) => out.extend_from_slice(&b[i..i + 3]),
+                match (hex(b[i + 1]), hex(b[i + 2])) {
+                    (Some(h), Some(l)) => out.push(h << 4 | l),
+                    _ => out.extend_from_slice(&b[i..i + 3]),
                 }
                 i += 3;
                 continue;
@@ -222,12 +278,137 @@ fn pct_decode(s: &str) -> String {
         }
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h2client::{Call, H2Conn, Want};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn simulator(kind: SimKind, latency_ms: u64) -> Simulator {
+        Simulator {
+            name: "sim".into(),
+            kind,
+            latency_ms,
+            description: String::new(),
+            remote_share: 0.12,
+            remote_nf_types: vec!["UDM".into()],
+            origin_host: None,
+            origin_realm: None,
+        }
+    }
+
+    fn get(path: String) -> Call<'static> {
+        Call {
+            method: &Method::GET,
+            path: Bytes::from(path),
+            body: None,
+            content_type: None,
+            headers: &[],
+            condition: None,
+            want: Want::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn many_held_queries_on_one_h2_connection_are_each_answered_after_the_latency() {
+        let s = start(&simulator(SimKind::Slf, 40)).await.unwrap();
+        let conn = Arc::new(H2Conn::new(&s.base_url(), Duration::from_secs(5)).unwrap());
+        conn.open().await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..300u32 {
+            let conn = conn.clone();
+            tasks.push(tokio::spawn(async move {
+                // Spread over ~60 ms, so answers fall due while others arrive.
+                tokio::time::sleep(Duration::from_micros(u64::from(i) * 200)).await;
+                let t = std::time::Instant::now();
+                let path = format!(
+                    "/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=imsi-00101{i:010}"
+                );
+                let a = conn.send(get(path)).await.unwrap();
+                (i, a, t.elapsed())
+            }));
+        }
+        for t in tasks {
+            let (i, a, took) = t.await.unwrap();
+            assert_eq!(a.status, 200, "query {i}");
+            assert!(took >= Duration::from_millis(40), "query {i} answered after {took:?}");
+            assert!(took < Duration::from_secs(2), "query {i} answered after {took:?}");
+            let body = format!(
+                r#"{{"nfGroupIds":{{"UDM":"udm-grp-{}"}},"subscriberId":"imsi-00101{i:010}"}}"#,
+                if i % 100 < 12 { "remote" } else { "0" }
+            );
+            assert_eq!(a.body_len, body.len(), "query {i}");
+        }
+        // A query the SLF does not understand: 400, counted as rejected, on the same path.
+        let bad = conn.send(get("/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM".into()));
+        assert_eq!(bad.await.unwrap().status, 400);
+        assert_eq!(s.counters.received.load(Ordering::Relaxed), 301);
+        assert_eq!(s.counters.rejected.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn slf_answer_escapes_what_it_echoes() {
+        let s = start(&simulator(SimKind::Slf, 0)).await.unwrap();
+        let client = sbi::client::SbiClient::new(&Default::default()).unwrap();
+        let url = format!(
+            "{}/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=a%22b%5Cc+d",
+            s.base_url()
+        );
+        let rsp = client.get(&url).send().await.unwrap();
+        assert_eq!(rsp.status(), 200);
+        let v: serde_json::Value = rsp.json().unwrap();
+        assert_eq!(v["subscriberId"], "a\"b\\c d");
+        // No trailing digits: bucket 0, under the remote share.
+        assert_eq!(v["nfGroupIds"]["UDM"], "udm-grp-remote");
+    }
+
+    #[tokio::test]
+    async fn notification_sink_counts_array_elements_and_drains_large_bodies_over_h2() {
+        let s = start(&simulator(SimKind::NotificationSink, 20)).await.unwrap();
+        let conn = H2Conn::new(&s.base_url(), Duration::from_secs(5)).unwrap();
+        let post = |body: Bytes| Call {
+            method: &Method::POST,
+            path: Bytes::from_static(b"/notify/1"),
+            body: Some(body),
+            content_type: None,
+            headers: &[],
+            condition: None,
+            want: Want::default(),
+        };
+        let t = std::time::Instant::now();
+        let a = conn.send(post(Bytes::from_static(b"[{\"a\":1},{\"b\":2},3]"))).await.unwrap();
+        assert_eq!(a.status, 204);
+        assert!(t.elapsed() >= Duration::from_millis(20));
+        // Larger than the default 64 KiB windows: the sink must release what it reads.
+        let big = format!("{{\"x\":\"{}\"}}", "y".repeat(3 << 20));
+        let a = conn.send(post(Bytes::from(big))).await.unwrap();
+        assert_eq!(a.status, 204);
+        assert_eq!(s.counters.received.load(Ordering::Relaxed), 2);
+        assert_eq!(s.counters.items.load(Ordering::Relaxed), 4);
+        assert_eq!(s.counters.rejected.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn http1_clients_are_still_served() {
+        let s = start(&simulator(SimKind::PeerNrf, 10)).await.unwrap();
+        let mut tcp = TcpStream::connect(s.addr).await.unwrap();
+        tcp.write_all(
+            b"GET /nnrf-disc/v1/nf-instances?target-nf-type=UDM HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut rsp = String::new();
+        tcp.read_to_string(&mut rsp).await.unwrap();
+        assert!(rsp.starts_with("HTTP/1.1 200"), "{rsp}");
+        assert!(rsp.ends_with(r#"{"validityPeriod":60,"nfInstances":[]}"#), "{rsp}");
+        assert_eq!(s.counters.received.load(Ordering::Relaxed), 1);
+    }
 
     #[tokio::test]
     async fn slf_simulator_answers_group_id_map_after_its_latency() {
@@ -278,6 +459,7 @@ mod tests {
 
     #[test]
     fn percent_decoding() {
+        assert!(matches!(pct_decode("imsi-001"), std::borrow::Cow::Borrowed("imsi-001")));
         assert_eq!(pct_decode("a%2Cb+c"), "a,b c");
         assert_eq!(pct_decode("%zz"), "%zz");
         assert_eq!(pct_decode("x%4"), "x%4");

@@ -180,56 +180,96 @@ impl Template {
         rng: &mut Rng,
         encode: bool,
     ) -> Option<String> {
-        let mut out = String::new();
+        let mut out = String::with_capacity(128);
+        self.render_into(env, ctx, rng, encode, &mut out)?;
+        Some(out)
+    }
+
+    /// Appends the rendering to `out`. A request renders several templates, about 15K a second
+    /// in the NRF mixes: generated values are written in place, not formatted into strings of
+    /// their own.
+    pub fn render_into(
+        &self,
+        env: &Env,
+        ctx: &mut ReqCtx,
+        rng: &mut Rng,
+        encode: bool,
+        out: &mut String,
+    ) -> Option<()> {
+        use std::fmt::Write;
+        let mut tmp = String::new();
         for s in &self.segs {
-            let v = match s {
-                Seg::Lit(l) => {
+            let Seg::Gen(g) = s else {
+                if let Seg::Lit(l) = s {
                     out.push_str(l);
-                    continue;
                 }
-                Seg::Gen(g) => match g {
-                    Gen::Seq => ctx.seq.to_string(),
-                    Gen::Index => ctx.index.to_string(),
-                    Gen::Uuid => ctx.uuid(rng),
-                    Gen::Supi => {
-                        format!("imsi-{}{:010}", env.supi_prefix, ctx.subscriber(env, rng))
-                    }
-                    Gen::Gpsi => {
-                        format!("msisdn-{}{:010}", env.gpsi_prefix, ctx.subscriber(env, rng))
-                    }
-                    Gen::Imei => format!("imei-{:014}0", env.imei_first + ctx.subscriber(env, rng)),
-                    Gen::Rand(a, b) => (a + rng.below(b - a + 1)).to_string(),
-                    Gen::Instance(l) => {
-                        let v = if l == "ANY" {
-                            let all: Vec<&Vec<String>> =
-                                env.instances.values().filter(|v| !v.is_empty()).collect();
-                            if all.is_empty() {
-                                return None;
-                            }
-                            all[rng.below(all.len() as u64) as usize]
-                        } else {
-                            env.instances.get(l).filter(|v| !v.is_empty())?
-                        };
-                        v[rng.below(v.len() as u64) as usize].clone()
-                    }
-                    Gen::Take(p) => {
-                        let id = env.pools.take(p)?;
-                        ctx.taken.push((p.clone(), id.clone()));
-                        id
-                    }
-                    Gen::Taken(p) => ctx.taken.iter().rev().find(|(q, _)| q == p)?.1.clone(),
-                    Gen::Peek(p) => env.pools.peek(p, rng)?,
-                    Gen::Sim(n) => env.sims.get(n)?.clone(),
-                    Gen::Pick(v) => v[rng.below(v.len() as u64) as usize].clone(),
-                },
+                continue;
+            };
+            tmp.clear();
+            let v: &str = match g {
+                Gen::Seq => {
+                    let _ = write!(tmp, "{}", ctx.seq);
+                    &tmp
+                }
+                Gen::Index => {
+                    let _ = write!(tmp, "{}", ctx.index);
+                    &tmp
+                }
+                Gen::Uuid => {
+                    ctx.uuid.get_or_insert_with(|| rng.uuid());
+                    ctx.uuid.as_deref().expect("just set")
+                }
+                Gen::Supi => {
+                    let msin = ctx.subscriber(env, rng);
+                    let _ = write!(tmp, "imsi-{}{msin:010}", env.supi_prefix);
+                    &tmp
+                }
+                Gen::Gpsi => {
+                    let msin = ctx.subscriber(env, rng);
+                    let _ = write!(tmp, "msisdn-{}{msin:010}", env.gpsi_prefix);
+                    &tmp
+                }
+                Gen::Imei => {
+                    let _ = write!(tmp, "imei-{:014}0", env.imei_first + ctx.subscriber(env, rng));
+                    &tmp
+                }
+                Gen::Rand(a, b) => {
+                    let _ = write!(tmp, "{}", a + rng.below(b - a + 1));
+                    &tmp
+                }
+                Gen::Instance(l) => {
+                    let v = if l == "ANY" {
+                        let all: Vec<&Vec<String>> =
+                            env.instances.values().filter(|v| !v.is_empty()).collect();
+                        if all.is_empty() {
+                            return None;
+                        }
+                        all[rng.below(all.len() as u64) as usize]
+                    } else {
+                        env.instances.get(l).filter(|v| !v.is_empty())?
+                    };
+                    &v[rng.below(v.len() as u64) as usize]
+                }
+                Gen::Take(p) => {
+                    let id = env.pools.take(p)?;
+                    ctx.taken.push((p.clone(), id));
+                    &ctx.taken.last().expect("just pushed").1
+                }
+                Gen::Taken(p) => &ctx.taken.iter().rev().find(|(q, _)| q == p)?.1,
+                Gen::Peek(p) => {
+                    tmp = env.pools.peek(p, rng)?;
+                    &tmp
+                }
+                Gen::Sim(n) => env.sims.get(n)?,
+                Gen::Pick(v) => &v[rng.below(v.len() as u64) as usize],
             };
             if encode {
-                percent_encode_into(&v, &mut out);
+                percent_encode_into(v, out);
             } else {
-                out.push_str(&v);
+                out.push_str(v);
             }
         }
-        Some(out)
+        Some(())
     }
 }
 
@@ -272,11 +312,14 @@ fn parse_gen(spec: &str) -> Result<Gen> {
 
 /// Percent-encodes everything but RFC 3986 unreserved characters and `,` (TS 29.500 arrays).
 pub fn percent_encode_into(v: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for b in v.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~,".contains(&b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
         }
     }
 }
@@ -284,6 +327,12 @@ pub fn percent_encode_into(v: &str, out: &mut String) {
 /// Encodes the values of a rendered `k=v&k=v` query (written unencoded in scenario files).
 pub fn encode_query(q: &str) -> String {
     let mut out = String::with_capacity(q.len() + 16);
+    encode_query_into(q, &mut out);
+    out
+}
+
+/// [`encode_query`], appended to `out`.
+pub fn encode_query_into(q: &str, out: &mut String) {
     for (n, pair) in q.split('&').enumerate() {
         if n > 0 {
             out.push('&');
@@ -292,12 +341,11 @@ pub fn encode_query(q: &str) -> String {
             Some((k, v)) => {
                 out.push_str(k);
                 out.push('=');
-                percent_encode_into(v, &mut out);
+                percent_encode_into(v, out);
             }
             None => out.push_str(pair),
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -371,5 +419,32 @@ mod tests {
             encode_query(r#"snssai={"sst":1}&service-names=a,b"#),
             "snssai=%7B%22sst%22%3A1%7D&service-names=a,b"
         );
+        // Every byte of a multi-byte character, upper-case hex; a key without a value as is.
+        assert_eq!(encode_query("a=é /&flag"), "a=%C3%A9%20%2F&flag");
+        let mut url = String::from("/x?");
+        encode_query_into("k=v w", &mut url);
+        assert_eq!(url, "/x?k=v%20w");
+    }
+
+    #[test]
+    fn encoded_rendering_encodes_generated_values_not_literals() {
+        let instances = HashMap::from([("AMF".to_string(), vec!["i d/1".to_string()])]);
+        let pools = Pools::default();
+        pools.push("q", "p q".into());
+        let sims = HashMap::new();
+        let env = Env {
+            supi_prefix: "00101",
+            supi_first: 3,
+            supi_count: 1,
+            gpsi_prefix: "33",
+            imei_first: 0,
+            instances: &instances,
+            pools: &pools,
+            sims: &sims,
+        };
+        let t = Template::parse("/a b/{instance:AMF}/{supi}/{peek:q}/{seq}/{rand:9:9}").unwrap();
+        let mut out = String::from(">");
+        t.render_into(&env, &mut ReqCtx::new(12, 0), &mut Rng::new(1), true, &mut out).unwrap();
+        assert_eq!(out, ">/a b/i%20d%2F1/imsi-001010000000003/p%20q/12/9");
     }
 }
