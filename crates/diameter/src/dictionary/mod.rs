@@ -5,14 +5,13 @@
 //! dictionary. Each AVP is a `static` so NF code names it (`gx::QOS_CLASS_IDENTIFIER`) and
 //! builds it with the typed constructors on [`AvpDef`].
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 
 use crate::avp::Avp;
+use crate::fasthash::FastMap;
 use crate::types::{Address, DataType, Time};
 
 pub mod base;
@@ -240,29 +239,7 @@ fn avp_key(code: u32, vendor_id: u32) -> u64 {
     (u64::from(vendor_id) << 32) | u64::from(code)
 }
 
-/// Hashes an AVP key with one multiplication (as rustc's FxHash does) instead of SipHash,
-/// which took a tenth of the instructions of decoding and validating an AAR: the table is
-/// built once from the dictionary, so a peer's keys can only be looked up, never inserted.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        // hashbrown takes the bucket from the low bits and the tag from the top 7: rotate the
-        // well-mixed high bits of the product into both.
-        self.0.rotate_left(26)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(self.0 ^ u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v.wrapping_mul(0xf135_7aea_2e62_a9c5);
-    }
-}
-
-type AvpIndex = HashMap<u64, &'static AvpDef, BuildHasherDefault<KeyHasher>>;
+type AvpIndex = FastMap<u64, &'static AvpDef>;
 
 fn avp_index() -> &'static AvpIndex {
     static INDEX: OnceLock<AvpIndex> = OnceLock::new();
@@ -297,7 +274,7 @@ mod tests {
 
     #[test]
     fn no_duplicate_avp_keys() {
-        let mut seen = HashMap::new();
+        let mut seen = std::collections::HashMap::new();
         for d in all_avps() {
             if let Some(prev) = seen.insert((d.code, d.vendor_id), d.name) {
                 panic!("{} and {} share code {} vendor {}", prev, d.name, d.code, d.vendor_id);
