@@ -202,9 +202,6 @@ impl Avp {
     /// Appends the AVP, padding included. The length is written once, after the payload, so
     /// grouped AVPs need no separate length pass.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<(), EncodeError> {
-        if let Some(payload) = self.data.slice() {
-            return self.encode_flat(payload, buf);
-        }
         let start = buf.len();
         buf.put_u32(self.code);
         buf.put_u32(0); // flags and length, patched below
@@ -228,25 +225,6 @@ impl Avp {
         let word = (u32::from(self.flags) << 24) | len as u32;
         buf[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
         buf.put_bytes(0, pad4(len) - len);
-        Ok(())
-    }
-
-    /// A non-grouped AVP: its length is known up front, so header, payload and padding go out
-    /// as one reserve and three copies (no length patch, no per-field capacity checks).
-    fn encode_flat(&self, payload: &[u8], buf: &mut BytesMut) -> Result<(), EncodeError> {
-        let hdr = self.header_len();
-        let len = hdr + payload.len();
-        if len > MAX_LEN_24 {
-            return Err(EncodeError::AvpTooLong { code: self.code, len });
-        }
-        let mut head = [0u8; 12];
-        head[..4].copy_from_slice(&self.code.to_be_bytes());
-        head[4..8].copy_from_slice(&((u32::from(self.flags) << 24) | len as u32).to_be_bytes());
-        head[8..].copy_from_slice(&self.vendor_id.unwrap_or(0).to_be_bytes());
-        buf.reserve(pad4(len));
-        buf.extend_from_slice(&head[..hdr]);
-        buf.extend_from_slice(payload);
-        buf.extend_from_slice(&[0; 3][..pad4(len) - len]);
         Ok(())
     }
 
