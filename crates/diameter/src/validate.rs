@@ -43,42 +43,19 @@ pub fn validate_avps(avps: &[Avp]) -> Result<(), Error> {
     check_avps(avps, &[], false, 0)
 }
 
-/// Grammars with at most this many rules have their occurrences counted in one pass over the
-/// AVPs (every grammar of the dictionary); a longer one is checked rule by rule.
-const MAX_COUNTED_RULES: usize = 64;
-
 fn check_avps(avps: &[Avp], rules: &[Rule], required: bool, depth: usize) -> Result<(), Error> {
     for a in avps {
         check_avp(a, depth)?;
     }
-    if rules.len() > MAX_COUNTED_RULES {
-        return rules.iter().try_for_each(|r| check_rule(avps, r, occurrences(avps, r), required));
-    }
-    // One pass over the AVPs instead of one per rule: an AAR has ~20 AVPs and ~40 rules.
-    let mut counts = [0u32; MAX_COUNTED_RULES];
-    for a in avps {
-        if let Some(i) = rules.iter().position(|r| a.is(r.avp)) {
-            counts[i] += 1;
-        }
-    }
-    rules.iter().zip(counts).try_for_each(|(r, n)| check_rule(avps, r, n, required))
-}
-
-fn occurrences(avps: &[Avp], r: &Rule) -> u32 {
-    avps.iter().filter(|a| a.is(r.avp)).count() as u32
-}
-
-/// `r` against the `n` occurrences of its AVP: the first one past the maximum is the offending
-/// AVP (5009); a missing one is reported zero-filled (5005).
-fn check_rule(avps: &[Avp], r: &Rule, n: u32, required: bool) -> Result<(), Error> {
-    if n > r.max {
-        let extra = avps.iter().filter(|a| a.is(r.avp)).nth(r.max as usize);
-        if let Some(extra) = extra {
+    for r in rules {
+        let mut found = avps.iter().filter(|a| a.is(r.avp));
+        let n = found.by_ref().take(r.max as usize).count() as u32;
+        if let Some(extra) = found.next() {
             return Err(Error::AvpOccursTooManyTimes(extra.clone()));
         }
-    }
-    if required && n < r.min {
-        return Err(Error::MissingAvp(r.avp.zero_filled()));
+        if required && n < r.min {
+            return Err(Error::MissingAvp(r.avp.zero_filled()));
+        }
     }
     Ok(())
 }

@@ -283,27 +283,6 @@ mod tests {
         assert!(seen.len() > 200, "{} AVPs", seen.len());
     }
 
-    /// The validator counts occurrences per rule in one pass, giving each AVP to the first
-    /// rule naming it: a grammar naming an AVP twice would be checked wrongly.
-    #[test]
-    fn grammars_name_each_avp_once() {
-        let grammars = APPLICATIONS
-            .iter()
-            .flat_map(|a| a.commands.iter().flat_map(|c| [c.request, c.answer]))
-            .chain(all_avps().map(|d| d.group));
-        for g in grammars {
-            for (i, r) in g.iter().enumerate() {
-                assert!(
-                    !g[..i]
-                        .iter()
-                        .any(|p| p.avp.code == r.avp.code && p.avp.vendor_id == r.avp.vendor_id),
-                    "{} twice in a grammar",
-                    r.avp.name
-                );
-            }
-        }
-    }
-
     #[test]
     fn grammar_references_known_avps() {
         for app in APPLICATIONS {
