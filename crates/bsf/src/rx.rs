@@ -306,14 +306,12 @@ impl Proxy {
             tracing::debug!(to = %host, "Rx: next hop not reachable");
             return self.answer(&req, rc::DIAMETER_UNABLE_TO_DELIVER);
         }
-        // What an answer of our own needs if forwarding fails (the request itself goes on).
+        // What an answer of our own needs if forwarding fails (the request itself goes on):
+        // Session-Id (a short one is held inline: a copy, no allocation) and Proxy-Info (rare:
+        // an empty vector does not allocate).
         let header = req.header;
-        let echo: Vec<_> = req
-            .avps
-            .iter()
-            .filter(|a| a.is(&base::SESSION_ID) || a.is(&base::PROXY_INFO))
-            .cloned()
-            .collect();
+        let sid = req.find(&base::SESSION_ID).cloned();
+        let proxy_info: Vec<_> = req.find_all(&base::PROXY_INFO).cloned().collect();
         let route_record = req.origin_host().map(|from| base::ROUTE_RECORD.identity(from));
         let hbh = req.hop_by_hop_id();
         let mut fwd = req;
@@ -334,7 +332,8 @@ impl Proxy {
             }
             Err(e) => {
                 tracing::debug!(to = %host, error = %e, "Rx: forwarding failed");
-                self.answer(&Message { header, avps: echo }, e.result_code())
+                let avps = sid.into_iter().chain(proxy_info).collect();
+                self.answer(&Message { header, avps }, e.result_code())
             }
         }
     }
@@ -349,8 +348,8 @@ impl Proxy {
         };
         let mut q = Lookup::default();
         if let Some(ip) = req.framed_ip_address() {
-            let domain = req.ip_domain_id();
-            let domain = domain.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+            let domain = req.get_slice(&rx::IP_DOMAIN_ID);
+            let domain = domain.and_then(|b| std::str::from_utf8(b).ok());
             let domain = domain.filter(|d| !d.is_empty());
             if let Some(found) = index.and_then(|ix| from_index(ix.find_v4(ip, domain))) {
                 return Ok(found);

@@ -51,6 +51,10 @@ impl Message {
     pub fn get_bytes(&self, def: &AvpDef) -> Option<Bytes> {
         self.find(def)?.as_bytes().ok()
     }
+    /// The payload, borrowed (no copy, unlike [`Message::get_bytes`] for a short one).
+    pub fn get_slice(&self, def: &AvpDef) -> Option<&[u8]> {
+        self.find(def)?.as_slice().ok()
+    }
     pub fn get_time(&self, def: &AvpDef) -> Option<Time> {
         self.find(def)?.as_time().ok()
     }
@@ -149,7 +153,7 @@ impl Message {
         self.find(&nasreq::FRAMED_IP_ADDRESS)?.as_ipv4_octets().ok()
     }
     pub fn framed_ipv6_prefix(&self) -> Option<(Ipv6Addr, u8)> {
-        nasreq::parse_ipv6_prefix(&self.get_bytes(&nasreq::FRAMED_IPV6_PREFIX)?)
+        nasreq::parse_ipv6_prefix(self.get_slice(&nasreq::FRAMED_IPV6_PREFIX)?)
     }
     /// The APN.
     pub fn called_station_id(&self) -> Option<&str> {

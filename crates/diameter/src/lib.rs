@@ -22,6 +22,7 @@ pub mod avp;
 pub mod builders;
 pub mod dictionary;
 pub mod error;
+mod fasthash;
 pub mod header;
 pub mod ids;
 pub mod message;

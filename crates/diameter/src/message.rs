@@ -2,7 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use crate::avp::{Avp, AvpIter, MAX_LEN_24};
+use crate::avp::{self, Avp, Parser, MAX_LEN_24};
 use crate::dictionary::{self, base, AvpDef};
 use crate::error::{EncodeError, Error};
 use crate::header::{
@@ -170,10 +170,10 @@ impl Message {
     /// [`crate::validate`].
     pub fn decode(buf: Bytes) -> Result<Message, Error> {
         let header = Header::decode(&buf)?;
-        let body = buf.slice(HEADER_LEN..);
-        // Typical AVPs are 12–40 bytes: one allocation covers most messages.
-        let mut avps = Vec::with_capacity(body.len() / 16 + 1);
-        for a in AvpIter::new(body) {
+        // Room for the few AVPs a proxy adds (Destination-*, Route-Record) or a handler's
+        // answer to it gets (Origin-*), without moving the others.
+        let mut avps = Vec::with_capacity(avp::count(&buf[HEADER_LEN..]) + 4);
+        for a in Parser::at(&buf, HEADER_LEN) {
             avps.push(a?);
         }
         Ok(Message { header, avps })

@@ -17,6 +17,7 @@ use tracing::{debug, info, warn};
 
 use crate::dictionary::{base, VENDOR_3GPP};
 use crate::error::{result_code as rc, Error};
+use crate::fasthash::FastMap;
 use crate::header::{Header, FLAG_ERROR};
 use crate::ids::{random_u32, EndToEndIds};
 use crate::message::Message;
@@ -137,7 +138,7 @@ impl NodeConfig {
 /// Builds a node: configuration plus local application handlers.
 pub struct NodeBuilder {
     cfg: NodeConfig,
-    handlers: HashMap<u32, Handler>,
+    handlers: FastMap<u32, Handler>,
 }
 
 impl NodeBuilder {
@@ -225,7 +226,7 @@ pub struct PeerInfo {
 
 impl DiameterNode {
     pub fn builder(cfg: NodeConfig) -> NodeBuilder {
-        NodeBuilder { cfg, handlers: HashMap::new() }
+        NodeBuilder { cfg, handlers: FastMap::default() }
     }
 
     pub fn config(&self) -> &NodeConfig {
@@ -353,7 +354,7 @@ impl DiameterNode {
 struct Inner {
     cfg: NodeConfig,
     advertised: Vec<ApplicationId>,
-    handlers: HashMap<u32, Handler>,
+    handlers: FastMap<u32, Handler>,
     peers: RwLock<Vec<Arc<Peer>>>,
     e2e: EndToEndIds,
     dup: DupCache,

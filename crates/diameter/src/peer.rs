@@ -1,7 +1,7 @@
 //! Peers and their connections: the RFC 6733 §5.6 states, capabilities learnt from CER/CEA, the
 //! pending-request table and the RFC 3539 watchdog flags of one transport connection.
 
-use std::collections::HashMap;
+use crate::fasthash::FastMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -157,7 +157,7 @@ pub(crate) struct Conn {
     pub initiator: bool,
     pub remote: SocketAddr,
     out: Arc<Outbox>,
-    pending: Mutex<HashMap<u32, Pending>>,
+    pending: Mutex<FastMap<u32, Pending>>,
     max_pending: usize,
     hbh: HopByHopIds,
     pub inflight: AtomicUsize,
@@ -195,7 +195,7 @@ impl Conn {
             initiator,
             remote,
             out,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(FastMap::default()),
             max_pending,
             hbh: HopByHopIds::new(),
             inflight: AtomicUsize::new(0),

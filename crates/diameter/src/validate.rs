@@ -65,8 +65,8 @@ fn check_avp(a: &Avp, depth: usize) -> Result<(), Error> {
         return if a.is_mandatory() { Err(Error::AvpUnsupported(a.clone())) } else { Ok(()) };
     };
     if def.ty != DataType::Grouped {
-        return match a.as_bytes() {
-            Ok(data) => check_value(def.ty, &data).map_err(|e| a.value_error(e)),
+        return match a.as_slice() {
+            Ok(data) => check_value(def.ty, data).map_err(|e| a.value_error(e)),
             // A built grouped AVP under a non-grouped code: a programming error on our side,
             // reported like a peer's bad value.
             Err(e) => Err(e),

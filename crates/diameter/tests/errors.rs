@@ -204,6 +204,23 @@ fn too_many_occurrences_is_5009() {
 }
 
 #[test]
+fn too_many_occurrences_in_a_group_names_the_first_extra_of_the_first_rule() {
+    // Experimental-Result ::= { Vendor-Id } { Experimental-Result-Code }: both overflow; the
+    // grammar's first rule is reported, with its first occurrence past the maximum.
+    let er = base::EXPERIMENTAL_RESULT.grouped(vec![
+        base::EXPERIMENTAL_RESULT_CODE.u32(5065),
+        base::EXPERIMENTAL_RESULT_CODE.u32(5066),
+        base::VENDOR_ID.u32(1),
+        base::VENDOR_ID.u32(2),
+        base::VENDOR_ID.u32(3),
+    ]);
+    let e = validate_err(&common::gx_ccr_i().avp(er));
+    assert_eq!(e.result_code(), 5009);
+    let f = e.failed_avp().unwrap();
+    assert_eq!((f.code(), f.as_u32()), (base::VENDOR_ID.code, Ok(2)));
+}
+
+#[test]
 fn unknown_application_is_3007_unknown_command_is_3001() {
     let m = Message::request(4242, 272).origin("a.example", "example");
     let e = validate(&m).unwrap_err();

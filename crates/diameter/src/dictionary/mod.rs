@@ -5,13 +5,13 @@
 //! dictionary. Each AVP is a `static` so NF code names it (`gx::QOS_CLASS_IDENTIFIER`) and
 //! builds it with the typed constructors on [`AvpDef`].
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 
 use crate::avp::Avp;
+use crate::fasthash::FastMap;
 use crate::types::{Address, DataType, Time};
 
 pub mod base;
@@ -101,33 +101,39 @@ impl AvpDef {
         Avp::new(self.code, self.vendor(), self.m_bit == FlagRule::Must, data)
     }
 
+    /// Like [`AvpDef::with_payload`] with the payload copied (inline when short: no
+    /// allocation).
+    pub fn with_slice(&self, data: &[u8]) -> Avp {
+        Avp::from_slice(self.code, self.vendor(), self.m_bit == FlagRule::Must, data)
+    }
+
     pub fn bytes(&self, data: impl Into<Bytes>) -> Avp {
         self.with_payload(data)
     }
     pub fn u32(&self, v: u32) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn i32(&self, v: i32) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn u64(&self, v: u64) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn i64(&self, v: i64) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn f32(&self, v: f32) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn f64(&self, v: f64) -> Avp {
-        self.with_payload(v.to_be_bytes().to_vec())
+        self.with_slice(&v.to_be_bytes())
     }
     pub fn enumerated(&self, v: u32) -> Avp {
         self.u32(v)
     }
     /// UTF8String, and any string-like type (IPFilterRule, OctetString holding text).
     pub fn utf8(&self, s: &str) -> Avp {
-        self.with_payload(Bytes::copy_from_slice(s.as_bytes()))
+        self.with_slice(s.as_bytes())
     }
     pub fn identity(&self, s: &str) -> Avp {
         self.utf8(s)
@@ -143,7 +149,7 @@ impl AvpDef {
     }
     /// OctetString holding a raw IPv4 address (Framed-IP-Address).
     pub fn ipv4_octets(&self, ip: Ipv4Addr) -> Avp {
-        self.with_payload(ip.octets().to_vec())
+        self.with_slice(&ip.octets())
     }
     pub fn grouped(&self, children: Vec<Avp>) -> Avp {
         Avp::new_grouped(self.code, self.vendor(), self.m_bit == FlagRule::Must, children)
@@ -228,14 +234,21 @@ pub fn all_avps() -> impl Iterator<Item = &'static AvpDef> {
     AVP_TABLES.iter().flat_map(|t| t.iter().copied())
 }
 
-fn avp_index() -> &'static HashMap<(u32, u32), &'static AvpDef> {
-    static INDEX: OnceLock<HashMap<(u32, u32), &'static AvpDef>> = OnceLock::new();
-    INDEX.get_or_init(|| all_avps().map(|d| ((d.code, d.vendor_id), d)).collect())
+/// (vendor id, code) as one key.
+fn avp_key(code: u32, vendor_id: u32) -> u64 {
+    (u64::from(vendor_id) << 32) | u64::from(code)
+}
+
+type AvpIndex = FastMap<u64, &'static AvpDef>;
+
+fn avp_index() -> &'static AvpIndex {
+    static INDEX: OnceLock<AvpIndex> = OnceLock::new();
+    INDEX.get_or_init(|| all_avps().map(|d| (avp_key(d.code, d.vendor_id), d)).collect())
 }
 
 /// Looks up an AVP by code and vendor (0 for IETF).
 pub fn avp(code: u32, vendor_id: u32) -> Option<&'static AvpDef> {
-    avp_index().get(&(code, vendor_id)).copied()
+    avp_index().get(&avp_key(code, vendor_id)).copied()
 }
 
 /// Looks up an AVP by name (linear; for tools and tests, not the hot path).
@@ -261,7 +274,7 @@ mod tests {
 
     #[test]
     fn no_duplicate_avp_keys() {
-        let mut seen = HashMap::new();
+        let mut seen = std::collections::HashMap::new();
         for d in all_avps() {
             if let Some(prev) = seen.insert((d.code, d.vendor_id), d.name) {
                 panic!("{} and {} share code {} vendor {}", prev, d.name, d.code, d.vendor_id);
