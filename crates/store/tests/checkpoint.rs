@@ -127,6 +127,37 @@ async fn without_the_checkpointer_sqlite_checkpoints_in_the_commits() {
     assert_eq!(rows, 4000);
 }
 
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpointer_runs_at_idle_priority() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(config(&dir.path().join("p.db"), true)).await.expect("open");
+    let policies = || -> Vec<i32> {
+        std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .filter_map(|t| {
+                let t = t.ok()?;
+                let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+                let tid: i32 = t.file_name().to_str()?.parse().ok()?;
+                // SAFETY: a query of another thread's policy by its id.
+                (comm.trim() == "store-checkpoin").then(|| unsafe { libc::sched_getscheduler(tid) })
+            })
+            .collect()
+    };
+    // The thread lowers its own priority as it starts; other tests of this
+    // binary may have checkpointers of their own, idle as well.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let p = policies();
+        if !p.is_empty() && p.iter().all(|&p| p == libc::SCHED_IDLE) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "checkpointer policies: {p:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    store.close().await.expect("close");
+}
+
 #[test]
 fn checkpoint_pages_must_be_positive() {
     let dir = tempfile::tempdir().expect("temp dir");

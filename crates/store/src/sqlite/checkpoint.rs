@@ -187,6 +187,7 @@ impl Checkpoints {
 
     /// The checkpointer thread's loop, on its own read-write connection.
     pub(crate) fn run(&self, conn: &Connection) {
+        idle_priority();
         loop {
             let generation = {
                 let mut st = self.lock();
@@ -238,6 +239,23 @@ impl Checkpoints {
                 }
             }
             self.lock().running = false;
+        }
+    }
+}
+
+/// Puts the calling thread in `SCHED_IDLE`: a checkpoint pass copies pages
+/// for milliseconds at a time, and on an NF given one core it would hold up
+/// the request workers and the writer for as long. At idle priority it uses
+/// only time they leave; if they leave none, frames pile up until the writer
+/// checkpoints itself ([`BACKSTOP_FACTOR`]).
+fn idle_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: a system call on the calling thread (pid 0) with a valid parameter.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+            let err = std::io::Error::last_os_error();
+            tracing::debug!(%err, "the checkpointer stays at normal priority");
         }
     }
 }
