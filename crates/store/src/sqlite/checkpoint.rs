@@ -37,9 +37,11 @@ use rusqlite::{ffi, Connection};
 
 use crate::error::Result;
 
-/// The WAL file may grow to this many times the threshold before the
-/// checkpointer works to let it start over.
-pub(crate) const RESTART_FACTOR: u32 = 4;
+/// The WAL file may grow to this many times the threshold (64 MiB at the
+/// default, the size it is truncated back to) before the checkpointer works
+/// to let it start over: each start-over costs the writer a sync of the
+/// database file, so the rarer the better for the write latency tail.
+pub(crate) const RESTART_FACTOR: u32 = 16;
 /// Frames waiting beyond this many times the threshold make the writer
 /// checkpoint itself.
 pub(crate) const BACKSTOP_FACTOR: u32 = 16;
