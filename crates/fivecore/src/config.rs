@@ -66,6 +66,16 @@ mod tests {
     }
 
     #[test]
+    fn the_bsf_checkpoints_off_its_writer_unless_told_otherwise() {
+        let dir = Some(Path::new("/var/lib/fivecore"));
+        let cfg = Config::parse("").unwrap();
+        assert_eq!(crate::nf::bsf_run_config(&cfg, dir).store.background_checkpoint, Some(true));
+        assert!(!cfg.store.background_checkpoint());
+        let off = Config::parse("[store]\nbackground_checkpoint = false").unwrap();
+        assert_eq!(crate::nf::bsf_run_config(&off, dir).store.background_checkpoint, Some(false));
+    }
+
+    #[test]
     fn unknown_settings_are_rejected() {
         assert!(Config::parse("[sbi]\nlisten_addr = \"127.0.0.1:1\"").is_err());
         assert!(Config::parse("[nrf]\nheartbeat = 3").is_err());

@@ -189,7 +189,9 @@ fn nf_sbi_and_store(
 /// and its database is `bsf.db` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
 pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> bsf::RunConfig {
-    let (sbi, store) = nf_sbi_and_store(config, Nf::Bsf, "bsf.db", data_dir);
+    let (sbi, mut store) = nf_sbi_and_store(config, Nf::Bsf, "bsf.db", data_dir);
+    // Checkpoints off the writer: the binding create/delete p99 at 10M bindings (docs/store.md).
+    store.background_checkpoint.get_or_insert(true);
     bsf::RunConfig {
         bsf: config.bsf.clone(),
         sbi,

@@ -65,10 +65,14 @@ pub struct SqliteConfig {
     pub commit_delay_us: u64,
 
     /// Copy WAL frames into the database file on a checkpointer thread of
-    /// its own instead of inside the commit that fills the WAL (SQLite's
-    /// default, which holds every queued write until the database file is
-    /// written and synced). Default: true.
-    pub background_checkpoint: bool,
+    /// its own, at idle priority, instead of inside the commit that fills the
+    /// WAL (SQLite's way, which holds every queued write until the database
+    /// file is written and synced). Unset: the NF's default ([`Self::
+    /// background_checkpoint`]): on for the BSF, whose core has idle time
+    /// left at its highest rate; off for an NF that keeps its core nearly
+    /// busy (the UDR's T4c mix), where an idle-priority checkpointer starves
+    /// and the writer ends up copying a long WAL in one go.
+    pub background_checkpoint: Option<bool>,
 
     /// WAL frames (pages) waiting to be copied into the database file that
     /// start a checkpoint. Default: 1000 (SQLite's).
@@ -114,7 +118,7 @@ impl Default for SqliteConfig {
             readers: default_readers(),
             max_batch: default_max_batch(),
             commit_delay_us: default_commit_delay_us(),
-            background_checkpoint: true,
+            background_checkpoint: None,
             checkpoint_pages: default_checkpoint_pages(),
             queue_capacity: default_queue_capacity(),
         }
@@ -152,6 +156,12 @@ impl SqliteConfig {
             return Err(invalid("queue_capacity must be at least 1"));
         }
         Ok(())
+    }
+
+    /// Whether checkpoints run on the checkpointer thread: as configured,
+    /// else off.
+    pub fn background_checkpoint(&self) -> bool {
+        self.background_checkpoint.unwrap_or(false)
     }
 
     pub(crate) fn commit_delay(&self) -> Duration {

@@ -11,7 +11,7 @@ use tokio::task::JoinSet;
 
 fn config(path: &Path, background: bool) -> SqliteConfig {
     SqliteConfig {
-        background_checkpoint: background,
+        background_checkpoint: Some(background),
         checkpoint_pages: 16,
         ..SqliteConfig::new(path)
     }

@@ -106,7 +106,7 @@ impl SqliteStore {
         let counters = Arc::new(Counters::default());
         let mut threads = Vec::with_capacity(config.readers + 2);
         let checkpoints =
-            config.background_checkpoint.then(|| Checkpoints::new(config.checkpoint_pages));
+            config.background_checkpoint().then(|| Checkpoints::new(config.checkpoint_pages));
 
         // The writer goes first: it creates the file, turns on WAL and
         // creates the schema, all of which read-only connections cannot do.
@@ -158,7 +158,7 @@ impl SqliteStore {
             readers = config.readers,
             max_batch = config.max_batch,
             commit_delay_us = config.commit_delay_us,
-            background_checkpoint = config.background_checkpoint,
+            background_checkpoint = config.background_checkpoint(),
             checkpoint_pages = config.checkpoint_pages,
             "store opened"
         );
@@ -630,7 +630,7 @@ fn open_writer(config: &SqliteConfig) -> Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", config.synchronous.pragma_value())?;
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT_BYTES)?;
-    if !config.background_checkpoint {
+    if !config.background_checkpoint() {
         conn.pragma_update(None, "wal_autocheckpoint", config.checkpoint_pages)?;
     }
     let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
