@@ -37,11 +37,12 @@ use rusqlite::{ffi, Connection};
 
 use crate::error::Result;
 
-/// The WAL file may grow to this many times the threshold (64 MiB at the
-/// default, the size it is truncated back to) before the checkpointer works
-/// to let it start over: each start-over costs the writer a sync of the
-/// database file, so the rarer the better for the write latency tail.
-pub(crate) const RESTART_FACTOR: u32 = 16;
+/// The WAL file may grow to this many times the threshold (16 MiB at the
+/// default) before the checkpointer works to let it start over. Each
+/// start-over costs the writer a sync of the database file, but 16× cost
+/// the BSF more CPU per transaction at 10M bindings (53.3 and 55.3 µs
+/// against 49.2 in the S9 mix, docs/BENCHMARKS.md "Session s14").
+pub(crate) const RESTART_FACTOR: u32 = 4;
 /// Frames waiting beyond this many times the threshold make the writer
 /// checkpoint itself.
 pub(crate) const BACKSTOP_FACTOR: u32 = 16;
