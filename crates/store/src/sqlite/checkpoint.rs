@@ -102,11 +102,11 @@ impl State {
     }
 }
 
-/// Outcome of `PRAGMA wal_checkpoint`: frames in the WAL and frames copied.
+/// Outcome of `PRAGMA wal_checkpoint`: frames copied (the WAL's length comes
+/// from the writer's hook, which also sees commits made during the pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pass {
     pub busy: bool,
-    pub wal_frames: u32,
     pub copied: u32,
 }
 
@@ -266,12 +266,9 @@ fn idle_priority() {
 /// `PRAGMA wal_checkpoint(PASSIVE)`: copies what no reader still needs,
 /// without waiting for the writer or readers.
 pub(crate) fn checkpoint(conn: &Connection) -> Result<Pass> {
-    let (busy, wal_frames, copied): (i64, i64, i64) =
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-    let frames = |n: i64| u32::try_from(n).unwrap_or(0);
-    Ok(Pass { busy: busy != 0, wal_frames: frames(wal_frames), copied: frames(copied) })
+    let (busy, copied): (i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(2)?)))?;
+    Ok(Pass { busy: busy != 0, copied: u32::try_from(copied).unwrap_or(0) })
 }
 
 /// The WAL hook: runs on the writer's thread inside each commit, so it only
@@ -323,13 +320,13 @@ mod tests {
         c.lock().running = true;
         assert!(!c.writer_must_checkpoint());
         c.lock().running = false;
-        c.writer_checkpointed(Pass { busy: false, wal_frames: 160, copied: 160 });
+        c.writer_checkpointed(Pass { busy: false, copied: 160 });
         assert!(!c.writer_must_checkpoint());
         assert_eq!(c.counts(), (0, 1));
         // Asked to finish a long WAL's copy.
         c.lock().writer_catch_up = true;
         assert!(c.writer_must_checkpoint());
-        c.writer_checkpointed(Pass { busy: false, wal_frames: 170, copied: 170 });
+        c.writer_checkpointed(Pass { busy: false, copied: 170 });
         assert!(!c.writer_must_checkpoint());
     }
 
@@ -339,12 +336,12 @@ mod tests {
         c.committed(300);
         c.lock().due = false;
         // A reader holds the frames: nothing copied.
-        assert!(!c.lock().note_pass(Pass { busy: false, wal_frames: 300, copied: 0 }, 100));
+        assert!(!c.lock().note_pass(Pass { busy: false, copied: 0 }, 100));
         c.committed(350);
         assert!(!c.lock().due, "no retry before 100 more frames");
         c.committed(400);
         assert!(c.lock().due);
-        assert!(c.lock().note_pass(Pass { busy: false, wal_frames: 400, copied: 400 }, 100));
+        assert!(c.lock().note_pass(Pass { busy: false, copied: 400 }, 100));
         assert_eq!(c.lock().waiting(), 0);
     }
 }
