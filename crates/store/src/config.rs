@@ -65,12 +65,12 @@ pub struct SqliteConfig {
     pub commit_delay_us: u64,
 
     /// Copy WAL frames into the database file on a checkpointer thread of
-    /// its own, at idle priority, instead of inside the commit that fills the
+    /// its own, at low priority, instead of inside the commit that fills the
     /// WAL (SQLite's way, which holds every queued write until the database
     /// file is written and synced). Unset: the NF's default (see
     /// [`SqliteConfig::background_checkpoint()`]): on for the BSF, whose core has idle time
     /// left at its highest rate; off for an NF that keeps its core nearly
-    /// busy (the UDR's T4c mix), where an idle-priority checkpointer starves
+    /// busy (the UDR's T4c mix), where a low-priority checkpointer starves
     /// and the writer ends up copying a long WAL in one go.
     pub background_checkpoint: Option<bool>,
 

@@ -163,6 +163,9 @@ impl Checkpoints {
         let mut st = self.lock();
         st.writer_catch_up = false;
         st.note_pass(pass, self.threshold);
+        if st.due {
+            self.wake.notify_one();
+        }
     }
 
     /// Stops the checkpointer thread (after the pass it is making).
@@ -190,17 +193,20 @@ impl Checkpoints {
 
     /// The checkpointer thread's loop, on its own read-write connection.
     pub(crate) fn run(&self, conn: &Connection) {
-        idle_priority();
+        low_priority();
         loop {
             let generation = {
                 let mut st = self.lock();
-                while !st.due && !st.stopped {
+                // Once the writer is to copy the rest of a long WAL, a pass
+                // of ours would only keep it from doing so (it checkpoints
+                // when no pass runs): wait for it.
+                while (!st.due || st.writer_catch_up) && !st.stopped {
                     let (next, timeout) = self
                         .wake
                         .wait_timeout(st, IDLE_INTERVAL)
                         .unwrap_or_else(PoisonError::into_inner);
                     st = next;
-                    if timeout.timed_out() && st.waiting() > 0 {
+                    if timeout.timed_out() && st.waiting() > 0 && !st.writer_catch_up {
                         st.due = true;
                     }
                 }
@@ -211,7 +217,7 @@ impl Checkpoints {
                 st.running = true;
                 st.generation
             };
-            for _ in 0..MAX_PASSES {
+            for n in 1..=MAX_PASSES {
                 let pass = match checkpoint(conn) {
                     Ok(pass) => pass,
                     Err(err) => {
@@ -236,7 +242,15 @@ impl Checkpoints {
                 if !long || left == 0 {
                     break;
                 }
-                if left <= (self.threshold / CATCH_UP_DIVISOR).max(1) {
+                // Under steady commits each pass leaves behind what was
+                // committed while it ran, which may never fall below an eighth
+                // of the threshold. After the last pass, or once the WAL has
+                // grown to the backstop's length, the writer copies whatever
+                // is left (about one pass's worth): otherwise the WAL would
+                // never start over.
+                let settle = n == MAX_PASSES
+                    || st.wal_frames >= self.threshold.saturating_mul(BACKSTOP_FACTOR);
+                if settle || left <= (self.threshold / CATCH_UP_DIVISOR).max(1) {
                     st.writer_catch_up = true;
                     break;
                 }
@@ -246,19 +260,34 @@ impl Checkpoints {
     }
 }
 
-/// Puts the calling thread in `SCHED_IDLE`: a checkpoint pass copies pages
-/// for milliseconds at a time, and on an NF given one core it would hold up
-/// the request workers and the writer for as long. At idle priority it uses
-/// only time they leave; if they leave none, frames pile up until the writer
-/// checkpoints itself ([`BACKSTOP_FACTOR`]).
-fn idle_priority() {
+/// Nice value of the checkpointer thread: the lowest.
+pub(crate) const NICE: i32 = 19;
+
+/// Puts the calling thread in `SCHED_BATCH` at nice 19: a checkpoint pass
+/// copies pages for milliseconds at a time, and on an NF given one core it
+/// would hold up the request workers and the writer for as long. Batch
+/// threads never preempt a running one when they wake, and at nice 19 a
+/// request worker that wakes preempts them; yet they keep a small share of
+/// a busy core. `SCHED_IDLE` (used before) got none on a core kept busy by
+/// others, and a pass it had begun then held SQLite's checkpoint lock for as
+/// long, so neither it nor the writer's backstop could copy a frame and the
+/// WAL grew without bound.
+fn low_priority() {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: a system call on the calling thread (pid 0) with a valid parameter.
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
-            let err = std::io::Error::last_os_error();
-            tracing::debug!(%err, "the checkpointer stays at normal priority");
+        // SAFETY: system calls on the calling thread (pid 0, its own tid) with valid parameters.
+        unsafe {
+            if libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) != 0 {
+                let err = std::io::Error::last_os_error();
+                tracing::debug!(%err, "the checkpointer stays in the normal policy");
+            }
+            // Linux keeps a nice value per thread.
+            let tid = libc::gettid() as libc::id_t;
+            if libc::setpriority(libc::PRIO_PROCESS, tid, NICE) != 0 {
+                let err = std::io::Error::last_os_error();
+                tracing::debug!(%err, "the checkpointer stays at its nice value");
+            }
         }
     }
 }
