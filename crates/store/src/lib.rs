@@ -22,7 +22,9 @@
 //!   long, or a lone caller's next write, is not held back.
 //! - **A savepoint per job.** A job that fails (a version mismatch, a
 //!   duplicate id, an error in NF code) rolls back to its savepoint; the
-//!   other jobs of the batch are unaffected.
+//!   other jobs of the batch are unaffected. A batch of one job runs without
+//!   a savepoint (its transaction is rolled back instead), which spares
+//!   SQLite's sub-journal copy of every page the job touches.
 //! - **Acknowledged means committed.** A write's future resolves only after
 //!   the `COMMIT` of its batch has returned. With `synchronous = full` (the
 //!   default) that commit is fsynced: it survives `kill -9`, an OS crash and

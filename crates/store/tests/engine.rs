@@ -64,6 +64,42 @@ async fn queued_writes_commit_in_batches_of_at_most_max_batch() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_failing_job_is_rolled_back_with_its_transaction() {
+    // One job per batch: no savepoint, the transaction is the unit undone.
+    let (_dir, store) = open_temp().await;
+    store.create("c", "kept", DocumentData::new("k")).await.expect("created");
+    let before = store.stats();
+    let failed = store
+        .write(|tx| {
+            tx.execute(
+                "INSERT INTO documents (collection, id, version, created_at, updated_at, body)
+                 VALUES ('c', 'partial', 1, 0, 0, x'00')",
+                [],
+            )?;
+            tx.execute("DELETE FROM documents WHERE id = 'kept'", [])?;
+            Err::<(), _>(Error::InvalidArgument("changed my mind".into()))
+        })
+        .await;
+    assert!(matches!(failed, Err(Error::InvalidArgument(_))), "{failed:?}");
+    let stats = store.stats();
+    assert_eq!(stats.failed_writes - before.failed_writes, 1);
+    assert_eq!((stats.commits, stats.writes), (before.commits, before.writes), "nothing committed");
+    assert_eq!(stats.failed_batches, 0);
+    assert_eq!(store.get("c", "partial").await.expect("get"), None);
+    assert!(store.get("c", "kept").await.expect("get").is_some(), "its delete was undone");
+
+    // The next lone write commits normally, and so does a duplicate's refusal.
+    store.create("c", "after", DocumentData::new("a")).await.expect("created");
+    let dup = store.create("c", "after", DocumentData::new("b")).await;
+    assert!(matches!(dup, Err(Error::AlreadyExists)), "{dup:?}");
+    let stats = store.stats();
+    assert_eq!(stats.commits - before.commits, 1);
+    assert_eq!(stats.writes - before.writes, 1);
+    let after = store.get("c", "after").await.expect("get").expect("present");
+    assert_eq!(after.body, b"a".to_vec());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_job_rolls_back_only_itself() {
     let (_dir, store) = open_temp().await;
     store.create("c", "versioned", DocumentData::new("v1")).await.expect("created");

@@ -57,8 +57,9 @@ pub struct StoreStats {
     pub commits: u64,
     /// Write jobs acknowledged as committed.
     pub writes: u64,
-    /// Write jobs that failed and were rolled back to their savepoint, or
-    /// lost in a batch that could not commit.
+    /// Write jobs that failed and were rolled back (to their savepoint, or
+    /// with their transaction when they were alone in it), or lost in a
+    /// batch that could not commit.
     pub failed_writes: u64,
     /// Batches that could not commit.
     pub failed_batches: u64,
@@ -505,6 +506,9 @@ fn commit_some(
         }
     };
 
+    if jobs.len() == 1 {
+        return commit_one(tx, jobs, counters);
+    }
     let mut pending: Vec<Box<dyn PendingReply>> = Vec::with_capacity(jobs.len());
     for job in jobs.by_ref() {
         if let Err(err) = exec(&tx, "SAVEPOINT job") {
@@ -542,6 +546,43 @@ fn commit_some(
             let err = Error::from(err);
             tracing::error!(%err, jobs = count, "group commit failed");
             fail_all(pending, &err, counters, 0);
+        }
+    }
+}
+
+/// A transaction holding one job needs no savepoint: rolling the transaction
+/// back undoes exactly that job. Most batches of a lightly loaded or
+/// delay-paced store are single jobs, and a savepoint makes SQLite copy each
+/// page the job first touches into a sub-journal.
+fn commit_one(
+    tx: Transaction<'_>,
+    jobs: &mut std::vec::IntoIter<Box<dyn WriteJob>>,
+    counters: &Counters,
+) {
+    let Some(job) = jobs.next() else { return };
+    let reply = job.run(&tx);
+    if !reply.succeeded() {
+        // The job's own error is its answer; a failed rollback changes nothing
+        // for it (SQLite rolls back whatever the connection still holds when
+        // the next transaction begins).
+        if let Err(err) = tx.rollback() {
+            tracing::warn!(%err, "rollback of a failed write job failed");
+        }
+        Counters::add(&counters.failed_writes, 1);
+        reply.send(Ok(()));
+        return;
+    }
+    match tx.commit() {
+        Ok(()) => {
+            Counters::add(&counters.commits, 1);
+            Counters::add(&counters.writes, 1);
+            counters.largest_batch.fetch_max(1, Ordering::Relaxed);
+            reply.send(Ok(()));
+        }
+        Err(err) => {
+            let err = Error::from(err);
+            tracing::error!(%err, jobs = 1, "commit failed");
+            fail_all(vec![reply], &err, counters, 0);
         }
     }
 }
