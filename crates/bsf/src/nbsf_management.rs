@@ -82,7 +82,7 @@ fn set_location(resp: &mut Response, loc: &str) {
 pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
     let mut binding: Value = req.json()?;
     let keys = models::validate_binding(&mut binding)?;
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = crate::store::new_binding_id();
     let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
     let created = bsf

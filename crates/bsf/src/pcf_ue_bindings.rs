@@ -89,7 +89,7 @@ pub fn validate(v: &Value) -> Result<(String, Option<String>), ProblemDetails> {
 pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
     let binding: Value = req.json()?;
     let (supi, gpsi) = validate(&binding)?;
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = crate::store::new_binding_id();
     let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
     match bsf

@@ -18,6 +18,14 @@ use store::{Migration, SqliteStore};
 use crate::models::Keys;
 use crate::ue_address_index::{Indexed, UeAddressIndex};
 
+/// A new binding's id: a time-ordered UUID (version 7), so a Register adds its row at the end
+/// of the binding-id index, on a page the writer already holds, instead of on a random page of
+/// an index of tens of millions of entries (a random UUID made that one page read and one
+/// page write per Register). Clustered by id on an InnoDB backend, it keeps inserts in order too.
+pub fn new_binding_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 pub const MIGRATIONS: [Migration; 4] = [
     Migration::new(
         "bsf-0001-pcf-binding",
@@ -736,4 +744,19 @@ fn insert_keyed(
     ))?
     .execute(params![id, key1, key2, created_ms, json])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binding_ids_are_unique_and_sort_in_creation_order() {
+        let ids: Vec<String> = (0..1000).map(|_| new_binding_id()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids out of order");
+        for id in &ids {
+            let u = uuid::Uuid::parse_str(id).expect("a UUID");
+            assert_eq!((u.get_version_num(), id.len()), (7, 36), "{id}");
+        }
+    }
 }
