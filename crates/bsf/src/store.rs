@@ -2,9 +2,10 @@
 //! columns it is looked up by, with the indexes of the reference product's `pcf_binding` table
 //! (binding id; UE IPv4 with IP domain; IPv6 prefix; MAC-48; SUPI; GPSI; creation time).
 //!
-//! Everything is plain SQL without engine-specific features (no partial indexes, no `IS` for
-//! equality: absent IP domain and SD are stored as `''`), so the same statements serve a
-//! MySQL-protocol backend. A lookup by UE address is one indexed read; a Register is one write
+//! The statements are plain SQL without engine-specific features (no `IS` for equality:
+//! absent IP domain and SD are stored as `''`), so the same statements serve a MySQL-protocol
+//! backend; only the schema's partial indexes of the sparse keys are SQLite's (a MySQL backend
+//! indexes those columns whole). A lookup by UE address is one indexed read; a Register is one write
 //! job (the duplicate check and the INSERT inside the writer's group commit, so two concurrent
 //! Registers for the same UE cannot both win).
 
@@ -26,7 +27,7 @@ pub fn new_binding_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-pub const MIGRATIONS: [Migration; 4] = [
+pub const MIGRATIONS: [Migration; 5] = [
     Migration::new(
         "bsf-0001-pcf-binding",
         "CREATE TABLE bsf_pcf_binding (
@@ -88,6 +89,24 @@ pub const MIGRATIONS: [Migration; 4] = [
             PRIMARY KEY (kind, value, binding_id)
         );
         CREATE INDEX bsf_idx_key_binding ON bsf_pcf_binding_key (binding_id);",
+    ),
+    // A binding without an IPv6 prefix, MAC address, SUPI or GPSI (most have no MAC address,
+    // IPv4-only UEs no prefix) has no entry in that column's index: an absent key sorted its
+    // entry among all other absent ones by creation time, a random page of a long index that
+    // each Deregister had to read and write again. Lookups are by value (`=`, `IN`), which
+    // SQLite knows implies NOT NULL, so they use these indexes as before.
+    Migration::new(
+        "bsf-0005-sparse-indexes",
+        "DROP INDEX bsf_idx_ipv6;
+        CREATE INDEX bsf_idx_ipv6 ON bsf_pcf_binding (ipv6_prefix, created_ms)
+            WHERE ipv6_prefix IS NOT NULL;
+        DROP INDEX bsf_idx_mac;
+        CREATE INDEX bsf_idx_mac ON bsf_pcf_binding (mac_addr_48, created_ms)
+            WHERE mac_addr_48 IS NOT NULL;
+        DROP INDEX bsf_idx_supi;
+        CREATE INDEX bsf_idx_supi ON bsf_pcf_binding (supi, created_ms) WHERE supi IS NOT NULL;
+        DROP INDEX bsf_idx_gpsi;
+        CREATE INDEX bsf_idx_gpsi ON bsf_pcf_binding (gpsi, created_ms) WHERE gpsi IS NOT NULL;",
     ),
 ];
 
@@ -749,6 +768,50 @@ fn insert_keyed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan(c: &Connection, sql: &str) -> String {
+        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("plan");
+        let nulls = vec![SqlValue::Null; st.parameter_count()];
+        let rows = st.query_map(params_from_iter(nulls), |r| r.get::<_, String>(3)).expect("rows");
+        rows.map(|r| r.expect("row")).collect::<Vec<_>>().join("; ")
+    }
+
+    #[test]
+    fn lookups_by_a_sparse_key_use_its_partial_index() {
+        let c = Connection::open_in_memory().expect("db");
+        for m in MIGRATIONS {
+            c.execute_batch(m.sql).expect(m.id);
+        }
+        let tail = "AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
+        let cases = [
+            // Register's duplicate check.
+            (format!("{SELECT_DOC} WHERE ipv6_prefix = ?1 AND ?2 = ?2 {tail}"), "bsf_idx_ipv6"),
+            (format!("{SELECT_DOC} WHERE mac_addr_48 = ?1 AND ?2 = ?2 {tail}"), "bsf_idx_mac"),
+            // Discovery (`find`), the binding's own key or an additional one.
+            (
+                format!(
+                    "{SELECT_DOC} WHERE 1 = 1 AND (ipv6_prefix IN (?1, ?2) OR binding_id IN \
+                     (SELECT binding_id FROM bsf_pcf_binding_key WHERE kind = 'ipv6' AND \
+                     value IN (?1, ?2))) ORDER BY created_ms DESC LIMIT 1"
+                ),
+                "bsf_idx_ipv6",
+            ),
+            (
+                format!(
+                    "{SELECT_DOC} WHERE 1 = 1 AND (mac_addr_48 = ?1 OR binding_id IN \
+                     (SELECT binding_id FROM bsf_pcf_binding_key WHERE kind = 'mac' AND \
+                     value = ?1)) ORDER BY created_ms DESC LIMIT 1"
+                ),
+                "bsf_idx_mac",
+            ),
+            (format!("{SELECT_DOC} WHERE supi = ?1"), "bsf_idx_supi"),
+            (format!("{SELECT_DOC} WHERE gpsi = ?1"), "bsf_idx_gpsi"),
+        ];
+        for (sql, index) in cases {
+            let p = plan(&c, &sql);
+            assert!(p.contains(index) && !p.contains("SCAN bsf_pcf_binding"), "{sql}: {p}");
+        }
+    }
 
     #[test]
     fn binding_ids_are_unique_and_sort_in_creation_order() {
