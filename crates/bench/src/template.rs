@@ -322,9 +322,12 @@ pub fn percent_encode_into(v: &str, out: &mut String) {
         if b.is_ascii_alphanumeric() || b"-._~,".contains(&b) {
             continue;
         }
-        // `i` is at a byte that is encoded, never inside a kept run, and a kept run is ASCII:
-        // both ends of the slice are character boundaries.
-        out.push_str(&v[run..i]);
+        // A kept run is ASCII and ends at a byte that is encoded, so a non-empty run is a
+        // whole slice of characters (inside a multi-byte character every byte is encoded and
+        // the run between two of them is empty, at no character boundary).
+        if run < i {
+            out.push_str(&v[run..i]);
+        }
         let esc = [b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]];
         out.push_str(std::str::from_utf8(&esc).expect("ASCII"));
         run = i + 1;
