@@ -166,6 +166,11 @@ fn push_json_str(out: &mut Vec<u8>, s: &[u8], lower: bool) {
         out.extend_from_slice(&s[run..i]);
         match c {
             b'"' | b'\\' => out.extend_from_slice(&[b'\\', c]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
             _ => out.extend_from_slice(&[
                 b'\\',
                 b'u',
