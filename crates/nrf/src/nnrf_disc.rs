@@ -3,7 +3,6 @@
 //! profile's JSON is serialised once, so a discovery costs a scan of the target type's entries,
 //! a sort of the matches and a byte copy of the chosen profiles.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -609,28 +608,28 @@ impl<'q> Request<'q> {
         true
     }
 
-    /// Preferred locality first, then priority (lower first), capacity (higher first), load
-    /// (lower first); equal ones stay in nfInstanceId order (the caller's sort is stable).
-    fn order(&self, a: &Entry, b: &Entry, preferences: Option<&[String]>) -> Ordering {
+    /// The answer order as one integer, computed once per match (a comparison sort would
+    /// otherwise re-read each profile's locality, priority, capacity and load per comparison):
+    /// preferred locality first, then priority (lower first), capacity (higher first), load
+    /// (lower first). Equal keys stay in nfInstanceId order (the caller's sort is stable).
+    fn order_key(&self, e: &Entry, preferences: Option<&[String]>) -> u128 {
         // Extended preferred locality: the rank of a profile's locality in the configured list
         // for the asked locality; without a list, the asked locality itself ranks first.
-        let rank = |e: &Entry| -> usize {
-            let (Some(asked), Some(loc)) = (self.locality, e.profile.locality.as_deref()) else {
-                return usize::MAX;
-            };
-            match preferences {
+        let rank = match (self.locality, e.profile.locality.as_deref()) {
+            (Some(asked), Some(loc)) => match preferences {
                 Some(list) => list.iter().position(|l| l == loc).unwrap_or(usize::MAX),
                 None if loc == asked => 0,
                 None => usize::MAX,
-            }
+            },
+            _ => usize::MAX,
         };
-        rank(a)
-            .cmp(&rank(b))
-            .then(
-                a.profile.priority.unwrap_or(u16::MAX).cmp(&b.profile.priority.unwrap_or(u16::MAX)),
-            )
-            .then(b.profile.capacity.unwrap_or(0).cmp(&a.profile.capacity.unwrap_or(0)))
-            .then(a.profile.load.unwrap_or(0).cmp(&b.profile.load.unwrap_or(0)))
+        let priority = e.profile.priority.unwrap_or(u16::MAX);
+        let capacity = u16::MAX - e.profile.capacity.unwrap_or(0);
+        let load = e.profile.load.unwrap_or(0);
+        (rank as u64 as u128) << 64
+            | u128::from(priority) << 32
+            | u128::from(capacity) << 16
+            | u128::from(load)
     }
 }
 
@@ -670,27 +669,30 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     let local = {
         let index = nrf.read_index();
         let candidates = index.of_type(r.target);
-        let mut found: Vec<&Arc<Entry>> = candidates
+        let preferences = r
+            .locality
+            .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
+            .map(Vec::as_slice);
+        let mut found: Vec<(u128, &Arc<Entry>)> = candidates
             .iter()
             .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
+            .map(|e| (r.order_key(e, preferences), e))
             .collect();
         if found.is_empty() && nrf.config.discovery.suspended_when_empty {
             found.extend(
                 candidates
                     .iter()
-                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e)),
+                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e))
+                    .map(|e| (r.order_key(e, preferences), e)),
             );
         }
         if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
             None
         } else {
-            let preferences = r
-                .locality
-                .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
-                .map(Vec::as_slice);
             // Stable: the candidates come in nfInstanceId order, which thereby breaks ties
             // without comparing the ids (the SMF and AMF lists are long, their ids alike).
-            found.sort_by(|a, b| r.order(a, b, preferences));
+            found.sort_by_key(|(key, _)| *key);
+            let found: Vec<&Arc<Entry>> = found.into_iter().map(|(_, e)| e).collect();
             Some(answer(&nrf, &r, &found, Some(index.generation())))
         }
     };
@@ -763,6 +765,46 @@ fn answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(n: u32, attrs: Value) -> Arc<Entry> {
+        let id = format!("{n:08x}-0000-4000-8000-000000000000");
+        let mut v =
+            serde_json::json!({"nfInstanceId": id, "nfType": "UDM", "nfStatus": "REGISTERED"});
+        v.as_object_mut().unwrap().extend(attrs.as_object().unwrap().clone());
+        Arc::new(Entry::new(id, serde_json::from_value(v.clone()).unwrap(), v, 1))
+    }
+
+    #[test]
+    fn order_key_sorts_locality_priority_capacity_load_and_keeps_ties_in_id_order() {
+        use serde_json::json;
+        let entries = [
+            entry(1, json!({})),
+            entry(2, json!({"priority": 5, "capacity": 10, "load": 50})),
+            entry(3, json!({"priority": 5, "capacity": 10, "load": 20})),
+            entry(4, json!({"priority": 5, "capacity": 90, "load": 90})),
+            entry(5, json!({"priority": 1, "locality": "b"})),
+            entry(6, json!({"priority": 9, "locality": "a"})),
+            entry(7, json!({})),
+            entry(8, json!({"priority": 5, "capacity": 0, "load": 0})),
+        ];
+        let q = Query::parse(Some("target-nf-type=UDM&requester-nf-type=AMF"));
+        let order = |r: &Request<'_>, prefs: Option<&[String]>| {
+            let mut keyed: Vec<(u128, &Arc<Entry>)> =
+                entries.iter().map(|e| (r.order_key(e, prefs), e)).collect();
+            keyed.sort_by_key(|(k, _)| *k);
+            keyed.iter().map(|(_, e)| e.key[..8].to_owned()).collect::<Vec<_>>().join(" ")
+        };
+        let plain = Request::parse(&q, 12).unwrap();
+        // Priority; then capacity, higher first (absent = 0); then load; ties by id; absent
+        // priority last.
+        let expect = "00000005 00000004 00000003 00000002 00000008 00000006 00000001 00000007";
+        assert_eq!(order(&plain, None), expect);
+        let q = Query::parse(Some("target-nf-type=UDM&requester-nf-type=AMF&preferred-locality=a"));
+        let local = Request::parse(&q, 12).unwrap();
+        assert!(order(&local, None).starts_with("00000006 00000005 00000004"));
+        let prefs = ["b".to_owned(), "a".to_owned()];
+        assert!(order(&local, Some(&prefs)).starts_with("00000005 00000006 00000004"));
+    }
 
     #[test]
     fn only_present_parameters_are_read_and_each_still_checked() {

@@ -889,8 +889,15 @@ fn sender_timestamp_now() -> HeaderValue {
     })
 }
 
+/// Marked sensitive, so HPACK sends it as a never-indexed literal: a value that changes every
+/// millisecond would otherwise be added to the connection's dynamic table on every request,
+/// evicting the headers that do repeat (User-Agent, Accept, ...) and making each lookup compare
+/// against dozens of stale timestamps under the same name.
 fn timestamp_value(v: Vec<u8>) -> HeaderValue {
-    HeaderValue::from_maybe_shared(Bytes::from(v)).expect("timestamp is a valid header value")
+    let mut v =
+        HeaderValue::from_maybe_shared(Bytes::from(v)).expect("timestamp is a valid header value");
+    v.set_sensitive(true);
+    v
 }
 
 fn check_scheme(uri: &Uri) -> Result<Scheme, ClientError> {
@@ -1088,8 +1095,24 @@ mod tests {
             let ms = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
             assert!(ms(before) <= ms(t) && ms(t) <= ms(after), "{s}");
             assert_eq!(s, format_sender_timestamp(t));
+            assert!(v.is_sensitive(), "sent as a never-indexed HPACK literal");
             std::thread::sleep(Duration::from_millis(7));
         }
+    }
+
+    /// Every request's future is moved whole into the box its caller's handler runs in; the
+    /// rarely needed connect (TCP, TLS, HTTP/2 handshakes) must not make it several KB.
+    #[tokio::test]
+    async fn a_request_future_does_not_embed_the_connect_future() {
+        let c = SbiClient::new(&ClientConfig::default()).unwrap();
+        let a: Authority = "127.0.0.1:1".parse().unwrap();
+        let slot = c.inner.pool.slot(false, &a);
+        let connect = std::mem::size_of_val(&c.inner.pool.connector().connect(false, &a, &slot));
+        let lease = std::mem::size_of_val(&slot.lease(&c.inner.pool, false, &a));
+        assert!(lease * 4 < connect, "lease future {lease} B, connect future {connect} B");
+        let roots: Vec<Uri> = vec!["http://127.0.0.1:1".parse().unwrap()];
+        let request = std::mem::size_of_val(&c.get("/x").send_with_alternates(&roots));
+        assert!(request < connect, "request future {request} B, connect future {connect} B");
     }
 
     #[test]

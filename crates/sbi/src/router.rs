@@ -92,6 +92,9 @@ pub fn empty_response(status: StatusCode) -> Response {
     resp
 }
 
+/// Path segments split without allocating; longer paths use a `Vec`.
+const STACK_SEGMENTS: usize = 8;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
     Literal(String),
@@ -140,10 +143,25 @@ impl Router {
 
     /// Resolves a request to its route or to the problem answering it.
     pub fn resolve(&self, method: &Method, path: &str) -> Result<Matched, ProblemDetails> {
-        let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        // Every request is resolved: split on the stack (SBI paths have a handful of segments).
+        let mut stack = [""; STACK_SEGMENTS];
+        let mut n = 0;
+        let mut split = path.trim_start_matches('/').split('/');
+        for seg in split.by_ref().take(STACK_SEGMENTS) {
+            stack[n] = seg;
+            n += 1;
+        }
+        let long: Vec<&str>;
+        let segs: &[&str] = match split.next() {
+            None => &stack[..n],
+            Some(more) => {
+                long = stack.iter().copied().chain(std::iter::once(more)).chain(split).collect();
+                &long
+            }
+        };
         let mut allowed: Vec<&Method> = Vec::new();
         for (index, route) in self.routes.iter().enumerate() {
-            if let Some(params) = match_segments(&route.segments, &segs) {
+            if let Some(params) = match_segments(&route.segments, segs) {
                 if route.method == *method {
                     return Ok(Matched {
                         operation: route.operation,
@@ -396,6 +414,24 @@ mod tests {
         let m = r.resolve(&Method::DELETE, "/nbsf-management/v1/pcfBindings/a%2Fb").unwrap();
         assert_eq!(m.operation, "Nbsf_Management_Deregister");
         assert_eq!(m.params, vec![("bindingId", "a/b".to_owned())]);
+    }
+
+    #[test]
+    fn paths_longer_than_the_stack_split_still_resolve() {
+        async fn ok(_: Arc<()>, _: SbiRequest) -> HandlerResult {
+            Ok(empty_response(StatusCode::NO_CONTENT))
+        }
+        let r = Router::builder(Arc::new(()))
+            .route(Method::GET, "/a/v1/b/{x}/c/d/e/f/g/{y}", "Long", ok)
+            .route(Method::GET, "/a/v1/b/{x}/c/d/e/f", "Eight", ok)
+            .build();
+        let m = r.resolve(&Method::GET, "/a/v1/b/1/c/d/e/f/g/2").unwrap();
+        assert_eq!((m.operation, m.params), ("Long", vec![("x", "1".into()), ("y", "2".into())]));
+        assert_eq!(r.resolve(&Method::GET, "/a/v1/b/1/c/d/e/f").unwrap().operation, "Eight");
+        let e = r.resolve(&Method::GET, "/a/v1/b/1/c/d/e/f/g/2/h").err().unwrap();
+        assert_eq!(e.status, Some(404));
+        let e = r.resolve(&Method::POST, "/a/v1/b/1/c/d/e/f/g/2").err().unwrap();
+        assert_eq!(e.status, Some(405));
     }
 
     #[test]
