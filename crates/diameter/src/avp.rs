@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::net::Ipv4Addr;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{EncodeError, Error};
 use crate::types::{Address, Time};
@@ -202,43 +202,25 @@ impl Avp {
     /// Appends the AVP, padding included. The length is written once, after the payload, so
     /// grouped AVPs need no separate length pass.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<(), EncodeError> {
-        let hdr = self.header_len();
-        let payload = match &self.data {
-            Data::Inline { len, buf: b } => &b[..usize::from(*len)],
-            Data::Raw(b) => b,
-            Data::Grouped(c) => return self.encode_grouped(c, buf),
-        };
-        // The length is known up front: header, payload and padding go in as three copies
-        // (one reservation), with no length patching.
-        let len = hdr + payload.len();
-        if len > MAX_LEN_24 {
-            return Err(EncodeError::AvpTooLong { code: self.code, len });
-        }
-        buf.reserve(pad4(len));
-        buf.extend_from_slice(&self.header_bytes(len)[..hdr]);
-        buf.extend_from_slice(payload);
-        buf.extend_from_slice(&[0; 3][..pad4(len) - len]);
-        Ok(())
-    }
-
-    /// Code, flags and length, vendor id: the 8 or 12 header bytes (the first `header_len()`).
-    fn header_bytes(&self, len: usize) -> [u8; 12] {
-        let mut h = [0; 12];
-        h[..4].copy_from_slice(&self.code.to_be_bytes());
-        h[4..8].copy_from_slice(&((u32::from(self.flags) << 24) | len as u32).to_be_bytes());
-        h[8..].copy_from_slice(&self.vendor_id.unwrap_or(0).to_be_bytes());
-        h
-    }
-
-    /// A built grouped AVP: header with a zero length, the children, then the length patched
-    /// in (each child's length is computed once, by its own encode).
-    fn encode_grouped(&self, children: &[Avp], buf: &mut BytesMut) -> Result<(), EncodeError> {
+        // Written field by field with the length patched in: measured fewer instructions than
+        // one reservation and three copies (sessions s14 and s15).
         let start = buf.len();
-        buf.extend_from_slice(&self.header_bytes(0)[..self.header_len()]);
-        for a in children {
-            if let Err(e) = a.encode(buf) {
-                buf.truncate(start);
-                return Err(e);
+        buf.put_u32(self.code);
+        buf.put_u32(0); // flags and length, patched below
+        if let Some(v) = self.vendor_id {
+            buf.put_u32(v);
+        }
+        match &self.data {
+            Data::Inline { len, buf: b } => buf.put_slice(&b[..usize::from(*len)]),
+            Data::Raw(b) => buf.put_slice(b),
+            Data::Grouped(c) => {
+                for a in c {
+                    if let Err(e) = a.encode(buf) {
+                        // Nothing of this AVP stays behind, not only nothing of the child.
+                        buf.truncate(start);
+                        return Err(e);
+                    }
+                }
             }
         }
         let len = buf.len() - start;
@@ -248,7 +230,7 @@ impl Avp {
         }
         let word = (u32::from(self.flags) << 24) | len as u32;
         buf[start + 4..start + 8].copy_from_slice(&word.to_be_bytes());
-        buf.extend_from_slice(&[0; 3][..pad4(len) - len]);
+        buf.put_bytes(0, pad4(len) - len);
         Ok(())
     }
 
