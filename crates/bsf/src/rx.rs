@@ -301,7 +301,10 @@ impl Proxy {
         };
         let open = node.peer_state(host).is_some_and(|s| s.is_open());
         // The node already tried Destination-Host itself: it is not usable for Rx.
-        let tried = req.destination_host().is_some_and(|h| h.eq_ignore_ascii_case(host));
+        // (Compared as bytes: the same answer as strings, without a UTF-8 check per forward.)
+        let tried = req
+            .get_slice(&base::DESTINATION_HOST)
+            .is_some_and(|h| h.eq_ignore_ascii_case(host.as_bytes()));
         if !open || tried {
             tracing::debug!(to = %host, "Rx: next hop not reachable");
             return self.answer(&req, rc::DIAMETER_UNABLE_TO_DELIVER);
@@ -312,7 +315,9 @@ impl Proxy {
         let header = req.header;
         let sid = req.find(&base::SESSION_ID).cloned();
         let proxy_info: Vec<_> = req.find_all(&base::PROXY_INFO).cloned().collect();
-        let route_record = req.origin_host().map(|from| base::ROUTE_RECORD.identity(from));
+        // Origin-Host passed validation (a DiameterIdentity: ASCII): copied as it came.
+        let route_record =
+            req.get_slice(&base::ORIGIN_HOST).map(|h| base::ROUTE_RECORD.with_slice(h));
         let hbh = req.hop_by_hop_id();
         let mut fwd = req;
         fwd.avps.retain(|a| {

@@ -202,6 +202,8 @@ impl Avp {
     /// Appends the AVP, padding included. The length is written once, after the payload, so
     /// grouped AVPs need no separate length pass.
     pub fn encode(&self, buf: &mut BytesMut) -> Result<(), EncodeError> {
+        // Written field by field with the length patched in: measured fewer instructions than
+        // one reservation and three copies (sessions s14 and s15).
         let start = buf.len();
         buf.put_u32(self.code);
         buf.put_u32(0); // flags and length, patched below
@@ -213,7 +215,11 @@ impl Avp {
             Data::Raw(b) => buf.put_slice(b),
             Data::Grouped(c) => {
                 for a in c {
-                    a.encode(buf)?;
+                    if let Err(e) = a.encode(buf) {
+                        // Nothing of this AVP stays behind, not only nothing of the child.
+                        buf.truncate(start);
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -432,6 +438,32 @@ impl<'a> Parser<'a> {
         Parser { src: buf, shared: Some(buf), pos, failed: false }
     }
 
+    /// The next AVP when it is well formed: one bounds check for the header, none of the
+    /// error bookkeeping. `None` sends the caller to [`Parser::next_avp`] for the error.
+    #[inline]
+    fn next_valid(&mut self) -> Option<Avp> {
+        let rest = &self.src[self.pos..];
+        let h: &[u8; 8] = rest.get(..8)?.try_into().ok()?;
+        let code = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+        let flags = h[4];
+        let len = u32::from_be_bytes([0, h[5], h[6], h[7]]) as usize;
+        let hdr = if flags & FLAG_VENDOR != 0 { 12 } else { 8 };
+        if flags & FLAG_RESERVED != 0 || len < hdr || len > rest.len() {
+            return None;
+        }
+        let padded = pad4(len).min(rest.len());
+        if rest[len..padded].iter().any(|&b| b != 0) {
+            return None;
+        }
+        let vendor_id =
+            (hdr == 12).then(|| u32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]));
+        let data = Data::parsed(self.src, self.shared, self.pos + hdr..self.pos + len);
+        self.pos += padded;
+        Some(Avp { code, flags, vendor_id, data })
+    }
+
+    /// The next AVP, or the error that makes it malformed (see [`Parser::next_valid`]).
+    #[cold]
     fn next_avp(&mut self) -> Result<Avp, Error> {
         let rest = &self.src[self.pos..];
         if rest.len() < 8 {
@@ -494,6 +526,9 @@ impl Iterator for Parser<'_> {
         if self.failed || self.pos >= self.src.len() {
             return None;
         }
+        if let Some(a) = self.next_valid() {
+            return Some(Ok(a));
+        }
         let r = self.next_avp();
         self.failed = r.is_err();
         Some(r)
@@ -530,6 +565,70 @@ mod tests {
         );
         let back: Vec<_> = AvpIter::new(buf.freeze()).collect::<Result<_, _>>().unwrap();
         assert_eq!(back, vec![a]);
+    }
+
+    #[test]
+    fn encode_appends_after_what_the_buffer_holds() {
+        // Vendor and non-vendor, every padding length, a long (Raw) payload, a nested group.
+        let avps = vec![
+            Avp::new(1, None, true, &b"a"[..]),
+            Avp::new(2, Some(10415), false, &b"ab"[..]),
+            Avp::new(3, None, false, &b"abc"[..]),
+            Avp::new(4, Some(7), true, &b"abcd"[..]),
+            Avp::new(5, None, true, vec![7u8; 301]),
+            Avp::new_grouped(6, Some(10415), true, vec![Avp::new_grouped(7, None, false, vec![])]),
+        ];
+        let mut buf = BytesMut::from(&b"head"[..]);
+        for a in &avps {
+            let before = buf.len();
+            a.encode(&mut buf).unwrap();
+            assert_eq!(buf.len() - before, a.encoded_len(), "{a:?}");
+            let word = u32::from_be_bytes(buf[before + 4..before + 8].try_into().unwrap());
+            assert_eq!(word >> 24, u32::from(a.flags()));
+            assert_eq!(pad4((word & 0xff_ffff) as usize), a.encoded_len());
+        }
+        assert_eq!(&buf[..4], b"head");
+        let back: Vec<_> = AvpIter::new(buf.freeze().slice(4..)).collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, avps);
+    }
+
+    #[test]
+    fn grouped_encode_with_a_child_too_long_writes_nothing() {
+        let big = Avp::new(25, None, true, vec![0u8; 0x0100_0000]);
+        let g = Avp::new_grouped(443, None, true, vec![Avp::new(450, None, true, "x"), big]);
+        let mut buf = BytesMut::from(&b"kept"[..]);
+        let e = g.encode(&mut buf).unwrap_err();
+        assert!(matches!(e, EncodeError::AvpTooLong { code: 25, .. }), "{e:?}");
+        assert_eq!(&buf[..], b"kept");
+    }
+
+    #[test]
+    fn parser_reports_each_malformation_after_good_avps() {
+        let good = {
+            let mut b = BytesMut::new();
+            Avp::new(1, None, true, &b"ok"[..]).encode(&mut b).unwrap();
+            b
+        };
+        let case = |bad: &[u8]| {
+            let mut b = good.clone();
+            b.extend_from_slice(bad);
+            let r: Vec<_> = AvpIter::new(b.freeze()).collect();
+            assert_eq!(r.len(), 2, "the good AVP, then the error, then nothing");
+            assert!(r[0].is_ok());
+            r[1].clone().unwrap_err()
+        };
+        // Length below the header, past the end, non-zero padding: 5014; reserved bit: 3009.
+        assert_eq!(case(&[0, 0, 0, 9, 0x40, 0, 0, 4]).result_code(), 5014);
+        assert_eq!(case(&[0, 0, 0, 9, 0x40, 0, 0, 40, 1, 2, 3, 4]).result_code(), 5014);
+        let e = case(&[0, 0, 0, 9, 0x40, 0, 0, 9, 1, 2, 3, 4, 5, 0, 1, 0]);
+        assert_eq!(e.result_code(), 5014);
+        assert_eq!(e.failed_avp().map(Avp::code), Some(9));
+        let e = case(&[0, 0, 0, 9, 0x41, 0, 0, 12, 1, 2, 3, 4]);
+        assert_eq!(e.result_code(), 3009);
+        // V bit with the length of a plain header only.
+        assert_eq!(case(&[0, 0, 0, 9, 0xc0, 0, 0, 8]).result_code(), 5014);
+        // Fewer than 8 bytes left.
+        assert_eq!(case(&[0, 0, 0, 9]).result_code(), 5014);
     }
 
     #[test]

@@ -379,33 +379,47 @@ impl Inner {
     }
 
     fn find_peer(&self, host: &str) -> Option<Arc<Peer>> {
-        self.peers.read().unwrap().iter().find(|p| p.host.eq_ignore_ascii_case(host)).cloned()
+        self.find_peer_bytes(host.as_bytes())
+    }
+
+    /// [`Inner::find_peer`] by a payload as received (no UTF-8 check needed to compare).
+    fn find_peer_bytes(&self, host: &[u8]) -> Option<Arc<Peer>> {
+        let peers = self.peers.read().unwrap();
+        peers.iter().find(|p| p.host.as_bytes().eq_ignore_ascii_case(host)).cloned()
     }
 
     fn our_app_ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.advertised.iter().map(|a| a.id)
     }
 
-    fn is_us(&self, host: &str) -> bool {
-        host.eq_ignore_ascii_case(&self.cfg.origin_host)
+    fn is_us(&self, host: &[u8]) -> bool {
+        host.eq_ignore_ascii_case(self.cfg.origin_host.as_bytes())
     }
 
     fn usable_peer_conn(&self, host: &str, app: u32) -> Option<Arc<Conn>> {
-        self.find_peer(host)?.usable_conn().filter(|c| c.caps.supports(app))
+        self.usable_peer_conn_bytes(host.as_bytes(), app)
     }
 
-    /// Routing decision for a request (RFC 6733 §6.1).
+    fn usable_peer_conn_bytes(&self, host: &[u8], app: u32) -> Option<Arc<Conn>> {
+        self.find_peer_bytes(host)?.usable_conn().filter(|c| c.caps.supports(app))
+    }
+
+    /// Routing decision for a request (RFC 6733 §6.1). Hosts are compared as bytes (ASCII case
+    /// folded): the same answers as comparing strings, without a UTF-8 check per read.
     fn route(&self, msg: &Message) -> Decision {
         let app = msg.application_id();
-        if msg.find_all(&base::ROUTE_RECORD).any(|r| r.as_str().is_ok_and(|h| self.is_us(h))) {
+        if msg.find_all(&base::ROUTE_RECORD).any(|r| r.as_slice().is_ok_and(|h| self.is_us(h))) {
             return Decision::Error(rc::DIAMETER_LOOP_DETECTED);
         }
-        let dest_host = msg.destination_host();
+        // A Destination-Host that is not UTF-8 counts as absent, as `destination_host()` has it.
+        let dest_host = msg
+            .get_slice(&base::DESTINATION_HOST)
+            .filter(|h| h.is_ascii() || std::str::from_utf8(h).is_ok());
         if let Some(h) = dest_host {
             if self.is_us(h) {
                 return Decision::Local;
             }
-            if let Some(c) = self.usable_peer_conn(h, app) {
+            if let Some(c) = self.usable_peer_conn_bytes(h, app) {
                 return Decision::Forward(c);
             }
         }
@@ -843,38 +857,36 @@ impl Inner {
         }
     }
 
-    /// One frame from an open connection; false: close the connection. A request's processing
-    /// joins `work`, which the connection's reader drives.
-    async fn on_frame(self: &Arc<Self>, c: &Arc<Conn>, frame: Bytes, work: &mut Work) -> bool {
+    /// One frame from an open connection. A request to process is handed back for the
+    /// connection's reader to drive.
+    async fn on_frame(self: &Arc<Self>, c: &Arc<Conn>, frame: Bytes) -> Frame {
         let msg = match Message::decode(frame.clone()) {
             Ok(m) => m,
-            Err(e) => return self.on_malformed(c, &frame, e).await,
+            Err(e) => {
+                let keep = self.on_malformed(c, &frame, e).await;
+                return if keep { Frame::Done } else { Frame::Close };
+            }
         };
         if c.suspect.swap(false, Ordering::Relaxed) {
             info!(peer = %c.caps.origin_host, "failback: traffic from a suspect peer");
             c.peer.set_state(Self::open_state(c));
         }
         if self.on_base(c, &msg).await {
-            return true;
+            return Frame::Done;
         }
         if !msg.is_request() {
             let hbh = msg.hop_by_hop_id();
             if !c.complete(hbh, Ok(msg)) {
                 debug!(peer = %c.caps.origin_host, hbh, "answer with unknown hop-by-hop id dropped");
             }
-            return true;
+            return Frame::Done;
         }
         if c.inflight.load(Ordering::Relaxed) >= self.cfg.max_inflight_per_peer {
             c.send(&self.protocol_answer(&msg, rc::DIAMETER_TOO_BUSY)).await;
-            return true;
+            return Frame::Done;
         }
         c.inflight.fetch_add(1, Ordering::Relaxed);
-        let (me, conn) = (self.clone(), c.clone());
-        work.push(Box::pin(async move {
-            me.process(conn.clone(), msg).await;
-            conn.inflight.fetch_sub(1, Ordering::Relaxed);
-        }));
-        true
+        Frame::Request(msg)
     }
 
     async fn on_malformed(self: &Arc<Self>, c: &Arc<Conn>, frame: &[u8], e: Error) -> bool {
@@ -1014,27 +1026,47 @@ fn spawn_writer(w: transport::BoxWrite, limit: usize) -> (Arc<Outbox>, watch::Se
     (out, closed_tx)
 }
 
-/// The requests a connection's reader is processing.
-type Work = FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>>;
+/// What the reader does after a frame.
+enum Frame {
+    /// Handled (an answer, a base-protocol message, a refusal).
+    Done,
+    /// A request to process (counted in `inflight`).
+    Request(Message),
+    /// The stream cannot go on.
+    Close,
+}
+
+/// A received request's processing, driven by its connection's reader; one concrete future
+/// type, so the reader's set holds it without a box of its own.
+async fn run_request(node: Arc<Inner>, conn: Arc<Conn>, msg: Message) {
+    node.process(conn.clone(), msg).await;
+    conn.inflight.fetch_sub(1, Ordering::Relaxed);
+}
 
 /// Reads a connection and processes its requests on the same task: the requests of one read
 /// run up to their first wait before the next read, and what they send is written together; an
 /// answer completing a forward resumes it here without another task hop.
 async fn read_loop(node: Arc<Inner>, c: Arc<Conn>, mut fr: FrameReader) {
-    let mut closed = c.closed_rx();
-    let mut work = Work::new();
+    let mut closed_rx = c.closed_rx();
+    // One waiter for the whole connection: a fresh `wait_for` per message registered and
+    // unregistered a watch waiter every time.
+    let closed = is_set(&mut closed_rx);
+    tokio::pin!(closed);
+    let mut work = FuturesUnordered::new();
     let why = loop {
         let r = tokio::select! {
             biased;
-            _ = is_set(&mut closed) => break "closed",
+            _ = &mut closed => break "closed",
             Some(()) = work.next(), if !work.is_empty() => continue,
             r = fr.next() => r,
         };
         match r {
             Ok(Some(frame)) => {
                 c.last_rx_ms.store(node.now_ms(), Ordering::Relaxed);
-                if !node.on_frame(&c, frame, &mut work).await {
-                    break "framing error";
+                match node.on_frame(&c, frame).await {
+                    Frame::Done => {}
+                    Frame::Request(msg) => work.push(run_request(node.clone(), c.clone(), msg)),
+                    Frame::Close => break "framing error",
                 }
             }
             Ok(None) => break "peer closed the connection",

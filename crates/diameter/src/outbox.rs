@@ -55,10 +55,7 @@ impl Outbox {
     pub async fn push_with(&self, put: impl FnOnce(&mut BytesMut) -> bool) -> bool {
         let mut put = Some(put);
         loop {
-            // Registered before the check so a write finishing in between is not missed.
-            let space = self.space.notified();
-            tokio::pin!(space);
-            {
+            let space = {
                 let mut st = self.state.lock().unwrap();
                 if st.closing || st.gone {
                     return false;
@@ -73,8 +70,11 @@ impl Outbox {
                     }
                     return ok;
                 }
-                space.as_mut().enable();
-            }
+                // Full. Made under the lock, so the writer's next `take` (which needs it) and
+                // the `notify_waiters` after it come later and wake this waiter; only a full
+                // buffer pays for one.
+                self.space.notified()
+            };
             space.await;
         }
     }
@@ -121,6 +121,9 @@ pub(crate) async fn write_loop(
     mut closed: watch::Receiver<bool>,
 ) {
     let mut out = BytesMut::with_capacity(INITIAL_CAPACITY);
+    // Polled on every wake-up: one long-lived waiter instead of a new one per write.
+    let closed = is_set(&mut closed);
+    tokio::pin!(closed);
     loop {
         let closing = ob.take(&mut out);
         if !out.is_empty() {
@@ -128,7 +131,7 @@ pub(crate) async fn write_loop(
             let r = tokio::select! {
                 biased;
                 r = w.write_all(&out) => r,
-                _ = is_set(&mut closed) => break,
+                _ = &mut closed => break,
             };
             out.clear();
             if r.is_err() {
@@ -141,7 +144,7 @@ pub(crate) async fn write_loop(
         }
         tokio::select! {
             _ = ob.ready.notified() => {}
-            _ = is_set(&mut closed) => {
+            _ = &mut closed => {
                 ob.take(&mut out);
                 let _ = tokio::time::timeout(Duration::from_millis(500), w.write_all(&out)).await;
                 break;

@@ -43,11 +43,32 @@ pub fn validate_avps(avps: &[Avp]) -> Result<(), Error> {
     check_avps(avps, &[], false, 0)
 }
 
+/// A bit per AVP code modulo 64: a rule whose bit is clear in the set of a message's codes
+/// has no occurrence, known without a scan.
+fn code_bit(code: u32) -> u64 {
+    1 << (code % 64)
+}
+
 fn check_avps(avps: &[Avp], rules: &[Rule], required: bool, depth: usize) -> Result<(), Error> {
+    let mut present = 0;
     for a in avps {
         check_avp(a, depth)?;
+        present |= code_bit(a.code());
     }
+    // Rules are checked in grammar order (the first broken one is the answer); only those that
+    // can fail here cost a scan of the AVPs: a bounded one whose code may be present, or a
+    // required one. `*[AVP]` never fails.
     for r in rules {
+        let must = required && r.min > 0;
+        if present & code_bit(r.avp.code) == 0 {
+            if must {
+                return Err(Error::MissingAvp(r.avp.zero_filled()));
+            }
+            continue;
+        }
+        if r.max == u32::MAX && !must {
+            continue;
+        }
         let mut found = avps.iter().filter(|a| a.is(r.avp));
         let n = found.by_ref().take(r.max as usize).count() as u32;
         if let Some(extra) = found.next() {

@@ -345,3 +345,26 @@ fn encoder_rejects_lengths_over_24_bits() {
     let m = Message::request(0, 280).avp(base::CLASS.bytes(vec![0u8; 0x00ff_fff0]));
     assert!(matches!(m.to_bytes(), Err(diameter::EncodeError::MessageTooLong(_))));
 }
+
+#[test]
+fn occurrence_rules_see_through_codes_equal_modulo_64() {
+    // The validator skips scanning for rules whose code is absent by a 64-bit set of codes mod
+    // 64. CC-Request-Number (415) and Route-Record (282) differ from 415 + 64k / 282 + 64k AVPs
+    // in the set only: a present look-alike must not count as the AVP, nor hide its absence.
+    let look_alike = |code: u32| Avp::new(code, None, false, vec![0, 0, 0, 1]);
+    let mut m = common::gx_ccr_i().avp(look_alike(415 + 64)).avp(look_alike(415 + 128));
+    m.avps.retain(|a| !a.is(&dcca::CC_REQUEST_NUMBER));
+    let e = validate_err(&m);
+    assert_eq!(e.result_code(), 5005);
+    assert_eq!(e.failed_avp().unwrap().code(), 415);
+    // Two of a max-1 AVP are still seen with look-alikes around them.
+    let m = common::gx_ccr_i()
+        .avp(look_alike(415 + 64))
+        .avp(dcca::CC_REQUEST_NUMBER.u32(9))
+        .avp(look_alike(415 - 64));
+    let e = validate_err(&m);
+    assert_eq!(e.result_code(), 5009);
+    assert_eq!(e.failed_avp().unwrap().as_u32(), Ok(9));
+    // And a valid message with look-alikes validates.
+    validate(&common::gx_ccr_i().avp(look_alike(415 + 64)).avp(look_alike(282 + 64))).unwrap();
+}
