@@ -21,9 +21,9 @@
 //! which a pass racing the writer's commits rarely manages. So once the WAL
 //! file has grown past [`RESTART_FACTOR`] times the threshold, the
 //! checkpointer repeats passes over what was committed during the previous
-//! one until little is left, and the writer copies that rest itself between
-//! two batches (a few pages and a sync); its next transaction then starts
-//! the WAL over. Should the checkpointer fall behind the writer altogether
+//! one until little is left (or [`MAX_PASSES`] have run), and the writer
+//! copies that rest itself between two batches (a few pages and a sync); its
+//! next transaction then starts the WAL over. Should the checkpointer fall behind the writer altogether
 //! (frames waiting beyond [`BACKSTOP_FACTOR`] times the threshold), the
 //! writer checkpoints itself too, as SQLite would have: back-pressure rather
 //! than an ever-growing WAL.
@@ -47,7 +47,7 @@ pub(crate) const RESTART_FACTOR: u32 = 4;
 /// checkpoint itself.
 pub(crate) const BACKSTOP_FACTOR: u32 = 16;
 /// Most passes made at one wake-up, each over what the writer committed
-/// during the previous one.
+/// during the previous one; after the last, the writer copies the rest.
 const MAX_PASSES: usize = 8;
 /// The writer finishes a long WAL's copy itself once at most this fraction of
 /// the threshold is left.

@@ -530,6 +530,12 @@ fn commit_some(
         }
     }
 
+    commit(tx, pending, counters);
+}
+
+/// Commits the transaction and answers its jobs: each its own outcome once
+/// committed, or all the commit's error.
+fn commit(tx: Transaction<'_>, pending: Vec<Box<dyn PendingReply>>, counters: &Counters) {
     let count = pending.len();
     match tx.commit() {
         Ok(()) => {
@@ -572,19 +578,7 @@ fn commit_one(
         reply.send(Ok(()));
         return;
     }
-    match tx.commit() {
-        Ok(()) => {
-            Counters::add(&counters.commits, 1);
-            Counters::add(&counters.writes, 1);
-            counters.largest_batch.fetch_max(1, Ordering::Relaxed);
-            reply.send(Ok(()));
-        }
-        Err(err) => {
-            let err = Error::from(err);
-            tracing::error!(%err, jobs = 1, "commit failed");
-            fail_all(vec![reply], &err, counters, 0);
-        }
-    }
+    commit(tx, vec![reply], counters);
 }
 
 /// Gives up on the transaction: nothing run in it can be acknowledged.
