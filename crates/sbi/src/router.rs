@@ -15,6 +15,7 @@ use futures_util::FutureExt;
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, StatusCode};
 use serde::de::DeserializeOwned;
+use smallvec::SmallVec;
 
 use crate::body::{self, Body};
 use crate::layer::Either;
@@ -92,7 +93,7 @@ pub fn empty_response(status: StatusCode) -> Response {
     resp
 }
 
-/// Path segments split without allocating; longer paths use a `Vec`.
+/// Path segments split without allocating; a longer path spills to the heap.
 const STACK_SEGMENTS: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,24 +145,11 @@ impl Router {
     /// Resolves a request to its route or to the problem answering it.
     pub fn resolve(&self, method: &Method, path: &str) -> Result<Matched, ProblemDetails> {
         // Every request is resolved: split on the stack (SBI paths have a handful of segments).
-        let mut stack = [""; STACK_SEGMENTS];
-        let mut n = 0;
-        let mut split = path.trim_start_matches('/').split('/');
-        for seg in split.by_ref().take(STACK_SEGMENTS) {
-            stack[n] = seg;
-            n += 1;
-        }
-        let long: Vec<&str>;
-        let segs: &[&str] = match split.next() {
-            None => &stack[..n],
-            Some(more) => {
-                long = stack.iter().copied().chain(std::iter::once(more)).chain(split).collect();
-                &long
-            }
-        };
+        let segs: SmallVec<[&str; STACK_SEGMENTS]> =
+            path.trim_start_matches('/').split('/').collect();
         let mut allowed: Vec<&Method> = Vec::new();
         for (index, route) in self.routes.iter().enumerate() {
-            if let Some(params) = match_segments(&route.segments, segs) {
+            if let Some(params) = match_segments(&route.segments, &segs) {
                 if route.method == *method {
                     return Ok(Matched {
                         operation: route.operation,

@@ -20,34 +20,10 @@ use super::BoxError;
 pub(super) struct Pool {
     connector: Connector,
     per_producer: usize,
-    producers: RwLock<HashMap<(bool, Authority), Arc<Producer>, BuildFnv>>,
-}
-
-/// FNV-1a for the producer map. `Authority` hashes byte by byte (lower-cased), which under
-/// the default SipHash cost about a thousand instructions per request; the keys are the few
-/// producers this NF calls, from its configuration and the NRF, so no flooding defence is
-/// needed here.
-#[derive(Default, Clone, Copy)]
-struct BuildFnv;
-
-struct Fnv(u64);
-
-impl std::hash::BuildHasher for BuildFnv {
-    type Hasher = Fnv;
-    fn build_hasher(&self) -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    /// FNV-1a: `Authority` hashes byte by byte (lower-cased), which under the default SipHash
+    /// cost about a thousand instructions per request; the keys are the few producers this NF
+    /// calls, from its configuration and the NRF, so no flooding defence is needed here.
+    producers: RwLock<HashMap<(bool, Authority), Arc<Producer>, fnv::FnvBuildHasher>>,
 }
 
 /// The slots of one producer.
