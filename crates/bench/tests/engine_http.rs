@@ -157,7 +157,14 @@ async fn engine_runs_open_loop_and_writes_the_reports() {
     assert!((r.totals.achieved_tps - want).abs() < 1e-9);
     assert!(r.totals.achieved_tps > 80.0 && r.totals.achieved_tps < 100.0);
     assert!(r.totals.nf_cpu_s.is_none(), "external target: NF CPU unknown");
-    assert!(!r.generator.saturated, "{:?}", r.warnings);
+    // At 100/s the generator itself never runs short: no slot waits, little CPU. Late sends
+    // are left to the host's scheduler (a CI box running other tests stalls a thread for
+    // 100 ms now and then), so they may flag the run, but then the warning must say so.
+    let g = &r.generator;
+    assert_eq!(g.slot_waits, 0, "{:?}", r.warnings);
+    assert!(g.cpu_pct < 85.0, "{:?}", r.warnings);
+    assert_eq!(g.saturated, g.late_sends >= 10 && g.late_sends as f64 / 250.0 > 0.01, "{g:?}");
+    assert_eq!(r.warnings.iter().any(|w| w.contains("saturated")), g.saturated, "{:?}", r.warnings);
     assert!(r.timeline.len() >= 3);
     assert_eq!(r.timeline.iter().map(|t| t.offered).sum::<u64>(), 250);
 }

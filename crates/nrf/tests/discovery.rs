@@ -45,6 +45,9 @@ async fn discovery_filters_order_and_limits() {
             max_profiles: 3,
             ..DiscoveryConfig::default()
         },
+        // Nothing here heartbeats: on a loaded CI box the test can outlive the profiles' 30 s
+        // timer, and a SUSPENDED profile would drop out of the answers under test.
+        heartbeat_grace_ms: 3_600_000,
         ..NrfConfig::default()
     };
     let nrf = TestNrf::start(dir.path(), config).await;
