@@ -6,7 +6,8 @@
 Each OUT_DIR is a `--out` directory holding report.json. Prints, per run: scenario, offered
 and achieved TPS, NF CPU microseconds per transaction, TPS per NF core used, generator CPU,
 whether the generator was saturated, the criteria verdict, then per procedure p50/p99 (ms),
-and last the command that produced each run.
+the NFs' own latency per operation (from their /metrics, when the report has it), and last the
+command that produced each run.
 """
 import json
 import sys
@@ -42,6 +43,16 @@ def main(dirs):
             print(
                 f"| {Path(d).name} | {p['name']} | {p['share_pct']:.1f} % | {lat['p50_ms']:.2f} "
                 f"| {lat['p99_ms']:.2f} | {lat['max_ms']:.1f} | {100 * p['success_rate']:.3f} % |"
+            )
+    own = [(d, l) for d, r in runs for l in r.get("nf_latency") or []]
+    if own:
+        print()
+        print("| run | NF | operation (own latency) | answers | p50 ms | p99 ms | <= 5 ms |")
+        print("|---|---|---|--:|--:|--:|--:|")
+        for d, l in own:
+            print(
+                f"| {Path(d).name} | {l['nf']} | {l['operation']} | {l['count']} | {l['p50_ms']:.3f} "
+                f"| {l['p99_ms']:.2f} | {l['under_5ms_pct']:.2f} % |"
             )
     print()
     for d, r in runs:

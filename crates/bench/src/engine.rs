@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use crate::bindings::{BindingPlan, Preloaded};
 use crate::h2client::{Answer, Call, Failure, H2Pool, Want};
+use crate::nf_latency;
 use crate::pace::Pacer;
 use crate::profile::{self, ProfileSpec};
 use crate::report::{
@@ -683,6 +684,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<(Usage, f64)>>> = Arc::new(Mutex::new(Vec::new()));
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
+    // The NFs' latency histograms at the same two marks (crate::nf_latency).
+    let nf_hists: Arc<Mutex<[Vec<nf_latency::Scrape>; 2]>> = Arc::default();
+    let scraper = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
+    let nf_urls: Vec<(String, String)> =
+        cfg.targets.iter().map(|t| (t.nf.clone(), t.url.clone())).collect();
     let sim_counters: Vec<_> = sims.iter().map(|x| x.counters.clone()).collect();
     let done_flag = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -694,6 +700,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             done_flag.clone(),
             sim_counters.clone(),
         );
+        let nf_hists = nf_hists.clone();
         let progress = cfg.progress;
         let warmup = cfg.warmup_s;
         let end = cfg.warmup_s + cfg.duration_s;
@@ -719,7 +726,13 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 match mark_at {
                     Some(m) if m <= tick_at => {
                         tokio::time::sleep_until(m).await;
-                        window.lock().unwrap()[marks[next_mark].1] = Some(snap());
+                        let at = marks[next_mark].1;
+                        window.lock().unwrap()[at] = Some(snap());
+                        let mut got = Vec::new();
+                        for (nf, url) in &nf_urls {
+                            got.extend(nf_latency::scrape(&scraper, nf, url).await);
+                        }
+                        nf_hists.lock().unwrap()[at] = got;
                         next_mark += 1;
                         continue;
                     }
@@ -1003,6 +1016,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             sessions_peak: r.sessions.peak(),
         }),
         sh: cfg.sh.as_ref().map(|s| s.report()),
+        nf_latency: {
+            let h = nf_hists.lock().unwrap();
+            nf_latency::rows(&h[0], &h[1])
+        },
         timeline,
         criteria_passed: failures.is_empty(),
         failures,

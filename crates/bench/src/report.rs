@@ -42,6 +42,9 @@ pub struct Report {
     pub rx: Option<RxReport>,
     /// The Diameter Sh application servers (UDR T3).
     pub sh: Option<crate::sh::ShReport>,
+    /// What the NFs measured themselves, per operation, from their `/metrics` histograms over
+    /// the measured window (crate::nf_latency); empty when the targets do not publish them.
+    pub nf_latency: Vec<crate::nf_latency::NfLatencyRow>,
     pub timeline: Vec<SecondReport>,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
@@ -319,6 +322,16 @@ pub fn markdown(r: &Report) -> String {
                 p.name, p.row, p.share_pct, p.offered_tps, p.sent, p.ok, p.skipped, p.success_rate * 100.0, l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.max_ms, p.status, p.verdict
             )
         };
+    }
+    if !r.nf_latency.is_empty() {
+        let _ = writeln!(s, "\n## NF own latency\n\nWhat each NF measured from a request reaching it to its answer, read from its `/metrics` histograms over the measured window (quantiles interpolated inside a bucket; the share at or under 5 ms is exact). The procedure latencies above also hold the generator's own queueing.\n\n| NF | operation | answers | p50 ms | p99 ms | ≤ 5 ms % |\n|---|---|--:|--:|--:|--:|");
+    }
+    for l in &r.nf_latency {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} | {:.2} | {:.2} |",
+            l.nf, l.operation, l.count, l.p50_ms, l.p99_ms, l.under_5ms_pct
+        );
     }
     if !r.egress.is_empty() {
         let _ = writeln!(s, "\n## Traffic the NF sends (counted at the simulators)\n\n| what | row | simulator | added latency ms | expected/s | received | received/s | status |\n|---|---|---|--:|--:|--:|--:|---|");

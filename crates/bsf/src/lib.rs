@@ -213,7 +213,9 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         }
     };
     let rx = if config.bsf.rx.enabled {
-        Some(rx::start(bsf.clone(), &config.bsf.rx).await?)
+        let rx = rx::start(bsf.clone(), &config.bsf.rx).await?;
+        observability.with_registry(|r| rx.node().register_metrics(r));
+        Some(rx)
     } else {
         None
     };

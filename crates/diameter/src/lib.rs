@@ -26,6 +26,7 @@ mod fasthash;
 pub mod header;
 pub mod ids;
 pub mod message;
+pub mod metrics;
 pub mod node;
 mod outbox;
 pub mod peer;

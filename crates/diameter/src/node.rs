@@ -21,6 +21,7 @@ use crate::fasthash::FastMap;
 use crate::header::{Header, FLAG_ERROR};
 use crate::ids::{random_u32, EndToEndIds};
 use crate::message::Message;
+use crate::metrics::NodeMetrics;
 use crate::outbox::{write_loop, Outbox};
 use crate::peer::{Capabilities, Conn, Peer, PeerConfig, PeerState, Pending, RequestError};
 use crate::routing::{uri_host, Route, RouteAction};
@@ -187,6 +188,7 @@ impl NodeBuilder {
                 .map(|d| d.as_secs() as u32)
                 .unwrap_or(1),
             answer_watchdogs: AtomicBool::new(true),
+            metrics: NodeMetrics::default(),
             cfg,
         });
         if let Some(l) = listener {
@@ -231,6 +233,11 @@ impl DiameterNode {
 
     pub fn config(&self) -> &NodeConfig {
         &self.inner.cfg
+    }
+    /// Makes the node's metrics (see [`crate::metrics`]) part of `registry`, e.g. an NF's
+    /// `/metrics`.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.inner.metrics.register(registry);
     }
     /// The listening address (after binding port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
@@ -364,6 +371,7 @@ struct Inner {
     shutdown: watch::Sender<bool>,
     origin_state_id: u32,
     answer_watchdogs: AtomicBool,
+    metrics: NodeMetrics,
 }
 
 enum Decision {
@@ -501,11 +509,16 @@ impl Inner {
         let Some(h) = self.handlers.get(&msg.application_id()) else {
             return self.protocol_answer(&msg, rc::DIAMETER_APPLICATION_UNSUPPORTED);
         };
+        let (t0, app, cmd) = (Instant::now(), msg.application_id(), msg.command_code());
         if let Err(e) = validate(&msg) {
             debug!(error = %e, code = e.result_code(), "request rejected");
-            return Message::error_answer(&msg, &e, &self.cfg.origin_host, &self.cfg.origin_realm);
+            let ans =
+                Message::error_answer(&msg, &e, &self.cfg.origin_host, &self.cfg.origin_realm);
+            self.metrics.answered(app, cmd, &ans, t0.elapsed());
+            return ans;
         }
         let mut ans = h(msg).await;
+        self.metrics.answered(app, cmd, &ans, t0.elapsed());
         if ans.find(&base::ORIGIN_HOST).is_none() {
             ans.push(base::ORIGIN_HOST.identity(&self.cfg.origin_host));
             ans.push(base::ORIGIN_REALM.identity(&self.cfg.origin_realm));
@@ -573,6 +586,7 @@ impl Inner {
             Decision::Redirect(uris) => self.redirect_answer(&msg, &uris),
             Decision::Error(code) => self.protocol_answer(&msg, code),
             Decision::Forward(to) => {
+                let (t0, app, cmd) = (Instant::now(), msg.application_id(), msg.command_code());
                 let ans = if !msg.is_proxiable() {
                     self.protocol_answer(&msg, rc::DIAMETER_UNABLE_TO_DELIVER)
                 } else {
@@ -589,6 +603,7 @@ impl Inner {
                         }
                     }
                 };
+                self.metrics.answered(app, cmd, &ans, t0.elapsed());
                 ans
             }
         };

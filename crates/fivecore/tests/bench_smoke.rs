@@ -39,6 +39,17 @@ fn smoke(scenario: &str, scale: &str) {
     assert_eq!(json["preload"]["profiles"], 260);
     assert!(json["totals"]["achieved_tps"].as_f64().unwrap() > 20.0, "{}", json["totals"]);
     assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the NRF it started");
+    // The NRF's own latency, read from its /metrics over the window.
+    let disc = own_latency(&json, "nrf", "Nnrf_NFDiscovery_NFDiscover");
+    let sent: u64 = json["procedures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().contains("Discover"))
+        .map(|p| p["sent"].as_u64().unwrap())
+        .sum();
+    let count = disc["count"].as_u64().unwrap();
+    assert!(sent > 0 && count * 10 >= sent * 8 && count * 10 <= sent * 12, "{count} vs {sent}");
     for f in ["report.md", "report.html"] {
         assert!(out.join(f).exists(), "{f}");
     }
@@ -129,6 +140,13 @@ fn bsf_smoke(scenario: &str) {
     let has_rar = json["procedures"].as_array().unwrap().iter().any(|p| p["name"] == "RAR");
     assert_eq!(got("af_rx", "received_rar") > 0, has_rar);
     assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the BSF it started");
+    // The BSF's own latency: the AARs its Rx proxy routed, the RARs it relayed (Diameter),
+    // and its Nbsf registers (SBI).
+    own_latency(&json, "bsf", "AAR");
+    if has_rar {
+        own_latency(&json, "bsf", "RAR");
+    }
+    own_latency(&json, "bsf", "Nbsf_Management_Register");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -238,6 +256,24 @@ fn bench_lists_the_scenarios_and_rejects_unknown_ones() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown scenario"));
+}
+
+/// The report's row of the NF's own latency for `operation`, checked for sense.
+fn own_latency<'a>(
+    json: &'a serde_json::Value,
+    nf: &str,
+    operation: &str,
+) -> &'a serde_json::Value {
+    let rows = json["nf_latency"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["nf"] == nf && r["operation"] == operation)
+        .unwrap_or_else(|| panic!("no own-latency row for {nf} {operation}: {rows:?}"));
+    let (p50, p99) = (row["p50_ms"].as_f64().unwrap(), row["p99_ms"].as_f64().unwrap());
+    let under = row["under_5ms_pct"].as_f64().unwrap();
+    assert!(row["count"].as_u64().unwrap() > 0 && 0.0 < p50 && p50 <= p99, "{row}");
+    assert!((0.0..=100.0).contains(&under), "{row}");
+    row
 }
 
 /// Runs `fivecore bench SCENARIO ARGS --quiet --out DIR`: must exit 0; returns DIR, its stderr

@@ -35,9 +35,16 @@ pub struct SbiMetrics {
     latency: LatencyFamily,
 }
 
+/// Upper bounds, seconds: 1-2-5 steps from 50 µs to 5 s cover an in-memory lookup and a slow
+/// store write alike, and put "under 1 ms" or "under 5 ms" on a bucket boundary. The Diameter
+/// node's histograms use the same steps, so SBI and Diameter rows of a report line up.
+pub const LATENCY_BUCKETS: [f64; 16] = [
+    0.000_05, 0.000_1, 0.000_2, 0.000_5, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0,
+    2.0, 5.0,
+];
+
 fn latency_histogram() -> Histogram {
-    // 50 µs .. ~1.6 s, doubling: covers an in-memory lookup and a slow store write alike.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.000_05, 2.0, 16))
+    Histogram::new(LATENCY_BUCKETS)
 }
 
 impl SbiMetrics {
