@@ -5,7 +5,8 @@
 
 Each OUT_DIR is a `--out` directory holding report.json. Prints, per run: scenario, offered
 and achieved TPS, NF CPU microseconds per transaction, TPS per NF core used, generator CPU,
-whether the generator was saturated, the criteria verdict, then per procedure p50/p99 (ms),
+whether the generator was saturated, the host's steal (and how many measured seconds were
+quiet, with their p99 over all procedures), the criteria verdict, then per procedure p50/p99 (ms),
 the NFs' own latency per operation (from their /metrics, when the report has it), and last the
 command that produced each run.
 """
@@ -24,15 +25,21 @@ def main(dirs):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     runs = [(d, load(d)) for d in dirs]
-    print("| run | scenario | offered TPS | achieved TPS | NF µs/tx | TPS per NF core | gen CPU | criteria |")
-    print("|---|---|--:|--:|--:|--:|--:|---|")
+    print("| run | scenario | offered TPS | achieved TPS | NF µs/tx | TPS per NF core | gen CPU | host steal (quiet s, their p99) | criteria |")
+    print("|---|---|--:|--:|--:|--:|--:|---|---|")
     for d, r in runs:
         t, g = r["totals"], r["generator"]
         gen = f"{g['cpu_pct']:.0f} %" + (" (saturated)" if g.get("saturated") else "")
         verdict = "pass" if r.get("criteria_passed") else "FAIL"
+        h = r.get("host")
+        steal = "n/a"
+        if h:
+            q = h.get("quiet_latency")
+            steal = (f"{h['steal_pct_mean']:.1f} % ({h['quiet_seconds']}/{h['measured_seconds']} s"
+                     + (f", {q['p99_ms']:.2f} ms)" if q else ")"))
         print(
             f"| {Path(d).name} | {r['scenario']} | {r['rate']:.0f} | {t['achieved_tps']:.0f} "
-            f"| {t['nf_cpu_us_per_tx']:.1f} | {t['tps_per_core']:.0f} | {gen} | {verdict} |"
+            f"| {t['nf_cpu_us_per_tx']:.1f} | {t['tps_per_core']:.0f} | {gen} | {steal} | {verdict} |"
         )
     print()
     print("| run | procedure | share | p50 ms | p99 ms | max ms | success |")

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use crate::bindings::{BindingPlan, Preloaded};
 use crate::h2client::{Answer, Call, Failure, H2Pool, Want};
+use crate::host;
 use crate::nf_latency;
 use crate::pace::Pacer;
 use crate::profile::{self, ProfileSpec};
@@ -351,6 +352,8 @@ pub(crate) fn progress_bar(label: &str, done: usize, total: usize) {
 type PreloadJob = (String, Method, String, Bytes, Vec<u16>, Option<String>);
 /// NF (CPU seconds, RSS MB), when known.
 type Usage = Option<(f64, f64)>;
+/// Once a second: the NFs' usage, the generator's CPU seconds, the host's steal seconds.
+type Sample = (Usage, f64, Option<f64>);
 /// NF usage, generator CPU seconds, simulator receive counters.
 type Snapshot = (Usage, f64, Vec<u64>);
 
@@ -682,7 +685,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let secs_total = (cfg.warmup_s + cfg.duration_s).ceil() as usize;
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
-    let samples: Arc<Mutex<Vec<(Usage, f64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
     // The NFs' latency histograms at the same two marks (crate::nf_latency).
     let nf_hists: Arc<Mutex<[Vec<nf_latency::Scrape>; 2]>> = Arc::default();
@@ -705,7 +708,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         let warmup = cfg.warmup_s;
         let end = cfg.warmup_s + cfg.duration_s;
         tokio::spawn(async move {
-            samples.lock().unwrap().push((usage(&pids), self_cpu()));
+            samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
             let snap = || {
                 (
                     usage(&pids),
@@ -738,7 +741,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     }
                     _ => tokio::time::sleep_until(tick_at).await,
                 }
-                samples.lock().unwrap().push((usage(&pids), self_cpu()));
+                samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
                 if progress {
                     let idx = tick as usize - 1;
                     let mut line = String::new();
@@ -785,13 +788,15 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let mut timeline = Vec::new();
     for (i, sec) in seconds.iter().enumerate().take(secs_total.max(1) + 1) {
         let l = Latency::of(&sec.hist);
-        let (nf_cpu_pct, nf_rss_mb, gen_cpu_pct) = match (samples.get(i), samples.get(i + 1)) {
-            (Some(a), Some(b)) => {
-                let nf = a.0.zip(b.0).map(|(x, y)| ((y.0 - x.0) * 100.0, y.1));
-                (nf.map(|x| x.0), nf.map(|x| x.1), Some((b.1 - a.1) * 100.0))
-            }
-            _ => (None, None, None),
-        };
+        let (nf_cpu_pct, nf_rss_mb, gen_cpu_pct, steal_pct) =
+            match (samples.get(i), samples.get(i + 1)) {
+                (Some(a), Some(b)) => {
+                    let nf = a.0.zip(b.0).map(|(x, y)| ((y.0 - x.0) * 100.0, y.1));
+                    let steal = a.2.zip(b.2).map(|(x, y)| (y - x) * 100.0);
+                    (nf.map(|x| x.0), nf.map(|x| x.1), Some((b.1 - a.1) * 100.0), steal)
+                }
+                _ => (None, None, None, None),
+            };
         timeline.push(SecondReport {
             t: i as u64 + 1,
             warmup: ((i + 1) as f64) <= cfg.warmup_s,
@@ -805,8 +810,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             nf_cpu_pct,
             nf_rss_mb,
             gen_cpu_pct,
+            steal_pct,
         });
     }
+    let host = host::report(&timeline, &seconds);
     let total_tps = s.total_tps();
     // The closed loop's rate is an outcome: what it sent in the measured window.
     let rate = match cfg.concurrency {
@@ -960,6 +967,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             "the scenario's p99 bounds were replaced by --max-p99-ms {ms}: latency was not judged by them"
         ));
     }
+    if let Some(h) = host.as_ref().filter(|h| h.steal_pct_mean > host::WARN_STEAL_PCT) {
+        warnings.push(format!(
+            "the host took {:.1} % of a CPU on average (steal, up to {:.0} % in one second): every latency tail includes it; {} of {} seconds were quiet",
+            h.steal_pct_mean, h.steal_pct_max, h.quiet_seconds, h.measured_seconds
+        ));
+    }
     if nf_cpu_s.is_none() {
         warnings.push(
             "NF CPU is not known (external --target): CPU per transaction and TPS per core are n/a"
@@ -1020,6 +1033,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             let h = nf_hists.lock().unwrap();
             nf_latency::rows(&h[0], &h[1])
         },
+        host,
         timeline,
         criteria_passed: failures.is_empty(),
         failures,

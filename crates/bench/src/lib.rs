@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod engine;
 pub mod h2client;
+pub mod host;
 pub mod nf_latency;
 pub mod nfproc;
 pub mod pace;

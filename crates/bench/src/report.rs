@@ -45,6 +45,8 @@ pub struct Report {
     /// What the NFs measured themselves, per operation, from their `/metrics` histograms over
     /// the measured window (crate::nf_latency); empty when the targets do not publish them.
     pub nf_latency: Vec<crate::nf_latency::NfLatencyRow>,
+    /// Steal time over the measured window and the latency of its quiet seconds (crate::host).
+    pub host: Option<crate::host::HostReport>,
     pub timeline: Vec<SecondReport>,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
@@ -305,6 +307,21 @@ pub fn markdown(r: &Report) -> String {
     }
     for w in &r.warnings {
         let _ = writeln!(s, "- warning: {w}");
+    }
+    if let Some(h) = &r.host {
+        let _ = write!(
+            s,
+            "\nHost steal: {:.1} % of a CPU on average, {:.0} % in the worst second; {} of {} measured seconds quiet (at most {} %)",
+            h.steal_pct_mean, h.steal_pct_max, h.quiet_seconds, h.measured_seconds, crate::host::QUIET_STEAL_PCT
+        );
+        if let Some(q) = &h.quiet_latency {
+            let _ = write!(
+                s,
+                ", all procedures in them p50 {:.2} ms, p99 {:.2} ms",
+                q.p50_ms, q.p99_ms
+            );
+        }
+        let _ = writeln!(s, ".");
     }
     let _ = writeln!(s, "\n## Procedures\n\n| procedure | row | share % | offered/s | sent | ok | skipped | success % | p50 ms | p90 ms | p95 ms | p99 ms | max ms | status | verdict |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
     for p in &r.procedures {

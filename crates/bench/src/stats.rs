@@ -116,6 +116,9 @@ pub struct SecondReport {
     pub nf_rss_mb: Option<f64>,
     /// Generator process CPU, percent of one core (includes the in-process simulators).
     pub gen_cpu_pct: Option<f64>,
+    /// CPU time the hypervisor took from the machine (steal), percent of one CPU summed over
+    /// the CPUs, when the kernel reports it (crate::host).
+    pub steal_pct: Option<f64>,
 }
 
 #[cfg(test)]

@@ -74,10 +74,24 @@ async fn server(hits: Arc<AtomicU64>) -> std::net::SocketAddr {
             let hits = hits.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    hits.fetch_add(1, Ordering::Relaxed);
+                    // The kit reads /metrics at the start and end of the measured window: a
+                    // histogram of one operation that puts every answer so far under 1 ms.
+                    let metrics = req.uri().path() == "/metrics";
+                    let n = if metrics {
+                        hits.load(Ordering::Relaxed)
+                    } else {
+                        hits.fetch_add(1, Ordering::Relaxed)
+                    };
                     async move {
                         let path = req.uri().path().to_string();
-                        let rsp = if path.starts_with("/ok/") {
+                        let rsp = if metrics {
+                            let text = format!(
+                                "sbi_request_duration_seconds_bucket{{le=\"0.001\",operation=\"Op\"}} {n}\n\
+                                 sbi_request_duration_seconds_bucket{{le=\"0.005\",operation=\"Op\"}} {n}\n\
+                                 sbi_request_duration_seconds_bucket{{le=\"+Inf\",operation=\"Op\"}} {n}\n"
+                            );
+                            Response::builder().status(200).body(Full::new(Bytes::from(text)))
+                        } else if path.starts_with("/ok/") {
                             assert!(
                                 req.uri().query().unwrap().contains("x=%7B%22a%22%3A1%7D"),
                                 "query encoded"
@@ -157,6 +171,13 @@ async fn engine_runs_open_loop_and_writes_the_reports() {
     assert!((r.totals.achieved_tps - want).abs() < 1e-9);
     assert!(r.totals.achieved_tps > 80.0 && r.totals.achieved_tps < 100.0);
     assert!(r.totals.nf_cpu_s.is_none(), "external target: NF CPU unknown");
+    // Its own latency, from the two reads of its /metrics: the requests between them.
+    assert_eq!(r.nf_latency.len(), 1, "{:?}", r.nf_latency);
+    let own = &r.nf_latency[0];
+    assert_eq!((own.nf.as_str(), own.operation.as_str()), ("nrf", "Op"));
+    assert!(own.count > 180 && own.count < 220, "{own:?}");
+    assert_eq!(own.under_5ms_pct, 100.0);
+    assert!(own.p99_ms <= 1.0, "{own:?}");
     // At 100/s the generator itself never runs short: no slot waits, little CPU. Late sends
     // are left to the host's scheduler (a CI box running other tests stalls a thread for
     // 100 ms now and then), so they may flag the run, but then the warning must say so.
