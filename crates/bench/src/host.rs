@@ -46,12 +46,13 @@ fn parse_steal_ticks(stat: &str) -> Option<u64> {
 
 /// The host's share of the measured window; `None` when steal was not readable.
 pub fn report(timeline: &[SecondReport], seconds: &[Second]) -> Option<HostReport> {
+    // The last second (the drain after the load) has no sample after it: no steal figure.
     let measured: Vec<(usize, f64)> = timeline
         .iter()
         .enumerate()
         .filter(|(_, t)| !t.warmup)
-        .map(|(i, t)| t.steal_pct.map(|s| (i, s)))
-        .collect::<Option<_>>()?;
+        .filter_map(|(i, t)| t.steal_pct.map(|s| (i, s)))
+        .collect();
     if measured.is_empty() {
         return None;
     }
@@ -111,7 +112,10 @@ mod tests {
         assert!((h.steal_pct_mean - 14.0).abs() < 1e-9 && h.steal_pct_max == 40.0, "{h:?}");
         let q = h.quiet_latency.unwrap();
         assert!((q.p99_ms - 1.0).abs() < 0.01, "{q:?}");
-        // Unknown steal: no host report.
+        // A second without a figure is left out; none at all: no host report.
+        let mut partial = timeline.clone();
+        partial[3].steal_pct = None;
+        assert_eq!(report(&partial, &seconds).unwrap().measured_seconds, 2);
         let unknown = vec![SecondReport::default()];
         assert!(report(&unknown, &seconds).is_none());
     }
