@@ -51,6 +51,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn example_config_parses() {
@@ -73,6 +74,19 @@ mod tests {
         assert!(!cfg.store.background_checkpoint());
         let off = Config::parse("[store]\nbackground_checkpoint = false").unwrap();
         assert_eq!(crate::nf::bsf_run_config(&off, dir).store.background_checkpoint, Some(false));
+    }
+
+    #[test]
+    fn the_bsf_commits_without_delay_unless_told_otherwise() {
+        let dir = Some(Path::new("/var/lib/fivecore"));
+        let cfg = Config::parse("").unwrap();
+        assert_eq!(crate::nf::bsf_run_config(&cfg, dir).store.commit_delay(), Duration::ZERO);
+        assert_eq!(cfg.store.commit_delay(), Duration::from_millis(1));
+        let set = Config::parse("[store]\ncommit_delay_us = 500").unwrap();
+        assert_eq!(
+            crate::nf::bsf_run_config(&set, dir).store.commit_delay(),
+            Duration::from_micros(500)
+        );
     }
 
     #[test]

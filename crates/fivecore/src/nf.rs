@@ -192,6 +192,10 @@ pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
     let (sbi, mut store) = nf_sbi_and_store(config, Nf::Bsf, "bsf.db", data_dir);
     // Checkpoints off the writer: the binding create/delete p99 at 10M bindings (docs/store.md).
     store.background_checkpoint.get_or_insert(true);
+    // No commit delay: at S9's 1,125 writes/s a 1 ms delay shared an fsync between ~1.3 writes
+    // and added ~1 ms to the writes' p99 (docs/BENCHMARKS.md, s16); the BSF's Rx lookups are
+    // in memory, so fewer reader cache rebuilds would buy it nothing.
+    store.commit_delay_us.get_or_insert(0);
     bsf::RunConfig {
         bsf: config.bsf.clone(),
         sbi,

@@ -61,8 +61,11 @@ pub struct SqliteConfig {
     /// join the batch, so one fsync and one WAL append are shared by more
     /// writes and readers rebuild their page caches after fewer commits. A
     /// write reaching a store that has not committed for this long, or a lone
-    /// caller's next write, commits at once. Default: 1000.
-    pub commit_delay_us: u64,
+    /// caller's next write, commits at once. Unset: the NF's default (see
+    /// [`SqliteConfig::commit_delay()`]): 0 for the BSF, whose writes are
+    /// its latency-critical path and whose lookups do not go through the
+    /// readers, 1000 for the others.
+    pub commit_delay_us: Option<u64>,
 
     /// Copy WAL frames into the database file on a checkpointer thread of
     /// its own, at low priority, instead of inside the commit that fills the
@@ -117,7 +120,7 @@ impl Default for SqliteConfig {
             mmap_size_mib: default_mmap_size_mib(),
             readers: default_readers(),
             max_batch: default_max_batch(),
-            commit_delay_us: default_commit_delay_us(),
+            commit_delay_us: None,
             background_checkpoint: None,
             checkpoint_pages: default_checkpoint_pages(),
             queue_capacity: default_queue_capacity(),
@@ -146,7 +149,7 @@ impl SqliteConfig {
             return Err(invalid("max_batch must be at least 1"));
         }
         // Longer would hold every acknowledgement for longer than any caller waits.
-        if self.commit_delay_us > 1_000_000 {
+        if self.commit_delay_us.is_some_and(|us| us > 1_000_000) {
             return Err(invalid("commit_delay_us must be at most 1000000 (1 s)"));
         }
         if self.checkpoint_pages == 0 {
@@ -164,8 +167,9 @@ impl SqliteConfig {
         self.background_checkpoint.unwrap_or(false)
     }
 
-    pub(crate) fn commit_delay(&self) -> Duration {
-        Duration::from_micros(self.commit_delay_us)
+    /// The commit delay: as configured, else 1 ms.
+    pub fn commit_delay(&self) -> Duration {
+        Duration::from_micros(self.commit_delay_us.unwrap_or(DEFAULT_COMMIT_DELAY_US))
     }
 
     pub(crate) fn busy_timeout(&self) -> Duration {
@@ -225,9 +229,8 @@ fn default_max_batch() -> usize {
     512
 }
 
-fn default_commit_delay_us() -> u64 {
-    1000
-}
+/// [`SqliteConfig::commit_delay_us`] when unset.
+const DEFAULT_COMMIT_DELAY_US: u64 = 1000;
 
 fn default_checkpoint_pages() -> u32 {
     1000
@@ -257,6 +260,7 @@ mod tests {
         assert_eq!(config.readers, 2);
         assert_eq!(config.max_batch, default_max_batch());
         assert_eq!(parse("commit_delay_us = 0").commit_delay(), Duration::ZERO);
+        assert_eq!(parse("").commit_delay(), Duration::from_millis(1));
 
         assert!(toml::from_str::<SqliteConfig>("readerz = 2").is_err());
         assert!(toml::from_str::<SqliteConfig>("synchronous = \"off\"").is_err());
@@ -268,7 +272,7 @@ mod tests {
             SqliteConfig { readers: 0, ..SqliteConfig::default() },
             SqliteConfig { max_batch: 0, ..SqliteConfig::default() },
             SqliteConfig { queue_capacity: 0, ..SqliteConfig::default() },
-            SqliteConfig { commit_delay_us: 1_000_001, ..SqliteConfig::default() },
+            SqliteConfig { commit_delay_us: Some(1_000_001), ..SqliteConfig::default() },
             SqliteConfig::new(":memory:"),
             SqliteConfig::new(""),
         ] {

@@ -16,7 +16,7 @@ const DELAY: Duration = Duration::from_secs(1);
 
 async fn open_with_delay(dir: &tempfile::TempDir) -> SqliteStore {
     let config = SqliteConfig {
-        commit_delay_us: DELAY.as_micros() as u64,
+        commit_delay_us: Some(DELAY.as_micros() as u64),
         ..SqliteConfig::new(dir.path().join("d.db"))
     };
     SqliteStore::open(config).await.expect("store opens")
@@ -107,7 +107,7 @@ async fn writes_following_a_commit_wait_for_it_and_are_not_acknowledged_before_t
 async fn a_full_batch_is_not_held_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = SqliteConfig {
-        commit_delay_us: 1_000_000,
+        commit_delay_us: Some(1_000_000),
         max_batch: 1,
         ..SqliteConfig::new(dir.path().join("f.db"))
     };

@@ -51,7 +51,10 @@ async fn t4c_policy_data_mix() {
     let defaults = store::SqliteConfig::default();
     let store = store::SqliteConfig {
         readers: env("POLICY_READERS", 1),
-        commit_delay_us: env("POLICY_COMMIT_DELAY_US", defaults.commit_delay_us as usize) as u64,
+        commit_delay_us: Some(env(
+            "POLICY_COMMIT_DELAY_US",
+            defaults.commit_delay().as_micros() as usize,
+        ) as u64),
         ..store::SqliteConfig::new(dir.path().join("udr.db"))
     };
     eprintln!("store: {store:?}; notify batch_size {}", config.policy.notify.batch_size);

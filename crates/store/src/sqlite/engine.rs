@@ -158,7 +158,7 @@ impl SqliteStore {
             synchronous = config.synchronous.pragma_value(),
             readers = config.readers,
             max_batch = config.max_batch,
-            commit_delay_us = config.commit_delay_us,
+            commit_delay_us = config.commit_delay().as_micros() as u64,
             background_checkpoint = config.background_checkpoint(),
             checkpoint_pages = config.checkpoint_pages,
             "store opened"
