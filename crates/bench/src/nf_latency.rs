@@ -155,21 +155,13 @@ fn operation_name(family: &str, key: &str) -> String {
         key.split(',').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')).unwrap_or("")
     };
     if family.starts_with("diameter") {
-        let command = label("command");
-        let name = match command {
-            "265" => "AAR",
-            "275" => "STR",
-            "258" => "RAR",
-            "274" => "ASR",
-            "272" => "CCR",
-            "306" => "UDR (Sh)",
-            "307" => "PUR",
-            "308" => "SNR",
-            "309" => "PNR",
-            "8388635" => "SLR",
-            _ => return format!("Diameter {}/{command}", label("application")),
-        };
-        return name.to_owned();
+        // The dictionary's short name of the request (AAR, STR, UDR, ...) for its application.
+        let (app, cmd) = (label("application"), label("command"));
+        return match (app.parse(), cmd.parse()) {
+            (Ok(a), Ok(c)) => diameter::dictionary::command(a, c).map(|d| d.abbrev.0.to_owned()),
+            _ => None,
+        }
+        .unwrap_or_else(|| format!("Diameter {app}/{cmd}"));
     }
     label("operation").to_owned()
 }
@@ -217,6 +209,10 @@ mod tests {
         // NFRegister did not move: no row. The Diameter series, absent at the start, counts
         // from zero.
         assert_eq!(r[1].operation, "AAR");
+        assert_eq!(
+            operation_name("diameter_request_duration_seconds", "application=4,command=99"),
+            "Diameter 4/99"
+        );
         assert_eq!(r[1].count, 8);
     }
 
