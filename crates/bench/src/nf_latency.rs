@@ -13,7 +13,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// The histogram families read, and how a row is named from their labels.
-const FAMILIES: [&str; 2] = ["sbi_request_duration_seconds", "diameter_request_duration_seconds"];
+const FAMILIES: [&str; 3] =
+    ["sbi_request_duration_seconds", "diameter_request_duration_seconds", OWN_FAMILY];
+
+/// The SBI operations' latency less the time they waited on other NFs (an NRF's SLF query or
+/// forwarded discovery): the `excl_waits` columns of the SBI family's row with the same labels.
+const OWN_FAMILY: &str = "sbi_request_own_duration_seconds";
 
 /// The bound whose share is reported exactly, seconds.
 const UNDER: f64 = 0.005;
@@ -37,6 +42,33 @@ pub struct NfLatencyRow {
     pub p99_ms: f64,
     /// Percent of the answers given in 5 ms or less.
     pub under_5ms_pct: f64,
+    /// The same less the time the NF waited on other NFs (SBI operations of a fivecore NF that
+    /// publishes it); equal to the above for operations that wait on nobody.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excl_waits: Option<Quantiles>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Quantiles {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub under_5ms_pct: f64,
+}
+
+impl Quantiles {
+    /// Of cumulative bucket counts; `None` without answers.
+    fn of(buckets: &[(f64, f64)]) -> Option<Self> {
+        let count = buckets.last().map_or(0.0, |x| x.1);
+        if count < 1.0 {
+            return None;
+        }
+        let under = buckets.iter().find(|x| x.0 == UNDER).map_or(f64::NAN, |x| x.1);
+        Some(Quantiles {
+            p50_ms: quantile(buckets, 0.5) * 1e3,
+            p99_ms: quantile(buckets, 0.99) * 1e3,
+            under_5ms_pct: under / count * 100.0,
+        })
+    }
 }
 
 /// `GET <url>/metrics`; `None` when the NF does not answer (an external target that is not
@@ -103,27 +135,39 @@ pub fn rows(start: &[Scrape], end: &[Scrape]) -> Vec<NfLatencyRow> {
     let mut out = Vec::new();
     for e in end {
         let s = start.iter().find(|s| s.nf == e.nf);
-        for ((family, key), buckets) in &e.series {
-            let before = s.and_then(|s| s.series.get(&(family.clone(), key.clone())));
-            let delta: Vec<(f64, f64)> = buckets
-                .iter()
-                .map(|&(le, c)| {
-                    let c0 = before.and_then(|b| b.iter().find(|x| x.0 == le)).map_or(0.0, |x| x.1);
-                    (le, (c - c0).max(0.0))
-                })
-                .collect();
-            let count = delta.last().map_or(0.0, |x| x.1);
-            if count < 1.0 {
+        let window = |family: &str, key: &str| -> Option<Vec<(f64, f64)>> {
+            let buckets = e.series.get(&(family.to_owned(), key.to_owned()))?;
+            let before = s.and_then(|s| s.series.get(&(family.to_owned(), key.to_owned())));
+            Some(
+                buckets
+                    .iter()
+                    .map(|&(le, c)| {
+                        let c0 =
+                            before.and_then(|b| b.iter().find(|x| x.0 == le)).map_or(0.0, |x| x.1);
+                        (le, (c - c0).max(0.0))
+                    })
+                    .collect(),
+            )
+        };
+        for (family, key) in e.series.keys() {
+            if family == OWN_FAMILY {
                 continue;
             }
-            let under = delta.iter().find(|x| x.0 == UNDER).map_or(f64::NAN, |x| x.1);
+            let Some(delta) = window(family, key) else { continue };
+            let Some(q) = Quantiles::of(&delta) else { continue };
+            let excl_waits = if family.starts_with("sbi") {
+                window(OWN_FAMILY, key).and_then(|d| Quantiles::of(&d))
+            } else {
+                None
+            };
             out.push(NfLatencyRow {
                 nf: e.nf.clone(),
                 operation: operation_name(family, key),
-                count: count as u64,
-                p50_ms: quantile(&delta, 0.5) * 1e3,
-                p99_ms: quantile(&delta, 0.99) * 1e3,
-                under_5ms_pct: under / count * 100.0,
+                count: delta.last().map_or(0.0, |x| x.1) as u64,
+                p50_ms: q.p50_ms,
+                p99_ms: q.p99_ms,
+                under_5ms_pct: q.under_5ms_pct,
+                excl_waits,
             });
         }
     }
@@ -179,6 +223,13 @@ mod tests {
                 );
             }
             s += &format!("sbi_request_duration_seconds_count{{operation=\"{op}\"}} {}\n", c[3]);
+            // Less the waits: every answer under 1 ms.
+            for le in ["0.001", "0.005", "0.01", "+Inf"] {
+                s += &format!(
+                    "sbi_request_own_duration_seconds_bucket{{le=\"{le}\",operation=\"{op}\"}} {}\n",
+                    c[3]
+                );
+            }
         }
         if diameter {
             s += "diameter_request_duration_seconds_bucket{le=\"0.005\",application=\"16777236\",command=\"265\"} 7\n";
@@ -206,6 +257,9 @@ mod tests {
         // Rank 99 is the last of the 49 in (1, 5] ms.
         assert!((d.p99_ms - 5.0).abs() < 1e-9, "{d:?}");
         assert!((d.under_5ms_pct - 99.0).abs() < 1e-9);
+        let own = d.excl_waits.expect("the own family pairs with the SBI row");
+        assert!((own.p99_ms - 0.99).abs() < 1e-9, "{own:?}");
+        assert_eq!(own.under_5ms_pct, 100.0);
         // NFRegister did not move: no row. The Diameter series, absent at the start, counts
         // from zero.
         assert_eq!(r[1].operation, "AAR");
@@ -214,6 +268,7 @@ mod tests {
             "Diameter 4/99"
         );
         assert_eq!(r[1].count, 8);
+        assert_eq!(r[1].excl_waits, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! a sort of the matches and a byte copy of the chosen profiles.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
@@ -635,6 +636,14 @@ impl<'q> Request<'q> {
 
 /// GET /nf-instances: NFDiscover.
 pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+    // The SLF's and the peer NRFs' answer times are theirs: the answer is marked with them so
+    // that the NRF's own latency can be told apart (sbi::router::UpstreamWait).
+    let mut waited = Duration::ZERO;
+    let result = discover(&nrf, &req, &mut waited).await;
+    req.with_upstream_wait(result, waited)
+}
+
+async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> HandlerResult {
     let q = req.query();
     let slf_group: String;
     let mut r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
@@ -643,7 +652,10 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     if let Some(subscriber) =
         slf::subscriber(&nrf, r.target, r.supi_raw, r.gpsi_raw, !r.groups.is_empty())
     {
-        match slf::group_for(&nrf, r.target, subscriber).await {
+        let asked = Instant::now();
+        let outcome = slf::group_for(&nrf, r.target, subscriber).await;
+        *waited += asked.elapsed();
+        match outcome {
             SlfOutcome::Group(g) => {
                 slf_group = g;
                 r.groups.push(&slf_group);
@@ -686,7 +698,7 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                     .map(|e| (r.order_key(e, preferences), e)),
             );
         }
-        if found.is_empty() && forwarding::applies(&nrf, r.target, &req) {
+        if found.is_empty() && forwarding::applies(&nrf, r.target, req) {
             None
         } else {
             // Stable: the candidates come in nfInstanceId order, which thereby breaks ties
@@ -700,7 +712,10 @@ pub async fn search(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
         return answer;
     }
     // Nothing here and forwarding applies: ask the peers, else answer the empty local result.
-    if let Some(answer) = forwarding::forward(&nrf, &req).await {
+    let asked = Instant::now();
+    let forwarded = forwarding::forward(&nrf, req).await;
+    *waited += asked.elapsed();
+    if let Some(answer) = forwarded {
         return answer;
     }
     answer(&nrf, &r, &[], None)

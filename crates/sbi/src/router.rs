@@ -77,6 +77,33 @@ impl SbiRequest {
     }
 }
 
+/// Time a handler spent waiting on other NFs (an SLF query, a discovery forwarded to a peer),
+/// set on its response so that the metrics layer can tell the NF's own latency from its
+/// dependencies': the reference times an NRF's discovery with its SLF simulator's 150 ms in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpstreamWait(pub std::time::Duration);
+
+impl SbiRequest {
+    /// `result` marked with the time spent waiting on other NFs. A problem becomes its response
+    /// here (with this request's path as `instance`, as dispatch would give it) to carry the mark.
+    pub fn with_upstream_wait(
+        &self,
+        result: HandlerResult,
+        waited: std::time::Duration,
+    ) -> HandlerResult {
+        if waited.is_zero() {
+            return result;
+        }
+        let mut resp = match result {
+            Ok(resp) => resp,
+            Err(p) if p.instance.is_some() => p.into_response(),
+            Err(p) => p.with_instance(self.head.uri.path()).into_response(),
+        };
+        resp.extensions_mut().insert(UpstreamWait(waited));
+        Ok(resp)
+    }
+}
+
 /// The response builders handlers use.
 pub fn json_response<T: serde::Serialize>(status: StatusCode, value: &T) -> HandlerResult {
     let bytes = serde_json::to_vec(value)

@@ -352,6 +352,40 @@ async fn metrics_count_operations_and_report_the_process() {
 }
 
 #[tokio::test]
+async fn own_latency_leaves_out_waits_on_other_nfs() {
+    let srv = start(ServerConfig::default()).await;
+    let c = h2c_client();
+    let base = format!("http://{}", srv.addr);
+    let a = send(&c, Method::GET, format!("{base}/ntest/v1/upstream?ms=60"), &[], None).await;
+    assert_eq!(a.status, 204);
+    // A problem after a wait keeps its instance and its mark.
+    let a =
+        send(&c, Method::GET, format!("{base}/ntest/v1/upstream?ms=60&fail=1"), &[], None).await;
+    assert_eq!(a.status, 504);
+    let p: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+    assert_eq!(p["instance"], "/ntest/v1/upstream");
+    assert_eq!(p["cause"], "TARGET_NF_NOT_REACHABLE");
+    let a = send(&c, Method::GET, format!("{base}/metrics"), &[], None).await;
+    let text = String::from_utf8(a.body.to_vec()).unwrap();
+    let bucket = |family: &str, le: &str| -> u64 {
+        let head = format!("{family}_bucket{{le=\"{le}\",operation=\"Ntest_Upstream\"}} ");
+        let line = text.lines().find(|l| l.starts_with(&head)).unwrap_or_else(|| panic!("{head}"));
+        line[head.len()..].trim().parse().unwrap()
+    };
+    // As answered: both over 50 ms. Less the waits: both well under it.
+    assert_eq!(bucket("sbi_request_duration_seconds", "0.05"), 0, "{text}");
+    assert_eq!(bucket("sbi_request_duration_seconds", "+Inf"), 2);
+    assert_eq!(bucket("sbi_request_own_duration_seconds", "0.05"), 2, "{text}");
+    // Operations that wait on nobody count the same in both.
+    send(&c, Method::GET, format!("{base}/ntest/v1/items/x"), &[], None).await;
+    let a = send(&c, Method::GET, format!("{base}/metrics"), &[], None).await;
+    let text = String::from_utf8(a.body.to_vec()).unwrap();
+    assert!(text
+        .contains(r#"sbi_request_own_duration_seconds_bucket{le="+Inf",operation="Ntest_Get"} 1"#));
+    srv.stop().await;
+}
+
+#[tokio::test]
 async fn load_control_information_is_advertised() {
     let srv = start(ServerConfig::default()).await;
     let c = h2c_client();

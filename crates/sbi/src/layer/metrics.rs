@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::Request;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -14,7 +14,7 @@ use tower::{Layer, Service};
 
 use super::{AfterResponse, OnResponse};
 use crate::observe::Observability;
-use crate::router::{Operation, Response};
+use crate::router::{Operation, Response, UpstreamWait};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -33,6 +33,7 @@ type LatencyFamily = Family<OperationLabels, Histogram, fn() -> Histogram>;
 pub struct SbiMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
+    own_latency: LatencyFamily,
 }
 
 /// Upper bounds, seconds: 1-2-5 steps from 50 µs to 5 s cover an in-memory lookup and a slow
@@ -52,6 +53,7 @@ impl SbiMetrics {
         let m = Arc::new(SbiMetrics {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            own_latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         });
         obs.with_registry(|r| {
             r.register(
@@ -64,6 +66,12 @@ impl SbiMetrics {
                 "Time from request head to answer, by service operation",
                 m.latency.clone(),
             );
+            r.register(
+                "sbi_request_own_duration_seconds",
+                "Time from request head to answer less the time spent waiting on other NFs \
+                 (an SLF query, a forwarded discovery), by service operation",
+                m.own_latency.clone(),
+            );
         });
         m
     }
@@ -74,6 +82,7 @@ impl SbiMetrics {
 struct OperationMetrics {
     by_class: [Counter; 5],
     latency: Histogram,
+    own_latency: Histogram,
 }
 
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -98,6 +107,10 @@ impl OperationTable {
                         .clone()
                 }),
                 latency: metrics.latency.get_or_create(&OperationLabels { operation }).clone(),
+                own_latency: metrics
+                    .own_latency
+                    .get_or_create(&OperationLabels { operation })
+                    .clone(),
             })
             .collect();
         OperationTable { ops }
@@ -156,7 +169,8 @@ where
     }
 }
 
-/// Counts the answer under its operation and status class, and times it.
+/// Counts the answer under its operation and status class, and times it twice: as answered,
+/// and less the time the handler waited on other NFs ([`UpstreamWait`]).
 pub struct Measure {
     start: Instant,
     metrics: Arc<OperationTable>,
@@ -167,6 +181,9 @@ impl OnResponse for Measure {
         let index = resp.extensions().get::<Operation>().map_or(usize::MAX, |o| o.index);
         let m = self.metrics.get(index);
         m.by_class[status_class(resp.status().as_u16())].inc();
-        m.latency.observe(self.start.elapsed().as_secs_f64());
+        let elapsed = self.start.elapsed();
+        m.latency.observe(elapsed.as_secs_f64());
+        let waited = resp.extensions().get::<UpstreamWait>().map_or(Duration::ZERO, |w| w.0);
+        m.own_latency.observe(elapsed.saturating_sub(waited).as_secs_f64());
     }
 }

@@ -95,6 +95,21 @@ async fn slow(s: Arc<TestState>, _: SbiRequest) -> HandlerResult {
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
+/// Waits `ms` (query) as if on another NF and marks the answer so; `fail=1` answers a problem.
+async fn upstream(_: Arc<TestState>, req: SbiRequest) -> HandlerResult {
+    let q = req.query();
+    let ms: u64 = q.parse_as("ms")?.unwrap_or(0);
+    let started = std::time::Instant::now();
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    let waited = started.elapsed();
+    let result = if q.get("fail")?.is_some() {
+        Err(ProblemDetails::new(StatusCode::GATEWAY_TIMEOUT, "TARGET_NF_NOT_REACHABLE", "upstream"))
+    } else {
+        Ok(empty_response(StatusCode::NO_CONTENT))
+    };
+    req.with_upstream_wait(result, waited)
+}
+
 async fn panics(_: Arc<TestState>, _: SbiRequest) -> HandlerResult {
     panic!("deliberate test panic")
 }
@@ -107,6 +122,7 @@ pub fn router(state: Arc<TestState>) -> Router {
         .route(Method::GET, "/ntest/v1/query", "Ntest_Query", query_echo)
         .route(Method::GET, "/ntest/v1/slow", "Ntest_Slow", slow)
         .route(Method::GET, "/ntest/v1/panic", "Ntest_Panic", panics)
+        .route(Method::GET, "/ntest/v1/upstream", "Ntest_Upstream", upstream)
         .build()
 }
 
