@@ -650,10 +650,10 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
     // The SLF wants the subscriber as sent (`imsi-...`, `msisdn-...`), not the digits the
     // range matching uses.
     if let Some(subscriber) =
-        slf::subscriber(&nrf, r.target, r.supi_raw, r.gpsi_raw, !r.groups.is_empty())
+        slf::subscriber(nrf, r.target, r.supi_raw, r.gpsi_raw, !r.groups.is_empty())
     {
         let asked = Instant::now();
-        let outcome = slf::group_for(&nrf, r.target, subscriber).await;
+        let outcome = slf::group_for(nrf, r.target, subscriber).await;
         *waited += asked.elapsed();
         match outcome {
             SlfOutcome::Group(g) => {
@@ -661,7 +661,7 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
                 r.groups.push(&slf_group);
             }
             // The SLF knows the subscriber in no group of this type: nothing can serve it.
-            SlfOutcome::Unknown => return answer(&nrf, &r, &[], None),
+            SlfOutcome::Unknown => return answer(nrf, &r, &[], None),
             SlfOutcome::Unavailable(why) => match nrf.config.slf.on_failure {
                 SlfFailure::Reject => {
                     return Err(ProblemDetails::new(
@@ -698,14 +698,14 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
                     .map(|e| (r.order_key(e, preferences), e)),
             );
         }
-        if found.is_empty() && forwarding::applies(&nrf, r.target, req) {
+        if found.is_empty() && forwarding::applies(nrf, r.target, req) {
             None
         } else {
             // Stable: the candidates come in nfInstanceId order, which thereby breaks ties
             // without comparing the ids (the SMF and AMF lists are long, their ids alike).
             found.sort_by_key(|(key, _)| *key);
             let found: Vec<&Arc<Entry>> = found.into_iter().map(|(_, e)| e).collect();
-            Some(answer(&nrf, &r, &found, Some(index.generation())))
+            Some(answer(nrf, &r, &found, Some(index.generation())))
         }
     };
     if let Some(answer) = local {
@@ -713,12 +713,12 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
     }
     // Nothing here and forwarding applies: ask the peers, else answer the empty local result.
     let asked = Instant::now();
-    let forwarded = forwarding::forward(&nrf, req).await;
+    let forwarded = forwarding::forward(nrf, req).await;
     *waited += asked.elapsed();
     if let Some(answer) = forwarded {
         return answer;
     }
-    answer(&nrf, &r, &[], None)
+    answer(nrf, &r, &[], None)
 }
 
 /// The SearchResult, assembled from the profiles' pre-serialised consumer views, or the body
