@@ -271,6 +271,15 @@ mod tests {
         assert_eq!(r[1].excl_waits, None);
     }
 
+    /// The share "at or under 5 ms" is exact only if every NF histogram has 5 ms as a bound.
+    #[test]
+    fn the_nfs_histograms_share_their_bounds_and_5_ms_is_one() {
+        use diameter::metrics::LATENCY_BUCKETS as DIAMETER;
+        use sbi::layer::metrics::LATENCY_BUCKETS as SBI;
+        assert_eq!(SBI, DIAMETER);
+        assert!(SBI.contains(&UNDER));
+    }
+
     #[test]
     fn a_quantile_past_the_last_bound_is_that_bound() {
         let b = [(0.001, 0.0), (0.005, 0.0), (f64::INFINITY, 10.0)];
