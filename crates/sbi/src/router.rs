@@ -239,9 +239,13 @@ impl Router {
 impl<S: Send + Sync + 'static> RouterBuilder<S> {
     /// Adds `method template` served by `handler`, named after its 3GPP service operation.
     ///
+    /// A handler fails with its NF's own error type; the route turns it into the answer through
+    /// that type's one `Into<ProblemDetails>`, so every fault of a kind is answered the same way
+    /// wherever it arises (the error edge, docs/ARCHITECTURE.md).
+    ///
     /// # Panics
     /// On a malformed template: routes are fixed at start-up, so this is a programming error.
-    pub fn route<F, Fut>(
+    pub fn route<F, Fut, E>(
         mut self,
         method: Method,
         template: &'static str,
@@ -250,12 +254,15 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
     ) -> Self
     where
         F: Fn(Arc<S>, SbiRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HandlerResult> + Send + 'static,
+        Fut: Future<Output = Result<Response, E>> + Send + 'static,
+        E: Into<ProblemDetails> + 'static,
     {
         let segments = parse_template(template);
         let state = self.state.clone();
-        let handler: Arc<ErasedHandler> =
-            Arc::new(move |req| Box::pin(handler(state.clone(), req)) as BoxFuture);
+        let handler: Arc<ErasedHandler> = Arc::new(move |req| {
+            let fut = handler(state.clone(), req);
+            Box::pin(async move { fut.await.map_err(Into::into) }) as BoxFuture
+        });
         self.routes.push(Route { method, segments, operation, handler });
         self
     }
