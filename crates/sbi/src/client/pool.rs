@@ -20,10 +20,10 @@ use super::BoxError;
 pub(super) struct Pool {
     connector: Connector,
     per_producer: usize,
-    /// FNV-1a: `Authority` hashes byte by byte (lower-cased), which under the default SipHash
+    /// FxHash: `Authority` hashes byte by byte (lower-cased), which under the default SipHash
     /// cost about a thousand instructions per request; the keys are the few producers this NF
     /// calls, from its configuration and the NRF, so no flooding defence is needed here.
-    producers: RwLock<HashMap<(bool, Authority), Arc<Producer>, fnv::FnvBuildHasher>>,
+    producers: RwLock<HashMap<(bool, Authority), Arc<Producer>, rustc_hash::FxBuildHasher>>,
 }
 
 /// The slots of one producer.
