@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use sbi::{ProblemDetails, SbiRequest};
+use sbi::SbiRequest;
 use serde_json::Value;
 
 use crate::config::NrfConfig;
@@ -301,10 +301,4 @@ impl Nrf {
 
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-/// A store failure as the answer: 500 SYSTEM_FAILURE.
-pub fn store_error(e: store::Error) -> ProblemDetails {
-    tracing::error!(error = %e, "store failure");
-    ProblemDetails::internal(format!("storage failure: {e}"))
 }

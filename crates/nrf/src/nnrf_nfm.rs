@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
 use sbi::body::{self, JSON_PATCH_JSON};
 use sbi::problem::cause;
-use sbi::{empty_response, json_response, HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use sbi::{empty_response, json_response, InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::{json, Value};
 
-use crate::context::{now_ms, store_error, Entry, Nrf};
+use crate::context::{now_ms, Entry, Nrf};
 use crate::models::{self, NfProfile};
 use crate::subscriptions::publish;
 
@@ -48,8 +49,8 @@ fn with_etag(mut resp: sbi::Response, version: u64) -> sbi::Response {
     resp
 }
 
-fn to_value(p: &NfProfile) -> Result<Value, ProblemDetails> {
-    serde_json::to_value(p).map_err(|e| ProblemDetails::internal(format!("profile encoding: {e}")))
+fn to_value(p: &NfProfile) -> Result<Value, NfError> {
+    Ok(serde_json::to_value(p)?)
 }
 
 /// Stores `profile`, swaps it into the index and notifies. The caller holds the key's lock.
@@ -58,10 +59,9 @@ async fn commit(
     key: String,
     profile: NfProfile,
     value: Value,
-) -> Result<(Arc<Entry>, Option<Arc<Entry>>), ProblemDetails> {
-    let bytes = serde_json::to_vec(&value).map_err(|e| ProblemDetails::internal(e.to_string()))?;
-    let version =
-        nrf.store.put_profile(&key, &profile.nf_type, bytes).await.map_err(store_error)?;
+) -> Result<(Arc<Entry>, Option<Arc<Entry>>), NfError> {
+    let bytes = serde_json::to_vec(&value)?;
+    let version = nrf.store.put_profile(&key, &profile.nf_type, bytes).await?;
     let entry = Arc::new(Entry::new(key, profile, value, version));
     let old = nrf.write_index().insert(entry.clone());
     match &old {
@@ -75,9 +75,9 @@ async fn commit(
 }
 
 /// PUT /nf-instances/{nfInstanceID}: NFRegister (201) or NFUpdate by replacement (200).
-pub async fn register(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn register(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     if req.body.len() > nrf.config.max_profile_bytes {
-        return Err(too_large(&nrf));
+        return Err(too_large(&nrf).into());
     }
     let path_id = req.param("nfInstanceID");
     let mut profile: NfProfile = req.json()?;
@@ -103,7 +103,7 @@ pub async fn register(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// PATCH /nf-instances/{nfInstanceID}: NFUpdate by JSON patch, heartbeats included.
-pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     body::require_media_type(req.headers(), &[JSON_PATCH_JSON])?;
     let key = req.param("nfInstanceID").to_ascii_lowercase();
     let _guard = nrf.lock_key(&key).await;
@@ -116,12 +116,13 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                 StatusCode::PRECONDITION_FAILED,
                 cause::PRECONDITION_FAILED,
                 "If-Match does not name the current version",
-            ));
+            )
+            .into());
         }
     }
     let mut doc = current.value.clone();
     body::apply_json_patch(&mut doc, &req.body)?;
-    let bytes = serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let bytes = serde_json::to_vec(&doc)?;
     if bytes.len() > nrf.config.max_profile_bytes {
         return Err(ProblemDetails::invalid_params(
             cause::MANDATORY_IE_INCORRECT,
@@ -129,7 +130,8 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                 "/",
                 format!("patched profile exceeds {} bytes", nrf.config.max_profile_bytes),
             )],
-        ));
+        )
+        .into());
     }
     let mut profile: NfProfile = body::decode_json(&bytes)?;
     if profile.nf_type != current.profile.nf_type {
@@ -137,7 +139,8 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             StatusCode::FORBIDDEN,
             cause::MODIFICATION_NOT_ALLOWED,
             "nfType cannot be changed",
-        ));
+        )
+        .into());
     }
     profile.validate(&key)?;
     let nrf_changed = negotiate_heartbeat(&nrf, &mut profile);
@@ -158,13 +161,13 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// DELETE /nf-instances/{nfInstanceID}: NFDeregister.
-pub async fn deregister(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn deregister(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let key = req.param("nfInstanceID").to_ascii_lowercase();
     let _guard = nrf.lock_key(&key).await;
     if nrf.entry(&key).is_none() {
-        return Err(ProblemDetails::not_found(format!("no NF instance {key}")));
+        return Err(ProblemDetails::not_found(format!("no NF instance {key}")).into());
     }
-    nrf.store.delete_profile(&key).await.map_err(store_error)?;
+    nrf.store.delete_profile(&key).await?;
     let old = nrf.write_index().remove(&key);
     if let Some(old) = old {
         publish(&nrf, models::NF_DEREGISTERED, &old, None);
@@ -173,7 +176,7 @@ pub async fn deregister(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// GET /nf-instances/{nfInstanceID}: NFProfile retrieval.
-pub async fn get(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn get(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let key = req.param("nfInstanceID").to_ascii_lowercase();
     let entry = nrf
         .entry(&key)
@@ -193,7 +196,7 @@ fn positive(q: &sbi::query::Query, name: &str) -> Result<Option<usize>, ProblemD
 
 /// GET /nf-instances: NFList retrieval, a UriList (3gppHal+json) of the instances, ordered by
 /// nfInstanceId; `limit` caps the list, `page-size`/`page-number` select a page of it.
-pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let q = req.query();
     let nf_type = q.get("nf-type")?;
     if let Some(t) = nf_type {
@@ -201,7 +204,8 @@ pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             return Err(ProblemDetails::invalid_params(
                 cause::INVALID_QUERY_PARAM,
                 vec![InvalidParam::new("nf-type", format!("unknown NF type {t}"))],
-            ));
+            )
+            .into());
         }
     }
     let limit = positive(&q, "limit")?;

@@ -17,7 +17,8 @@ use store::{DocumentData, DocumentStore};
 
 use crate::config::{AccessTokenConfig, AuthRule};
 use crate::context::Nrf;
-use sbi::{json_response, HandlerResult, ProblemDetails, SbiRequest};
+use nf::{Answer, NfError};
+use sbi::{json_response, SbiRequest};
 
 const KEY_COLLECTION: &str = "nrf-keys";
 const KEY_ID: &str = "access-token-es256";
@@ -124,7 +125,7 @@ impl TokenError {
     }
 }
 
-fn refuse(error: TokenError, description: impl Into<String>) -> HandlerResult {
+fn refuse(error: TokenError, description: impl Into<String>) -> Answer {
     let body = json!({ "error": error.code(), "error_description": description.into() });
     let mut resp = json_response(StatusCode::BAD_REQUEST, &body)?;
     no_store(&mut resp);
@@ -182,7 +183,7 @@ fn parse_form(body: &[u8]) -> Result<TokenRequest, String> {
 }
 
 /// POST /oauth2/token: AccessTokenRequest.
-pub async fn token(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn token(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let form_ok = sbi::body::media_type(req.headers())
         .is_some_and(|m| m.eq_ignore_ascii_case("application/x-www-form-urlencoded"));
     if !form_ok {
@@ -280,7 +281,7 @@ pub async fn token(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     }
 
     let Some(signer) = nrf.token_signer.get() else {
-        return Err(ProblemDetails::internal("the token signing key is not loaded"));
+        return Err(NfError::internal("the token signing key is not loaded"));
     };
     let expiry = nrf.config.access_token.expiry_secs;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -298,7 +299,7 @@ pub async fn token(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     if let Some(p) = r.target_plmn {
         claims["producerPlmnId"] = p;
     }
-    let access_token = signer.sign(&claims).map_err(ProblemDetails::internal)?;
+    let access_token = signer.sign(&claims).map_err(NfError::internal)?;
     let body = json!({
         "access_token": access_token,
         "token_type": "Bearer",
@@ -346,10 +347,10 @@ fn authorize(
 }
 
 /// GET /oauth2/jwks: the key that verifies our tokens.
-pub async fn jwks(nrf: Arc<Nrf>, _req: SbiRequest) -> HandlerResult {
+pub async fn jwks(nrf: Arc<Nrf>, _req: SbiRequest) -> Answer {
     match nrf.token_signer.get() {
-        Some(s) => json_response(StatusCode::OK, &s.jwks()),
-        None => Err(ProblemDetails::internal("the token signing key is not loaded")),
+        Some(s) => Ok(json_response(StatusCode::OK, &s.jwks())?),
+        None => Err(NfError::internal("the token signing key is not loaded")),
     }
 }
 

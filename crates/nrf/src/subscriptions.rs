@@ -6,12 +6,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use sbi::body::{self, JSON_PATCH_JSON};
 use sbi::problem::cause;
-use sbi::{empty_response, json_response, HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use sbi::{empty_response, json_response, InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::{Map, Value};
 
-use crate::context::{now_ms, store_error, Entry, Nrf};
+use crate::context::{now_ms, Entry, Nrf};
 use crate::models::{self, NotificationData, SubscriptionData, NOTIFICATION_EVENTS};
 
 pub const SUBSCRIPTIONS_PATH: &str = "/nnrf-nfm/v1/subscriptions";
@@ -180,7 +181,7 @@ fn check_request(data: &SubscriptionData) -> Result<(), ProblemDetails> {
 }
 
 /// POST /subscriptions: NFStatusSubscribe.
-pub async fn subscribe(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn subscribe(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let mut data: SubscriptionData = req.json()?;
     check_request(&data)?;
     let expires = grant_validity(&nrf, data.validity_time.as_deref())?;
@@ -201,14 +202,15 @@ pub async fn subscribe(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
                     "the NRF holds its maximum of {} subscriptions",
                     nrf.config.max_subscriptions
                 ),
-            ));
+            )
+            .into());
         }
         table.insert(id.clone(), sub.clone());
     }
     let body = serde_json::to_vec(&sub.data).unwrap_or_default();
     if let Err(e) = nrf.store.put_subscription(&id, body, expires).await {
         nrf.write_subscriptions().remove(&id);
-        return Err(store_error(e));
+        return Err(e.into());
     }
     let mut resp = json_response(StatusCode::CREATED, &sub.data)?;
     let location = format!("{}{SUBSCRIPTIONS_PATH}/{id}", nrf.api_root(Some(&req)));
@@ -227,13 +229,12 @@ fn live(nrf: &Nrf, id: &str) -> Result<Arc<Subscription>, ProblemDetails> {
 }
 
 /// PATCH /subscriptions/{subscriptionID}: only validityTime may change.
-pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     body::require_media_type(req.headers(), &[JSON_PATCH_JSON])?;
     let id = req.param("subscriptionID").to_owned();
     let _guard = nrf.lock_key(&id).await;
     let current = live(&nrf, &id)?;
-    let mut doc =
-        serde_json::to_value(&current.data).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let mut doc = serde_json::to_value(&current.data)?;
     let before = doc.clone();
     body::apply_json_patch(&mut doc, &req.body)?;
     let changed: Vec<String> = models::diff(&before, &doc).into_iter().map(|c| c.path).collect();
@@ -242,7 +243,8 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
             StatusCode::FORBIDDEN,
             cause::MODIFICATION_NOT_ALLOWED,
             format!("only validityTime may be modified, not {p}"),
-        ));
+        )
+        .into());
     }
     let mut data = current.data.clone();
     let requested = doc.get("validityTime").and_then(Value::as_str);
@@ -250,17 +252,17 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
     data.validity_time = Some(format_time(expires));
     let sub = Arc::new(Subscription { data, cond: current.cond.clone(), expires_ms: expires });
     let body = serde_json::to_vec(&sub.data).unwrap_or_default();
-    nrf.store.put_subscription(&id, body, expires).await.map_err(store_error)?;
+    nrf.store.put_subscription(&id, body, expires).await?;
     nrf.write_subscriptions().insert(id, sub.clone());
-    json_response(StatusCode::OK, &sub.data)
+    Ok(json_response(StatusCode::OK, &sub.data)?)
 }
 
 /// DELETE /subscriptions/{subscriptionID}: NFStatusUnsubscribe.
-pub async fn unsubscribe(nrf: Arc<Nrf>, req: SbiRequest) -> HandlerResult {
+pub async fn unsubscribe(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let id = req.param("subscriptionID").to_owned();
     let _guard = nrf.lock_key(&id).await;
     live(&nrf, &id)?;
-    nrf.store.delete_subscription(&id).await.map_err(store_error)?;
+    nrf.store.delete_subscription(&id).await?;
     nrf.write_subscriptions().remove(&id);
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
