@@ -1,10 +1,12 @@
-//! What every fivecore NF shares above the SBI and store crates.
+//! What every fivecore NF shares above the SBI, Diameter and store crates.
 //!
-//! A newcomer's map: [`error`] is the one edge where an NF's faults become ProblemDetails
-//! answers (handlers return [`NfError`] and use `?`; the route converts); the start-up skeleton
-//! every NF fills in (configuration, store, SBI bind, NRF registration, Diameter node, graceful
-//! stop) joins it here.
+//! A newcomer's map: [`skeleton`] is how every NF starts and stops (configuration, store, SBI
+//! bind, NRF registration, Diameter node, graceful stop), which each NF fills in; [`error`] is
+//! the one edge where an NF's faults become ProblemDetails answers (handlers return
+//! [`NfError`] and use `?`; the route converts).
 
 pub mod error;
+pub mod skeleton;
 
 pub use error::{Answer, NfError};
+pub use skeleton::{Serving, Skeleton, Spec, StartError};

@@ -24,10 +24,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::store::{SqliteConfig, SqliteStore};
+use ::store::SqliteConfig;
 use http::Method;
-use sbi::client::{ClientConfig, SbiClient};
-use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+use nf::{Serving, Skeleton, Spec};
+use sbi::client::ClientConfig;
+use sbi::{Router, ServerConfig};
 
 pub use config::NrfConfig;
 pub use context::Nrf;
@@ -43,19 +44,8 @@ pub struct RunConfig {
     pub instance_id: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum NrfError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error("store: {0}")]
-    Store(#[from] ::store::Error),
-    #[error("SBI client: {0}")]
-    Client(#[from] sbi::client::ClientError),
-    #[error("SBI server: {0}")]
-    Server(#[from] sbi::server::ServerError),
-    #[error("serving: {0}")]
-    Io(#[from] std::io::Error),
-}
+/// Why the NRF could not start or serve: the skeleton's.
+pub type NrfError = nf::StartError;
 
 /// The Nnrf_NFManagement and Nnrf_NFDiscovery routes over `nrf`.
 pub fn router(nrf: Arc<Nrf>) -> Router {
@@ -123,45 +113,68 @@ pub fn router(nrf: Arc<Nrf>) -> Router {
 
 /// A bound, loaded NRF, ready to serve.
 pub struct Bound {
-    server: SbiServer,
+    serving: Serving,
     nrf: Arc<Nrf>,
-    store: SqliteStore,
-    observability: Observability,
 }
 
-/// Opens the store, loads profiles and subscriptions into memory and binds the SBI port.
+/// Opens the store, loads profiles and subscriptions into memory and binds the SBI port (the
+/// NF skeleton's steps; the NRF registers with no NRF).
 pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
     config.nrf.validate().map_err(NrfError::Config)?;
-    let instance_id =
-        config.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let identity = NfIdentity::new("NRF", instance_id.clone());
-    let mut client_config = config.client.clone();
-    client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("NRF", &instance_id));
-    let client = SbiClient::new(&client_config)?;
-    let db = SqliteStore::open(config.store.clone()).await?;
-    let observability = Observability::new();
-    let notifier = notify::Notifier::new(client.clone(), config.nrf.notify.clone());
-    let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
-    let nrf =
-        Arc::new(Nrf::new(config.nrf.clone(), store::NrfStore::new(db.clone()), notifier, scheme));
+    let skeleton = Skeleton::open(Spec {
+        nf_type: "NRF",
+        instance_id: config.instance_id.clone(),
+        sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store: config.store.clone(),
+        nrf: None,
+    })
+    .await?;
+    let db = skeleton.store().clone();
+    let notifier = notify::Notifier::new(skeleton.client().clone(), config.nrf.notify.clone());
+    let nrf = Arc::new(Nrf::new(
+        config.nrf.clone(),
+        store::NrfStore::new(db.clone()),
+        notifier,
+        skeleton.scheme(),
+    ));
     let (profiles, subs) = nrf.load().await?;
-    let _ = nrf.instance_id.set(instance_id.clone());
-    let _ = nrf.client.set(client);
+    let _ = nrf.instance_id.set(skeleton.instance_id().to_owned());
+    let _ = nrf.client.set(skeleton.client().clone());
     let signer = nnrf_token::TokenSigner::load(&config.nrf.access_token, &db)
         .await
         .map_err(NrfError::Config)?;
     let _ = nrf.token_signer.set(signer);
     tracing::info!(profiles, subscriptions = subs, "NRF state loaded");
-    let server =
-        SbiServer::bind(config.sbi.clone(), identity, router(nrf.clone()), observability.clone())
-            .await?;
-    let _ = nrf.local_authority.set(server.local_addr().to_string());
-    Ok(Bound { server, nrf, store: db, observability })
+    let mut serving = skeleton.bind(router(nrf.clone())).await?;
+    let _ = nrf.local_authority.set(serving.local_addr().to_string());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let audit = tokio::spawn(audit(nrf.clone(), stop_rx));
+    serving.on_stop(async move {
+        let _ = stop_tx.send(true);
+        let _ = audit.await;
+    });
+    Ok(Bound { serving, nrf })
+}
+
+/// The heartbeat and subscription audits, until `stop`.
+async fn audit(nrf: Arc<Nrf>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(nrf.config.audit_interval_ms));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                nnrf_nfm::audit_heartbeats(&nrf).await;
+                subscriptions::expire(&nrf).await;
+            }
+            _ = stop.changed() => break,
+        }
+    }
 }
 
 impl Bound {
     pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
+        self.serving.local_addr()
     }
 
     pub fn nrf(&self) -> &Arc<Nrf> {
@@ -169,32 +182,9 @@ impl Bound {
     }
 
     /// Serves until `shutdown`, with the heartbeat and subscription audits running; then
-    /// closes the store (everything acknowledged is already committed).
+    /// stops as every NF does (nf::skeleton).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), NrfError> {
-        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-        let nrf = self.nrf.clone();
-        let audit = tokio::spawn(async move {
-            let mut tick =
-                tokio::time::interval(Duration::from_millis(nrf.config.audit_interval_ms));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {
-                        nnrf_nfm::audit_heartbeats(&nrf).await;
-                        subscriptions::expire(&nrf).await;
-                    }
-                    _ = stop_rx.changed() => break,
-                }
-            }
-        });
-        self.observability.set_ready(true);
-        let served = self.server.serve(shutdown).await;
-        let _ = stop_tx.send(true);
-        let _ = audit.await;
-        if let Err(e) = self.store.close().await {
-            tracing::warn!(error = %e, "store did not close cleanly");
-        }
-        served.map_err(NrfError::from)
+        self.serving.serve(shutdown).await
     }
 }
 

@@ -1,0 +1,238 @@
+//! The NF skeleton: how every fivecore NF starts, serves and stops (after open5gs's `init.c`
+//! and `sbi-path.c`, with the state passed in instead of global).
+//!
+//! An NF fills it in, in this order:
+//! 1. [`Skeleton::open`] with the NF's [`Spec`]: its nfInstanceId (generated when not
+//!    configured), the SBI client (User-Agent naming the NF), and its store, opened.
+//! 2. The NF builds its context on [`Skeleton::store`] and [`Skeleton::client`], loads its
+//!    state, and [`Skeleton::bind`]s its router: the SBI port is bound, so its address is known
+//!    before any NRF profile is built.
+//! 3. On the [`Serving`] it got: [`Serving::register`] the NF profile(s) with the NRF (when
+//!    `nrf` is configured), [`Serving::diameter`] its Diameter node, [`Serving::on_stop`] what
+//!    its own background work needs to stop, [`Serving::defer_ready`] when it loads something
+//!    in the background before it is worth routing to.
+//! 4. [`Serving::serve`] until shutdown. The stop is always the same: the SBI server drains
+//!    (GOAWAY, in-flight requests answered), the NF's own stop steps run in the order given,
+//!    each Diameter node sends DPR to its peers, each NRF registration is withdrawn
+//!    (NFDeregister), and the store closes (everything acknowledged is already committed).
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+
+use diameter::DiameterNode;
+use nrf_client::{NrfClient, NrfClientConfig, ProfileBuilder};
+use sbi::client::{ClientConfig, SbiClient};
+use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+use store::{SqliteConfig, SqliteStore};
+
+/// What the skeleton needs of an NF's configuration.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The NF type as TS 29.510 spells it (`"BSF"`, `"UDR"`, ...).
+    pub nf_type: &'static str,
+    /// The nfInstanceId; a new v4 UUID when `None`.
+    pub instance_id: Option<String>,
+    pub sbi: ServerConfig,
+    pub client: ClientConfig,
+    pub store: SqliteConfig,
+    /// Where to register; `None` for an NF that does not register (the NRF itself, a lab).
+    pub nrf: Option<NrfClientConfig>,
+}
+
+/// Why an NF could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("store: {0}")]
+    Store(#[from] store::Error),
+    #[error("SBI client: {0}")]
+    Client(#[from] sbi::client::ClientError),
+    #[error("SBI server: {0}")]
+    Server(#[from] sbi::server::ServerError),
+    #[error("NRF client: {0}")]
+    Nrf(#[from] nrf_client::Error),
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// An NF whose store is open, before its SBI port is bound.
+pub struct Skeleton {
+    spec: Spec,
+    instance_id: String,
+    client: SbiClient,
+    store: SqliteStore,
+    observability: Observability,
+}
+
+impl Skeleton {
+    /// Makes the NF's identity and SBI client and opens its store.
+    pub async fn open(spec: Spec) -> Result<Skeleton, StartError> {
+        let instance_id =
+            spec.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let mut client_config = spec.client.clone();
+        client_config
+            .user_agent
+            .get_or_insert_with(|| sbi::client::user_agent(spec.nf_type, &instance_id));
+        let client = SbiClient::new(&client_config)?;
+        let store = SqliteStore::open(spec.store.clone()).await?;
+        Ok(Skeleton { spec, instance_id, client, store, observability: Observability::new() })
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    pub fn client(&self) -> &SbiClient {
+        &self.client
+    }
+
+    /// The NF's store; each NF puts its own store trait's implementation on it.
+    pub fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
+    /// The metric registry and readiness flag the SBI port serves.
+    pub fn observability(&self) -> &Observability {
+        &self.observability
+    }
+
+    /// `https` when the SBI port has TLS, else `http`: what the NF's own URIs and profile use.
+    pub fn scheme(&self) -> &'static str {
+        if self.spec.sbi.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Binds the SBI port with `router`'s service operations.
+    pub async fn bind(self, router: Router) -> Result<Serving, StartError> {
+        let identity = NfIdentity::new(self.spec.nf_type, self.instance_id.clone());
+        let server =
+            SbiServer::bind(self.spec.sbi.clone(), identity, router, self.observability.clone())
+                .await?;
+        Ok(Serving {
+            scheme: self.scheme(),
+            skeleton: self,
+            server,
+            nrf: Vec::new(),
+            diameter: Vec::new(),
+            on_stop: Vec::new(),
+            ready_later: false,
+        })
+    }
+
+    /// Closes the store of an NF that will not serve (its start failed after opening it).
+    pub async fn close(self) {
+        close_store(&self.store).await;
+    }
+}
+
+type StopStep = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A bound NF, ready to serve.
+pub struct Serving {
+    skeleton: Skeleton,
+    scheme: &'static str,
+    server: SbiServer,
+    nrf: Vec<NrfClient>,
+    diameter: Vec<DiameterNode>,
+    on_stop: Vec<StopStep>,
+    ready_later: bool,
+}
+
+impl Serving {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.skeleton.instance_id
+    }
+
+    pub fn client(&self) -> &SbiClient {
+        &self.skeleton.client
+    }
+
+    pub fn observability(&self) -> &Observability {
+        &self.skeleton.observability
+    }
+
+    pub fn scheme(&self) -> &'static str {
+        self.scheme
+    }
+
+    /// The IPv4 address the NF advertises: the one the SBI port is bound to, or loopback when
+    /// bound to every address (`0.0.0.0`) or to IPv6.
+    pub fn advertised_ipv4(&self) -> Ipv4Addr {
+        match self.local_addr().ip() {
+            IpAddr::V4(v4) if !v4.is_unspecified() => v4,
+            _ => Ipv4Addr::LOCALHOST,
+        }
+    }
+
+    /// A profile of this NF with its type, instance id and advertised address, for the NF to
+    /// add its services to.
+    pub fn profile(&self) -> ProfileBuilder {
+        ProfileBuilder::new(self.skeleton.spec.nf_type, &self.skeleton.instance_id)
+            .ipv4(&self.advertised_ipv4().to_string())
+    }
+
+    /// Keeps `profile` registered with the NRF while serving, when an NRF is configured
+    /// (returns whether one is). An NF with two profiles (the UDR and its 5G-EIR) calls it twice.
+    pub fn register(&mut self, profile: serde_json::Value) -> Result<bool, StartError> {
+        let Some(config) = &self.skeleton.spec.nrf else { return Ok(false) };
+        let client = NrfClient::new(config.clone(), self.skeleton.client.clone(), profile)?;
+        self.nrf.push(client);
+        Ok(true)
+    }
+
+    /// A Diameter node of the NF: its metrics are served on `/metrics`, and it says DPR to its
+    /// peers when the NF stops.
+    pub fn diameter(&mut self, node: DiameterNode) {
+        self.skeleton.observability.with_registry(|r| node.register_metrics(r));
+        self.diameter.push(node);
+    }
+
+    /// A step of the NF's own stop (end a background task, flush a queue), run after the SBI
+    /// server has drained, in the order the steps were given.
+    pub fn on_stop(&mut self, step: impl Future<Output = ()> + Send + 'static) {
+        self.on_stop.push(Box::pin(step));
+    }
+
+    /// The NF reports ready itself (`Observability::set_ready`) once its background loading is
+    /// done, instead of as soon as it serves.
+    pub fn defer_ready(&mut self) {
+        self.ready_later = true;
+    }
+
+    /// Serves until `shutdown`, then stops in the skeleton's order (module doc).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
+        for nrf in &self.nrf {
+            nrf.start();
+        }
+        if !self.ready_later {
+            self.skeleton.observability.set_ready(true);
+        }
+        let served = self.server.serve(shutdown).await;
+        for step in self.on_stop {
+            step.await;
+        }
+        for node in &self.diameter {
+            node.shutdown().await;
+        }
+        for nrf in &self.nrf {
+            nrf.shutdown().await;
+        }
+        close_store(&self.skeleton.store).await;
+        served.map_err(StartError::from)
+    }
+}
+
+async fn close_store(store: &SqliteStore) {
+    if let Err(e) = store.close().await {
+        tracing::warn!(error = %e, "store did not close cleanly");
+    }
+}
