@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -938,6 +938,9 @@ fn encode_or_log(m: &Message) -> Option<Bytes> {
     }
 }
 
+/// The duplicate cache's key. The peer chooses both parts, and two requests with equal keys are
+/// answered alike, so this is SipHash (std's), not the workspace's fast unkeyed hash: a peer
+/// must not be able to make another request's key on purpose.
 fn dup_key(m: &Message) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.end_to_end_id().hash(&mut h);
@@ -956,32 +959,8 @@ struct DupCache {
 
 struct DupGen {
     since: Instant,
-    cur: HashMap<u64, Bytes, BuildNoHash>,
-    old: HashMap<u64, Bytes, BuildNoHash>,
-}
-
-#[derive(Default, Clone, Copy)]
-struct BuildNoHash;
-#[derive(Default)]
-struct NoHash(u64);
-impl Hasher for NoHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, b: &[u8]) {
-        for x in b {
-            self.0 = (self.0 << 8) | u64::from(*x);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-impl BuildHasher for BuildNoHash {
-    type Hasher = NoHash;
-    fn build_hasher(&self) -> NoHash {
-        NoHash(0)
-    }
+    cur: HashMap<u64, Bytes, rustc_hash::FxBuildHasher>,
+    old: HashMap<u64, Bytes, rustc_hash::FxBuildHasher>,
 }
 
 impl DupCache {

@@ -8,7 +8,7 @@
 //! before any address of a freed entry could be reused.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
@@ -35,41 +35,21 @@ pub struct AnswerCache {
 #[derive(Default)]
 struct Inner {
     generation: u64,
-    /// By hash of (validity, entry addresses) (see [`key_hash`]); the map does not hash again.
-    answers: HashMap<u64, Vec<Kept>, BuildHasherDefault<Premixed>>,
+    /// By hash of (validity, entry addresses) (see [`key_hash`]).
+    answers: HashMap<u64, Vec<Kept>, rustc_hash::FxBuildHasher>,
 }
 
-/// The map's hasher for keys that are hashes already.
-#[derive(Default)]
-struct Premixed(u64);
-
-impl Hasher for Premixed {
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used (u64 keys); fold anything else in for completeness.
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(MIX);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// Validity and entry addresses mixed by multiplication: every discovery computes one, and
-/// SipHash (a keyed hash against flooding) cost more here than the rest of the lookup. The
-/// inputs are not chosen by consumers (addresses of the index's entries), and a collision
-/// only costs a comparison: [`Kept`] holds what the answer was built from.
+/// Validity and entry addresses under the workspace's fast hash (FxHash): every discovery
+/// computes one, and SipHash (a keyed hash against flooding) cost more here than the rest of
+/// the lookup. The inputs are not chosen by consumers (addresses of the index's entries), and a
+/// collision only costs a comparison: [`Kept`] holds what the answer was built from.
 fn key_hash(validity: u32, chosen: &[&Arc<Entry>]) -> u64 {
-    let mut h = u64::from(validity).wrapping_mul(MIX);
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    h.write_u32(validity);
     for a in addresses(chosen) {
-        h = (h.rotate_left(29) ^ a as u64).wrapping_mul(MIX);
+        h.write_usize(a);
     }
-    h ^ (h >> 32)
+    h.finish()
 }
 
 /// One kept answer, with what it was built from to tell hash collisions apart.

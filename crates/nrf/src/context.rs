@@ -7,9 +7,8 @@
 //! that follows it cannot be reordered against a concurrent write to the same instance, while
 //! writes to different instances still reach the store together (group commit).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -222,9 +221,8 @@ impl Nrf {
 
     /// Serialises writes to one key (an NF instance or a subscription).
     pub async fn lock_key(&self, key: &str) -> tokio::sync::MutexGuard<'_, ()> {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        self.write_stripes[(h.finish() as usize) % WRITE_STRIPES].lock().await
+        let stripe = rustc_hash::FxBuildHasher.hash_one(key) as usize % WRITE_STRIPES;
+        self.write_stripes[stripe].lock().await
     }
 
     pub fn read_index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
