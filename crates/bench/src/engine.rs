@@ -1257,7 +1257,7 @@ fn render_http(
         // per request sequence number.
         (None, None) if p.body_binding => {
             let b = bindings?;
-            Some(Bytes::from(serde_json::to_vec(&b.factory.document(b.count + n)).ok()?))
+            Some(Bytes::from(b.factory.document(b.count + n)))
         }
         _ => None,
     };

@@ -2,6 +2,7 @@
 //! with the reference's published figures. See docs/bench.md.
 
 pub mod bindings;
+pub mod bulk_load;
 pub mod engine;
 pub mod h2client;
 pub mod host;
@@ -20,6 +21,8 @@ mod sim_node;
 pub mod stats;
 pub mod template;
 pub mod udr;
+#[cfg(test)]
+mod xml_check;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -224,25 +227,28 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 continue;
             }
             let dir = nfproc::data_dir(nf)?;
-            if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
-                let db = dir.path().join(bindings::BSF_STORE_FILE);
-                preloaded = Some(plan.preload_file(&db, progress).await?);
-                settle_disk(progress).await?;
-            }
-            if let Some(plan) = udr_plan.as_ref().filter(|p| &p.nf == nf) {
-                let db = dir.path().join(udr::UDR_STORE_FILE);
-                let want_etags = scenario.procedures.iter().any(|p| p.etag.is_some());
-                udr_preloaded =
-                    Some(plan.preload_file(&db, &sim_urls, want_etags, progress).await?);
-                settle_disk(progress).await?;
-            }
             if diameter_nf.as_ref() == Some(nf) {
                 let addr = format!("127.0.0.1:{}", nfproc::free_port()?);
                 vars.insert(scenario::DIAMETER_ADDR.into(), addr.clone());
                 diameter_addr = Some(addr.parse()?);
             }
-            let config = nf_config_file(&scenario, nf, &vars);
-            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_ref(), dir)?;
+            // The bulk-load commands get the NF's own configuration: the same store.
+            let config =
+                nfproc::write_config(&out, nf, nf_config_file(&scenario, nf, &vars).as_ref())?;
+            if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
+                preloaded = Some(
+                    plan.preload_command(&exe, dir.path(), config.as_deref(), progress).await?,
+                );
+                settle_disk(progress).await?;
+            }
+            if let Some(plan) = udr_plan.as_ref().filter(|p| &p.nf == nf) {
+                let loaded = plan
+                    .preload_command(&exe, dir.path(), config.as_deref(), &sim_urls, progress)
+                    .await?;
+                udr_preloaded = Some(loaded);
+                settle_disk(progress).await?;
+            }
+            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_deref(), dir)?;
             targets.push(TargetReport {
                 nf: nf.clone(),
                 url: c.url.clone(),
@@ -268,6 +274,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             let url = targets.iter().find(|t| t.nf == plan.nf).context("subscribers target")?;
             udr_preloaded =
                 Some(plan.preload_http(&url.url, &ready_client, &sim_urls, progress).await?);
+        }
+        if let Some(u) = udr_preloaded.as_mut() {
+            read_etags(&scenario, u, &targets, &ready_client, progress).await?;
         }
         let rx = match (&scenario.diameter, diameter_addr) {
             (Some(d), None) => {
@@ -433,7 +442,9 @@ pub async fn run_against(
         let client = sbi::client::SbiClient::new(&Default::default())?;
         let sim_urls: Vec<(String, String)> =
             sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
-        udr_preloaded = Some(plan.preload_http(&t.url, &client, &sim_urls, false).await?);
+        let mut u = plan.preload_http(&t.url, &client, &sim_urls, false).await?;
+        read_etags(&scenario, &mut u, &targets, &client, false).await?;
+        udr_preloaded = Some(u);
     }
     let rx = match (&scenario.diameter, diameter_addr) {
         (Some(d), None) => bail!("no {}{DIAMETER_TARGET} target", d.nf),
@@ -471,7 +482,23 @@ pub async fn run_against(
     Ok(r)
 }
 
-/// A preload by store file leaves up to gigabytes of dirty pages in the page cache. Written
+/// Reads the preloaded sm-data's ETags from the UDR when the scenario uses entity tags.
+async fn read_etags(
+    s: &Scenario,
+    u: &mut udr::UdrPreloaded,
+    targets: &[TargetReport],
+    client: &sbi::client::SbiClient,
+    progress: bool,
+) -> Result<()> {
+    let uses_etags = s.procedures.iter().any(|p| p.etag.is_some());
+    if !uses_etags || u.plan.kind != scenario::UdrKind::PolicySmData {
+        return Ok(());
+    }
+    let t = targets.iter().find(|t| t.nf == u.plan.nf).context("subscribers target")?;
+    u.read_etags(&t.url, client, progress).await
+}
+
+/// A preload by the NF's bulk-load command leaves up to gigabytes of dirty pages in the page cache. Written
 /// back by the kernel during the measured run, they queue in front of the NF's own commits and
 /// its fsyncs take tens of milliseconds (seen as p99s of 20-70 ms in runs right after a
 /// 10M-binding preload), so the run starts once they are on disk.

@@ -52,22 +52,35 @@ pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// A fresh data directory for `nf`, removed when dropped. Preloaded state is written into it
-/// before [`spawn`].
+/// A fresh data directory for `nf`, removed when dropped. The NF's own bulk-load command
+/// preloads state into it before [`spawn`] (crate::bulk_load).
 pub fn data_dir(nf: &str) -> Result<tempfile::TempDir> {
     Ok(tempfile::Builder::new().prefix(&format!("fivecore-bench-{nf}-")).tempdir()?)
 }
 
-/// Starts `exe <nf> --listen .. --data-dir ..`; its output goes to `<log_dir>/<nf>.log`.
-/// It is started from the calling thread, whose CPU affinity it inherits (so call it from an
-/// unpinned thread). With `config` (the whole configuration file: `[<nf>]` and any shared
-/// sections), it is written to `<log_dir>/<nf>.toml` and passed with `--config`.
+/// Writes the configuration file of `nf` (the whole file: `[<nf>]` and any shared sections)
+/// to `<log_dir>/<nf>.toml`, for `--config` of the NF and of its bulk-load command.
+pub fn write_config(
+    log_dir: &Path,
+    nf: &str,
+    root: Option<&toml::Table>,
+) -> Result<Option<PathBuf>> {
+    let Some(root) = root else { return Ok(None) };
+    let path = log_dir.join(format!("{nf}.toml"));
+    std::fs::write(&path, toml::to_string(root)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(Some(path))
+}
+
+/// Starts `exe <nf> --listen .. --data-dir .. [--config FILE]`; its output goes to
+/// `<log_dir>/<nf>.log`. It is started from the calling thread, whose CPU affinity it inherits
+/// (so call it from an unpinned thread).
 pub fn spawn(
     exe: &Path,
     nf: &str,
     cpus: Option<&str>,
     log_dir: &Path,
-    config: Option<&toml::Table>,
+    config: Option<&Path>,
     data_dir: tempfile::TempDir,
 ) -> Result<ChildNf> {
     let port = free_port()?;
@@ -87,10 +100,7 @@ pub fn spawn(
         .arg(format!("127.0.0.1:{port}"))
         .arg("--data-dir")
         .arg(data_dir.path());
-    if let Some(root) = config {
-        let path = log_dir.join(format!("{nf}.toml"));
-        std::fs::write(&path, toml::to_string(root)?)
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(path) = config {
         cmd.arg("--config").arg(path);
     }
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);

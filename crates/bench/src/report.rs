@@ -288,6 +288,9 @@ pub fn markdown(r: &Report) -> String {
         if let Some(mb) = u.db_mb {
             let _ = write!(s, "; database {mb:.0} MB");
         }
+        if let Some(t) = u.etag_read_seconds {
+            let _ = write!(s, "; sm-data ETags read over Nudr in {t:.1} s");
+        }
         let _ = writeln!(s);
     }
     if r.preload.rx_sessions > 0 {

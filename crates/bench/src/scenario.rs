@@ -197,8 +197,8 @@ pub struct Preload {
 }
 
 /// What a UDR scenario preloads, one record per subscriber `i` (the SUPI of index
-/// `supi_first + i`): written straight into the store file of a UDR the kit starts (SLF and
-/// EIR through `udr::import`, policy data through `put_profiles`), provisioned over
+/// `supi_first + i`): loaded by the bulk-load command `fivecore udr import` of a UDR the kit
+/// starts, before it starts (crate::udr), provisioned over
 /// `/udr-prov/v1` otherwise.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -269,8 +269,9 @@ impl UdrSet {
     }
 }
 
-/// PCF bindings in the BSF before the load starts (`bsf::preload::BindingFactory`): written
-/// straight into the store file of a BSF the kit starts, registered over Nbsf otherwise.
+/// PCF bindings in the BSF before the load starts (`crate::bindings::BindingFactory`): loaded by
+/// the bulk-load command `fivecore bsf preload` of a BSF the kit starts, before it starts;
+/// registered over Nbsf otherwise.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BindingSet {

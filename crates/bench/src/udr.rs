@@ -2,18 +2,22 @@
 //!
 //! Subscriber `i` is the SUPI `imsi-<supi_prefix><supi_first + i, 10 digits>`, the GPSI
 //! `msisdn-<gpsi_prefix><same MSIN>` and the IMEI `imei_first + MSIN`, so the `{supi}`, `{gpsi}`
-//! and `{imei}` generators name preloaded subscribers. A UDR the kit starts gets them written
-//! into its store file before it starts: SLF entries and EIR equipment through `udr::import`
-//! (the engine of `fivecore udr import`, fed a CSV generated on the fly), policy data through
-//! `udr::policy_data::store::put_profiles` and its subscriptions through
-//! `udr::preload::put_subscriptions`, Sh profiles through `udr::sh::data::create` (what a
-//! SOAP `CreateShProfile` writes). A UDR given with `--target` gets them over the provisioning
-//! API (`/udr-prov/v1`) and `subs-to-notify`, Sh profiles over SOAP, 64 at a time.
+//! and `{imei}` generators name preloaded subscribers. A UDR the kit starts gets them from its
+//! own bulk-load command, `fivecore udr import`, run on the UDR's data directory before the UDR
+//! starts (crate::bulk_load), fed rows the kit generates on the fly: SLF entries and EIR
+//! equipment as CSV (`--kind slf|eir`), policy data as JSON lines (`--kind policy`) and then
+//! its subscriptions (`--kind policy-subscriptions`), Sh profiles as JSON lines (`--kind sh`).
+//! A UDR given with `--target` gets them over the provisioning API (`/udr-prov/v1`) and
+//! `subs-to-notify`, Sh profiles over SOAP, 64 at a time. Either way, the ETags of the
+//! preloaded sm-data are then read over Nudr_DataRepository, as a PCF that had read the data
+//! would hold them ([`UdrPreloaded::read_etags`]).
 
+use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, LazyLock};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use http::Method;
@@ -22,18 +26,20 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
+use crate::bindings::push_json_text;
+use crate::bulk_load;
 use crate::engine::progress_bar;
 use crate::scenario::{Scenario, UdrKind};
 use crate::sched::Rng;
 
-/// The database file of `fivecore udr --data-dir DIR` (crates/fivecore/src/nf.rs).
-pub const UDR_STORE_FILE: &str = "udr.db";
-
 const CREATED: &[u16] = &[201];
 const PUT_OK: &[u16] = &[200, 201];
 
-/// Profiles per store transaction for policy data (about 50 MB of sm-data) and Sh.
-const POLICY_BATCH: u64 = 20_000;
+/// The method of a preload by the UDR's own bulk-load command, as the report names it.
+pub const IMPORT_COMMAND: &str = "fivecore udr import";
+
+/// Requests in flight while the ETags of the preloaded sm-data are read.
+const ETAG_STREAMS: usize = 64;
 
 /// The home domain of the Sh users' SIP URIs.
 pub const IMS_DOMAIN: &str = "ims.fivecore.local";
@@ -77,11 +83,17 @@ pub struct UdrReport {
     pub count: u64,
     /// Policy data subscriptions written with them.
     pub subscriptions: u64,
-    /// `store file` (written before the UDR started) or `provisioning API` (over HTTP).
+    /// `fivecore udr import` (the UDR's bulk-load command, run before the UDR started) or
+    /// `provisioning API` (over HTTP).
     pub method: String,
+    /// Wall seconds of the preload (every import it ran, or every provisioning request).
     pub seconds: f64,
-    /// The UDR's database file afterwards (store file only).
+    /// The UDR's database files afterwards (bulk-load command only: the files in its data
+    /// directory, as the kit sees them before the UDR starts).
     pub db_mb: Option<f64>,
+    /// Seconds spent reading the preloaded sm-data's ETags over the wire (scenarios with
+    /// entity tags only), before the load starts.
+    pub etag_read_seconds: Option<f64>,
 }
 
 /// A finished preload.
@@ -94,7 +106,7 @@ pub struct UdrPreloaded {
     /// Their subscriptions' ids, for `plan.subscription_pool`.
     pub deletable_subscriptions: Vec<String>,
     /// Policy data: the ETag of each preloaded UE's sm-data (path, ETag), when the scenario
-    /// uses entity tags and the kit wrote the store file.
+    /// uses entity tags; read over the wire once the UDR is up ([`UdrPreloaded::read_etags`]).
     pub etags: Vec<(String, String)>,
 }
 
@@ -167,13 +179,12 @@ impl UdrPlan {
     /// Sh profile `i`: two public identities (SIP and tel URI) and the MSISDN of one number,
     /// registered at the S-CSCF, with 2 KB of MMTel repository data (Sequence-Number 0):
     /// about 2.2 KB, the reference's T3 profile size.
-    pub fn sh_profile(&self, i: u64) -> udr::sh::data::ShProfile {
-        use udr::sh::data::{ims_user_state, RepositoryData, ShProfile};
+    pub fn sh_profile(&self, i: u64) -> ShProfile {
         let msisdn = self.sh_msisdn(i);
         ShProfile {
             public_identities: vec![self.sh_user(i), format!("tel:+{msisdn}")],
             msisdns: vec![msisdn],
-            ims_user_state: ims_user_state::REGISTERED,
+            ims_user_state: "REGISTERED",
             scscf_name: Some(SCSCF.into()),
             repository: vec![RepositoryData {
                 service_indication: crate::sh::messages::SERVICE_INDICATION.into(),
@@ -251,7 +262,7 @@ impl UdrPlan {
             UdrKind::Eir => {
                 json!({"imei": format!("{:014}", self.imei(i)), "status": Self::eir_status(i)})
             }
-            UdrKind::PolicySmData => json!({"smData": udr::preload::sm_data_document(i)}),
+            UdrKind::PolicySmData => json!({"smData": sm_data_document(i)}),
             // Provisioned over SOAP (`sh_create_call`), not as JSON.
             UdrKind::ShProfile => Value::Null,
         }
@@ -266,6 +277,11 @@ impl UdrPlan {
             ],
             "notifId": format!("preload-{i}"),
         })
+    }
+
+    /// The `--kind policy-subscriptions` line of UE `i`: `{"subsId":…,"subscription":{…}}`.
+    fn subscription_line(&self, i: u64, sink: &str) -> Value {
+        json!({"subsId": self.subscription_id(i), "subscription": self.subscription(i, sink)})
     }
 
     fn subscription_id(&self, i: u64) -> String {
@@ -298,143 +314,131 @@ impl UdrPlan {
         }
     }
 
-    /// Writes the subscribers into the UDR store file at `path` (the UDR is not running yet).
-    /// `sims` are the running simulators' names and base URLs.
-    /// With `want_etags`, the ETags of the preloaded sm-data are read back.
-    pub async fn preload_file(
+    /// Preloads the subscribers with `<exe> udr import` on the data directory `data_dir` of a
+    /// UDR that is not running yet, `config` being the configuration file the UDR will be
+    /// started with; `sims` are the running simulators' names and base URLs (the policy data
+    /// subscriptions' notification sink). Every row must be imported: a skipped one fails the
+    /// run, since the procedures name subscribers by index.
+    pub async fn preload_command(
         &self,
-        path: &Path,
+        exe: &Path,
+        data_dir: &Path,
+        config: Option<&Path>,
         sims: &[(String, String)],
-        want_etags: bool,
         progress: bool,
     ) -> Result<UdrPreloaded> {
         let t0 = Instant::now();
-        let sink = self.sink(sims)?;
-        let cfg =
-            store::SqliteConfig { path: path.to_path_buf(), readers: 1, ..Default::default() };
-        let db = store::SqliteStore::open(cfg)
-            .await
-            .with_context(|| format!("opening {}", path.display()))?;
-        db.migrate(udr::migrations()).await.with_context(|| format!("{}", path.display()))?;
-        let mut subscriptions = 0;
-        let mut etags = Vec::new();
-        let label = format!("preload {}", kind_name(self.kind));
-        let result: Result<()> = async {
-            match self.kind {
-                UdrKind::Slf | UdrKind::Eir => {
-                    let kind = if self.kind == UdrKind::Slf {
-                        udr::import::Kind::Slf
-                    } else {
-                        udr::import::Kind::Eir
-                    };
-                    let input =
-                        std::io::BufReader::with_capacity(1 << 20, GeneratedCsv::new(self.clone()));
-                    let opts = udr::import::Options::new(kind, udr::import::Format::Csv);
-                    let mut last = Instant::now();
-                    let report = udr::import::run(&db, input, opts, |e| {
-                        if let udr::import::Event::Progress(p) = e {
-                            if progress && last.elapsed() > Duration::from_millis(200) {
-                                last = Instant::now();
-                                progress_bar(&label, p.rows as usize, self.count as usize);
-                            }
-                        }
-                    })
-                    .await?;
-                    if report.progress.bad > 0 || report.progress.rows != self.count {
-                        bail!(
-                            "the import took {} of {} rows ({} bad)",
-                            report.progress.rows,
-                            self.count,
-                            report.progress.bad
-                        );
-                    }
-                }
-                UdrKind::ShProfile => {
-                    let mut i = 0;
-                    while i < self.count {
-                        let end = (i + POLICY_BATCH).min(self.count);
-                        let profiles = (i..end)
-                            .map(|k| {
-                                let p = self.sh_profile(k);
-                                check_sh_profile(&p).with_context(|| format!("Sh profile {k}"))?;
-                                Ok(p)
-                            })
-                            .collect::<Result<Vec<_>>>()?;
-                        db.write(move |tx| {
-                            for p in &profiles {
-                                udr::sh::data::create(tx, p)?;
-                            }
-                            Ok(())
-                        })
-                        .await?;
-                        i = end;
-                        if progress {
-                            progress_bar(&label, i as usize, self.count as usize);
-                        }
-                    }
-                }
-                UdrKind::PolicySmData => {
-                    let mut i = 0;
-                    while i < self.count {
-                        let end = (i + POLICY_BATCH).min(self.count);
-                        let profiles: Vec<(String, Value)> =
-                            (i..end).map(|k| (self.supi(k), self.document(k))).collect();
-                        let ids: Vec<String> = profiles.iter().map(|(u, _)| u.clone()).collect();
-                        db.write(move |tx| udr::policy_data::store::put_profiles(tx, &profiles))
-                            .await?;
-                        if want_etags {
-                            let tags = udr::preload::sm_data_etags(&db, ids.clone()).await?;
-                            for (ue, tag) in ids.into_iter().zip(tags) {
-                                let tag = tag.context("a preloaded UE has no sm-data")?;
-                                etags.push((Self::sm_data_path(&ue), tag));
-                            }
-                        }
-                        if let Some(sink) = sink {
-                            let subs: Vec<(String, Value)> = (i..end)
-                                .filter(|k| k % self.subscribe_every == 0)
-                                .map(|k| (self.subscription_id(k), self.subscription(k, sink)))
-                                .collect();
-                            subscriptions += db
-                                .write(move |tx| udr::preload::put_subscriptions(tx, &subs))
-                                .await? as u64;
-                        }
-                        i = end;
-                        if progress {
-                            progress_bar(&label, i as usize, self.count as usize);
-                        }
-                    }
-                }
+        let sink = self.sink(sims)?.map(str::to_owned);
+        let import = |kind: &str, format: &str| {
+            let mut args: Vec<OsString> =
+                ["udr", "import", "--kind", kind, "--format", format].map(OsString::from).to_vec();
+            args.push("--data-dir".into());
+            args.push(data_dir.into());
+            if let Some(c) = config {
+                args.push("--config".into());
+                args.push(c.into());
             }
-            Ok(())
-        }
-        .await;
-        if let Err(e) = db.close().await {
-            eprintln!("closing {}: {e}", path.display());
-        }
+            args.extend(["--on-bad-row", "stop", "-"].map(OsString::from));
+            args
+        };
         if progress {
-            eprintln!();
+            eprintln!(
+                "preload {}: {IMPORT_COMMAND} --kind {}",
+                kind_name(self.kind),
+                self.import_kind()
+            );
         }
-        result.with_context(|| format!("preloading {}", path.display()))?;
-        let db_bytes: u64 = ["", "-wal"]
-            .iter()
-            .filter_map(|ext| {
-                std::fs::metadata(format!("{}{ext}", path.display())).ok().map(|m| m.len())
+        let plan = self.clone();
+        match self.kind {
+            UdrKind::Slf | UdrKind::Eir => {
+                let args = import(self.import_kind(), "csv");
+                run_import(exe, &args, self.count, progress, move |w| {
+                    std::io::copy(&mut GeneratedCsv::new(plan), w).map(|_| ())
+                })
+                .await?;
+            }
+            UdrKind::ShProfile => {
+                let args = import(self.import_kind(), "jsonl");
+                run_import(exe, &args, self.count, progress, move |w| {
+                    for i in 0..plan.count {
+                        serde_json::to_writer(&mut *w, &plan.sh_profile(i))?;
+                        w.write_all(b"\n")?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+            UdrKind::PolicySmData => {
+                let args = import(self.import_kind(), "jsonl");
+                run_import(exe, &args, self.count, progress, move |w| {
+                    let mut line = String::with_capacity(4096);
+                    for i in 0..plan.count {
+                        line.clear();
+                        plan.push_policy_line(i, &mut line);
+                        w.write_all(line.as_bytes())?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+        }
+        let mut subscriptions = 0;
+        if let Some(sink) = sink.clone() {
+            if progress {
+                eprintln!(
+                    "preload policy data subscriptions: {IMPORT_COMMAND} --kind policy-subscriptions"
+                );
+            }
+            subscriptions = self.count.div_ceil(self.subscribe_every);
+            let args = import("policy-subscriptions", "jsonl");
+            let plan = self.clone();
+            run_import(exe, &args, subscriptions, progress, move |w| {
+                for i in (0..plan.count).step_by(plan.subscribe_every as usize) {
+                    serde_json::to_writer(&mut *w, &plan.subscription_line(i, &sink))?;
+                    w.write_all(b"\n")?;
+                }
+                Ok(())
             })
-            .sum();
+            .await?;
+        }
         Ok(UdrPreloaded {
             plan: self.clone(),
             report: UdrReport {
                 kind: kind_name(self.kind).into(),
                 count: self.count,
                 subscriptions,
-                method: "store file".into(),
+                method: IMPORT_COMMAND.into(),
                 seconds: t0.elapsed().as_secs_f64(),
-                db_mb: Some(db_bytes as f64 / 1_048_576.0),
+                db_mb: Some(dir_bytes(data_dir) as f64 / 1_048_576.0),
+                etag_read_seconds: None,
             },
             deletable_ids: self.deletable_ids(),
             deletable_subscriptions: self.deletable_subscriptions(sink.is_some()),
-            etags,
+            etags: Vec::new(),
         })
+    }
+
+    /// The `--kind` of `fivecore udr import` for this plan's data.
+    fn import_kind(&self) -> &'static str {
+        match self.kind {
+            UdrKind::Slf => "slf",
+            UdrKind::Eir => "eir",
+            UdrKind::PolicySmData => "policy",
+            UdrKind::ShProfile => "sh",
+        }
+    }
+
+    /// The `--kind policy` line of UE `i`: `{"ueId":"imsi-…","smData":{…}}` and a newline, its
+    /// 2.5 KB sm-data copied from a template (a million lines, no value per line).
+    fn push_policy_line(&self, i: u64, out: &mut String) {
+        out.push_str("{\"ueId\":\"imsi-");
+        push_json_text(out, &self.supi_prefix);
+        let _ = write!(out, "{:010}\",\"smData\":", self.msin_first + i);
+        let [head, tail] = &*SM_DATA_TEMPLATE;
+        out.push_str(head);
+        let _ = write!(out, "{i}");
+        out.push_str(tail);
+        out.push_str("}\n");
     }
 
     /// Provisions the subscribers over `/udr-prov/v1` of the UDR at `base` (one the kit did not
@@ -560,6 +564,7 @@ impl UdrPlan {
                 method: "provisioning API".into(),
                 seconds: t0.elapsed().as_secs_f64(),
                 db_mb: None,
+                etag_read_seconds: None,
             },
             deletable_ids: self.deletable_ids(),
             deletable_subscriptions: subs_ids,
@@ -585,20 +590,171 @@ enum Body {
     Soap(String),
 }
 
-/// What a SOAP `CreateShProfile` checks before it writes (crates/udr/src/soap/sh.rs): the
-/// profile's fields, and each ServiceData self-contained XML within the UDR's default
-/// `max_repository_data_bytes`.
-fn check_sh_profile(p: &udr::sh::data::ShProfile) -> Result<()> {
-    p.check().map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.reason))?;
-    let max = udr::sh::config::ShConfig::default().max_repository_data_bytes;
-    for r in &p.repository {
-        udr::sh::xml::check_fragment(&r.service_data)
-            .map_err(|e| anyhow::anyhow!("serviceData: {e}"))?;
-        if r.service_data.len() > max {
-            bail!("serviceData: {} bytes, more than {max}", r.service_data.len());
-        }
+/// Runs one `fivecore udr import` fed by `feed` and checks that it imported `rows` rows: exit
+/// 0 (3 means rows were skipped, 1 that it failed) and the row count of its summary line.
+async fn run_import<F>(
+    exe: &Path,
+    args: &[OsString],
+    rows: u64,
+    progress: bool,
+    feed: F,
+) -> Result<()>
+where
+    F: FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
+{
+    let done = bulk_load::run(exe, args, progress, feed).await?;
+    let shown = bulk_load::command_line(exe, args);
+    if done.code() != 0 {
+        return Err(bulk_load::failure(&format!("`{shown}`"), &done));
     }
-    Ok(())
+    match imported_rows(&done.stderr_tail) {
+        Some(n) if n == rows => Ok(()),
+        Some(n) => bail!("`{shown}` imported {n} rows of {rows}"),
+        None => Err(bulk_load::failure(&format!("`{shown}` printed no summary; it"), &done)),
+    }
+}
+
+/// The row count of the summary `fivecore udr import` prints last on stderr:
+/// `imported 1,000 rows into … in 0.1 s (…): …; 0 bad rows`.
+fn imported_rows(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().rev().find_map(|l| l.trim().strip_prefix("imported "))?;
+    let (n, _) = line.split_once(" rows")?;
+    n.replace(',', "").parse().ok()
+}
+
+/// The bytes of the files in `dir` (the UDR's database and its companions).
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// An Sh profile as `fivecore udr import --kind sh` reads it (one JSON line), the content of a
+/// SOAP `CreateShProfile` (docs/udr.md).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShProfile {
+    pub public_identities: Vec<String>,
+    pub msisdns: Vec<String>,
+    /// TS 29.328 IMS-User-State name.
+    pub ims_user_state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scscf_name: Option<String>,
+    #[serde(rename = "repositoryData")]
+    pub repository: Vec<RepositoryData>,
+}
+
+/// One Service-Indication's transparent data (TS 29.328 RepositoryData).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepositoryData {
+    pub service_indication: String,
+    pub sequence_number: u16,
+    /// Self-contained XML.
+    pub service_data: String,
+}
+
+/// About 2.5 KB of SmPolicyData (TS 29.519), the size of the reference's T4b/T4c profile: one
+/// S-NSSAI with three DNNs (PRA, CHF, BDT references), a usage monitoring limit and its data,
+/// `volume` being the allowed total volume. The scenario's test data, so the kit's own.
+pub fn sm_data_document(volume: u64) -> Value {
+    let dnn = |name: &str| {
+        json!({"dnn": name, "allowedServices": ["svc-a", "svc-b", "svc-c"], "subscCats": ["gold", "silver"],
+            "gbrUl": "100 Mbps", "gbrDl": "200 Mbps", "adcSupport": true, "subscSpendingLimits": true,
+            "ipv4Index": 1, "ipv6Index": 2, "offline": true, "online": false,
+            "chfInfo": {"primaryChfAddress": "http://chf1.operator.example.com:8080",
+                "secondaryChfAddress": "http://chf2.operator.example.com:8080"},
+            "refUmDataLimitIds": {"lim1": {"limitId": "lim1", "monkey": ["mk1", "mk2"]}},
+            "praInfos": {"pra1": {"praId": "pra1", "presenceState": "IN_AREA", "trackingAreaList": [
+                {"plmnId": {"mcc": "001", "mnc": "01"}, "tac": "000001"},
+                {"plmnId": {"mcc": "001", "mnc": "01"}, "tac": "000002"}]}},
+            "bdtRefIds": {"b1": "bdt-ref-0001"}, "locRoutNotAllowed": false})
+    };
+    json!({"smPolicySnssaiData": {"1-000001": {"snssai": {"sst": 1, "sd": "000001"},
+            "smPolicyDnnData": {"internet": dnn("internet"), "ims": dnn("ims"), "mms": dnn("mms")}}},
+        "umDataLimits": {"lim1": {"limitId": "lim1", "umLevel": "SESSION_LEVEL",
+            "startDate": "2024-01-01T00:00:00Z", "endDate": "2034-01-01T00:00:00Z",
+            "usageLimit": {"totalVolume": 100000000000u64, "uplinkVolume": 50000000000u64},
+            "resetPeriod": {"period": "MONTHLY"}}},
+        "umData": {"lim1": {"limitId": "lim1", "umLevel": "SESSION_LEVEL",
+            "allowedUsage": {"totalVolume": volume}, "resetTime": "2030-01-01T00:00:00Z"}}})
+}
+
+/// [`sm_data_document`] serialized once, split where its volume goes.
+static SM_DATA_TEMPLATE: LazyLock<[String; 2]> = LazyLock::new(|| {
+    const MARK: u64 = 918_273_645_546_372_819;
+    let text = sm_data_document(MARK).to_string();
+    let (head, tail) = text.split_once(&MARK.to_string()).expect("the volume is in the document");
+    [head.to_owned(), tail.to_owned()]
+});
+
+impl UdrPreloaded {
+    /// Reads the ETag of every preloaded UE's sm-data from the UDR at `base` (`GET
+    /// …/policy-data/ues/{ueId}/sm-data`, 64 requests in flight), as a PCF that had read the
+    /// data would hold them: the load's conditional requests start from the UDR's own tags.
+    /// Done once the UDR is up and before the measured window.
+    pub async fn read_etags(
+        &mut self,
+        base: &str,
+        client: &SbiClient,
+        progress: bool,
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        let count = self.plan.count;
+        let label = "read sm-data ETags";
+        let sem = Arc::new(Semaphore::new(ETAG_STREAMS));
+        let mut set = tokio::task::JoinSet::new();
+        let mut tags = Vec::with_capacity(count as usize);
+        let mut first_err: Option<anyhow::Error> = None;
+        let keep = |r: Result<(String, String)>, tags: &mut Vec<_>, e: &mut Option<_>| match r {
+            Ok(t) => tags.push(t),
+            Err(x) => {
+                e.get_or_insert(x);
+            }
+        };
+        for i in 0..count {
+            let permit = sem.clone().acquire_owned().await?;
+            let path = UdrPlan::sm_data_path(&self.plan.supi(i));
+            let (client, url) = (client.clone(), format!("{base}{path}"));
+            set.spawn(async move {
+                let _permit = permit;
+                let r = client.get(&url).send().await.map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+                if r.status() != 200 {
+                    bail!("{url} answered {}: {}", r.status(), String::from_utf8_lossy(r.body()));
+                }
+                let tag = r.header("etag").with_context(|| format!("{url}: no ETag"))?;
+                Ok((path, tag.to_owned()))
+            });
+            while let Some(r) = set.try_join_next() {
+                keep(r?, &mut tags, &mut first_err);
+            }
+            if first_err.is_some() {
+                break;
+            }
+            if progress && i % 1000 == 0 {
+                progress_bar(label, tags.len(), count as usize);
+            }
+        }
+        while let Some(r) = set.join_next().await {
+            keep(r?, &mut tags, &mut first_err);
+        }
+        if progress {
+            progress_bar(label, tags.len(), count as usize);
+            eprintln!();
+        }
+        if let Some(e) = first_err {
+            return Err(e.context("reading the preloaded sm-data's ETags"));
+        }
+        self.etags = tags;
+        self.report.etag_read_seconds = Some(t0.elapsed().as_secs_f64());
+        Ok(())
+    }
 }
 
 /// The CSV `fivecore udr import` reads (docs/udr.md "Formats"), generated row by row.
@@ -691,7 +847,6 @@ mod tests {
         assert_eq!(plan.absent_ids()[0], "330000000008");
         assert_eq!(plan.sh_user(5), "sip:+330000000005@ims.fivecore.local");
         let p = plan.sh_profile(5);
-        check_sh_profile(&p).unwrap();
         assert_eq!(p.msisdns, ["330000000005"]);
         let size: usize =
             p.public_identities.iter().chain(&p.msisdns).map(String::len).sum::<usize>()
@@ -701,11 +856,63 @@ mod tests {
                     .map(|r| r.service_indication.len() + r.service_data.len())
                     .sum::<usize>();
         assert!((2100..2300).contains(&size), "{size} bytes: the reference's 2.2 KB");
+        // The `--kind sh` line: the import contract's members, the service data
+        // self-contained XML within the UDR's default max_repository_data_bytes (16384).
+        let line: Value = serde_json::to_value(&p).unwrap();
+        assert_eq!(
+            line,
+            json!({"publicIdentities": ["sip:+330000000005@ims.fivecore.local", "tel:+330000000005"],
+                "msisdns": ["330000000005"], "imsUserState": "REGISTERED",
+                "scscfName": "sip:scscf1.ims.fivecore.local",
+                "repositoryData": [{"serviceIndication": "mmtel", "sequenceNumber": 0,
+                    "serviceData": p.repository[0].service_data}]})
+        );
+        let data = &p.repository[0].service_data;
+        assert!(data.len() <= 16384);
+        assert_eq!(crate::xml_check::elements(data).unwrap()[0].name, "simservs");
         // The --target preload's SOAP call is well-formed and carries the same profile.
         let call = plan.sh_create_call(5);
-        let root = udr::sh::xml::parse(&call).unwrap();
-        let create = &root.child("Body").unwrap().children[0];
-        assert_eq!(create.name, "CreateShProfile");
-        assert!(call.contains(&p.repository[0].service_data));
+        let elements = crate::xml_check::elements(&call).unwrap();
+        let create = elements.iter().find(|e| e.depth == 2).unwrap();
+        assert_eq!((elements[1].name.as_str(), create.name.as_str()), ("Body", "CreateShProfile"));
+        assert!(call.contains(data.as_str()));
+    }
+
+    /// `--kind policy` lines: the UE and its 2.5 KB sm-data, which differs per UE by its
+    /// allowed volume; the subscriptions monitor that UE's sm-data at the sink.
+    #[test]
+    fn policy_lines_follow_the_import_contract() {
+        let plan = UdrPlan::new(&Scenario::load("udr-t4c-policy-17.2k").unwrap(), Some(10))
+            .unwrap()
+            .unwrap();
+        let mut buf = String::new();
+        for i in 0..10 {
+            plan.push_policy_line(i, &mut buf);
+        }
+        for (i, line) in buf.split_terminator('\n').enumerate() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v.as_object().unwrap().len(), 2, "{line}");
+            assert_eq!(v["ueId"], plan.supi(i as u64));
+            assert_eq!(v["smData"], sm_data_document(i as u64));
+            assert_eq!(v["smData"]["umData"]["lim1"]["allowedUsage"]["totalVolume"], i as u64);
+        }
+        let len = sm_data_document(1).to_string().len();
+        assert!((2000..3200).contains(&len), "{len} bytes");
+        let sub = plan.subscription_line(4, "http://127.0.0.1:9");
+        assert_eq!(sub["subsId"], plan.subscription_id(4));
+        assert_eq!(sub["subscription"]["notificationUri"], "http://127.0.0.1:9/notify/policy-data");
+        let uri = sub["subscription"]["monitoredResourceUris"][0].as_str().unwrap();
+        assert!(uri.ends_with(&UdrPlan::sm_data_path(&plan.supi(4))), "{uri}");
+        assert_eq!(plan.subscription_id(4), plan.subscription_id(4), "named without reading back");
+        assert_ne!(plan.subscription_id(4), plan.subscription_id(5));
+    }
+
+    #[test]
+    fn the_import_summary_gives_the_row_count() {
+        let err = "[####] 100%\nline 3: bad\nimported 1,000,000 rows into /tmp/x/udr.db in 2.0 s \
+                   (500,000 rows/s): 1,000,000 UEs new, 0 replaced; 0 bad rows\n";
+        assert_eq!(imported_rows(err), Some(1_000_000));
+        assert_eq!(imported_rows("imported 7 rows into a in 0.0 s"), Some(7));
+        assert_eq!(imported_rows("fivecore udr import: cannot open"), None);
     }
 }

@@ -1,9 +1,13 @@
-//! `fivecore bench` end to end: the kit starts `fivecore nrf` / `fivecore bsf` itself, preloads
-//! it, runs each call mix at a low rate for a few seconds, and must meet the success criteria.
+//! `fivecore bench` end to end: the kit starts `fivecore nrf` / `fivecore bsf` / `fivecore udr`
+//! itself, preloads it through the NF's own bulk-load command, runs each call mix at a low rate
+//! for a few seconds, and must meet the success criteria; or it runs against an NF started
+//! here (`--target`), preloading over the wire.
 
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The twelve BSF scenarios (reference S1-S12).
 const BSF_SCENARIOS: [&str; 12] = [
@@ -130,7 +134,9 @@ fn bsf_smoke(scenario: &str) {
     );
     assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
     let b = &json["preload"]["bindings"];
-    assert_eq!((b["count"].as_u64(), b["method"].as_str()), (Some(1000), Some("store file")));
+    let method = (b["count"].as_u64(), b["method"].as_str());
+    assert_eq!(method, (Some(1000), Some("fivecore bsf preload")));
+    assert!(b["db_mb"].as_f64().unwrap() > 0.0, "as the command reported: {b}");
     assert!(json["preload"]["rx_sessions"].as_u64().unwrap() >= 64);
     for p in json["procedures"].as_array().unwrap() {
         assert!(p["sent"].as_u64().unwrap() > 0, "{scenario}: {} sent nothing", p["name"]);
@@ -193,7 +199,10 @@ fn udr_smoke(scenario: &str, rate: &str) {
     );
     assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
     let u = &json["preload"]["udr"];
-    assert_eq!((u["count"].as_u64(), u["method"].as_str()), (Some(1000), Some("store file")));
+    let method = (u["count"].as_u64(), u["method"].as_str());
+    assert_eq!(method, (Some(1000), Some("fivecore udr import")));
+    // T4b's conditional requests start from the ETags read over the wire before the load.
+    assert_eq!(u["etag_read_seconds"].as_f64().is_some(), scenario.contains("etag"), "{u}");
     let procs = json["procedures"].as_array().unwrap();
     for p in procs {
         assert!(p["sent"].as_u64().unwrap() > 0, "{scenario}: {} sent nothing", p["name"]);
@@ -242,6 +251,196 @@ fn udr_smoke(scenario: &str, rate: &str) {
     }
     assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the UDR it started");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `--target` mode against a BSF started here, not by the kit: the kit registers its bindings
+/// over Nbsf_Management_Register, opens Rx sessions, then ~2 s of Binding Create/Delete and
+/// AAR-I, AAR-U, RAR, STR through the BSF's Rx proxy to the simulated PCFs and AFs.
+#[test]
+fn bench_target_mode_preloads_over_the_wire_and_runs_rx_through_a_running_bsf() {
+    let dir = std::env::temp_dir().join(format!("fivecore-bench-target-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sbi, rx) = (free_addr(), free_addr());
+    let config = dir.join("bsf.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[bsf.rx]\nenabled = true\nlisten = \"{rx}\"\norigin_host = \"bsf.test.example\"\n\
+             origin_realm = \"test.example\"\n"
+        ),
+    )
+    .unwrap();
+    let scenario = dir.join("tiny-bsf.toml");
+    std::fs::write(&scenario, TINY_BSF).unwrap();
+    let _bsf = Nf::start(
+        Command::new(env!("CARGO_BIN_EXE_fivecore"))
+            .args(["bsf", "--listen", &sbi.to_string(), "--data-dir"])
+            .arg(dir.join("data"))
+            .arg("--config")
+            .arg(&config),
+        &[sbi, rx],
+    );
+    let out = dir.join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .arg("bench")
+        .arg(&scenario)
+        .args(["--target", &format!("bsf=http://{sbi}"), "--target"])
+        .arg(format!("bsf-diameter={rx}"))
+        .args(["--rate", "120", "--duration", "2", "--warmup", "0.5", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["criteria_passed"], true, "{}\n{}", r["failures"], r["procedures"]);
+    let b = &r["preload"]["bindings"];
+    assert_eq!((b["count"].as_u64(), b["method"].as_str()), (Some(300), Some("Nbsf Register")));
+    // Rx sessions opened first: 25/s x 1 s, at least 64.
+    assert_eq!(r["preload"]["rx_sessions"], 64);
+    let procs = r["procedures"].as_array().unwrap();
+    for p in procs {
+        assert!(p["sent"].as_u64().unwrap() > 0 && p["skipped"] == 0, "{p}");
+        assert_eq!(p["success_rate"], 1.0, "{}: {}", p["name"], p["outcomes"]);
+    }
+    // The deck keeps the shares exact: decks of 24 (2 + 2 + 4 x 5).
+    let sent = |n: &str| procs.iter().find(|p| p["name"] == n).unwrap()["sent"].as_i64().unwrap();
+    assert!((sent("AAR-I") - sent("STR")).abs() <= 5, "paired");
+    let rx_report = &r["rx"];
+    let peers = rx_report["peers"].as_array().unwrap();
+    let (pcfs, afs): (Vec<_>, Vec<_>) = peers.iter().partition(|p| p["kind"] == "pcf_rx");
+    assert_eq!((pcfs.len(), afs.len()), (2, 1));
+    let got = |p: &serde_json::Value, what: &str| p[what].as_u64().unwrap();
+    // AAR-Is (preload + load) and AAR-Us reached the PCFs, spread over both by the bindings.
+    assert!(pcfs.iter().all(|p| got(p, "received_aar") > 10 && got(p, "received_str") > 0));
+    let aars: u64 = pcfs.iter().map(|p| got(p, "received_aar")).sum();
+    assert!(aars >= 64 + (sent("AAR-I") + sent("AAR-U")) as u64, "{aars}");
+    assert!(got(afs[0], "received_rar") as i64 >= sent("RAR"));
+    // Sessions stay bounded: what was opened before the load, give or take one deck.
+    assert!(got(rx_report, "sessions_peak") <= 64 + 24, "{rx_report}");
+    assert!(got(rx_report, "sessions_open_at_end") >= 40, "{rx_report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const TINY_BSF: &str = r#"
+name = "tiny-bsf"
+description = "in-test BSF scenario"
+nfs = ["bsf"]
+
+[load]
+rate = 120
+duration_s = 2
+warmup_s = 0.5
+mix = "shuffled_deck"
+
+[diameter]
+nf = "bsf"
+origin_host = "bsf.test.example"
+origin_realm = "test.example"
+session_hold_s = 1.0
+
+[preload.bindings]
+reference_count = 300
+scale = 1.0
+pool = "bindings"
+deletable = 20
+pcf_sims = ["pcf1", "pcf2"]
+dnn = "ims"
+sst = 1
+ipv4_first = "10.1.0.1"
+dual_stack = true
+
+[[simulators]]
+name = "af"
+kind = "af_rx"
+latency_ms = 0
+origin_host = "pcscf.ims.test.example"
+origin_realm = "ims.test.example"
+
+[[simulators]]
+name = "pcf1"
+kind = "pcf_rx"
+latency_ms = 2
+origin_host = "pcf1.pcf.test.example"
+origin_realm = "pcf.test.example"
+
+[[simulators]]
+name = "pcf2"
+kind = "pcf_rx"
+latency_ms = 0
+origin_host = "pcf2.pcf.test.example"
+origin_realm = "pcf.test.example"
+
+[[procedures]]
+name = "Binding Create"
+tps = 10
+method = "POST"
+path = "/nbsf-management/v1/pcfBindings"
+body_binding = true
+expect = [201]
+produces = "bindings"
+
+[[procedures]]
+name = "Binding Delete"
+tps = 10
+method = "DELETE"
+path = "/nbsf-management/v1/pcfBindings/{take:bindings}"
+expect = [204]
+
+[[procedures]]
+name = "AAR-I"
+tps = 25
+rx = "aar_initial"
+expect = [2001]
+
+[[procedures]]
+name = "AAR-U"
+tps = 25
+rx = "aar_update"
+expect = [2001]
+
+[[procedures]]
+name = "RAR"
+tps = 25
+rx = "rar"
+expect = [2001]
+
+[[procedures]]
+name = "STR"
+tps = 25
+rx = "str"
+expect = [2001]
+"#;
+
+/// An NF started by a test, killed (by its PID) when dropped.
+struct Nf(Child);
+
+impl Nf {
+    /// Starts `cmd` and waits until every one of `ports` accepts connections.
+    fn start(cmd: &mut Command, ports: &[SocketAddr]) -> Nf {
+        let mut nf = Nf(cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for addr in ports {
+            while TcpStream::connect_timeout(addr, Duration::from_millis(200)).is_err() {
+                assert!(nf.0.try_wait().unwrap().is_none(), "the NF exited");
+                assert!(Instant::now() < deadline, "{addr} not listening after 30 s");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        nf
+    }
+}
+
+impl Drop for Nf {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
 #[test]

@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use bsf::preload::BindingFactory;
 use bytes::Bytes;
 use diameter::{DiameterNode, Message, RequestError};
 use tokio::sync::Semaphore;
 
+use crate::bindings::BindingFactory;
 use crate::scenario::{RxOp, Scenario, SimKind};
 use crate::sched::Rng;
 use messages::{outcome_label, RxMessages};
@@ -108,7 +108,7 @@ impl RxSims {
                 let pcf = f.pcf_index(i);
                 let node = &self.afs[af].node;
                 let sid = Bytes::from(node.new_session_id());
-                let msisdn = format!("{}{:010}", f.msisdn_prefix, f.msin_first + i);
+                let msisdn = f.msisdn(i);
                 let msg = self.msgs.aar_initial(&self.afs[af].id, &sid, f.ue_ipv4(i), &msisdn);
                 Some(RxCall { op, node: node.clone(), msg, session: RxSession { sid, af, pcf } })
             }
