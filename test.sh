@@ -31,6 +31,7 @@ for component in rustfmt clippy; do
     fi
 done
 need_deb cc gcc          # rusqlite builds SQLite from source
+need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
@@ -41,6 +42,10 @@ export CARGO_INCREMENTAL=0
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
+
+log "dependency rules (scripts/check-deps.py)"
+python3 scripts/check-deps.py --self-test
+python3 scripts/check-deps.py
 
 log "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
