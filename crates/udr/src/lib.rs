@@ -21,12 +21,14 @@ pub mod provisioning;
 pub mod sh;
 pub mod slf;
 pub mod soap;
+pub mod stores;
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 
-use ::store::{Migration, SqliteConfig, SqliteStore};
+use ::store::SqliteConfig;
 use http::Method;
 use nrf_client::{NrfClient, ProfileBuilder};
 use sbi::client::{ClientConfig, SbiClient};
@@ -34,6 +36,11 @@ use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
 
 pub use config::UdrConfig;
 pub use context::Udr;
+pub use stores::Stores;
+
+/// What a store trait's method returns: the outcome, once the backend has it (for a write:
+/// once it is committed).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = ::store::Result<T>> + Send + 'a>>;
 
 /// Everything `run` needs: the `[udr]` section and the shared sections of the configuration.
 #[derive(Debug, Clone)]
@@ -62,16 +69,6 @@ pub enum UdrError {
     Io(#[from] std::io::Error),
 }
 
-/// Every table of the UDR, each service's migrations in turn (append only).
-pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS
-        .into_iter()
-        .chain(sh::data::MIGRATIONS)
-        .chain(eir::MIGRATIONS)
-        .chain(policy_data::MIGRATIONS)
-        .collect()
-}
-
 /// The SBI routes over `udr`.
 pub fn router(udr: Arc<Udr>) -> Router {
     let b = Router::builder(udr)
@@ -95,7 +92,6 @@ pub fn router(udr: Arc<Udr>) -> Router {
 pub struct Bound {
     server: SbiServer,
     udr: Arc<Udr>,
-    db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
     sh: Option<sh::ShServer>,
@@ -115,11 +111,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let mut client_config = config.client.clone();
     client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("UDR", &instance_id));
     let client = SbiClient::new(&client_config)?;
-    let db = SqliteStore::open(config.store.clone()).await?;
-    db.migrate(migrations()).await?;
+    let stores = Stores::open_sqlite(config.store.clone()).await?;
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
-    let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
-    udr.sh.load(&db).await?;
+    let udr = Arc::new(Udr::new(config.udr.clone(), stores, scheme));
+    udr.sh.load().await?;
     let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
     let observability = Observability::new();
     // The identity index loads in the background (tens of seconds for tens of millions of
@@ -161,7 +156,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         }
         _ => None,
     };
-    Ok(Bound { server, udr, db, observability, nrf, sh, eir_nrf, client })
+    Ok(Bound { server, udr, observability, nrf, sh, eir_nrf, client })
 }
 
 impl Bound {
@@ -198,7 +193,7 @@ impl Bound {
         for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.shutdown().await;
         }
-        if let Err(e) = self.db.close().await {
+        if let Err(e) = self.udr.stores.close().await {
             tracing::warn!(error = %e, "store did not close cleanly");
         }
         served.map_err(UdrError::from)

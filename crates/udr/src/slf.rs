@@ -6,56 +6,28 @@
 //! sets are stored once and cached in memory once read (a set never changes: a different map is a
 //! different set).
 //!
-//! Once [`SlfStore::start`]ed, lookups are answered from an in-memory identity index
-//! ([`index`]) that [`sync`] keeps equal to the store; before, they read the store.
+//! [`Slf`] is the service's state: the store behind the [`SlfStore`] trait (its SQLite
+//! implementation, with the tables, is [`sqlite`]) and, once [`Slf::start`]ed, an in-memory
+//! identity index ([`index`]) that [`sync`] keeps equal to the store from the store's changes
+//! feed; lookups are answered from the index, before it is loaded from the store.
 
-mod index;
+pub mod index;
+pub mod sqlite;
 mod sync;
 
 pub use index::pack;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use store::{Migration, SqliteStore};
+use sbi::ProblemDetails;
+
+use crate::StoreFuture;
 
 /// NF type -> NF group id (`NfGroupIdMapResult`).
 pub type Groups = BTreeMap<String, String>;
-
-pub const MIGRATIONS: [Migration; 2] = [
-    Migration::new(
-        "udr-0001-slf",
-        // WITHOUT ROWID clusters the rows by identity, as InnoDB and NDB do with a primary key.
-        "CREATE TABLE udr_slf_group_set (
-            set_id INTEGER PRIMARY KEY,
-            groups TEXT NOT NULL UNIQUE
-        );
-        CREATE TABLE udr_slf_subscriber (
-            subscriber_id TEXT PRIMARY KEY NOT NULL,
-            set_id INTEGER NOT NULL
-        ) WITHOUT ROWID;",
-    ),
-    Migration::new(
-        "udr-0002-slf-entry",
-        // Entries of several identities (a SUPI with its GPSI, IMPI, ...), for provisioning: each
-        // member row names its entry by a small integer and the entry row lists the members in
-        // order (the first is the entry's key), so an entry is read or removed from any of its
-        // identities with primary-key reads only (no secondary index over tens of millions of
-        // rows). A lone identity keeps `entry_id` NULL and has no entry row, so it costs what it
-        // cost before. The lookup path (`SlfStore::get`) reads neither.
-        "ALTER TABLE udr_slf_subscriber ADD COLUMN entry_id INTEGER;
-        CREATE TABLE udr_slf_entry (
-            entry_id INTEGER PRIMARY KEY,
-            subscriber_ids TEXT NOT NULL
-        );",
-    ),
-];
-
-/// Separates the members in `udr_slf_entry.subscriber_ids`; identities never hold control
-/// characters ([`check_subscriber_id`]).
-const MEMBER_SEP: &str = "\n";
 
 /// Most identities in one entry (a SUPI, GPSIs, IMPIs and IMPUs of one subscriber).
 pub const MAX_IDS_PER_ENTRY: usize = 32;
@@ -152,7 +124,7 @@ pub struct Entry {
     pub groups: Groups,
 }
 
-/// What [`SlfStore::put`] / [`put_entries_counted`] did.
+/// What [`SlfStore::put`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PutStats {
     /// Identities that did not exist before.
@@ -164,8 +136,8 @@ pub struct PutStats {
 }
 
 /// The outcome of [`SlfStore::update_entry`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Updated<E> {
+#[derive(Debug, Clone, PartialEq)]
+pub enum Updated {
     /// Written; the entry as it is now.
     Done(Entry),
     /// No entry has this identity.
@@ -173,27 +145,101 @@ pub enum Updated<E> {
     /// The new entry lists an identity that belongs to another entry.
     Conflict(String),
     /// The update function refused the change.
-    Rejected(E),
+    Rejected(ProblemDetails),
 }
 
+/// The change [`SlfStore::update_entry`] makes: the new entry (checked) from the current one, or
+/// the answer refusing it.
+pub type EntryChange = Box<dyn FnOnce(Entry) -> Result<Entry, ProblemDetails> + Send>;
+
+/// What [`SlfStore::put_expecting`] requires of the identities it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Every identity is new (a create): else `store::Error::AlreadyExists`, nothing written.
+    AllNew,
+    /// Every identity exists (an update): else `store::Error::NotFound`, nothing written.
+    NoneNew,
+}
+
+/// What one read of the store's changes feed found (see [`sync`]).
+#[derive(Debug)]
+pub struct Changes {
+    /// Moves when another writer (another process) committed since the last read: its writes
+    /// are not in the feed, the index must be reloaded.
+    pub version: i64,
+    /// The change counter when the feed was read: every change counted up to it is in `changes`.
+    pub noted: u64,
+    /// The feed is still in place (a new writer connection would not have it).
+    pub capturing: bool,
+    /// Identities changed with their group set now (`None`: removed).
+    pub changes: Vec<(String, Option<i64>)>,
+    /// Group sets the changes point at that the index did not know.
+    pub sets: Vec<(i64, Groups)>,
+}
+
+/// The SLF's persistence: entries, lookups, bulk loads, and the changes feed the identity index
+/// syncs from. Group sets are numbered by the store (`i64` set ids the index keys by).
+pub trait SlfStore: Send + Sync + 'static {
+    /// The groups of `subscriber_id`, or `None` for an unknown subscriber.
+    fn groups(&self, subscriber_id: &str) -> StoreFuture<'_, Option<Arc<Groups>>>;
+    /// Writes a batch of checked entries in one transaction (bulk import, SOAP): each replaces
+    /// every existing entry it shares an identity with, so re-importing a file is idempotent and
+    /// an entry that lost an identity in the source loses it here too. The entries come back so
+    /// that the caller frees them.
+    fn put(&self, entries: Vec<Entry>) -> StoreFuture<'_, (PutStats, Vec<Entry>)>;
+    /// [`put`](Self::put), written only when the identities are as `expect` says.
+    fn put_expecting(&self, entries: Vec<Entry>, expect: Expect) -> StoreFuture<'_, ()>;
+    /// Removes identities (each leaves the entry it belonged to; the other members stay);
+    /// returns how many existed.
+    fn delete(&self, subscriber_ids: Vec<String>) -> StoreFuture<'_, usize>;
+    /// Identities held.
+    fn count(&self) -> StoreFuture<'_, u64>;
+    /// The whole entry `subscriber_id` belongs to (all its identities, first the key), or `None`.
+    fn get_entry(&self, subscriber_id: &str) -> StoreFuture<'_, Option<Entry>>;
+    /// Creates a checked entry unless one of its identities exists already: `Err(that identity)`.
+    fn create_entry(&self, entry: Entry) -> StoreFuture<'_, Result<(), String>>;
+    /// Replaces the entry `subscriber_id` belongs to with `change(current entry)`, read and
+    /// written in one transaction so concurrent updates cannot interleave. The new entry may
+    /// drop identities (they are removed) and add ones that no other entry has.
+    fn update_entry(&self, subscriber_id: &str, change: EntryChange) -> StoreFuture<'_, Updated>;
+    /// Removes the entry `subscriber_id` belongs to, all its identities; `false` when unknown.
+    fn delete_entry(&self, subscriber_id: &str) -> StoreFuture<'_, bool>;
+
+    /// Starts the changes feed: from now on each identity written through this store counts one
+    /// into `noted` as it is written (before its write is acknowledged). Returns the version
+    /// [`Changes::version`] starts from.
+    fn capture(&self, noted: Arc<AtomicU64>) -> StoreFuture<'_, i64>;
+    /// Resolves once every write counted so far has committed; returns `noted` as of then.
+    fn noted_committed(&self, noted: Arc<AtomicU64>) -> StoreFuture<'_, u64>;
+    /// Reads and empties the changes feed; `known_sets` are the group sets the index holds.
+    fn changes(&self, known_sets: Vec<i64>, noted: Arc<AtomicU64>) -> StoreFuture<'_, Changes>;
+    /// Every identity and group set, read from one snapshot.
+    fn load_index(&self) -> StoreFuture<'_, index::Index>;
+}
+
+/// The SLF service's state: its store and, once started, the identity index.
 #[derive(Clone)]
-pub struct SlfStore {
-    db: SqliteStore,
-    sets: Arc<RwLock<HashMap<i64, Arc<Groups>>>>,
+pub struct Slf {
+    store: Arc<dyn SlfStore>,
     /// The identity index, once started.
     live: Arc<OnceLock<Arc<sync::Live>>>,
 }
 
-impl SlfStore {
-    pub fn new(db: SqliteStore) -> Self {
-        SlfStore { db, sets: Arc::default(), live: Arc::default() }
+impl Slf {
+    pub fn new(store: Arc<dyn SlfStore>) -> Self {
+        Slf { store, live: Arc::default() }
+    }
+
+    /// The store, for what the service does not wrap (bulk loads).
+    pub fn store(&self) -> &Arc<dyn SlfStore> {
+        &self.store
     }
 
     /// Loads the identity index and keeps it in step with the store from now on, draining the
     /// changes of other writers every `interval` (see [`sync`]). Lookups use it from then on.
     /// Call once, within a tokio runtime.
     pub async fn start(&self, interval: Duration) -> store::Result<()> {
-        let live = sync::start(&self.db, interval).await?;
+        let live = sync::start(self.store.clone(), interval).await?;
         self.live
             .set(live)
             .map_err(|_| store::Error::backend_msg("the SLF index is started already"))
@@ -214,7 +260,7 @@ impl SlfStore {
 
     /// After a committed write: asks the index to take it in now. Lookups read the store until
     /// it has (see [`sync`]), so they see the write already.
-    async fn synced<T>(&self, written: T) -> store::Result<T> {
+    fn synced<T>(&self, written: T) -> store::Result<T> {
         if let Some(live) = self.live.get() {
             live.nudge();
         }
@@ -227,328 +273,59 @@ impl SlfStore {
         if let Some(ix) = self.live.get().and_then(|l| l.fresh_index()) {
             return Ok(ix.get(subscriber_id).cloned());
         }
-        self.read(subscriber_id).await
+        self.store.groups(subscriber_id).await
     }
 
-    /// The groups of `subscriber_id`, read from the store.
-    async fn read(&self, subscriber_id: &str) -> store::Result<Option<Arc<Groups>>> {
-        let id = subscriber_id.to_owned();
-        let set_id = self
-            .db
-            .read(move |c| {
-                let mut st = c.prepare_cached(
-                    "SELECT set_id FROM udr_slf_subscriber WHERE subscriber_id = ?1",
-                )?;
-                Ok(st.query_row([id], |r| r.get::<_, i64>(0)).optional()?)
-            })
-            .await?;
-        let Some(set_id) = set_id else { return Ok(None) };
-        if let Some(g) = self.cached(set_id) {
-            return Ok(Some(g));
-        }
-        let sets = self.sets.clone();
-        self.db.read(move |c| group_set(c, &sets, set_id)).await
-    }
-
-    fn cached(&self, set_id: i64) -> Option<Arc<Groups>> {
-        self.sets.read().unwrap_or_else(|p| p.into_inner()).get(&set_id).cloned()
-    }
-
-    /// Writes entries in one transaction; each replaces every existing entry it shares an
-    /// identity with (see [`put_entries_counted`]). Returns how many identities were new.
-    /// Entries must have been checked.
+    /// See [`SlfStore::put`]; returns how many identities were new.
     pub async fn put(&self, entries: Vec<Entry>) -> store::Result<usize> {
-        let new = self.db.write(move |tx| put_entries(tx, &entries)).await?;
-        self.synced(new).await
+        let (stats, entries) = self.store.put(entries).await?;
+        drop(entries);
+        self.synced(stats.new)
     }
 
-    /// Removes identities (each leaves the entry it belonged to; the other members stay);
-    /// returns how many existed.
+    /// See [`SlfStore::put_expecting`].
+    pub async fn put_expecting(&self, entries: Vec<Entry>, expect: Expect) -> store::Result<()> {
+        self.store.put_expecting(entries, expect).await?;
+        self.synced(())
+    }
+
+    /// See [`SlfStore::delete`].
     pub async fn delete(&self, subscriber_ids: Vec<String>) -> store::Result<usize> {
-        let n = self
-            .db
-            .write(move |tx| {
-                let mut n = 0;
-                for id in &subscriber_ids {
-                    let Some(m) = member(tx, id)? else { continue };
-                    n += 1;
-                    let old = members(tx, id, m.entry_id)?;
-                    remove_entry(tx, m.entry_id, &old)?;
-                    let rest: Vec<String> = old.into_iter().filter(|o| o != id).collect();
-                    if !rest.is_empty() {
-                        insert_entry(tx, &rest, m.set_id)?;
-                    }
-                }
-                Ok(n)
-            })
-            .await?;
-        self.synced(n).await
+        let n = self.store.delete(subscriber_ids).await?;
+        self.synced(n)
     }
 
     /// Identities held.
     pub async fn count(&self) -> store::Result<u64> {
-        self.db
-            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM udr_slf_subscriber", [], |r| r.get(0))?))
-            .await
+        self.store.count().await
     }
 
-    /// The whole entry `subscriber_id` belongs to (all its identities, first the key), or `None`.
+    /// See [`SlfStore::get_entry`].
     pub async fn get_entry(&self, subscriber_id: &str) -> store::Result<Option<Entry>> {
-        let id = subscriber_id.to_owned();
-        let sets = self.sets.clone();
-        self.db.read(move |c| Ok(read_entry(c, &sets, &id)?.map(|(_, e)| e))).await
+        self.store.get_entry(subscriber_id).await
     }
 
-    /// Creates an entry unless one of its identities exists already: `Err(that identity)`.
-    /// The entry must have been checked.
+    /// See [`SlfStore::create_entry`].
     pub async fn create_entry(&self, entry: Entry) -> store::Result<Result<(), String>> {
-        let created = self
-            .db
-            .write(move |tx| {
-                for id in &entry.subscriber_ids {
-                    if member(tx, id)?.is_some() {
-                        return Ok(Err(id.clone()));
-                    }
-                }
-                let set_id = group_set_id(tx, &entry.groups)?;
-                insert_entry(tx, &entry.subscriber_ids, set_id)?;
-                Ok(Ok(()))
-            })
-            .await?;
-        self.synced(created).await
+        let created = self.store.create_entry(entry).await?;
+        self.synced(created)
     }
 
-    /// Replaces the entry `subscriber_id` belongs to with `change(current entry)`, read and
-    /// written in one job so concurrent updates cannot interleave. The new entry may drop
-    /// identities (they are removed) and add ones that no other entry has. `change` must
-    /// return a checked entry.
-    pub async fn update_entry<E, F>(
+    /// See [`SlfStore::update_entry`].
+    pub async fn update_entry(
         &self,
         subscriber_id: &str,
-        change: F,
-    ) -> store::Result<Updated<E>>
-    where
-        E: Send + 'static,
-        F: FnOnce(Entry) -> Result<Entry, E> + Send + 'static,
-    {
-        let id = subscriber_id.to_owned();
-        let sets = self.sets.clone();
-        let updated = self
-            .db
-            .write(move |tx| {
-                let Some((key, current)) = read_entry(tx, &sets, &id)? else {
-                    return Ok(Updated::NotFound);
-                };
-                let old_ids = current.subscriber_ids.clone();
-                let new = match change(current) {
-                    Ok(n) => n,
-                    Err(e) => return Ok(Updated::Rejected(e)),
-                };
-                for nid in new.subscriber_ids.iter().filter(|n| !old_ids.contains(n)) {
-                    if member(tx, nid)?.is_some() {
-                        return Ok(Updated::Conflict(nid.clone()));
-                    }
-                }
-                let set_id = group_set_id(tx, &new.groups)?;
-                remove_entry(tx, key, &old_ids)?;
-                insert_entry(tx, &new.subscriber_ids, set_id)?;
-                Ok(Updated::Done(new))
-            })
-            .await?;
-        self.synced(updated).await
+        change: impl FnOnce(Entry) -> Result<Entry, ProblemDetails> + Send + 'static,
+    ) -> store::Result<Updated> {
+        let updated = self.store.update_entry(subscriber_id, Box::new(change)).await?;
+        self.synced(updated)
     }
 
-    /// Removes the entry `subscriber_id` belongs to, all its identities; `false` when unknown.
+    /// See [`SlfStore::delete_entry`].
     pub async fn delete_entry(&self, subscriber_id: &str) -> store::Result<bool> {
-        let id = subscriber_id.to_owned();
-        let deleted = self
-            .db
-            .write(move |tx| {
-                let Some(m) = member(tx, &id)? else { return Ok(false) };
-                let old = members(tx, &id, m.entry_id)?;
-                remove_entry(tx, m.entry_id, &old)?;
-                Ok(true)
-            })
-            .await?;
-        self.synced(deleted).await
+        let deleted = self.store.delete_entry(subscriber_id).await?;
+        self.synced(deleted)
     }
-}
-
-/// Where an identity stands: its group set, and its entry (`None`: an entry of its own).
-struct Member {
-    set_id: i64,
-    entry_id: Option<i64>,
-}
-
-fn member(c: &Connection, id: &str) -> store::Result<Option<Member>> {
-    let mut st = c.prepare_cached(
-        "SELECT set_id, entry_id FROM udr_slf_subscriber WHERE subscriber_id = ?1",
-    )?;
-    Ok(st.query_row([id], |r| Ok(Member { set_id: r.get(0)?, entry_id: r.get(1)? })).optional()?)
-}
-
-/// The identities of the entry `entry_id` that `id` belongs to, key first.
-fn members(c: &Connection, id: &str, entry_id: Option<i64>) -> store::Result<Vec<String>> {
-    let Some(key) = entry_id else { return Ok(vec![id.to_owned()]) };
-    let list: Option<String> = c
-        .prepare_cached("SELECT subscriber_ids FROM udr_slf_entry WHERE entry_id = ?1")?
-        .query_row([key], |r| r.get(0))
-        .optional()?;
-    match list {
-        Some(l) => Ok(l.split(MEMBER_SEP).map(str::to_owned).collect()),
-        // Entry rows are written and removed with their members, in the same job.
-        None => Err(store::Error::backend_msg(format!("SLF entry {key} of {id:?} is missing"))),
-    }
-}
-
-/// Removes an entry's identity rows and its entry row.
-fn remove_entry(tx: &Transaction<'_>, key: Option<i64>, ids: &[String]) -> store::Result<()> {
-    let mut del = tx.prepare_cached("DELETE FROM udr_slf_subscriber WHERE subscriber_id = ?1")?;
-    for id in ids {
-        del.execute([id])?;
-    }
-    if let Some(key) = key {
-        tx.prepare_cached("DELETE FROM udr_slf_entry WHERE entry_id = ?1")?.execute([key])?;
-    }
-    Ok(())
-}
-
-const INSERT_MEMBER: &str =
-    "INSERT INTO udr_slf_subscriber (subscriber_id, set_id, entry_id) VALUES (?1, ?2, ?3)";
-
-/// Inserts an entry whose identities exist nowhere: the entry row when it has more than one
-/// identity, then one row per identity.
-fn insert_entry(tx: &Transaction<'_>, ids: &[String], set_id: i64) -> store::Result<()> {
-    let entry_id = entry_row(tx, ids)?;
-    let mut ins = tx.prepare_cached(INSERT_MEMBER)?;
-    for id in ids {
-        ins.execute(params![id, set_id, entry_id])?;
-    }
-    Ok(())
-}
-
-/// Writes the entry row of a multi-identity entry; returns its id (`None` for a lone identity).
-fn entry_row(tx: &Transaction<'_>, ids: &[String]) -> store::Result<Option<i64>> {
-    if ids.len() < 2 {
-        return Ok(None);
-    }
-    tx.prepare_cached("INSERT INTO udr_slf_entry (subscriber_ids) VALUES (?1)")?
-        .execute([ids.join(MEMBER_SEP)])?;
-    Ok(Some(tx.last_insert_rowid()))
-}
-
-/// The groups of a set, from the cache or read (and cached: a set never changes).
-fn group_set(
-    c: &Connection,
-    sets: &RwLock<HashMap<i64, Arc<Groups>>>,
-    set_id: i64,
-) -> store::Result<Option<Arc<Groups>>> {
-    if let Some(g) = sets.read().unwrap_or_else(|p| p.into_inner()).get(&set_id) {
-        return Ok(Some(g.clone()));
-    }
-    let text: Option<String> = c
-        .prepare_cached("SELECT groups FROM udr_slf_group_set WHERE set_id = ?1")?
-        .query_row([set_id], |r| r.get(0))
-        .optional()?;
-    // A set is only ever written together with the rows pointing at it.
-    let Some(text) = text else { return Ok(None) };
-    let groups: Groups = serde_json::from_str(&text).map_err(store::Error::backend)?;
-    let groups = Arc::new(groups);
-    sets.write().unwrap_or_else(|p| p.into_inner()).insert(set_id, groups.clone());
-    Ok(Some(groups))
-}
-
-/// The entry `id` belongs to, with its entry id (`None` for a lone identity).
-fn read_entry(
-    c: &Connection,
-    sets: &RwLock<HashMap<i64, Arc<Groups>>>,
-    id: &str,
-) -> store::Result<Option<(Option<i64>, Entry)>> {
-    let Some(m) = member(c, id)? else { return Ok(None) };
-    let subscriber_ids = members(c, id, m.entry_id)?;
-    let groups = group_set(c, sets, m.set_id)?
-        .ok_or_else(|| store::Error::backend_msg(format!("group set {} is missing", m.set_id)))?;
-    Ok(Some((m.entry_id, Entry { subscriber_ids, groups: (*groups).clone() })))
-}
-
-/// The writer-thread half of [`SlfStore::put`]: returns how many identities were new.
-pub fn put_entries(tx: &Transaction<'_>, entries: &[Entry]) -> store::Result<usize> {
-    Ok(put_entries_counted(tx, entries)?.new)
-}
-
-/// Writes entries (bulk import, [`SlfStore::put`]): each entry replaces every existing entry it
-/// shares an identity with, so re-importing a file is idempotent and an entry that lost an
-/// identity in the source loses it here too. Entries must have been checked.
-///
-/// Each identity is inserted first and only an identity that exists already costs more (its
-/// old entry is read and removed), so a fresh load is one B-tree insert per identity.
-pub fn put_entries_counted(tx: &Transaction<'_>, entries: &[Entry]) -> store::Result<PutStats> {
-    let mut set_cache: HashMap<&Groups, i64> = HashMap::new();
-    let mut last_set: Option<(&Groups, i64)> = None;
-    let mut stats = PutStats::default();
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO udr_slf_subscriber (subscriber_id, set_id, entry_id) VALUES (?1, ?2, ?3)
-         ON CONFLICT (subscriber_id) DO NOTHING",
-    )?;
-    // Identities of the current entry that exist already, and those of the entries they
-    // belonged to (removed).
-    let mut taken: Vec<&String> = Vec::new();
-    let mut gone: Vec<String> = Vec::new();
-    for e in entries {
-        let set_id = match last_set {
-            Some((g, id)) if *g == e.groups => id,
-            _ => match set_cache.get(&e.groups) {
-                Some(id) => *id,
-                None => {
-                    let id = group_set_id(tx, &e.groups)?;
-                    set_cache.insert(&e.groups, id);
-                    id
-                }
-            },
-        };
-        last_set = Some((&e.groups, set_id));
-        let entry_id = entry_row(tx, &e.subscriber_ids)?;
-        taken.clear();
-        for id in &e.subscriber_ids {
-            if insert.execute(params![id, set_id, entry_id])? == 1 {
-                stats.new += 1;
-            } else {
-                taken.push(id);
-            }
-        }
-        if taken.is_empty() {
-            continue;
-        }
-        gone.clear();
-        for id in &taken {
-            if gone.contains(id) {
-                continue;
-            }
-            // The insert conflicted, so the row exists.
-            let m = member(tx, id)?
-                .ok_or_else(|| store::Error::backend_msg(format!("{id:?} vanished")))?;
-            let old = members(tx, id, m.entry_id)?;
-            remove_entry(tx, m.entry_id, &old)?;
-            stats.replaced += 1;
-            stats.removed += old.iter().filter(|o| !e.subscriber_ids.contains(o)).count();
-            gone.extend(old);
-        }
-        for id in &taken {
-            insert.execute(params![id, set_id, entry_id])?;
-        }
-    }
-    Ok(stats)
-}
-
-fn group_set_id(tx: &Transaction<'_>, groups: &Groups) -> store::Result<i64> {
-    let text = serde_json::to_string(groups).map_err(store::Error::backend)?;
-    tx.prepare_cached(
-        "INSERT INTO udr_slf_group_set (groups) VALUES (?1) ON CONFLICT (groups) DO NOTHING",
-    )?
-    .execute([&text])?;
-    Ok(tx
-        .prepare_cached("SELECT set_id FROM udr_slf_group_set WHERE groups = ?1")?
-        .query_row([&text], |r| r.get(0))?)
 }
 
 #[cfg(test)]
@@ -574,132 +351,6 @@ mod tests {
         assert!(check_groups(&g).is_ok());
         g.insert("udm".into(), "x".into());
         assert!(check_groups(&g).is_err());
-    }
-
-    #[tokio::test]
-    async fn put_get_delete_share_group_sets() {
-        let dir = tempfile::tempdir().unwrap();
-        let db =
-            SqliteStore::open(store::SqliteConfig::new(dir.path().join("u.db"))).await.unwrap();
-        db.migrate(MIGRATIONS).await.unwrap();
-        let slf = SlfStore::new(db.clone());
-        let g: Groups = [("UDM".to_owned(), "udm-1".to_owned())].into();
-        let entries = (0..3)
-            .map(|i| Entry {
-                subscriber_ids: vec![format!("imsi-00101000000000{i}")],
-                groups: g.clone(),
-            })
-            .collect();
-        assert_eq!(slf.put(entries).await.unwrap(), 3);
-        assert_eq!(*slf.get("imsi-001010000000001").await.unwrap().unwrap(), g);
-        let sets: i64 = db
-            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM udr_slf_group_set", [], |r| r.get(0))?))
-            .await
-            .unwrap();
-        assert_eq!(sets, 1);
-        let g2: Groups = [("UDM".to_owned(), "udm-2".to_owned())].into();
-        let again =
-            vec![Entry { subscriber_ids: vec!["imsi-001010000000001".into()], groups: g2.clone() }];
-        assert_eq!(slf.put(again).await.unwrap(), 0);
-        assert_eq!(*slf.get("imsi-001010000000001").await.unwrap().unwrap(), g2);
-        assert_eq!(
-            slf.delete(vec!["imsi-001010000000001".into(), "imsi-9".into()]).await.unwrap(),
-            1
-        );
-        assert!(slf.get("imsi-001010000000001").await.unwrap().is_none());
-        assert_eq!(slf.count().await.unwrap(), 2);
-    }
-
-    async fn open(dir: &std::path::Path) -> (SqliteStore, SlfStore) {
-        let db = SqliteStore::open(store::SqliteConfig::new(dir.join("u.db"))).await.unwrap();
-        db.migrate(MIGRATIONS).await.unwrap();
-        (db.clone(), SlfStore::new(db))
-    }
-
-    fn entry(ids: &[&str], udm: &str) -> Entry {
-        Entry {
-            subscriber_ids: ids.iter().map(|s| s.to_string()).collect(),
-            groups: [("UDM".to_owned(), udm.to_owned())].into(),
-        }
-    }
-
-    #[tokio::test]
-    async fn entries_are_read_updated_and_removed_from_any_identity() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_db, slf) = open(dir.path()).await;
-        let e = entry(&["imsi-001010000000001", "msisdn-33600000001", "impi-a@b"], "udm-1");
-        assert_eq!(slf.create_entry(e.clone()).await.unwrap(), Ok(()));
-        for id in &e.subscriber_ids {
-            assert_eq!(slf.get_entry(id).await.unwrap().as_ref(), Some(&e), "{id}");
-        }
-        // Any identity taken: refused, nothing written.
-        let clash = entry(&["imsi-001010000000002", "msisdn-33600000001"], "udm-2");
-        assert_eq!(slf.create_entry(clash).await.unwrap(), Err("msisdn-33600000001".into()));
-        assert!(slf.get("imsi-001010000000002").await.unwrap().is_none());
-
-        // Drop one identity, add one, change the group.
-        let other = entry(&["imsi-001010000000009"], "udm-9");
-        slf.create_entry(other).await.unwrap().unwrap();
-        let r = slf
-            .update_entry::<(), _>("msisdn-33600000001", |mut cur| {
-                cur.subscriber_ids = vec!["msisdn-33600000001".into(), "impu-tel:+1".into()];
-                cur.groups = [("UDM".to_owned(), "udm-3".to_owned())].into();
-                Ok(cur)
-            })
-            .await
-            .unwrap();
-        let now = entry(&["msisdn-33600000001", "impu-tel:+1"], "udm-3");
-        assert_eq!(r, Updated::Done(now.clone()));
-        assert!(slf.get("imsi-001010000000001").await.unwrap().is_none());
-        assert_eq!(slf.get_entry("impu-tel:+1").await.unwrap(), Some(now.clone()));
-        let r = slf
-            .update_entry::<(), _>("impu-tel:+1", |mut cur| {
-                cur.subscriber_ids.push("imsi-001010000000009".into());
-                Ok(cur)
-            })
-            .await
-            .unwrap();
-        assert_eq!(r, Updated::Conflict("imsi-001010000000009".into()));
-        let r = slf.update_entry("impu-tel:+1", |_| Err("no")).await.unwrap();
-        assert_eq!(r, Updated::Rejected("no"));
-        let r = slf.update_entry::<(), _>("imsi-001010000000005", Ok).await.unwrap();
-        assert_eq!(r, Updated::NotFound);
-
-        // Removing one identity leaves the rest as an entry; removing the entry removes all.
-        let e = entry(&["imsi-001010000000003", "msisdn-33600000003", "msisdn-33600000004"], "u");
-        slf.create_entry(e).await.unwrap().unwrap();
-        assert_eq!(slf.delete(vec!["imsi-001010000000003".into()]).await.unwrap(), 1);
-        let rest = entry(&["msisdn-33600000003", "msisdn-33600000004"], "u");
-        assert_eq!(slf.get_entry("msisdn-33600000004").await.unwrap(), Some(rest));
-        assert!(slf.delete_entry("msisdn-33600000004").await.unwrap());
-        assert!(!slf.delete_entry("msisdn-33600000003").await.unwrap());
-        assert!(slf.get("msisdn-33600000003").await.unwrap().is_none());
-        assert!(slf.delete_entry("msisdn-33600000001").await.unwrap());
-        assert_eq!(slf.count().await.unwrap(), 1);
-    }
-
-    #[tokio::test]
-    async fn put_replaces_every_entry_it_shares_an_identity_with() {
-        let dir = tempfile::tempdir().unwrap();
-        let (db, _slf) = open(dir.path()).await;
-        let slf = SlfStore::new(db.clone());
-        let first = vec![
-            entry(&["imsi-001010000000001", "msisdn-1111111"], "a"),
-            entry(&["imsi-001010000000002"], "b"),
-        ];
-        assert_eq!(slf.put(first).await.unwrap(), 3);
-        // One entry now holds identities of both: both are replaced, msisdn-1111111 removed.
-        let merged = vec![entry(&["imsi-001010000000002", "imsi-001010000000001"], "c")];
-        let stats = db.write(move |tx| put_entries_counted(tx, &merged)).await.unwrap();
-        assert_eq!(stats, PutStats { new: 0, replaced: 2, removed: 1 });
-        assert!(slf.get("msisdn-1111111").await.unwrap().is_none());
-        let now = entry(&["imsi-001010000000002", "imsi-001010000000001"], "c");
-        assert_eq!(slf.get_entry("imsi-001010000000001").await.unwrap(), Some(now));
-        // The same again changes nothing.
-        let again = vec![entry(&["imsi-001010000000002", "imsi-001010000000001"], "c")];
-        let stats = db.write(move |tx| put_entries_counted(tx, &again)).await.unwrap();
-        assert_eq!(stats, PutStats { new: 0, replaced: 1, removed: 0 });
-        assert_eq!(slf.count().await.unwrap(), 2);
     }
 
     #[test]

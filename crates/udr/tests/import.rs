@@ -7,26 +7,23 @@ use std::io::Cursor;
 
 use common::*;
 use serde_json::json;
-use store::SqliteStore;
 use udr::import::{self, Event, Format, ImportError, Kind, Options, Report};
-use udr::UdrConfig;
+use udr::{Stores, UdrConfig};
 
 /// A second handle on the UDR's database file, as `fivecore udr import` opens it.
-async fn open(dir: &std::path::Path) -> SqliteStore {
-    let db = SqliteStore::open(store::SqliteConfig {
+async fn open(dir: &std::path::Path) -> Stores {
+    Stores::open_sqlite(store::SqliteConfig {
         readers: 1,
         ..store::SqliteConfig::new(dir.join("udr.db"))
     })
     .await
-    .unwrap();
-    db.migrate(udr::migrations()).await.unwrap();
-    db
+    .unwrap()
 }
 
 /// Imports `text`; returns the report, the bad lines reported and how many progress events
 /// came.
 async fn import(
-    db: &SqliteStore,
+    db: &Stores,
     text: &str,
     kind: Kind,
     format: Format,

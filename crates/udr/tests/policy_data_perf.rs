@@ -64,11 +64,7 @@ async fn t4c_policy_data_mix() {
     for chunk in (0..ues).collect::<Vec<_>>().chunks(20_000) {
         let profiles: Vec<(String, Value)> =
             chunk.iter().map(|i| (ue(*i), json!({"smData": doc}))).collect();
-        udr.udr
-            .db
-            .write(move |tx| udr::policy_data::store::put_profiles(tx, &profiles))
-            .await
-            .unwrap();
+        udr.udr.stores.policy.put_profiles(profiles).await.unwrap();
     }
     eprintln!(
         "preload: {ues} UEs ({} bytes of sm-data each) in {:?}",
@@ -151,7 +147,7 @@ async fn t4c_policy_data_mix() {
     // the CPU.
     let recorded = udr.udr.policy.stats.recorded.load(Ordering::Relaxed);
     for _ in 0..1000 {
-        if udr::policy_data::store::outbox_len(&udr.udr.db).await.unwrap() == 0 {
+        if udr.udr.stores.policy.outbox_len().await.unwrap() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -178,7 +174,7 @@ async fn t4c_policy_data_mix() {
         st.delivered.load(Ordering::Relaxed),
         st.retried.load(Ordering::Relaxed),
         st.dropped.load(Ordering::Relaxed),
-        udr.udr.db.stats()
+        udr.udr.stores.stats()
     );
     udr.stop().await;
     load.shutdown_background();

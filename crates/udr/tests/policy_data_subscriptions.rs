@@ -264,10 +264,10 @@ async fn retries_batch_in_order() {
     // The sink records a notification before it answers; the UDR counts it after.
     eventually(|| stats.delivered.load(Ordering::Relaxed) == 10).await;
     // Delivered rows leave the outbox.
-    let db = udr.udr.db.clone();
+    let db = udr.udr.stores.policy.clone();
     let mut left = 1;
     for _ in 0..50 {
-        left = udr::policy_data::store::outbox_len(&db).await.unwrap();
+        left = db.outbox_len().await.unwrap();
         if left == 0 {
             break;
         }
@@ -369,7 +369,7 @@ async fn outbox_survives_a_restart() {
     assert_eq!(put_json(&c, &smd, &sm_data(7)).await.status(), 201);
     // The subscriber has refused it at least once...
     eventually(|| sink.fail_first.load(Ordering::SeqCst) < 1_000_000).await;
-    assert_eq!(udr::policy_data::store::outbox_len(&udr.udr.db).await.unwrap(), 1);
+    assert_eq!(udr.udr.stores.policy.outbox_len().await.unwrap(), 1);
     // ... and the UDR stops with it undelivered.
     udr.stop().await;
     sink.fail_first.store(0, Ordering::SeqCst);
@@ -501,10 +501,10 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     assert_eq!(n[0]["notifId"], "kept");
     assert!(n[0]["smPolicyData"].get("umData").is_none());
     sink.quiet().await;
-    let db = udr.udr.db.clone();
+    let db = udr.udr.stores.policy.clone();
     let mut left = 1;
     for _ in 0..100 {
-        left = udr::policy_data::store::outbox_len(&db).await.unwrap();
+        left = db.outbox_len().await.unwrap();
         if left == 0 {
             break;
         }

@@ -67,7 +67,7 @@ fn bob() -> ShProfile {
 }
 
 async fn provision(u: &TestUdr, p: ShProfile) {
-    u.udr.db.write(move |tx| data::create(tx, &p)).await.unwrap();
+    u.udr.sh.store.write(move |tx| tx.create(&p)).await.unwrap();
 }
 
 /// An application server: a node connected to the UDR (or to a relay), whose received PNRs
@@ -350,9 +350,11 @@ async fn profile_update_sequence_numbers_and_errors() {
     let gone = a.pur(ALICE, "presence", 3, None).await;
     assert_eq!(exp(&gone), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
 
-    // 65535 wraps to 1.
-    u.udr
-        .db
+    // 65535 wraps to 1 (set behind the UDR's back, on a connection of its own).
+    let other = store::SqliteStore::open(store::SqliteConfig::new(dir.path().join("udr.db")))
+        .await
+        .unwrap();
+    other
         .write(|tx| {
             Ok(tx.execute(
                 "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
@@ -361,6 +363,7 @@ async fn profile_update_sequence_numbers_and_errors() {
         })
         .await
         .unwrap();
+    other.close().await.unwrap();
     let zero = a.pur(ALICE, "mmtel", 0, Some("<w/>")).await;
     assert_eq!(exp(&zero), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
     ok(&a.pur(ALICE, "mmtel", 1, Some("<w/>")).await);

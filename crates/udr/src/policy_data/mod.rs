@@ -4,7 +4,8 @@
 //!
 //! A newcomer's map: [`ids`] names resources (ueId, plmnId, S-NSSAI... and the canonical path
 //! a resource is stored and monitored under); [`model`] checks the TS 29.519 types; [`etag`]
-//! does versions and If-Match / If-None-Match; [`store`] is the SQL; [`resources`] serves every
+//! does versions and If-Match / If-None-Match; [`store`] is the service's store trait, [`sqlite`]
+//! its SQLite implementation with the schema; [`resources`] serves every
 //! policy data resource of TS29519_Policy_Data.yaml; [`subs_to_notify`] the subscriptions and
 //! their in-memory index; [`notify`] records a notification in the transaction of each change
 //! and delivers it from an outbox; [`provisioning`] is the operator's REST API for a UE's whole
@@ -19,13 +20,16 @@ pub mod model;
 pub mod notify;
 pub mod provisioning;
 pub mod resources;
+pub mod sqlite;
 pub mod store;
 pub mod subs_to_notify;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ::store::{Migration, SqliteStore};
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
 use http::{header, HeaderValue, Method, StatusCode};
 use sbi::client::SbiClient;
 use sbi::router::RouterBuilder;
@@ -47,13 +51,10 @@ pub const PROV_ROOT: &str = "/udr-prov/v1";
 pub const USER_NOT_FOUND: &str = "USER_NOT_FOUND";
 pub const DATA_NOT_FOUND: &str = "DATA_NOT_FOUND";
 
-/// The policy data tables.
-pub const MIGRATIONS: [Migration; 2] = store::MIGRATIONS;
-
 /// The policy data service's state.
 pub struct PolicyData {
     pub config: PolicyConfig,
-    pub db: SqliteStore,
+    pub store: Arc<dyn store::PolicyDataStore>,
     pub subs: Arc<SubsIndex>,
     pub stats: Arc<NotifyStats>,
     wake: Arc<Notify>,
@@ -76,10 +77,10 @@ impl Tasks {
 }
 
 impl PolicyData {
-    pub fn new(config: PolicyConfig, db: SqliteStore) -> Self {
+    pub fn new(config: PolicyConfig, store: Arc<dyn store::PolicyDataStore>) -> Self {
         PolicyData {
             config,
-            db,
+            store,
             subs: Arc::default(),
             stats: Arc::default(),
             wake: Arc::new(Notify::new()),
@@ -95,7 +96,7 @@ impl PolicyData {
     pub fn start(&self, client: SbiClient) -> Tasks {
         let (stop, rx) = watch::channel(false);
         let delivery = tokio::spawn(notify::run(
-            self.db.clone(),
+            self.store.clone(),
             self.subs.clone(),
             client,
             self.config.notify.clone(),
@@ -103,8 +104,33 @@ impl PolicyData {
             self.wake.clone(),
             rx.clone(),
         ));
-        let expiry = tokio::spawn(subs_to_notify::expire(self.db.clone(), self.subs.clone(), rx));
+        let expiry =
+            tokio::spawn(subs_to_notify::expire(self.store.clone(), self.subs.clone(), rx));
         Tasks { stop, handles: vec![delivery, expiry] }
+    }
+
+    /// See [`store::PolicyDataStore::write_one`]; notifies this service's subscribers.
+    pub async fn write_one(
+        &self,
+        key: ids::Key,
+        cond: etag::Conditions,
+        must_exist: bool,
+        edit: impl FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, ProblemDetails> + Send + 'static,
+    ) -> ::store::Result<Result<store::Written, store::Refusal>> {
+        self.store.write_one(self.subs.clone(), key, cond, must_exist, Box::new(edit)).await
+    }
+
+    /// See [`store::PolicyDataStore::write_ue`]; notifies this service's subscribers.
+    pub async fn write_ue(
+        &self,
+        ue_id: String,
+        cond: etag::Conditions,
+        must_exist: bool,
+        edit: impl FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, ProblemDetails>
+            + Send
+            + 'static,
+    ) -> ::store::Result<Result<store::UeWritten, store::Refusal>> {
+        self.store.write_ue(self.subs.clone(), ue_id, cond, must_exist, Box::new(edit)).await
     }
 
     /// After a committed write: wakes the delivery when it recorded notifications.
@@ -403,6 +429,11 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
 }
 
 // --- answers shared by the handlers -------------------------------------------------------------
+
+/// A store failure as the answer to a request.
+pub fn store_error(e: ::store::Error) -> ProblemDetails {
+    ProblemDetails::internal(format!("store: {e}"))
+}
 
 /// A JSON answer from stored bytes (no re-encoding), with its ETag.
 pub(crate) fn json_answer(

@@ -27,10 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::store::SqliteStore;
 use bytes::Bytes;
 use http::StatusCode;
-use rusqlite::Transaction;
 use sbi::client::SbiClient;
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
@@ -39,7 +37,7 @@ use tokio::time::Instant;
 
 use super::config::NotifyConfig;
 use super::ids::{self, Key, Kind};
-use super::store;
+use super::store::PolicyDataStore;
 use super::subs_to_notify::{Seen, SubsIndex, Subscription};
 
 /// Counters of the delivery since start.
@@ -208,10 +206,10 @@ fn item_for(
     Some(out)
 }
 
-/// Records, inside the change's transaction, one outbox row per subscription that must hear of
+/// Records, inside the change's transaction (through `outbox`, which appends one row), one outbox row per subscription that must hear of
 /// the change of `key` from `old` to `new` (`None`: deleted). Returns how many.
 pub fn record(
-    tx: &Transaction<'_>,
+    outbox: &mut dyn FnMut(&str, &[u8]) -> ::store::Result<()>,
     subs: &SubsIndex,
     key: &Key,
     old: Option<&[u8]>,
@@ -224,7 +222,7 @@ pub fn record(
     let mut n = 0;
     for sub in subs.matching(&path) {
         if let Some(item) = item_for(&sub, key, &path, old, new) {
-            store::insert_outbox(tx, &sub.id, &item)?;
+            outbox(&sub.id, &item)?;
             n += 1;
         }
     }
@@ -261,7 +259,7 @@ enum Outcome {
 }
 
 struct Delivery {
-    db: SqliteStore,
+    db: Arc<dyn PolicyDataStore>,
     subs: Arc<SubsIndex>,
     client: SbiClient,
     config: NotifyConfig,
@@ -282,7 +280,7 @@ struct Delivery {
 /// The delivery task: runs until `stop` turns true. `wake` is notified after each write that
 /// recorded notifications.
 pub async fn run(
-    db: SqliteStore,
+    db: Arc<dyn PolicyDataStore>,
     subs: Arc<SubsIndex>,
     client: SbiClient,
     config: NotifyConfig,
@@ -356,7 +354,7 @@ impl Delivery {
         if room == 0 {
             return;
         }
-        let rows = match store::read_outbox(&self.db, self.last_seq, room).await {
+        let rows = match self.db.read_outbox(self.last_seq, room).await {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::warn!(error = %e, "notification outbox not readable; retried");
@@ -546,7 +544,7 @@ impl Delivery {
         }
         let seqs = std::mem::take(&mut self.done);
         let db = self.db.clone();
-        self.deleting.spawn(async move { store::delete_outbox(&db, seqs).await });
+        self.deleting.spawn(async move { db.delete_outbox(seqs).await });
     }
 }
 

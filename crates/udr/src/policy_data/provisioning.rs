@@ -22,7 +22,8 @@ use super::etag::{self, Conditions};
 use super::ids::{self, Kind};
 use super::model::{self, Errors, Ty};
 use super::resources::{self, merge, other_key, ue_id};
-use super::store::{self, store_error};
+use super::store;
+use super::store_error;
 use super::{conditional_read, empty_answer, json_answer, refused, user_not_found, PROV_ROOT};
 use crate::context::Udr;
 
@@ -146,7 +147,7 @@ fn profile_location(udr: &Udr, req: &SbiRequest, ue: &str) -> Option<HeaderValue
 pub async fn read_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
-    let rows = store::get_ue(&udr.policy.db, ue.clone()).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_ue(ue.clone()).await.map_err(store_error)?;
     if rows.is_empty() {
         return Err(user_not_found(&ue));
     }
@@ -196,16 +197,11 @@ pub async fn create_or_replace_policy_profile(udr: Arc<Udr>, req: SbiRequest) ->
     sbi_body::require_media_type(req.headers(), &[sbi_body::JSON])?;
     let profile: Value = sbi_body::decode_json(&req.body)?;
     let desired = profile_parts(&ue, &profile)?;
-    let w = store::write_ue(
-        &udr.policy.db,
-        udr.policy.subs.clone(),
-        ue.clone(),
-        cond,
-        false,
-        move |_| Ok(desired),
-    )
-    .await
-    .map_err(store_error)?;
+    let w = udr
+        .policy
+        .write_ue(ue.clone(), cond, false, move |_| Ok(desired))
+        .await
+        .map_err(store_error)?;
     profile_written(&udr, &req, &ue, w, true)
 }
 
@@ -227,7 +223,7 @@ pub async fn update_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerRes
     }
     errs.finish()?;
     let ue_in = ue.clone();
-    let w = store::write_ue(&udr.policy.db, udr.policy.subs.clone(), ue.clone(), cond, true, move |current| {
+    let w = udr.policy.write_ue(ue.clone(), cond, true, move |current| {
         let mut doc: Value = serde_json::from_slice(&profile_json(current.iter().map(|(p, j)| (p.as_str(), *j))))
             .map_err(|e| ProblemDetails::internal(format!("stored policy data unreadable: {e}")))?;
         merge(&mut doc, patch);
@@ -248,10 +244,9 @@ pub async fn update_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerRes
 pub async fn delete_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
-    let w =
-        store::write_ue(&udr.policy.db, udr.policy.subs.clone(), ue.clone(), cond, true, |_| {
-            Ok(BTreeMap::new())
-        })
+    let w = udr
+        .policy
+        .write_ue(ue.clone(), cond, true, |_| Ok(BTreeMap::new()))
         .await
         .map_err(store_error)?;
     profile_written(&udr, &req, &ue, w, false)

@@ -21,7 +21,8 @@ use super::etag::{self, Conditions};
 use super::ids::{self, Key, Kind};
 use super::merge;
 use super::model::{self, Ty};
-use super::store::{self, store_error, Found};
+use super::store::{self, Found};
+use super::store_error;
 use super::{
     conditional_read, data_not_found, empty_answer, json_answer, refused, user_not_found,
     NUDR_DR_ROOT,
@@ -95,7 +96,7 @@ pub(crate) async fn read(
         req.query().deny_unknown(query)?;
     }
     let cond = Conditions::from_headers(req.headers())?;
-    match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    match udr.policy.store.get(key).await.map_err(store_error)? {
         Found::Row(row) => {
             let tag = etag::etag(row.version);
             if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
@@ -122,10 +123,9 @@ pub(crate) async fn put(
     model::validate(&doc, ty)?;
     let loc = location(udr, req, root, &key);
     let body = req.body.clone();
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, false, move |_| {
-            Ok(Some(body))
-        })
+    let w = udr
+        .policy
+        .write_one(key, cond, false, move |_| Ok(Some(body)))
         .await
         .map_err(store_error)?;
     let w = match w {
@@ -197,8 +197,9 @@ pub(crate) async fn merge_patch(
     sbi_body::require_media_type(req.headers(), &[sbi_body::MERGE_PATCH_JSON])?;
     let patch: Value = sbi_body::decode_json(&req.body)?;
     check(&patch)?;
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, move |old| {
+    let w = udr
+        .policy
+        .write_one(key, cond, true, move |old| {
             if let (Some(old), Value::Object(p)) = (old, &patch) {
                 if let Some(merged) = merge::merge_stored(old, p, ty) {
                     return merged.map(|v| Some(Bytes::from(v)));
@@ -247,8 +248,9 @@ async fn json_patch(
     // Checked here so a malformed patch is a 400 before the store is touched.
     let _: Vec<Value> = sbi_body::decode_json(&req.body)?;
     let body = req.body.clone();
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, move |old| {
+    let w = udr
+        .policy
+        .write_one(key, cond, true, move |old| {
             let mut doc = stored_doc(old)?;
             sbi_body::apply_json_patch(&mut doc, &body)?;
             model::validate(&doc, ty)?;
@@ -262,10 +264,7 @@ async fn json_patch(
 /// DELETE of one resource: 204.
 pub(crate) async fn delete(udr: &Udr, req: &SbiRequest, key: Key, what: &str) -> HandlerResult {
     let cond = Conditions::from_headers(req.headers())?;
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, |_| Ok(None))
-            .await
-            .map_err(store_error)?;
+    let w = udr.policy.write_one(key, cond, true, |_| Ok(None)).await.map_err(store_error)?;
     written(udr, req, w, Answer::NoContent, what)
 }
 
@@ -310,7 +309,7 @@ pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         }
     }
     let cond = Conditions::from_headers(req.headers())?;
-    let rows = store::get_ue(&udr.policy.db, ue.clone()).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_ue(ue.clone()).await.map_err(store_error)?;
     if rows.is_empty() {
         return Err(user_not_found(&ue));
     }
@@ -499,7 +498,7 @@ pub async fn read_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest)
     let dnn = q.get("dnn")?;
     let fields = fields_param(&q);
     let cond = Conditions::from_headers(req.headers())?;
-    let row = match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    let row = match udr.policy.store.get(key).await.map_err(store_error)? {
         Found::Row(row) => row,
         other => return Err(not_found(other, &req, "session management policy data")),
     };
@@ -588,7 +587,7 @@ pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Hand
     }
     q.deny_unknown(&QUERY)?;
     let cond = Conditions::from_headers(req.headers())?;
-    let row = match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    let row = match udr.policy.store.get(key).await.map_err(store_error)? {
         Found::Row(row) => row,
         other => return Err(not_found(other, &req, "operator specific data")),
     };
@@ -657,7 +656,7 @@ pub async fn read_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         ));
     }
     let ids = (!wanted.is_empty()).then_some(wanted);
-    let rows = store::get_kind(&udr.policy.db, Kind::Bdt, ids).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_kind(Kind::Bdt, ids).await.map_err(store_error)?;
     let mut out = Vec::with_capacity(rows.iter().map(|(_, r)| r.json.len() + 1).sum::<usize>() + 2);
     out.push(b'[');
     for (i, (_, r)) in rows.iter().enumerate() {

@@ -376,10 +376,11 @@ pub async fn create_individual_policy_data_subscription(
     let id = uuid::Uuid::new_v4().simple().to_string();
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
-    let created =
-        store::create_subscription(&pd.db, pd.subs.clone(), sub, pd.config.max_subscriptions)
-            .await
-            .map_err(store::store_error)?;
+    let created = pd
+        .store
+        .create_subscription(pd.subs.clone(), sub, pd.config.max_subscriptions)
+        .await
+        .map_err(super::store_error)?;
     if !created {
         return Err(ProblemDetails::new(
             StatusCode::FORBIDDEN,
@@ -406,10 +407,7 @@ pub async fn replace_individual_policy_data_subscription(
     let body = request_body(&req)?;
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
-    if !store::replace_subscription(&pd.db, pd.subs.clone(), sub)
-        .await
-        .map_err(store::store_error)?
-    {
+    if !pd.store.replace_subscription(pd.subs.clone(), sub).await.map_err(super::store_error)? {
         return Err(not_found(&id));
     }
     Ok(json_answer(StatusCode::OK, json))
@@ -423,9 +421,11 @@ pub async fn delete_individual_policy_data_subscription(
 ) -> HandlerResult {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
-    let removed = store::delete_subscriptions(&pd.db, Some(pd.subs.clone()), vec![id.clone()])
+    let removed = pd
+        .store
+        .delete_subscriptions(Some(pd.subs.clone()), vec![id.clone()])
         .await
-        .map_err(store::store_error)?;
+        .map_err(super::store_error)?;
     if removed == 0 {
         return Err(not_found(&id));
     }
@@ -435,7 +435,7 @@ pub async fn delete_individual_policy_data_subscription(
 /// Loads the stored subscriptions into the index, dropping those expired meanwhile; returns
 /// how many are held.
 pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
-    let rows = store::load_subscriptions(&pd.db).await?;
+    let rows = pd.store.load_subscriptions().await?;
     let now = now_ms();
     let mut gone = Vec::new();
     for (id, expiry_ms, json) in rows {
@@ -460,7 +460,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
     }
     if !gone.is_empty() {
         tracing::info!(expired = gone.len(), "policy data subscriptions expired while stopped");
-        store::delete_subscriptions(&pd.db, None, gone).await?;
+        pd.store.delete_subscriptions(None, gone).await?;
     }
     Ok(pd.subs.len())
 }
@@ -468,7 +468,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
 /// Ends expired subscriptions (with their undelivered notifications) once a second until
 /// `stop`.
 pub async fn expire(
-    db: ::store::SqliteStore,
+    db: Arc<dyn store::PolicyDataStore>,
     subs: Arc<SubsIndex>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -484,7 +484,7 @@ pub async fn expire(
             continue;
         }
         tracing::info!(count = expired.len(), "policy data subscriptions expired");
-        if let Err(e) = store::delete_subscriptions(&db, Some(subs.clone()), expired).await {
+        if let Err(e) = db.delete_subscriptions(Some(subs.clone()), expired).await {
             tracing::warn!(error = %e, "expired subscriptions not removed from the store; retried at next start");
         }
     }

@@ -40,12 +40,7 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
         .route(Method::DELETE, RANGE, "UdrProv_DeleteEirImeiRange", delete_range)
 }
 
-/// An EIR entry of either kind (a bulk import row).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EirItem {
-    Imei(ImeiEntry),
-    Range(RangeEntry),
-}
+pub use crate::eir::EirItem;
 
 /// Reads an EirImeiEntry (it has `imei`) or an EirImeiRange (it has `start`).
 pub fn parse_item(v: &Value) -> Result<EirItem, ProblemDetails> {

@@ -4,7 +4,6 @@
 //! An entry is addressed by any of its identities (`/slf-entries/msisdn-...` is the same entry
 //! as `/slf-entries/imsi-...`); its first identity is its key, named in `Location`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
@@ -165,11 +164,11 @@ async fn replace(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
     let entry = parse_entry(&v)?;
     keeps_uri_identity(&entry, &id)?;
     let sent = entry.clone();
-    match udr.slf.update_entry::<Infallible, _>(&id, move |_| Ok(entry)).await {
+    match udr.slf.update_entry(&id, move |_| Ok(entry)).await {
         Ok(Updated::Done(e)) => Ok(super::json(StatusCode::OK, &entry_json(&e), None)),
         Ok(Updated::NotFound) => Err(unknown(&id)),
         Ok(Updated::Conflict(taken)) => Err(identity_taken(&sent, &taken)),
-        Ok(Updated::Rejected(never)) => match never {},
+        Ok(Updated::Rejected(p)) => Err(p),
         Err(e) => Err(store_error(e)),
     }
 }

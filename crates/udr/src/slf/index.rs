@@ -148,6 +148,10 @@ impl Index {
     }
 
     /// Identities held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn len(&self) -> usize {
         self.packed.len() + self.other.len()
     }
