@@ -143,287 +143,300 @@ impl PolicyData {
 }
 
 /// Adds the policy data routes (N36 and provisioning) to the UDR's router.
+///
+/// N36 routes carry the service operation of TS 29.504 §5.2 their method is: GET is
+/// Nudr_DataRepository_Query, PUT Nudr_DataRepository_Create (Nudr_DataRepository_Update where
+/// TS 29.519 names the PUT a replace of an existing resource: sm-data, operator-specific-data),
+/// PATCH Nudr_DataRepository_Update, DELETE Nudr_DataRepository_Delete; on subs-to-notify, POST
+/// and PUT are Nudr_DataRepository_Subscribe and DELETE Nudr_DataRepository_Unsubscribe. The
+/// handler named in each route is TS 29.519's name of the resource operation. Provisioning has no
+/// 3GPP service: its routes are `UdrProv_` + verb + resource (docs/udr.md).
 pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
     use provisioning as p;
     use resources as r;
     use subs_to_notify as s;
     const UE: &str = "/nudr-dr/v2/policy-data/ues/{ueId}";
-    b.route(Method::GET, UE, "ReadPolicyData", r::read_policy_data)
+    b.route(Method::GET, UE, "Nudr_DataRepository_Query", r::read_policy_data)
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/am-data",
-            "ReadAccessAndMobilityPolicyData",
+            "Nudr_DataRepository_Query",
             r::read_access_and_mobility_policy_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "ReadUEPolicySet",
+            "Nudr_DataRepository_Query",
             r::read_ue_policy_set,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "CreateOrReplaceUEPolicySet",
+            "Nudr_DataRepository_Create",
             r::create_or_replace_ue_policy_set,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "UpdateUEPolicySet",
+            "Nudr_DataRepository_Update",
             r::update_ue_policy_set,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "ReadSessionManagementPolicyData",
+            "Nudr_DataRepository_Query",
             r::read_session_management_policy_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "UpdateSessionManagementPolicyData",
+            "Nudr_DataRepository_Update",
             r::update_session_management_policy_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "ReplaceSessionManagementPolicyData",
+            "Nudr_DataRepository_Update",
             r::replace_session_management_policy_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "DeleteSessionManagementPolicyData",
+            "Nudr_DataRepository_Delete",
             r::delete_session_management_policy_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "ReadUsageMonitoringInformation",
+            "Nudr_DataRepository_Query",
             r::read_usage_monitoring_information,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "CreateUsageMonitoringResource",
+            "Nudr_DataRepository_Create",
             r::create_usage_monitoring_resource,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "DeleteUsageMonitoringInformation",
+            "Nudr_DataRepository_Delete",
             r::delete_usage_monitoring_information,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "ReadOperatorSpecificData",
+            "Nudr_DataRepository_Query",
             r::read_operator_specific_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "UpdateOperatorSpecificData",
+            "Nudr_DataRepository_Update",
             r::update_operator_specific_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "ReplaceOperatorSpecificData",
+            "Nudr_DataRepository_Update",
             r::replace_operator_specific_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "DeleteOperatorSpecificData",
+            "Nudr_DataRepository_Delete",
             r::delete_operator_specific_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ReadPlmnUePolicySet",
+            "Nudr_DataRepository_Query",
             r::read_plmn_ue_policy_set,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ReadSponsorConnectivityData",
+            "Nudr_DataRepository_Query",
             r::read_sponsor_connectivity_data,
         )
-        .route(Method::GET, "/nudr-dr/v2/policy-data/bdt-data", "ReadBdtData", r::read_bdt_data)
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/bdt-data",
+            "Nudr_DataRepository_Query",
+            r::read_bdt_data,
+        )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "ReadIndividualBdtData",
+            "Nudr_DataRepository_Query",
             r::read_individual_bdt_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "CreateIndividualBdtData",
+            "Nudr_DataRepository_Create",
             r::create_individual_bdt_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "UpdateIndividualBdtData",
+            "Nudr_DataRepository_Update",
             r::update_individual_bdt_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "DeleteIndividualBdtData",
+            "Nudr_DataRepository_Delete",
             r::delete_individual_bdt_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
-            "ReadSlicePolicyControlData",
+            "Nudr_DataRepository_Query",
             r::read_slice_policy_control_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
-            "UpdateSlicePolicyControlData",
+            "Nudr_DataRepository_Update",
             r::update_slice_policy_control_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/mbs-session-pol-data/{polSessionId}",
-            "GetMBSSessPolCtrlData",
+            "Nudr_DataRepository_Query",
             r::get_mbs_sess_pol_ctrl_data,
         )
         .route(
             Method::POST,
             "/nudr-dr/v2/policy-data/subs-to-notify",
-            "CreateIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Subscribe",
             s::create_individual_policy_data_subscription,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
-            "ReplaceIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Subscribe",
             s::replace_individual_policy_data_subscription,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
-            "DeleteIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Unsubscribe",
             s::delete_individual_policy_data_subscription,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvReadPolicyProfile",
+            "UdrProv_GetPolicyProfile",
             p::read_policy_profile,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvCreateOrReplacePolicyProfile",
+            "UdrProv_CreateOrReplacePolicyProfile",
             p::create_or_replace_policy_profile,
         )
         .route(
             Method::PATCH,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvUpdatePolicyProfile",
+            "UdrProv_UpdatePolicyProfile",
             p::update_policy_profile,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvDeletePolicyProfile",
+            "UdrProv_DeletePolicyProfile",
             p::delete_policy_profile,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvReadPlmnUePolicySet",
+            "UdrProv_GetPlmnUePolicySet",
             p::read_plmn,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvCreateOrReplacePlmnUePolicySet",
+            "UdrProv_CreateOrReplacePlmnUePolicySet",
             p::put_plmn,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvDeletePlmnUePolicySet",
+            "UdrProv_DeletePlmnUePolicySet",
             p::delete_plmn,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvReadSponsorConnectivityData",
+            "UdrProv_GetSponsorConnectivityData",
             p::read_sponsor,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvCreateOrReplaceSponsorConnectivityData",
+            "UdrProv_CreateOrReplaceSponsorConnectivityData",
             p::put_sponsor,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvDeleteSponsorConnectivityData",
+            "UdrProv_DeleteSponsorConnectivityData",
             p::delete_sponsor,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvReadBdtData",
+            "UdrProv_GetBdtData",
             p::read_bdt,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvCreateOrReplaceBdtData",
+            "UdrProv_CreateOrReplaceBdtData",
             p::put_bdt,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvDeleteBdtData",
+            "UdrProv_DeleteBdtData",
             p::delete_bdt,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvReadSlicePolicyControlData",
+            "UdrProv_GetSlicePolicyControlData",
             p::read_slice,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvCreateOrReplaceSlicePolicyControlData",
+            "UdrProv_CreateOrReplaceSlicePolicyControlData",
             p::put_slice,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvDeleteSlicePolicyControlData",
+            "UdrProv_DeleteSlicePolicyControlData",
             p::delete_slice,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvReadMbsSessPolCtrlData",
+            "UdrProv_GetMbsSessPolCtrlData",
             p::read_mbs,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvCreateOrReplaceMbsSessPolCtrlData",
+            "UdrProv_CreateOrReplaceMbsSessPolCtrlData",
             p::put_mbs,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvDeleteMbsSessPolCtrlData",
+            "UdrProv_DeleteMbsSessPolCtrlData",
             p::delete_mbs,
         )
 }
