@@ -6,7 +6,9 @@
 //! notifications and provisioning; [`sh`] is the Diameter Sh server (`[udr.sh]`) and [`soap`]
 //! the SOAP/XML provisioning (`POST /udr-soap/v1`); [`n5g_eir_eic`] is the 5G-EIR's equipment
 //! status over the lists in [`eir`]; [`provisioning`] is the REST provisioning API
-//! (`/udr-prov/v1`) and [`import`] the bulk load behind `fivecore udr import`.
+//! (`/udr-prov/v1`) and [`import`] the bulk load behind `fivecore udr import`. Each service keeps
+//! its data behind its own store trait, implemented over SQLite in that service's `sqlite` module;
+//! [`stores`] opens them all.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
