@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, StatusCode};
+use nf::NfError;
 use sbi::client::SbiClient;
 use sbi::router::RouterBuilder;
 use sbi::{Body, ProblemDetails, Response};
@@ -115,7 +116,7 @@ impl PolicyData {
         key: ids::Key,
         cond: etag::Conditions,
         must_exist: bool,
-        edit: impl FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, ProblemDetails> + Send + 'static,
+        edit: impl FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, NfError> + Send + 'static,
     ) -> ::store::Result<Result<store::Written, store::Refusal>> {
         self.store.write_one(self.subs.clone(), key, cond, must_exist, Box::new(edit)).await
     }
@@ -126,7 +127,7 @@ impl PolicyData {
         ue_id: String,
         cond: etag::Conditions,
         must_exist: bool,
-        edit: impl FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, ProblemDetails>
+        edit: impl FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, NfError>
             + Send
             + 'static,
     ) -> ::store::Result<Result<store::UeWritten, store::Refusal>> {
@@ -443,11 +444,6 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
 
 // --- answers shared by the handlers -------------------------------------------------------------
 
-/// A store failure as the answer to a request.
-pub fn store_error(e: ::store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
-
 /// A JSON answer from stored bytes (no re-encoding), with its ETag.
 pub(crate) fn json_answer(
     status: StatusCode,
@@ -502,16 +498,11 @@ pub(crate) fn data_not_found(what: &str) -> ProblemDetails {
 /// The answer to a refused write: 404 USER_NOT_FOUND / DATA_NOT_FOUND, 400, or 412 carrying the
 /// resource's current ETag (so the consumer can read it again and retry).
 /// `ue_id` names the UE of a USER_NOT_FOUND, `what` the data of a DATA_NOT_FOUND.
-pub(crate) fn refused(
-    r: store::Refusal,
-    ue_id: &str,
-    what: &str,
-    instance: &str,
-) -> sbi::HandlerResult {
+pub(crate) fn refused(r: store::Refusal, ue_id: &str, what: &str, instance: &str) -> nf::Answer {
     match r {
-        store::Refusal::NoUser => Err(user_not_found(ue_id)),
-        store::Refusal::NoData => Err(data_not_found(what)),
-        store::Refusal::Invalid(p) => Err(p),
+        store::Refusal::NoUser => Err(user_not_found(ue_id).into()),
+        store::Refusal::NoData => Err(data_not_found(what).into()),
+        store::Refusal::Edit(e) => Err(e),
         store::Refusal::Precondition(current) => {
             let mut resp = etag::precondition_failed(current.as_deref())
                 .with_instance(instance)

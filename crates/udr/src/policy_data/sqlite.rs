@@ -372,7 +372,7 @@ async fn write_one(
         }
         let new = match edit(old.as_ref().map(|o| o.json.as_slice())) {
             Ok(n) => n,
-            Err(p) => return Ok(Err(Refusal::Invalid(p))),
+            Err(p) => return Ok(Err(Refusal::Edit(p))),
         };
         let (version, notified) = set(tx, Some(&subs), &key, old.as_ref(), rowid, new.as_deref())?;
         Ok(Ok(Written { existed: old.is_some(), version, json: new, notified }))
@@ -440,7 +440,7 @@ async fn write_ue(
             current.iter().map(|(p, r)| (p.clone(), r.json.as_slice())).collect();
         let desired = match edit(&view) {
             Ok(d) => d,
-            Err(p) => return Ok(Err(Refusal::Invalid(p))),
+            Err(p) => return Ok(Err(Refusal::Edit(p))),
         };
         let (versions, notified) = apply_ue(tx, Some(&subs), &ue_id, &current, &desired)?;
         let etag = (!versions.is_empty())

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sbi::ProblemDetails;
+use nf::NfError;
 use serde_json::Value;
 
 use super::etag::Conditions;
@@ -38,8 +38,9 @@ pub enum Refusal {
     NoData,
     /// The precondition does not hold; the resource's current ETag, if it exists.
     Precondition(Option<String>),
-    /// The resulting document is not valid (a patch broke it, or a patch could not apply).
-    Invalid(ProblemDetails),
+    /// The edit refused the change (the resulting document is not valid, a patch could not
+    /// apply) or failed.
+    Edit(NfError),
 }
 
 /// What a write of one resource did.
@@ -79,15 +80,14 @@ pub struct OutboxRow {
 pub type StoredSubscription = (String, Option<i64>, Vec<u8>);
 
 /// The edit of one resource in [`PolicyDataStore::write_one`]: the new document from the
-/// current one (`None`: absent / remove it), or the answer refusing the change.
-pub type EditOne = Box<dyn FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, ProblemDetails> + Send>;
+/// current one (`None`: absent / remove it), or why not (the answer refusing the change, or a
+/// fault).
+pub type EditOne = Box<dyn FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, NfError> + Send>;
 
 /// The edit of a UE's whole policy data in [`PolicyDataStore::write_ue`]: the desired parts
 /// from the current ones (an empty map removes the UE's policy data).
-pub type EditUe = Box<
-    dyn FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, ProblemDetails>
-        + Send,
->;
+pub type EditUe =
+    Box<dyn FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, NfError> + Send>;
 
 /// The policy data service's persistence.
 ///

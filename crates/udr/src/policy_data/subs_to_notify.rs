@@ -14,8 +14,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use sbi::problem::cause;
-use sbi::{body as sbi_body, empty_response, HandlerResult, ProblemDetails, Response, SbiRequest};
+use sbi::{body as sbi_body, empty_response, ProblemDetails, Response, SbiRequest};
 use serde_json::Value;
 
 use super::ids::{self, Monitored};
@@ -318,11 +319,7 @@ pub fn decode(
         body["supportedFeatures"] = Value::from("0");
         changed = true;
     }
-    let json = if changed {
-        Bytes::from(serde_json::to_vec(&body).map_err(|e| ProblemDetails::internal(e.to_string()))?)
-    } else {
-        bytes
-    };
+    let json = if changed { Bytes::from(body.to_string()) } else { bytes };
     Ok(Subscription {
         id: id.to_owned(),
         notification_uri: uri,
@@ -367,26 +364,21 @@ fn request_body(req: &SbiRequest) -> Result<Value, ProblemDetails> {
 
 /// POST /subs-to-notify (CreateIndividualPolicyDataSubscription): 201 + Location + the
 /// PolicyDataSubscription; 403 `INSUFFICIENT_RESOURCES` beyond `max_subscriptions`.
-pub async fn create_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn create_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let body = request_body(&req)?;
     let id = uuid::Uuid::new_v4().simple().to_string();
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
-    let created = pd
-        .store
-        .create_subscription(pd.subs.clone(), sub, pd.config.max_subscriptions)
-        .await
-        .map_err(super::store_error)?;
+    let created =
+        pd.store.create_subscription(pd.subs.clone(), sub, pd.config.max_subscriptions).await?;
     if !created {
         return Err(ProblemDetails::new(
             StatusCode::FORBIDDEN,
             cause::INSUFFICIENT_RESOURCES,
             "the UDR holds its maximum number of policy data subscriptions",
-        ));
+        )
+        .into());
     }
     let mut resp = json_answer(StatusCode::CREATED, json);
     let loc = format!("{}{NUDR_DR_ROOT}/policy-data/subs-to-notify/{id}", udr.api_root(Some(&req)));
@@ -398,36 +390,26 @@ pub async fn create_individual_policy_data_subscription(
 
 /// PUT /subs-to-notify/{subsId} (ReplaceIndividualPolicyDataSubscription): 200 + the
 /// PolicyDataSubscription; 404 `SUBSCRIPTION_NOT_FOUND`.
-pub async fn replace_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn replace_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
     let body = request_body(&req)?;
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
-    if !pd.store.replace_subscription(pd.subs.clone(), sub).await.map_err(super::store_error)? {
-        return Err(not_found(&id));
+    if !pd.store.replace_subscription(pd.subs.clone(), sub).await? {
+        return Err(not_found(&id).into());
     }
     Ok(json_answer(StatusCode::OK, json))
 }
 
 /// DELETE /subs-to-notify/{subsId} (DeleteIndividualPolicyDataSubscription): 204; 404
 /// `SUBSCRIPTION_NOT_FOUND`. Its undelivered notifications go with it.
-pub async fn delete_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn delete_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
-    let removed = pd
-        .store
-        .delete_subscriptions(Some(pd.subs.clone()), vec![id.clone()])
-        .await
-        .map_err(super::store_error)?;
+    let removed = pd.store.delete_subscriptions(Some(pd.subs.clone()), vec![id.clone()]).await?;
     if removed == 0 {
-        return Err(not_found(&id));
+        return Err(not_found(&id).into());
     }
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

@@ -28,6 +28,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use http::StatusCode;
+use nf::NfError;
 use sbi::ProblemDetails;
 use serde_json::{Map, Value};
 
@@ -154,7 +155,7 @@ async fn write(udr: &Arc<Udr>, op: &Element, create: Option<bool>) -> Result<Str
         .policy
         .write_ue(ue.clone(), Conditions::default(), must_exist, move |current| {
             if create == Some(true) && !current.is_empty() {
-                return Err(exists());
+                return Err(exists().into());
             }
             Ok(desired)
         })
@@ -163,10 +164,16 @@ async fn write(udr: &Arc<Udr>, op: &Element, create: Option<bool>) -> Result<Str
     let w = match w {
         Ok(w) => w,
         Err(Refusal::NoUser | Refusal::NoData) => return Err(no_policy_data(&ue)),
-        Err(Refusal::Invalid(p)) if p.status == Some(StatusCode::CONFLICT.as_u16()) => {
+        Err(Refusal::Edit(NfError::Problem(p)))
+            if p.status == Some(StatusCode::CONFLICT.as_u16()) =>
+        {
             return Err(Fault::already_exists(format!("UE {ue} has policy data already")))
         }
-        Err(Refusal::Invalid(p)) => return Err(invalid(&p)),
+        Err(Refusal::Edit(NfError::Problem(p))) => return Err(invalid(&p)),
+        // This edit only decides; any other outcome would be a fault of ours.
+        Err(Refusal::Edit(e)) => {
+            return Err(Fault::new(super::FaultCode::Server, "STORE_FAILURE", e.to_string()))
+        }
         // SOAP carries no precondition, so the store cannot refuse one: that would be our bug.
         Err(Refusal::Precondition(_)) => {
             return Err(Fault::new(
