@@ -119,6 +119,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     udr.sh.load().await?;
     let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
     let observability = Observability::new();
+    observability.with_registry(|r| udr.policy.stats.register(r));
     // The identity index loads in the background (tens of seconds for tens of millions of
     // subscribers): the UDR answers at once (lookups read the store until the index is in) but
     // reports ready only when it is, so load balancers and the bench kit wait for the fast path.
@@ -151,6 +152,9 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         }
     };
     let sh = if config.udr.sh.enabled { Some(sh::start(udr.clone()).await?) } else { None };
+    if let Some(sh) = &sh {
+        observability.with_registry(|r| sh.node().register_metrics(r));
+    }
     let eir_nrf = match (&config.udr.nrf, config.udr.eir.register_nrf) {
         (Some(nrf_config), true) => {
             let profile = n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);

@@ -145,7 +145,7 @@ async fn t4c_policy_data_mix() {
     let elapsed = t0.elapsed();
     // Let the notifications drain (delivered, or gone with their subscription) before reading
     // the CPU.
-    let recorded = udr.udr.policy.stats.recorded.load(Ordering::Relaxed);
+    let recorded = udr.udr.policy.stats.recorded.get();
     for _ in 0..1000 {
         if udr.udr.stores.policy.outbox_len().await.unwrap() == 0 {
             break;
@@ -171,9 +171,9 @@ async fn t4c_policy_data_mix() {
     let st = &udr.udr.policy.stats;
     eprintln!(
         "notifications: delivered {}, retried {}, dropped {}; store: {:?}",
-        st.delivered.load(Ordering::Relaxed),
-        st.retried.load(Ordering::Relaxed),
-        st.dropped.load(Ordering::Relaxed),
+        st.delivered.get(),
+        st.retried.get(),
+        st.dropped.get(),
         udr.udr.stores.stats()
     );
     udr.stop().await;

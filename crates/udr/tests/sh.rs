@@ -401,6 +401,38 @@ async fn profile_update_sequence_numbers_and_errors() {
 }
 
 #[tokio::test]
+async fn sh_answers_reach_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), sh_config()).await;
+    provision(&u, alice()).await;
+    let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
+    let app = sh::APP_ID.to_string();
+    let udr_cmd = sh::CMD_USER_DATA.to_string();
+    let answers = |class: &'static str| {
+        [("application", app.clone()), ("command", udr_cmd.clone()), ("result_class", class.into())]
+    };
+    let scrape = |class: &'static str| {
+        let labels = answers(class);
+        let u = &u;
+        async move {
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            metric(u, "diameter_answers_total", &labels).await
+        }
+    };
+    assert_eq!(scrape("2xxx").await, 0.0);
+    ok(&a.udr(ALICE, &[dr::MSISDN], &[]).await);
+    ok(&a.udr(ALICE, &[dr::IMS_USER_STATE], &[]).await);
+    let unknown = a.udr("sip:nobody@ims.example", &[dr::MSISDN], &[]).await;
+    assert_eq!(exp(&unknown), Some(er::DIAMETER_ERROR_USER_UNKNOWN));
+    // The Sh node's answers, by result class, on the UDR's SBI /metrics.
+    assert_eq!(scrape("2xxx").await, 2.0);
+    assert_eq!(scrape("5xxx").await, 1.0);
+    let labels = [("application", app.as_str()), ("command", udr_cmd.as_str())];
+    assert_eq!(metric(&u, "diameter_request_duration_seconds_count", &labels).await, 3.0);
+    u.stop().await;
+}
+
+#[tokio::test]
 async fn subscribe_then_another_as_update_pushes_a_notification() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = sh_config();

@@ -24,7 +24,6 @@ pub mod sqlite;
 pub mod store;
 pub mod subs_to_notify;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use std::collections::BTreeMap;
@@ -137,7 +136,7 @@ impl PolicyData {
     /// After a committed write: wakes the delivery when it recorded notifications.
     pub(crate) fn recorded(&self, n: usize) {
         if n > 0 {
-            self.stats.recorded.fetch_add(n as u64, Ordering::Relaxed);
+            self.stats.recorded.inc_by(n as u64);
             self.wake.notify_one();
         }
     }
