@@ -1,22 +1,33 @@
 //! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
 //!
-//! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
-//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`];
-//! [`policy_data`] is Nudr_DataRepository policy data (N36) with its subscriptions,
-//! notifications and provisioning; [`sh`] is the Diameter Sh server (`[udr.sh]`) and [`soap`]
-//! the SOAP/XML provisioning (`POST /udr-soap/v1`); [`n5g_eir_eic`] is the 5G-EIR's equipment
-//! status over the lists in [`eir`]; [`provisioning`] is the REST provisioning API
-//! (`/udr-prov/v1`) and [`import`] the bulk load behind `fivecore udr import`. Each service keeps
-//! its data behind its own store trait, implemented over SQLite in that service's `sqlite` module;
-//! [`stores`] opens them all.
+//! A newcomer's map, by service. Each service's folder holds the module of its 3GPP operations
+//! (named after the service), its logic, its store trait and that trait's SQLite implementation
+//! (`sqlite`, with the service's tables and migrations); [`router`] lists every SBI operation.
+//!
+//! - [`slf`], the SLF role: Nudr_GroupIDmap_GetNfGroupIDs is [`slf::nudr_group_id_map`], over the
+//!   subscriber-to-group map ([`slf::SlfStore`], [`slf::sqlite`]) and its in-memory identity
+//!   index ([`slf::index`]).
+//! - [`eir`], the 5G-EIR: N5g-eir_EquipmentIdentityCheck_Get is [`eir::n5g_eir_eic`], over the
+//!   equipment lists ([`eir::EirStore`], [`eir::sqlite`]).
+//! - [`policy_data`], Nudr_DataRepository for policy data (N36, TS 29.519):
+//!   Nudr_DataRepository_Query / _Create / _Update / _Delete are [`policy_data::resources`],
+//!   _Subscribe / _Unsubscribe [`policy_data::subs_to_notify`], the notifications
+//!   [`policy_data::notify`]; [`policy_data::store`] and [`policy_data::sqlite`] keep the data.
+//! - [`sh`], Diameter Sh (TS 29.328/29.329, `[udr.sh]`): Sh-Pull is [`sh::udr`], Sh-Update
+//!   [`sh::pur`], Sh-Subs-Notif [`sh::snr`], Sh-Notif [`sh::pnr`]; [`sh::data`] and [`sh::sqlite`]
+//!   keep the data.
+//! - Operators' APIs, no 3GPP service: [`provisioning`] the REST provisioning (`/udr-prov/v1`,
+//!   operations `UdrProv_*`; policy data's in [`policy_data::provisioning`]), [`soap`] the
+//!   SOAP/XML provisioning (`POST /udr-soap/v1`), [`import`] the bulk load behind
+//!   `fivecore udr import`.
+//!
+//! [`config`] is `[udr]`; [`context`] holds the state; [`stores`] opens every service's store.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
 pub mod context;
 pub mod eir;
 pub mod import;
-pub mod n5g_eir_eic;
-pub mod nudr_group_id_map;
 pub mod policy_data;
 pub mod preload;
 pub mod provisioning;
@@ -78,14 +89,14 @@ pub fn router(udr: Arc<Udr>) -> Router {
             Method::GET,
             "/nudr-group-id-map/v1/nf-group-ids",
             "Nudr_GroupIDmap_GetNfGroupIDs",
-            nudr_group_id_map::get_nf_group_ids,
+            slf::nudr_group_id_map::get_nf_group_ids,
         )
         .route(Method::POST, soap::PATH, soap::OPERATION, soap::handle)
         .route(
             Method::GET,
             "/n5g-eir-eic/v1/equipment-status",
             "N5g-eir_EquipmentIdentityCheck_Get",
-            n5g_eir_eic::get_equipment_status,
+            eir::n5g_eir_eic::get_equipment_status,
         );
     policy_data::routes(provisioning::routes(b)).build()
 }
@@ -157,7 +168,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     }
     let eir_nrf = match (&config.udr.nrf, config.udr.eir.register_nrf) {
         (Some(nrf_config), true) => {
-            let profile = n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
+            let profile = eir::n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
             Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
         }
         _ => None,

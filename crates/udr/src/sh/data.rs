@@ -262,8 +262,9 @@ pub struct StoredSubscription {
     pub one_time: bool,
 }
 
-/// One transaction over the Sh data: what a job given to [`ShDataStore::read`] or
-/// [`ShDataStore::write`] may do (the writing methods fail in a read job).
+/// One transaction over the Sh data: what a job given to `read` or `write` of a
+/// `dyn ShDataStore` ([`ShDataStore::read_job`], [`ShDataStore::write_job`]) may do (the writing
+/// methods fail in a read job).
 pub trait ShTx {
     /// The profile id of a user, if known.
     fn resolve(&self, user: &UserId) -> store::Result<Option<i64>>;

@@ -1,5 +1,5 @@
 //! The SLF store over SQLite: the subscriber-to-group-set tables, every statement they run, and
-//! the change capture the identity index syncs from (see [`super::sync`] for the protocol).
+//! the change capture the identity index syncs from (see `slf/sync.rs` for the protocol).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

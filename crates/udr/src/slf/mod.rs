@@ -1,4 +1,5 @@
-//! The subscriber-to-NF-group map behind the SLF role (Nudr_GroupIDmap, TS 29.504 §5.5).
+//! The SLF role: [`nudr_group_id_map`] serves Nudr_GroupIDmap_GetNfGroupIDs (TS 29.504 §5.5) from
+//! the subscriber-to-NF-group map kept here.
 //!
 //! Sized for the reference's 37 million subscribers: a subscriber identity (SUPI, GPSI, IMPI or
 //! IMPU, with its type prefix as in `SubscriberId`) is one narrow row pointing at a *group set*,
@@ -8,10 +9,11 @@
 //!
 //! [`Slf`] is the service's state: the store behind the [`SlfStore`] trait (its SQLite
 //! implementation, with the tables, is [`sqlite`]) and, once [`Slf::start`]ed, an in-memory
-//! identity index ([`index`]) that [`sync`] keeps equal to the store from the store's changes
+//! identity index ([`index`]) that `sync` keeps equal to the store from the store's changes
 //! feed; lookups are answered from the index, before it is loaded from the store.
 
 pub mod index;
+pub mod nudr_group_id_map;
 pub mod sqlite;
 mod sync;
 
@@ -161,7 +163,7 @@ pub enum Expect {
     NoneNew,
 }
 
-/// What one read of the store's changes feed found (see [`sync`]).
+/// What one read of the store's changes feed found (see `sync.rs`).
 #[derive(Debug)]
 pub struct Changes {
     /// Moves when another writer (another process) committed since the last read: its writes
@@ -236,7 +238,7 @@ impl Slf {
     }
 
     /// Loads the identity index and keeps it in step with the store from now on, draining the
-    /// changes of other writers every `interval` (see [`sync`]). Lookups use it from then on.
+    /// changes of other writers every `interval` (see `sync.rs`). Lookups use it from then on.
     /// Call once, within a tokio runtime.
     pub async fn start(&self, interval: Duration) -> store::Result<()> {
         let live = sync::start(self.store.clone(), interval).await?;
@@ -259,7 +261,7 @@ impl Slf {
     }
 
     /// After a committed write: asks the index to take it in now. Lookups read the store until
-    /// it has (see [`sync`]), so they see the write already.
+    /// it has (see `sync.rs`), so they see the write already.
     fn synced<T>(&self, written: T) -> store::Result<T> {
         if let Some(live) = self.live.get() {
             live.nudge();

@@ -1,5 +1,7 @@
-//! The 5G-EIR's equipment lists (TS 29.511, TS 23.003 §6.2): single IMEIs and IMEI ranges, each
-//! with a status and optionally bound to subscribers (SUPIs and/or GPSIs), and `[udr.eir]`.
+//! The 5G-EIR (TS 29.511): [`n5g_eir_eic`] serves N5g-eir_EquipmentIdentityCheck_Get over the
+//! equipment lists kept here (TS 23.003 §6.2): single IMEIs and IMEI ranges, each with a status and
+//! optionally bound to subscribers (SUPIs and/or GPSIs), and `[udr.eir]`. [`EirStore`] is the
+//! service's store trait, [`sqlite`] its SQLite implementation with the tables.
 //!
 //! An IMEI is keyed by its first 14 digits (TAC + serial number) as an integer: the 15th digit of
 //! an IMEI is a check digit (or the spare `0` a UE sends) and the last two of an IMEISV are the
@@ -9,6 +11,7 @@
 //! write), so that one row is the only candidate. A single IMEI beats a range that contains
 //! it, so a device can be listed apart from its model's range.
 
+pub mod n5g_eir_eic;
 pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
