@@ -84,8 +84,8 @@ pub struct UdrArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum UdrCommand {
-    /// Bulk-load SLF or EIR entries (CSV or JSON lines) or policy data (JSON lines) into the
-    /// UDR's store (docs/udr.md);
+    /// Bulk-load SLF or EIR entries (CSV or JSON lines), policy data, Sh profiles or policy data
+    /// subscriptions (JSON lines) into the UDR's store (docs/udr.md);
     /// a UDR may be serving from it meanwhile.
     Import(ImportArgs),
 }
@@ -98,6 +98,12 @@ pub enum ImportKind {
     Eir,
     /// Policy data: one UE's PolicyDataProfile a line, `{"ueId": …, "amData": …, …}` (JSON lines).
     Policy,
+    /// Sh profiles: one a line, what SOAP `CreateShProfile` takes, `{"publicIdentities": […],
+    /// "msisdns": […], "imsUserState": "REGISTERED", …}` (JSON lines).
+    Sh,
+    /// Policy data subscriptions: `{"subsId": …, "subscription": {PolicyDataSubscription}}` a
+    /// line (JSON lines); a UDR started afterwards loads them like its own.
+    PolicySubscriptions,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! `fivecore udr import`: bulk load of SLF or EIR entries or policy data into the UDR's store file
-//! (`udr::import`), with a progress bar on stderr. Exit status: 0 when every row was imported,
+//! `fivecore udr import`: bulk load of SLF or EIR entries, policy data, Sh profiles or policy
+//! data subscriptions into the UDR's store file (`udr::import`), with a progress bar on stderr. Exit status: 0 when every row was imported,
 //! 3 when bad rows were skipped (each reported with its line), 1 when the import failed or
 //! stopped at a bad row (the rows before it stay imported).
 
@@ -49,9 +49,19 @@ fn prepare(
         ImportKind::Slf => Kind::Slf,
         ImportKind::Eir => Kind::Eir,
         ImportKind::Policy => Kind::Policy,
+        ImportKind::Sh => Kind::Sh,
+        ImportKind::PolicySubscriptions => Kind::PolicySubscriptions,
     };
-    if kind == Kind::Policy && format == Format::Csv {
-        return Err("policy data is imported from JSON lines only: say --format jsonl".into());
+    if format == Format::Csv {
+        let what = match kind {
+            Kind::Policy => Some("policy data is"),
+            Kind::Sh => Some("Sh profiles are"),
+            Kind::PolicySubscriptions => Some("policy data subscriptions are"),
+            Kind::Slf | Kind::Eir => None,
+        };
+        if let Some(what) = what {
+            return Err(format!("{what} imported from JSON lines only: say --format jsonl"));
+        }
     }
     if args.batch == 0 {
         return Err("--batch must be at least 1".into());
@@ -59,6 +69,7 @@ fn prepare(
     let opts = Options {
         batch_rows: args.batch,
         stop_on_bad_row: args.on_bad_row == OnBadRow::Stop,
+        max_service_data_bytes: config.udr.sh.max_repository_data_bytes,
         ..Options::new(kind, format)
     };
     // The same file `fivecore udr` would serve from with these flags.
@@ -102,10 +113,9 @@ fn import(opts: Options, store: store::SqliteConfig, input: Input, total: Option
     let path = store.path.clone();
     let mut bar = Bar::new(total);
     let result: Result<Report, String> = runtime.block_on(async {
-        let db = store::SqliteStore::open(store)
+        let db = udr::Stores::open_sqlite(store)
             .await
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        db.migrate(udr::migrations()).await.map_err(|e| format!("{}: {e}", path.display()))?;
         let report = import::run(&db, input, opts, |e| match e {
             Event::BadRow(b) => bar.bad_row(b),
             Event::Progress(p) => bar.update(&p, false),
@@ -159,6 +169,12 @@ fn summary(r: &Report, kind: Kind, path: &Path) -> String {
             group(r.policy_new),
             group(p.rows.saturating_sub(r.policy_new))
         ),
+        Kind::Sh => {
+            format!("{} Sh profiles new, {} replaced", group(r.sh_new), group(r.sh_replaced))
+        }
+        Kind::PolicySubscriptions => {
+            format!("{} policy data subscriptions", group(r.subscriptions))
+        }
     };
     format!(
         "imported {} rows into {} in {secs:.1} s ({} rows/s): {what}; {} bad rows",

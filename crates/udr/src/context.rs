@@ -2,23 +2,26 @@
 
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+
 use sbi::SbiRequest;
-use store::SqliteStore;
 
 use crate::config::UdrConfig;
 use crate::eir::EirStore;
 use crate::policy_data::PolicyData;
-use crate::slf::SlfStore;
+use crate::slf::Slf;
+use crate::stores::Stores;
 
 pub struct Udr {
     pub config: UdrConfig,
-    pub db: SqliteStore,
+    /// Every service's store.
+    pub stores: Stores,
     /// The subscriber-to-NF-group map (SLF).
-    pub slf: SlfStore,
+    pub slf: Slf,
     /// Diameter Sh: settings, subscriptions, the node once listening.
     pub sh: crate::sh::Sh,
     /// The 5G-EIR's equipment lists.
-    pub eir: EirStore,
+    pub eir: Arc<dyn EirStore>,
     /// Policy data (N36), its subscriptions and their notifications.
     pub policy: PolicyData,
     scheme: &'static str,
@@ -27,14 +30,14 @@ pub struct Udr {
 }
 
 impl Udr {
-    pub fn new(config: UdrConfig, db: SqliteStore, scheme: &'static str) -> Self {
+    pub fn new(config: UdrConfig, stores: Stores, scheme: &'static str) -> Self {
         Udr {
-            sh: crate::sh::Sh::new(config.sh.clone()),
-            policy: PolicyData::new(config.policy.clone(), db.clone()),
+            sh: crate::sh::Sh::new(config.sh.clone(), stores.sh.clone()),
+            policy: PolicyData::new(config.policy.clone(), stores.policy.clone()),
             config,
-            slf: SlfStore::new(db.clone()),
-            eir: EirStore::new(db.clone()),
-            db,
+            slf: Slf::new(stores.slf.clone()),
+            eir: stores.eir.clone(),
+            stores,
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -1,15 +1,20 @@
-//! Bulk import of SLF and EIR entries (CSV or JSON lines) and of policy data profiles (JSON
-//! lines) into the UDR's store, behind `fivecore udr import` (formats in docs/udr.md).
+//! Bulk import into the UDR's stores, behind `fivecore udr import` (formats in docs/udr.md): SLF
+//! and EIR entries (CSV or JSON lines), and, from JSON lines, policy data profiles, Sh profiles
+//! and policy data subscriptions (subs-to-notify).
 //!
 //! A parser thread reads and checks rows (with the provisioning API's own checks, so a row
-//! means what the same REST body means) into batches of `batch_rows`; each batch is one job of
-//! the store's writer, i.e. one transaction with prepared statements. The parser fills the next
+//! means what the same REST or SOAP body means) into batches of `batch_rows`; each batch is one
+//! bulk call of the service's store trait, i.e. one transaction (over SQLite, one job of the
+//! store's writer with prepared statements). The parser fills the next
 //! batch while the writer commits the last one, and waits when it is one batch ahead, so memory
 //! stays bounded whatever the file size. Rows are upserts (an SLF row replaces the entries it
 //! shares an identity with; an EIR row replaces the IMEI or the range starting at the same
-//! IMEI; a policy row replaces the UE's whole policy data, as the provisioning PUT does), so
-//! running the same file twice is harmless and an import that stopped can be re-run. Policy
-//! data loaded this way notifies no subscriber: it is for loading, not for live changes.
+//! IMEI; a policy row replaces the UE's whole policy data, as the provisioning PUT does; an Sh
+//! row creates its profile or replaces the one holding its identities; a subscription replaces
+//! the one of its `subsId`), so running the same file twice is harmless and an import that
+//! stopped can be re-run. Data loaded this way notifies no subscriber: it is for loading, not for
+//! live changes. Subscriptions loaded into the store of a running UDR are taken in at its next
+//! start.
 //!
 //! A bad row is reported with its line number; it is skipped or stops the import
 //! ([`Options::stop_on_bad_row`]); the rows before it are committed either way.
@@ -17,15 +22,18 @@
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
-use store::SqliteStore;
 use tokio::sync::mpsc;
 
-use crate::eir::{self, RangeConflict};
-use crate::policy_data::{provisioning as policy_provisioning, store as policy_store};
-use crate::provisioning::eir_entries::{self, EirItem};
+use crate::eir::{self, EirItem, RangeConflict};
+use crate::policy_data::provisioning as policy_provisioning;
+use crate::policy_data::subs_to_notify::{self, Subscription};
+use crate::provisioning::eir_entries;
 use crate::provisioning::{describe, slf_entries};
+use crate::sh::data::{self as sh_data, ShProfile};
 use crate::slf::{self, Entry, PutStats};
+use crate::stores::Stores;
 
 /// What the rows are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +43,21 @@ pub enum Kind {
     /// A UE's PolicyDataProfile: `{"ueId": "imsi-…", "amData": {…}, "smData": {…}, …}` (JSON
     /// lines only).
     Policy,
+    /// An Sh profile, the content of SOAP `CreateShProfile` (JSON lines only):
+    /// `{"publicIdentities": [...], "msisdns": [...], "imsUserState": "REGISTERED",
+    /// "scscfName": "sip:…", "repositoryData": [{"serviceIndication", "sequenceNumber",
+    /// "serviceData"}]}`.
+    Sh,
+    /// A policy data subscription (JSON lines only): `{"subsId": "…", "subscription":
+    /// {PolicyDataSubscription}}`, checked as a POST to subs-to-notify checks it.
+    PolicySubscriptions,
+}
+
+impl Kind {
+    /// Whether the rows can only be JSON lines (nested JSON).
+    fn jsonl_only(self) -> bool {
+        matches!(self, Kind::Policy | Kind::Sh | Kind::PolicySubscriptions)
+    }
 }
 
 /// The attribute of a policy row naming its UE; the others are the PolicyDataProfile.
@@ -54,11 +77,19 @@ pub struct Options {
     pub batch_rows: usize,
     /// Stop at the first bad row (else skip it and go on).
     pub stop_on_bad_row: bool,
+    /// Sh: the largest ServiceData accepted (`[udr.sh] max_repository_data_bytes`).
+    pub max_service_data_bytes: usize,
 }
 
 impl Options {
     pub fn new(kind: Kind, format: Format) -> Self {
-        Options { kind, format, batch_rows: DEFAULT_BATCH_ROWS, stop_on_bad_row: true }
+        Options {
+            kind,
+            format,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            stop_on_bad_row: true,
+            max_service_data_bytes: crate::sh::ShConfig::default().max_repository_data_bytes,
+        }
     }
 }
 
@@ -107,6 +138,11 @@ pub struct Report {
     pub ranges: u64,
     /// Policy data: UEs that had no policy data before (the others were replaced).
     pub policy_new: u64,
+    /// Sh: profiles created and replaced.
+    pub sh_new: u64,
+    pub sh_replaced: u64,
+    /// Policy data subscriptions written.
+    pub subscriptions: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,17 +157,21 @@ pub enum ImportError {
     Unsupported(&'static str),
 }
 
-/// Imports every row of `input` into `db` (opened with the UDR's migrations).
+/// Imports every row of `input` into `stores`.
 pub async fn run<R: BufRead + Send + 'static>(
-    db: &SqliteStore,
+    stores: &Stores,
     input: R,
     opts: Options,
     mut events: impl FnMut(Event<'_>),
 ) -> Result<Report, ImportError> {
-    if opts.kind == Kind::Policy && opts.format == Format::Csv {
-        return Err(ImportError::Unsupported(
-            "policy data is imported from JSON lines only (a profile is nested JSON)",
-        ));
+    if opts.kind.jsonl_only() && opts.format == Format::Csv {
+        return Err(ImportError::Unsupported(match opts.kind {
+            Kind::Policy => {
+                "policy data is imported from JSON lines only (a profile is nested JSON)"
+            }
+            Kind::Sh => "Sh profiles are imported from JSON lines only (a profile is nested JSON)",
+            _ => "policy data subscriptions are imported from JSON lines only (nested JSON)",
+        }));
     }
     let start = Instant::now();
     let (tx, mut rx) = mpsc::channel::<Result<Batch, ImportError>>(1);
@@ -146,9 +186,7 @@ pub async fn run<R: BufRead + Send + 'static>(
             Rows::Slf(entries) => {
                 let n = entries.len() as u64;
                 // The rows come back to be freed here, not on the writer thread.
-                let (s, rows) = db
-                    .write(move |tx| Ok((slf::put_entries_counted(tx, &entries)?, entries)))
-                    .await?;
+                let (s, rows) = stores.slf.put(entries).await?;
                 drop(rows);
                 report.slf.new += s.new;
                 report.slf.replaced += s.replaced;
@@ -156,24 +194,34 @@ pub async fn run<R: BufRead + Send + 'static>(
                 report.progress.rows += n;
             }
             Rows::Eir(items) => {
-                let stop_on_bad = opts.stop_on_bad_row;
-                let (w, rows) =
-                    db.write(move |tx| Ok((write_eir(tx, &items, stop_on_bad)?, items))).await?;
+                let (w, rows) = stores.eir.put(items, opts.stop_on_bad_row).await?;
                 drop(rows);
                 report.imeis += w.imeis;
                 report.ranges += w.ranges;
                 report.progress.rows += w.imeis + w.ranges;
-                refused = w.refused;
+                refused = w.refused.into_iter().map(|(line, c)| eir_refused(line, c)).collect();
             }
             Rows::Policy(profiles) => {
                 let n = profiles.len() as u64;
                 // Each row was checked by the parser; put_profiles checks again and would undo
                 // the batch rather than write a bad one.
-                let (new, rows) = db
-                    .write(move |tx| Ok((policy_store::put_profiles(tx, &profiles)?, profiles)))
-                    .await?;
+                let (new, rows) = stores.policy.put_profiles(profiles).await?;
                 drop(rows);
                 report.policy_new += new as u64;
+                report.progress.rows += n;
+            }
+            Rows::Sh(profiles) => {
+                let (w, rows) = stores.sh.put_profiles(profiles, opts.stop_on_bad_row).await?;
+                drop(rows);
+                report.sh_new += w.new;
+                report.sh_replaced += w.replaced;
+                report.progress.rows += w.new + w.replaced;
+                refused =
+                    w.refused.into_iter().map(|(line, reason)| BadRow { line, reason }).collect();
+            }
+            Rows::PolicySubscriptions(subs) => {
+                let n = stores.policy.put_subscriptions(subs).await? as u64;
+                report.subscriptions += n;
                 report.progress.rows += n;
             }
         }
@@ -208,6 +256,8 @@ enum Rows {
     Slf(Vec<Entry>),
     Eir(Vec<(u64, EirItem)>),
     Policy(Vec<(String, Value)>),
+    Sh(Vec<(u64, ShProfile)>),
+    PolicySubscriptions(Vec<Subscription>),
 }
 
 struct Batch {
@@ -220,46 +270,17 @@ struct Batch {
     stop: bool,
 }
 
-struct EirWritten {
-    imeis: u64,
-    ranges: u64,
-    refused: Vec<BadRow>,
-}
-
-/// The writer-thread half of an EIR batch: upserts each row; a range that would overlap
-/// another is refused (and ends the batch when stopping on bad rows).
-fn write_eir(
-    tx: &rusqlite::Transaction<'_>,
-    items: &[(u64, EirItem)],
-    stop_on_bad: bool,
-) -> store::Result<EirWritten> {
-    let mut w = EirWritten { imeis: 0, ranges: 0, refused: Vec::new() };
-    for (line, item) in items {
-        match item {
-            EirItem::Imei(e) => {
-                eir::put_imei(tx, e)?;
-                w.imeis += 1;
-            }
-            EirItem::Range(r) => match eir::put_range(tx, r)? {
-                Ok(()) => w.ranges += 1,
-                Err(c) => {
-                    let reason = match c {
-                        RangeConflict::Overlaps(s, e) => format!(
-                            "/end: the range overlaps the range {}..{}",
-                            eir::format_imei(s),
-                            eir::format_imei(e)
-                        ),
-                        RangeConflict::Exists | RangeConflict::NotFound => format!("{c:?}"),
-                    };
-                    w.refused.push(BadRow { line: *line, reason });
-                    if stop_on_bad {
-                        break;
-                    }
-                }
-            },
-        }
-    }
-    Ok(w)
+/// The report of a range the EIR store refused.
+fn eir_refused(line: u64, c: RangeConflict) -> BadRow {
+    let reason = match c {
+        RangeConflict::Overlaps(s, e) => format!(
+            "/end: the range overlaps the range {}..{}",
+            eir::format_imei(s),
+            eir::format_imei(e)
+        ),
+        RangeConflict::Exists | RangeConflict::NotFound => format!("{c:?}"),
+    };
+    BadRow { line, reason }
 }
 
 // ---- the parser thread -----------------------------------------------------------------------
@@ -321,6 +342,8 @@ impl Batch {
             (Rows::Slf(v), Row::Slf(e)) => v.push(e),
             (Rows::Eir(v), Row::Eir(line, e)) => v.push((line, e)),
             (Rows::Policy(v), Row::Policy(ue, p)) => v.push((ue, p)),
+            (Rows::Sh(v), Row::Sh(line, p)) => v.push((line, p)),
+            (Rows::PolicySubscriptions(v), Row::PolicySubscription(s)) => v.push(s),
             // A reader makes rows of its own kind only.
             _ => {}
         }
@@ -331,6 +354,8 @@ impl Batch {
             Rows::Slf(v) => v.len(),
             Rows::Eir(v) => v.len(),
             Rows::Policy(v) => v.len(),
+            Rows::Sh(v) => v.len(),
+            Rows::PolicySubscriptions(v) => v.len(),
         }
     }
 }
@@ -340,6 +365,8 @@ enum Row {
     Slf(Entry),
     Eir(u64, EirItem),
     Policy(String, Value),
+    Sh(u64, ShProfile),
+    PolicySubscription(Subscription),
 }
 
 #[derive(Debug)]
@@ -373,6 +400,8 @@ impl RowReader {
             Kind::Eir => Rows::Eir(Vec::with_capacity(cap)),
             // Profiles are large: grow as they come.
             Kind::Policy => Rows::Policy(Vec::new()),
+            Kind::Sh => Rows::Sh(Vec::new()),
+            Kind::PolicySubscriptions => Rows::PolicySubscriptions(Vec::new()),
         };
         Batch { rows, bad: Vec::new(), bytes: 0, stop: false }
     }
@@ -410,6 +439,8 @@ impl RowReader {
             Kind::Slf => slf_entries::parse_entry(&value).map(|e| Some(Row::Slf(e))),
             Kind::Eir => eir_entries::parse_item(&value).map(|e| Some(Row::Eir(line_no, e))),
             Kind::Policy => return policy_row(value).map(Some),
+            Kind::Sh => return sh_row(line_no, &value, self.opts.max_service_data_bytes).map(Some),
+            Kind::PolicySubscriptions => return subscription_row(value).map(Some),
         }
         .map_err(|p| RowError::Bad(describe(&p)))
     }
@@ -435,8 +466,8 @@ impl RowReader {
                     return Err(fatal(format!("header: column {c:?} is not an NF type")));
                 }
             }
-            // `run` refuses CSV for policy data before reading a line.
-            Kind::Policy => {}
+            // `run` refuses CSV for these before reading a line.
+            Kind::Policy | Kind::Sh | Kind::PolicySubscriptions => {}
             Kind::Eir => {
                 if let Some(c) = cols.iter().find(|c| !EIR_COLUMNS.contains(&c.as_str())) {
                     return Err(fatal(format!(
@@ -473,6 +504,122 @@ fn policy_row(mut value: Value) -> Result<Row, RowError> {
     Ok(Row::Policy(ue, value))
 }
 
+/// An Sh row: the content of SOAP `CreateShProfile` as JSON, with the same checks.
+fn sh_row(line: u64, v: &Value, max_data: usize) -> Result<Row, RowError> {
+    let bad = |at: &str, why: String| RowError::Bad(format!("/{at}: {why}"));
+    let Some(obj) = v.as_object() else {
+        return Err(RowError::Bad("an Sh row must be a JSON object".into()));
+    };
+    for k in obj.keys() {
+        if !SH_ATTRIBUTES.contains(&k.as_str()) {
+            return Err(bad(k, "unknown attribute".into()));
+        }
+    }
+    let strings = |at: &str| -> Result<Vec<String>, RowError> {
+        match obj.get(at) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| bad(&format!("{at}/{i}"), "must be a string".into()))
+                })
+                .collect(),
+            Some(_) => Err(bad(at, "must be an array of strings".into())),
+        }
+    };
+    let mut p = ShProfile {
+        public_identities: strings("publicIdentities")?,
+        msisdns: strings("msisdns")?,
+        ..ShProfile::default()
+    };
+    match obj.get("imsUserState") {
+        None => return Err(bad("imsUserState", "mandatory attribute is missing".into())),
+        Some(Value::String(s)) => {
+            p.ims_user_state = sh_data::parse_ims_user_state(s)
+                .ok_or_else(|| bad("imsUserState", sh_data::ims_user_state_refused(s)))?;
+        }
+        Some(_) => return Err(bad("imsUserState", "must be a string".into())),
+    }
+    match obj.get("scscfName") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => p.scscf_name = Some(s.clone()).filter(|s| !s.is_empty()),
+        Some(_) => return Err(bad("scscfName", "must be a string".into())),
+    }
+    match obj.get("repositoryData") {
+        None => {}
+        Some(Value::Array(list)) => {
+            for (i, r) in list.iter().enumerate() {
+                let at = format!("repositoryData/{i}");
+                let field = |k: &str| r.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                let si = field("serviceIndication").ok_or_else(|| {
+                    bad(&format!("{at}/serviceIndication"), "must be a non-empty string".into())
+                })?;
+                let sd = field("serviceData")
+                    .ok_or_else(|| {
+                        bad(&format!("{at}/serviceData"), "must be a non-empty string".into())
+                    })?
+                    .trim();
+                let seq = match r.get("sequenceNumber") {
+                    None => 0,
+                    Some(n) => {
+                        n.as_u64().filter(|n| *n <= u64::from(u16::MAX)).ok_or_else(|| {
+                            bad(&format!("{at}/sequenceNumber"), "must be 0 to 65535".into())
+                        })? as u16
+                    }
+                };
+                sh_data::check_service_data(si, sd, max_data)
+                    .map_err(|e| bad(&format!("{at}/{}", e.field), e.reason))?;
+                p.repository.push(sh_data::RepositoryData {
+                    service_indication: si.to_owned(),
+                    sequence_number: seq,
+                    service_data: sd.to_owned(),
+                });
+            }
+        }
+        Some(_) => return Err(bad("repositoryData", "must be an array".into())),
+    }
+    p.repository.sort_by(|a, b| a.service_indication.cmp(&b.service_indication));
+    p.check().map_err(|e| bad(e.field, e.reason))?;
+    Ok(Row::Sh(line, p))
+}
+
+/// The attributes of an Sh row.
+const SH_ATTRIBUTES: [&str; 5] =
+    ["publicIdentities", "msisdns", "imsUserState", "scscfName", "repositoryData"];
+
+/// A policy data subscription row, checked as a POST to subs-to-notify checks the body (no
+/// bound on its expiry, which a POST would cap: the operator loads what it means).
+fn subscription_row(mut v: Value) -> Result<Row, RowError> {
+    let Some(obj) = v.as_object_mut() else {
+        return Err(RowError::Bad("a subscription row must be a JSON object".into()));
+    };
+    let id = match obj.remove("subsId") {
+        Some(Value::String(s))
+            if !s.is_empty() && !s.contains('/') && !s.chars().any(char::is_control) =>
+        {
+            s
+        }
+        Some(_) => {
+            return Err(RowError::Bad("/subsId: must be a non-empty string without '/'".into()))
+        }
+        None => return Err(RowError::Bad("/subsId: mandatory attribute is missing".into())),
+    };
+    let doc = match obj.remove("subscription") {
+        Some(d) => d,
+        None => return Err(RowError::Bad("/subscription: mandatory attribute is missing".into())),
+    };
+    if let Some(k) = obj.keys().next() {
+        return Err(RowError::Bad(format!("/{k}: unknown attribute")));
+    }
+    let bytes = Bytes::from(serde_json::to_vec(&doc).map_err(|e| RowError::Bad(e.to_string()))?);
+    let sub = subs_to_notify::decode(&id, bytes, doc, subs_to_notify::now_ms(), 0)
+        .map_err(|p| RowError::Bad(format!("/subscription: {}", describe(&p))))?;
+    Ok(Row::PolicySubscription(sub))
+}
+
 /// A CSV row as the JSON body the provisioning API takes: empty cells are absent attributes,
 /// lists (`subscriberIds`, `supis`, `gpsis`) are `;`-separated.
 fn csv_row_json(kind: Kind, columns: &[String], fields: &[String]) -> Value {
@@ -492,7 +639,7 @@ fn csv_row_json(kind: Kind, columns: &[String], fields: &[String]) -> Value {
             }
             obj.insert("nfGroupIds".into(), Value::Object(groups));
         }
-        Kind::Policy => {}
+        Kind::Policy | Kind::Sh | Kind::PolicySubscriptions => {}
         Kind::Eir => {
             for (col, cell) in columns.iter().zip(fields) {
                 let cell = cell.trim();

@@ -1,32 +1,47 @@
 //! The Unified Data Repository (TS 29.504/29.505/29.519 Rel-17).
 //!
-//! A newcomer's map: [`config`] is `[udr]`; [`context`] holds the state; [`nudr_group_id_map`]
-//! is Nudr_GroupIDmap (the SLF lookup) over the subscriber-to-group map in [`slf`];
-//! [`policy_data`] is Nudr_DataRepository policy data (N36) with its subscriptions,
-//! notifications and provisioning; [`sh`] is the Diameter Sh server (`[udr.sh]`) and [`soap`]
-//! the SOAP/XML provisioning (`POST /udr-soap/v1`); [`n5g_eir_eic`] is the 5G-EIR's equipment
-//! status over the lists in [`eir`]; [`provisioning`] is the REST provisioning API
-//! (`/udr-prov/v1`) and [`import`] the bulk load behind `fivecore udr import`.
+//! A newcomer's map, by service. Each service's folder holds the module of its 3GPP operations
+//! (named after the service), its logic, its store trait and that trait's SQLite implementation
+//! (`sqlite`, with the service's tables and migrations); [`router`] lists every SBI operation.
+//!
+//! - [`slf`], the SLF role: Nudr_GroupIDmap_GetNfGroupIDs is [`slf::nudr_group_id_map`], over the
+//!   subscriber-to-group map ([`slf::SlfStore`], [`slf::sqlite`]) and its in-memory identity
+//!   index ([`slf::index`]).
+//! - [`eir`], the 5G-EIR: N5g-eir_EquipmentIdentityCheck_Get is [`eir::n5g_eir_eic`], over the
+//!   equipment lists ([`eir::EirStore`], [`eir::sqlite`]).
+//! - [`policy_data`], Nudr_DataRepository for policy data (N36, TS 29.519):
+//!   Nudr_DataRepository_Query / _Create / _Update / _Delete are [`policy_data::resources`],
+//!   _Subscribe / _Unsubscribe [`policy_data::subs_to_notify`], the notifications
+//!   [`policy_data::notify`]; [`policy_data::store`] and [`policy_data::sqlite`] keep the data.
+//! - [`sh`], Diameter Sh (TS 29.328/29.329, `[udr.sh]`): Sh-Pull is [`sh::udr`], Sh-Update
+//!   [`sh::pur`], Sh-Subs-Notif [`sh::snr`], Sh-Notif [`sh::pnr`]; [`sh::data`] and [`sh::sqlite`]
+//!   keep the data.
+//! - Operators' APIs, no 3GPP service: [`provisioning`] the REST provisioning (`/udr-prov/v1`,
+//!   operations `UdrProv_*`; policy data's in [`policy_data::provisioning`]), [`soap`] the
+//!   SOAP/XML provisioning (`POST /udr-soap/v1`), [`import`] the bulk load behind
+//!   `fivecore udr import`.
+//!
+//! [`config`] is `[udr]`; [`context`] holds the state; [`stores`] opens every service's store.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod config;
 pub mod context;
 pub mod eir;
 pub mod import;
-pub mod n5g_eir_eic;
-pub mod nudr_group_id_map;
 pub mod policy_data;
 pub mod preload;
 pub mod provisioning;
 pub mod sh;
 pub mod slf;
 pub mod soap;
+pub mod stores;
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 
-use ::store::{Migration, SqliteConfig, SqliteStore};
+use ::store::SqliteConfig;
 use http::Method;
 use nrf_client::{NrfClient, ProfileBuilder};
 use sbi::client::{ClientConfig, SbiClient};
@@ -34,6 +49,11 @@ use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
 
 pub use config::UdrConfig;
 pub use context::Udr;
+pub use stores::Stores;
+
+/// What a store trait's method returns: the outcome, once the backend has it (for a write:
+/// once it is committed).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = ::store::Result<T>> + Send + 'a>>;
 
 /// Everything `run` needs: the `[udr]` section and the shared sections of the configuration.
 #[derive(Debug, Clone)]
@@ -62,16 +82,6 @@ pub enum UdrError {
     Io(#[from] std::io::Error),
 }
 
-/// Every table of the UDR, each service's migrations in turn (append only).
-pub fn migrations() -> Vec<Migration> {
-    slf::MIGRATIONS
-        .into_iter()
-        .chain(sh::data::MIGRATIONS)
-        .chain(eir::MIGRATIONS)
-        .chain(policy_data::MIGRATIONS)
-        .collect()
-}
-
 /// The SBI routes over `udr`.
 pub fn router(udr: Arc<Udr>) -> Router {
     let b = Router::builder(udr)
@@ -79,14 +89,14 @@ pub fn router(udr: Arc<Udr>) -> Router {
             Method::GET,
             "/nudr-group-id-map/v1/nf-group-ids",
             "Nudr_GroupIDmap_GetNfGroupIDs",
-            nudr_group_id_map::get_nf_group_ids,
+            slf::nudr_group_id_map::get_nf_group_ids,
         )
         .route(Method::POST, soap::PATH, soap::OPERATION, soap::handle)
         .route(
             Method::GET,
             "/n5g-eir-eic/v1/equipment-status",
             "N5g-eir_EquipmentIdentityCheck_Get",
-            n5g_eir_eic::get_equipment_status,
+            eir::n5g_eir_eic::get_equipment_status,
         );
     policy_data::routes(provisioning::routes(b)).build()
 }
@@ -95,7 +105,6 @@ pub fn router(udr: Arc<Udr>) -> Router {
 pub struct Bound {
     server: SbiServer,
     udr: Arc<Udr>,
-    db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
     sh: Option<sh::ShServer>,
@@ -115,13 +124,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     let mut client_config = config.client.clone();
     client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("UDR", &instance_id));
     let client = SbiClient::new(&client_config)?;
-    let db = SqliteStore::open(config.store.clone()).await?;
-    db.migrate(migrations()).await?;
+    let stores = Stores::open_sqlite(config.store.clone()).await?;
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
-    let udr = Arc::new(Udr::new(config.udr.clone(), db.clone(), scheme));
-    udr.sh.load(&db).await?;
+    let udr = Arc::new(Udr::new(config.udr.clone(), stores, scheme));
+    udr.sh.load().await?;
     let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
     let observability = Observability::new();
+    observability.with_registry(|r| udr.policy.stats.register(r));
     // The identity index loads in the background (tens of seconds for tens of millions of
     // subscribers): the UDR answers at once (lookups read the store until the index is in) but
     // reports ready only when it is, so load balancers and the bench kit wait for the fast path.
@@ -154,14 +163,17 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         }
     };
     let sh = if config.udr.sh.enabled { Some(sh::start(udr.clone()).await?) } else { None };
+    if let Some(sh) = &sh {
+        observability.with_registry(|r| sh.node().register_metrics(r));
+    }
     let eir_nrf = match (&config.udr.nrf, config.udr.eir.register_nrf) {
         (Some(nrf_config), true) => {
-            let profile = n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
+            let profile = eir::n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
             Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
         }
         _ => None,
     };
-    Ok(Bound { server, udr, db, observability, nrf, sh, eir_nrf, client })
+    Ok(Bound { server, udr, observability, nrf, sh, eir_nrf, client })
 }
 
 impl Bound {
@@ -198,7 +210,7 @@ impl Bound {
         for nrf in self.nrf.iter().chain(&self.eir_nrf) {
             nrf.shutdown().await;
         }
-        if let Err(e) = self.db.close().await {
+        if let Err(e) = self.udr.stores.close().await {
             tracing::warn!(error = %e, "store did not close cleanly");
         }
         served.map_err(UdrError::from)

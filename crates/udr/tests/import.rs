@@ -7,26 +7,23 @@ use std::io::Cursor;
 
 use common::*;
 use serde_json::json;
-use store::SqliteStore;
 use udr::import::{self, Event, Format, ImportError, Kind, Options, Report};
-use udr::UdrConfig;
+use udr::{Stores, UdrConfig};
 
 /// A second handle on the UDR's database file, as `fivecore udr import` opens it.
-async fn open(dir: &std::path::Path) -> SqliteStore {
-    let db = SqliteStore::open(store::SqliteConfig {
+async fn open(dir: &std::path::Path) -> Stores {
+    Stores::open_sqlite(store::SqliteConfig {
         readers: 1,
         ..store::SqliteConfig::new(dir.join("udr.db"))
     })
     .await
-    .unwrap();
-    db.migrate(udr::migrations()).await.unwrap();
-    db
+    .unwrap()
 }
 
 /// Imports `text`; returns the report, the bad lines reported and how many progress events
 /// came.
 async fn import(
-    db: &SqliteStore,
+    db: &Stores,
     text: &str,
     kind: Kind,
     format: Format,
@@ -237,5 +234,122 @@ async fn policy_jsonl_into_a_running_udr() {
     let err = import::run(&db, Cursor::new("ueId\n".to_owned()), opts, |_| {}).await.unwrap_err();
     assert!(matches!(err, ImportError::Unsupported(_)), "{err}");
     db.close().await.unwrap();
+    udr.stop().await;
+}
+
+/// A SOAP call over the SBI client, as the provisioning system makes it.
+async fn soap(udr: &TestUdr, op: &str, inner: &str) -> String {
+    let ns = "urn:fivecore:udr:provisioning:1";
+    let env = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+         <soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" \
+         xmlns:udr=\"{ns}\"><soapenv:Body><udr:{op}>{inner}</udr:{op}></soapenv:Body>\
+         </soapenv:Envelope>"
+    );
+    let action = format!("\"{ns}/{op}\"");
+    let r = send(
+        &client(),
+        http::Method::POST,
+        &udr.url("/udr-soap/v1"),
+        Some("text/xml; charset=utf-8"),
+        env.as_bytes(),
+        &[("soapaction", &action)],
+    )
+    .await;
+    String::from_utf8(r.body().to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn sh_jsonl_then_read_by_soap() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path()).await;
+    let jsonl = concat!(
+        r#"{"publicIdentities":["sip:alice@ims.example","tel:+33600000001"],"msisdns":["33600000001"],"imsUserState":"REGISTERED","scscfName":"sip:scscf1.ims.example","repositoryData":[{"serviceIndication":"mmtel","sequenceNumber":0,"serviceData":"<mmtel><cdiv/></mmtel>"}]}"#,
+        "\n",
+        r#"{"publicIdentities":["sip:bob@ims.example"],"msisdns":[],"imsUserState":"NOT_REGISTERED"}"#,
+        "\n",
+        r#"{"publicIdentities":["sip:carol@ims.example"],"imsUserState":"ASLEEP"}"#,
+        "\n",
+        r#"{"publicIdentities":["sip:dave@ims.example"],"imsUserState":"REGISTERED","repositoryData":[{"serviceIndication":"x","serviceData":"<open>"}]}"#,
+        "\n",
+        r#"{"publicIdentities":["alice"],"imsUserState":"REGISTERED"}"#,
+        "\n",
+    );
+    let (report, bad, _) = import(&db, jsonl, Kind::Sh, Format::Jsonl, false).await;
+    assert_eq!(bad, [3, 4, 5]);
+    assert_eq!((report.progress.rows, report.sh_new, report.sh_replaced), (2, 2, 0));
+    // Again: each profile replaces the one holding its identities.
+    let (report, _, _) = import(&db, jsonl, Kind::Sh, Format::Jsonl, false).await;
+    assert_eq!((report.sh_new, report.sh_replaced), (0, 2));
+    // A profile naming identities of two profiles is refused, nothing of it written.
+    let clash = r#"{"publicIdentities":["sip:bob@ims.example","sip:alice@ims.example"],"imsUserState":"REGISTERED"}"#;
+    let (report, bad, _) = import(&db, clash, Kind::Sh, Format::Jsonl, false).await;
+    assert_eq!((bad, report.progress.rows), (vec![1], 0));
+    let opts = Options::new(Kind::Sh, Format::Csv);
+    let err = import::run(&db, Cursor::new("x\n".to_owned()), opts, |_| {}).await.unwrap_err();
+    assert!(matches!(err, ImportError::Unsupported(_)), "{err}");
+    db.close().await.unwrap();
+
+    // A UDR started on the store serves them.
+    let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let alice = soap(&udr, "GetShProfile", "<udr:msisdn>33600000001</udr:msisdn>").await;
+    for part in [
+        "<udr:publicIdentity>tel:+33600000001</udr:publicIdentity>",
+        "<udr:imsUserState>REGISTERED</udr:imsUserState>",
+        "<udr:scscfName>sip:scscf1.ims.example</udr:scscfName>",
+        "<udr:serviceIndication>mmtel</udr:serviceIndication>",
+        "<mmtel><cdiv/></mmtel>",
+    ] {
+        assert!(alice.contains(part), "{part} in {alice}");
+    }
+    let bob =
+        soap(&udr, "GetShProfile", "<udr:publicIdentity>sip:bob@ims.example</udr:publicIdentity>")
+            .await;
+    assert!(bob.contains("<udr:imsUserState>NOT_REGISTERED</udr:imsUserState>"), "{bob}");
+    let carol = soap(
+        &udr,
+        "GetShProfile",
+        "<udr:publicIdentity>sip:carol@ims.example</udr:publicIdentity>",
+    )
+    .await;
+    assert!(carol.contains("NOT_FOUND"), "{carol}");
+    udr.stop().await;
+}
+
+#[tokio::test]
+async fn policy_subscriptions_jsonl_are_notified_after_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = testkit::sink::Sink::start().await;
+    let db = open(dir.path()).await;
+    let ue = "imsi-001010000000001";
+    let monitored = format!("http://udr.example/nudr-dr/v2/policy-data/ues/{ue}/sm-data");
+    let jsonl = format!(
+        "{}\n{}\n{}\n{}\n",
+        json!({"subsId": "pcf-1-sub", "subscription": {"notificationUri": sink.url,
+            "notifId": "n1", "monitoredResourceUris": [monitored]}}),
+        json!({"subsId": "bad-uri", "subscription": {"notificationUri": "not a uri",
+            "monitoredResourceUris": [monitored]}}),
+        json!({"subscription": {"notificationUri": sink.url, "monitoredResourceUris": [monitored]}}),
+        json!({"subsId": "x", "subscription": {"notificationUri": sink.url,
+            "monitoredResourceUris": [monitored]}, "extra": 1}),
+    );
+    let (report, bad, _) =
+        import(&db, &jsonl, Kind::PolicySubscriptions, Format::Jsonl, false).await;
+    assert_eq!(bad, [2, 3, 4]);
+    assert_eq!((report.progress.rows, report.subscriptions), (1, 1));
+    // Loading the same file again replaces the subscription, it does not fail.
+    let (report, _, _) = import(&db, &jsonl, Kind::PolicySubscriptions, Format::Jsonl, false).await;
+    assert_eq!(report.subscriptions, 1);
+    db.close().await.unwrap();
+
+    // A UDR started afterwards loads it and notifies a change of the monitored resource.
+    let udr = TestUdr::start(dir.path(), policy_config()).await;
+    assert_eq!(udr.udr.policy.subs.len(), 1);
+    let smd = udr.url(&format!("/nudr-dr/v2/policy-data/ues/{ue}/sm-data"));
+    let doc = json!({"smPolicySnssaiData": {"1": {"snssai": {"sst": 1},
+        "smPolicyDnnData": {"internet": {"dnn": "internet"}}}}});
+    assert_eq!(put_json(&client(), &smd, &doc).await.status(), 201);
+    let got = sink.next().await;
+    assert_eq!(got, json!([{"smPolicyData": doc, "ueId": ue, "notifId": "n1"}]));
     udr.stop().await;
 }

@@ -64,11 +64,7 @@ async fn t4c_policy_data_mix() {
     for chunk in (0..ues).collect::<Vec<_>>().chunks(20_000) {
         let profiles: Vec<(String, Value)> =
             chunk.iter().map(|i| (ue(*i), json!({"smData": doc}))).collect();
-        udr.udr
-            .db
-            .write(move |tx| udr::policy_data::store::put_profiles(tx, &profiles))
-            .await
-            .unwrap();
+        udr.udr.stores.policy.put_profiles(profiles).await.unwrap();
     }
     eprintln!(
         "preload: {ues} UEs ({} bytes of sm-data each) in {:?}",
@@ -149,9 +145,9 @@ async fn t4c_policy_data_mix() {
     let elapsed = t0.elapsed();
     // Let the notifications drain (delivered, or gone with their subscription) before reading
     // the CPU.
-    let recorded = udr.udr.policy.stats.recorded.load(Ordering::Relaxed);
+    let recorded = udr.udr.policy.stats.recorded.get();
     for _ in 0..1000 {
-        if udr::policy_data::store::outbox_len(&udr.udr.db).await.unwrap() == 0 {
+        if udr.udr.stores.policy.outbox_len().await.unwrap() == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -175,10 +171,10 @@ async fn t4c_policy_data_mix() {
     let st = &udr.udr.policy.stats;
     eprintln!(
         "notifications: delivered {}, retried {}, dropped {}; store: {:?}",
-        st.delivered.load(Ordering::Relaxed),
-        st.retried.load(Ordering::Relaxed),
-        st.dropped.load(Ordering::Relaxed),
-        udr.udr.db.stats()
+        st.delivered.get(),
+        st.retried.get(),
+        st.dropped.get(),
+        udr.udr.stores.stats()
     );
     udr.stop().await;
     load.shutdown_background();

@@ -672,12 +672,7 @@ async fn bulk_load_function_for_import() {
     let profiles: Vec<(String, Value)> = (0..50)
         .map(|i| (format!("imsi-0010100000001{i:02}"), json!({"smData": sm_data()})))
         .collect();
-    let n = udr
-        .udr
-        .db
-        .write(move |tx| udr::policy_data::store::put_profiles(tx, &profiles))
-        .await
-        .unwrap();
+    let (n, _) = udr.udr.stores.policy.put_profiles(profiles).await.unwrap();
     assert_eq!(n, 50);
     let c = client();
     let r = get(&c, &udr.url(&n36("ues/imsi-001010000000149/sm-data"))).await;
@@ -687,12 +682,7 @@ async fn bulk_load_function_for_import() {
         ("imsi-001010000000201".to_owned(), json!({"amData": {}})),
         ("imsi-001010000000202".to_owned(), json!({"smData": {}})),
     ];
-    let e = udr
-        .udr
-        .db
-        .write(move |tx| udr::policy_data::store::put_profiles(tx, &bad))
-        .await
-        .unwrap_err();
+    let e = udr.udr.stores.policy.put_profiles(bad).await.unwrap_err();
     assert!(e.to_string().contains("profile 1 (imsi-001010000000202)"), "{e}");
     problem(
         &get(&c, &udr.url(&n36("ues/imsi-001010000000201/am-data"))).await,

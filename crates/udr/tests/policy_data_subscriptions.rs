@@ -236,6 +236,8 @@ async fn retries_batch_in_order() {
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
     subscribe(&c, &udr, &json!({"notificationUri": sink.url, "monitoredResourceUris": [smd]}))
         .await;
+    const DELIVERED: &str = "udr_policy_data_notifications_delivered_total";
+    assert_eq!(metric(&udr, DELIVERED, &[]).await, 0.0);
     // The subscriber is failing: the writes still answer at once, the notifications wait.
     sink.fail_first.store(3, Ordering::SeqCst);
     let started = std::time::Instant::now();
@@ -260,14 +262,19 @@ async fn retries_batch_in_order() {
     assert!(requests < 10, "batched: {requests} requests for 10 notifications");
     assert_eq!(sink.fail_first.load(Ordering::SeqCst), 0);
     let stats = &udr.udr.policy.stats;
-    assert!(stats.retried.load(Ordering::Relaxed) >= 3);
+    assert!(stats.retried.get() >= 3);
     // The sink records a notification before it answers; the UDR counts it after.
-    eventually(|| stats.delivered.load(Ordering::Relaxed) == 10).await;
+    eventually(|| stats.delivered.get() == 10).await;
+    // The counters reach the UDR's /metrics.
+    assert_eq!(metric(&udr, "udr_policy_data_notifications_recorded_total", &[]).await, 10.0);
+    assert_eq!(metric(&udr, DELIVERED, &[]).await, 10.0);
+    assert!(metric(&udr, "udr_policy_data_notification_retries_total", &[]).await >= 3.0);
+    assert_eq!(metric(&udr, "udr_policy_data_notifications_dropped_total", &[]).await, 0.0);
     // Delivered rows leave the outbox.
-    let db = udr.udr.db.clone();
+    let db = udr.udr.stores.policy.clone();
     let mut left = 1;
     for _ in 0..50 {
-        left = udr::policy_data::store::outbox_len(&db).await.unwrap();
+        left = db.outbox_len().await.unwrap();
         if left == 0 {
             break;
         }
@@ -301,7 +308,7 @@ async fn subscriptions_sharing_a_notification_uri_share_requests() {
     assert_eq!(n, [json!({"smPolicyData": sm_data(1), "ueId": UE, "notifId": "c"})]);
     other.quiet().await;
     let stats = &udr.udr.policy.stats;
-    eventually(|| stats.delivered.load(Ordering::Relaxed) == 3).await;
+    eventually(|| stats.delivered.get() == 3).await;
     udr.stop().await;
 }
 
@@ -320,7 +327,7 @@ async fn refused_and_undeliverable_notifications_are_dropped() {
     sink.fail_first.store(2, Ordering::SeqCst);
     put_json(&c, &smd, &sm_data(1)).await;
     let stats = &udr.udr.policy.stats;
-    eventually(|| stats.dropped.load(Ordering::Relaxed) == 1).await;
+    eventually(|| stats.dropped.get() == 1).await;
     put_json(&c, &smd, &sm_data(2)).await;
     let n = notifications(&sink.next().await);
     assert_eq!(n.len(), 1);
@@ -336,17 +343,17 @@ async fn refused_and_undeliverable_notifications_are_dropped() {
     put_json(&c, &smd, &sm_data(3)).await;
     let n = notifications(&sink.next().await);
     assert_eq!(n[0]["smPolicyData"], sm_data(3));
-    eventually(|| stats.dropped.load(Ordering::Relaxed) == 2).await;
+    eventually(|| stats.dropped.get() == 2).await;
     // A subscriber that refuses (a 4xx other than 408 and 429) is not retried.
     assert_eq!(delete(&c, &gone_sub).await.status(), 204);
-    let retried = stats.retried.load(Ordering::Relaxed);
+    let retried = stats.retried.get();
     let refusing = udr.url("/no-such-callback");
     subscribe(&c, &udr, &json!({"notificationUri": refusing, "monitoredResourceUris": [smd]}))
         .await;
     put_json(&c, &smd, &sm_data(4)).await;
     notifications(&sink.next().await);
-    eventually(|| stats.dropped.load(Ordering::Relaxed) == 3).await;
-    assert_eq!(stats.retried.load(Ordering::Relaxed), retried);
+    eventually(|| stats.dropped.get() == 3).await;
+    assert_eq!(stats.retried.get(), retried);
     udr.stop().await;
 }
 
@@ -369,7 +376,7 @@ async fn outbox_survives_a_restart() {
     assert_eq!(put_json(&c, &smd, &sm_data(7)).await.status(), 201);
     // The subscriber has refused it at least once...
     eventually(|| sink.fail_first.load(Ordering::SeqCst) < 1_000_000).await;
-    assert_eq!(udr::policy_data::store::outbox_len(&udr.udr.db).await.unwrap(), 1);
+    assert_eq!(udr.udr.stores.policy.outbox_len().await.unwrap(), 1);
     // ... and the UDR stops with it undelivered.
     udr.stop().await;
     sink.fail_first.store(0, Ordering::SeqCst);
@@ -501,10 +508,10 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     assert_eq!(n[0]["notifId"], "kept");
     assert!(n[0]["smPolicyData"].get("umData").is_none());
     sink.quiet().await;
-    let db = udr.udr.db.clone();
+    let db = udr.udr.stores.policy.clone();
     let mut left = 1;
     for _ in 0..100 {
-        left = udr::policy_data::store::outbox_len(&db).await.unwrap();
+        left = db.outbox_len().await.unwrap();
         if left == 0 {
             break;
         }

@@ -67,7 +67,7 @@ fn bob() -> ShProfile {
 }
 
 async fn provision(u: &TestUdr, p: ShProfile) {
-    u.udr.db.write(move |tx| data::create(tx, &p)).await.unwrap();
+    u.udr.sh.store.write(move |tx| tx.create(&p)).await.unwrap();
 }
 
 /// An application server: a node connected to the UDR (or to a relay), whose received PNRs
@@ -350,9 +350,11 @@ async fn profile_update_sequence_numbers_and_errors() {
     let gone = a.pur(ALICE, "presence", 3, None).await;
     assert_eq!(exp(&gone), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
 
-    // 65535 wraps to 1.
-    u.udr
-        .db
+    // 65535 wraps to 1 (set behind the UDR's back, on a connection of its own).
+    let other = store::SqliteStore::open(store::SqliteConfig::new(dir.path().join("udr.db")))
+        .await
+        .unwrap();
+    other
         .write(|tx| {
             Ok(tx.execute(
                 "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
@@ -361,6 +363,7 @@ async fn profile_update_sequence_numbers_and_errors() {
         })
         .await
         .unwrap();
+    other.close().await.unwrap();
     let zero = a.pur(ALICE, "mmtel", 0, Some("<w/>")).await;
     assert_eq!(exp(&zero), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
     ok(&a.pur(ALICE, "mmtel", 1, Some("<w/>")).await);
@@ -394,6 +397,38 @@ async fn profile_update_sequence_numbers_and_errors() {
     );
     let won = [&x, &y].iter().filter(|m| m.result_code() == Some(2001)).count();
     assert_eq!(won, 1, "{x:?} {y:?}");
+    u.stop().await;
+}
+
+#[tokio::test]
+async fn sh_answers_reach_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), sh_config()).await;
+    provision(&u, alice()).await;
+    let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
+    let app = sh::APP_ID.to_string();
+    let udr_cmd = sh::CMD_USER_DATA.to_string();
+    let answers = |class: &'static str| {
+        [("application", app.clone()), ("command", udr_cmd.clone()), ("result_class", class.into())]
+    };
+    let scrape = |class: &'static str| {
+        let labels = answers(class);
+        let u = &u;
+        async move {
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            metric(u, "diameter_answers_total", &labels).await
+        }
+    };
+    assert_eq!(scrape("2xxx").await, 0.0);
+    ok(&a.udr(ALICE, &[dr::MSISDN], &[]).await);
+    ok(&a.udr(ALICE, &[dr::IMS_USER_STATE], &[]).await);
+    let unknown = a.udr("sip:nobody@ims.example", &[dr::MSISDN], &[]).await;
+    assert_eq!(exp(&unknown), Some(er::DIAMETER_ERROR_USER_UNKNOWN));
+    // The Sh node's answers, by result class, on the UDR's SBI /metrics.
+    assert_eq!(scrape("2xxx").await, 2.0);
+    assert_eq!(scrape("5xxx").await, 1.0);
+    let labels = [("application", app.as_str()), ("command", udr_cmd.as_str())];
+    assert_eq!(metric(&u, "diameter_request_duration_seconds_count", &labels).await, 3.0);
     u.stop().await;
 }
 

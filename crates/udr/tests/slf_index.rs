@@ -105,7 +105,7 @@ async fn lookups_see_an_import_by_another_connection() {
     assert_eq!(send_json(&c, Method::POST, &create, Some(&entry)).await.status(), 201);
     assert_eq!(lookup(&c, &udr, "imsi-001010000000002").await.0, 404);
 
-    let other = store::SqliteStore::open(store::SqliteConfig::new(dir.path().join("udr.db")))
+    let other = udr::Stores::open_sqlite(store::SqliteConfig::new(dir.path().join("udr.db")))
         .await
         .unwrap();
     let csv = "subscriberIds,UDM\n\

@@ -4,7 +4,8 @@
 //!
 //! A newcomer's map: [`ids`] names resources (ueId, plmnId, S-NSSAI... and the canonical path
 //! a resource is stored and monitored under); [`model`] checks the TS 29.519 types; [`etag`]
-//! does versions and If-Match / If-None-Match; [`store`] is the SQL; [`resources`] serves every
+//! does versions and If-Match / If-None-Match; [`store`] is the service's store trait, [`sqlite`]
+//! its SQLite implementation with the schema; [`resources`] serves every
 //! policy data resource of TS29519_Policy_Data.yaml; [`subs_to_notify`] the subscriptions and
 //! their in-memory index; [`notify`] records a notification in the transaction of each change
 //! and delivers it from an outbox; [`provisioning`] is the operator's REST API for a UE's whole
@@ -19,14 +20,17 @@ pub mod model;
 pub mod notify;
 pub mod provisioning;
 pub mod resources;
+pub mod sqlite;
 pub mod store;
 pub mod subs_to_notify;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ::store::{Migration, SqliteStore};
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
 use http::{header, HeaderValue, Method, StatusCode};
+use nf::NfError;
 use sbi::client::SbiClient;
 use sbi::router::RouterBuilder;
 use sbi::{Body, ProblemDetails, Response};
@@ -47,13 +51,10 @@ pub const PROV_ROOT: &str = "/udr-prov/v1";
 pub const USER_NOT_FOUND: &str = "USER_NOT_FOUND";
 pub const DATA_NOT_FOUND: &str = "DATA_NOT_FOUND";
 
-/// The policy data tables.
-pub const MIGRATIONS: [Migration; 2] = store::MIGRATIONS;
-
 /// The policy data service's state.
 pub struct PolicyData {
     pub config: PolicyConfig,
-    pub db: SqliteStore,
+    pub store: Arc<dyn store::PolicyDataStore>,
     pub subs: Arc<SubsIndex>,
     pub stats: Arc<NotifyStats>,
     wake: Arc<Notify>,
@@ -76,10 +77,10 @@ impl Tasks {
 }
 
 impl PolicyData {
-    pub fn new(config: PolicyConfig, db: SqliteStore) -> Self {
+    pub fn new(config: PolicyConfig, store: Arc<dyn store::PolicyDataStore>) -> Self {
         PolicyData {
             config,
-            db,
+            store,
             subs: Arc::default(),
             stats: Arc::default(),
             wake: Arc::new(Notify::new()),
@@ -95,7 +96,7 @@ impl PolicyData {
     pub fn start(&self, client: SbiClient) -> Tasks {
         let (stop, rx) = watch::channel(false);
         let delivery = tokio::spawn(notify::run(
-            self.db.clone(),
+            self.store.clone(),
             self.subs.clone(),
             client,
             self.config.notify.clone(),
@@ -103,301 +104,339 @@ impl PolicyData {
             self.wake.clone(),
             rx.clone(),
         ));
-        let expiry = tokio::spawn(subs_to_notify::expire(self.db.clone(), self.subs.clone(), rx));
+        let expiry =
+            tokio::spawn(subs_to_notify::expire(self.store.clone(), self.subs.clone(), rx));
         Tasks { stop, handles: vec![delivery, expiry] }
+    }
+
+    /// See [`store::PolicyDataStore::write_one`]; notifies this service's subscribers.
+    pub async fn write_one(
+        &self,
+        key: ids::Key,
+        cond: etag::Conditions,
+        must_exist: bool,
+        edit: impl FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, NfError> + Send + 'static,
+    ) -> ::store::Result<Result<store::Written, store::Refusal>> {
+        self.store.write_one(self.subs.clone(), key, cond, must_exist, Box::new(edit)).await
+    }
+
+    /// See [`store::PolicyDataStore::write_ue`]; notifies this service's subscribers.
+    pub async fn write_ue(
+        &self,
+        ue_id: String,
+        cond: etag::Conditions,
+        must_exist: bool,
+        edit: impl FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, NfError>
+            + Send
+            + 'static,
+    ) -> ::store::Result<Result<store::UeWritten, store::Refusal>> {
+        self.store.write_ue(self.subs.clone(), ue_id, cond, must_exist, Box::new(edit)).await
     }
 
     /// After a committed write: wakes the delivery when it recorded notifications.
     pub(crate) fn recorded(&self, n: usize) {
         if n > 0 {
-            self.stats.recorded.fetch_add(n as u64, Ordering::Relaxed);
+            self.stats.recorded.inc_by(n as u64);
             self.wake.notify_one();
         }
     }
 }
 
 /// Adds the policy data routes (N36 and provisioning) to the UDR's router.
+///
+/// N36 routes carry the service operation of TS 29.504 §5.2 their method is: GET is
+/// Nudr_DataRepository_Query, PUT Nudr_DataRepository_Create (Nudr_DataRepository_Update where
+/// TS 29.519 names the PUT a replace of an existing resource: sm-data, operator-specific-data),
+/// PATCH Nudr_DataRepository_Update, DELETE Nudr_DataRepository_Delete; on subs-to-notify, POST
+/// and PUT are Nudr_DataRepository_Subscribe and DELETE Nudr_DataRepository_Unsubscribe. The
+/// handler named in each route is TS 29.519's name of the resource operation. Provisioning has no
+/// 3GPP service: its routes are `UdrProv_` + verb + resource (docs/udr.md).
 pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
     use provisioning as p;
     use resources as r;
     use subs_to_notify as s;
     const UE: &str = "/nudr-dr/v2/policy-data/ues/{ueId}";
-    b.route(Method::GET, UE, "ReadPolicyData", r::read_policy_data)
+    b.route(Method::GET, UE, "Nudr_DataRepository_Query", r::read_policy_data)
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/am-data",
-            "ReadAccessAndMobilityPolicyData",
+            "Nudr_DataRepository_Query",
             r::read_access_and_mobility_policy_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "ReadUEPolicySet",
+            "Nudr_DataRepository_Query",
             r::read_ue_policy_set,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "CreateOrReplaceUEPolicySet",
+            "Nudr_DataRepository_Create",
             r::create_or_replace_ue_policy_set,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/ue-policy-set",
-            "UpdateUEPolicySet",
+            "Nudr_DataRepository_Update",
             r::update_ue_policy_set,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "ReadSessionManagementPolicyData",
+            "Nudr_DataRepository_Query",
             r::read_session_management_policy_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "UpdateSessionManagementPolicyData",
+            "Nudr_DataRepository_Update",
             r::update_session_management_policy_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "ReplaceSessionManagementPolicyData",
+            "Nudr_DataRepository_Update",
             r::replace_session_management_policy_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
-            "DeleteSessionManagementPolicyData",
+            "Nudr_DataRepository_Delete",
             r::delete_session_management_policy_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "ReadUsageMonitoringInformation",
+            "Nudr_DataRepository_Query",
             r::read_usage_monitoring_information,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "CreateUsageMonitoringResource",
+            "Nudr_DataRepository_Create",
             r::create_usage_monitoring_resource,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data/{usageMonId}",
-            "DeleteUsageMonitoringInformation",
+            "Nudr_DataRepository_Delete",
             r::delete_usage_monitoring_information,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "ReadOperatorSpecificData",
+            "Nudr_DataRepository_Query",
             r::read_operator_specific_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "UpdateOperatorSpecificData",
+            "Nudr_DataRepository_Update",
             r::update_operator_specific_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "ReplaceOperatorSpecificData",
+            "Nudr_DataRepository_Update",
             r::replace_operator_specific_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/ues/{ueId}/operator-specific-data",
-            "DeleteOperatorSpecificData",
+            "Nudr_DataRepository_Delete",
             r::delete_operator_specific_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ReadPlmnUePolicySet",
+            "Nudr_DataRepository_Query",
             r::read_plmn_ue_policy_set,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ReadSponsorConnectivityData",
+            "Nudr_DataRepository_Query",
             r::read_sponsor_connectivity_data,
         )
-        .route(Method::GET, "/nudr-dr/v2/policy-data/bdt-data", "ReadBdtData", r::read_bdt_data)
+        .route(
+            Method::GET,
+            "/nudr-dr/v2/policy-data/bdt-data",
+            "Nudr_DataRepository_Query",
+            r::read_bdt_data,
+        )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "ReadIndividualBdtData",
+            "Nudr_DataRepository_Query",
             r::read_individual_bdt_data,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "CreateIndividualBdtData",
+            "Nudr_DataRepository_Create",
             r::create_individual_bdt_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "UpdateIndividualBdtData",
+            "Nudr_DataRepository_Update",
             r::update_individual_bdt_data,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/bdt-data/{bdtReferenceId}",
-            "DeleteIndividualBdtData",
+            "Nudr_DataRepository_Delete",
             r::delete_individual_bdt_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
-            "ReadSlicePolicyControlData",
+            "Nudr_DataRepository_Query",
             r::read_slice_policy_control_data,
         )
         .route(
             Method::PATCH,
             "/nudr-dr/v2/policy-data/slice-control-data/{snssai}",
-            "UpdateSlicePolicyControlData",
+            "Nudr_DataRepository_Update",
             r::update_slice_policy_control_data,
         )
         .route(
             Method::GET,
             "/nudr-dr/v2/policy-data/mbs-session-pol-data/{polSessionId}",
-            "GetMBSSessPolCtrlData",
+            "Nudr_DataRepository_Query",
             r::get_mbs_sess_pol_ctrl_data,
         )
         .route(
             Method::POST,
             "/nudr-dr/v2/policy-data/subs-to-notify",
-            "CreateIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Subscribe",
             s::create_individual_policy_data_subscription,
         )
         .route(
             Method::PUT,
             "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
-            "ReplaceIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Subscribe",
             s::replace_individual_policy_data_subscription,
         )
         .route(
             Method::DELETE,
             "/nudr-dr/v2/policy-data/subs-to-notify/{subsId}",
-            "DeleteIndividualPolicyDataSubscription",
+            "Nudr_DataRepository_Unsubscribe",
             s::delete_individual_policy_data_subscription,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvReadPolicyProfile",
+            "UdrProv_GetPolicyProfile",
             p::read_policy_profile,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvCreateOrReplacePolicyProfile",
+            "UdrProv_CreateOrReplacePolicyProfile",
             p::create_or_replace_policy_profile,
         )
         .route(
             Method::PATCH,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvUpdatePolicyProfile",
+            "UdrProv_UpdatePolicyProfile",
             p::update_policy_profile,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/ues/{ueId}",
-            "ProvDeletePolicyProfile",
+            "UdrProv_DeletePolicyProfile",
             p::delete_policy_profile,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvReadPlmnUePolicySet",
+            "UdrProv_GetPlmnUePolicySet",
             p::read_plmn,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvCreateOrReplacePlmnUePolicySet",
+            "UdrProv_CreateOrReplacePlmnUePolicySet",
             p::put_plmn,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/plmns/{plmnId}/ue-policy-set",
-            "ProvDeletePlmnUePolicySet",
+            "UdrProv_DeletePlmnUePolicySet",
             p::delete_plmn,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvReadSponsorConnectivityData",
+            "UdrProv_GetSponsorConnectivityData",
             p::read_sponsor,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvCreateOrReplaceSponsorConnectivityData",
+            "UdrProv_CreateOrReplaceSponsorConnectivityData",
             p::put_sponsor,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/sponsor-connectivity-data/{sponsorId}",
-            "ProvDeleteSponsorConnectivityData",
+            "UdrProv_DeleteSponsorConnectivityData",
             p::delete_sponsor,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvReadBdtData",
+            "UdrProv_GetBdtData",
             p::read_bdt,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvCreateOrReplaceBdtData",
+            "UdrProv_CreateOrReplaceBdtData",
             p::put_bdt,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/bdt-data/{bdtReferenceId}",
-            "ProvDeleteBdtData",
+            "UdrProv_DeleteBdtData",
             p::delete_bdt,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvReadSlicePolicyControlData",
+            "UdrProv_GetSlicePolicyControlData",
             p::read_slice,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvCreateOrReplaceSlicePolicyControlData",
+            "UdrProv_CreateOrReplaceSlicePolicyControlData",
             p::put_slice,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/slice-control-data/{snssai}",
-            "ProvDeleteSlicePolicyControlData",
+            "UdrProv_DeleteSlicePolicyControlData",
             p::delete_slice,
         )
         .route(
             Method::GET,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvReadMbsSessPolCtrlData",
+            "UdrProv_GetMbsSessPolCtrlData",
             p::read_mbs,
         )
         .route(
             Method::PUT,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvCreateOrReplaceMbsSessPolCtrlData",
+            "UdrProv_CreateOrReplaceMbsSessPolCtrlData",
             p::put_mbs,
         )
         .route(
             Method::DELETE,
             "/udr-prov/v1/policy-data/mbs-session-pol-data/{polSessionId}",
-            "ProvDeleteMbsSessPolCtrlData",
+            "UdrProv_DeleteMbsSessPolCtrlData",
             p::delete_mbs,
         )
 }
@@ -458,16 +497,11 @@ pub(crate) fn data_not_found(what: &str) -> ProblemDetails {
 /// The answer to a refused write: 404 USER_NOT_FOUND / DATA_NOT_FOUND, 400, or 412 carrying the
 /// resource's current ETag (so the consumer can read it again and retry).
 /// `ue_id` names the UE of a USER_NOT_FOUND, `what` the data of a DATA_NOT_FOUND.
-pub(crate) fn refused(
-    r: store::Refusal,
-    ue_id: &str,
-    what: &str,
-    instance: &str,
-) -> sbi::HandlerResult {
+pub(crate) fn refused(r: store::Refusal, ue_id: &str, what: &str, instance: &str) -> nf::Answer {
     match r {
-        store::Refusal::NoUser => Err(user_not_found(ue_id)),
-        store::Refusal::NoData => Err(data_not_found(what)),
-        store::Refusal::Invalid(p) => Err(p),
+        store::Refusal::NoUser => Err(user_not_found(ue_id).into()),
+        store::Refusal::NoData => Err(data_not_found(what).into()),
+        store::Refusal::Edit(e) => Err(e),
         store::Refusal::Precondition(current) => {
             let mut resp = etag::precondition_failed(current.as_deref())
                 .with_instance(instance)

@@ -23,14 +23,13 @@
 //! least once: rows delivered but not yet deleted when the UDR stops are sent again at start.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::store::SqliteStore;
 use bytes::Bytes;
 use http::StatusCode;
-use rusqlite::Transaction;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
 use sbi::client::SbiClient;
 use serde_json::Value;
 use tokio::sync::{watch, Notify};
@@ -39,20 +38,47 @@ use tokio::time::Instant;
 
 use super::config::NotifyConfig;
 use super::ids::{self, Key, Kind};
-use super::store;
+use super::store::PolicyDataStore;
 use super::subs_to_notify::{Seen, SubsIndex, Subscription};
 
-/// Counters of the delivery since start.
+/// Counters of the delivery since start, on the UDR's `/metrics` once [`NotifyStats::register`]ed
+/// (they count whether or not they are registered, so the delivery never checks).
 #[derive(Debug, Default)]
 pub struct NotifyStats {
     /// Notifications recorded (outbox rows written).
-    pub recorded: AtomicU64,
+    pub recorded: Counter,
     /// Notifications acknowledged by their subscriber.
-    pub delivered: AtomicU64,
+    pub delivered: Counter,
     /// Requests that failed and were retried.
-    pub retried: AtomicU64,
+    pub retried: Counter,
     /// Notifications given up (refused by the subscriber, or out of attempts).
-    pub dropped: AtomicU64,
+    pub dropped: Counter,
+}
+
+impl NotifyStats {
+    /// Makes the counters part of `registry` (the UDR's `/metrics`; OpenMetrics adds `_total`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "udr_policy_data_notifications_recorded",
+            "PolicyDataChangeNotifications recorded for subscribers (in the transaction of the change)",
+            self.recorded.clone(),
+        );
+        registry.register(
+            "udr_policy_data_notifications_delivered",
+            "PolicyDataChangeNotifications acknowledged by their subscriber",
+            self.delivered.clone(),
+        );
+        registry.register(
+            "udr_policy_data_notification_retries",
+            "Notification requests that failed and were retried",
+            self.retried.clone(),
+        );
+        registry.register(
+            "udr_policy_data_notifications_dropped",
+            "PolicyDataChangeNotifications given up (refused by the subscriber, or out of attempts)",
+            self.dropped.clone(),
+        );
+    }
 }
 
 /// The attribute of PolicyDataChangeNotification carrying a resource's new data; `None` for
@@ -208,10 +234,10 @@ fn item_for(
     Some(out)
 }
 
-/// Records, inside the change's transaction, one outbox row per subscription that must hear of
+/// Records, inside the change's transaction (through `outbox`, which appends one row), one outbox row per subscription that must hear of
 /// the change of `key` from `old` to `new` (`None`: deleted). Returns how many.
 pub fn record(
-    tx: &Transaction<'_>,
+    outbox: &mut dyn FnMut(&str, &[u8]) -> ::store::Result<()>,
     subs: &SubsIndex,
     key: &Key,
     old: Option<&[u8]>,
@@ -224,7 +250,7 @@ pub fn record(
     let mut n = 0;
     for sub in subs.matching(&path) {
         if let Some(item) = item_for(&sub, key, &path, old, new) {
-            store::insert_outbox(tx, &sub.id, &item)?;
+            outbox(&sub.id, &item)?;
             n += 1;
         }
     }
@@ -261,7 +287,7 @@ enum Outcome {
 }
 
 struct Delivery {
-    db: SqliteStore,
+    db: Arc<dyn PolicyDataStore>,
     subs: Arc<SubsIndex>,
     client: SbiClient,
     config: NotifyConfig,
@@ -282,7 +308,7 @@ struct Delivery {
 /// The delivery task: runs until `stop` turns true. `wake` is notified after each write that
 /// recorded notifications.
 pub async fn run(
-    db: SqliteStore,
+    db: Arc<dyn PolicyDataStore>,
     subs: Arc<SubsIndex>,
     client: SbiClient,
     config: NotifyConfig,
@@ -356,7 +382,7 @@ impl Delivery {
         if room == 0 {
             return;
         }
-        let rows = match store::read_outbox(&self.db, self.last_seq, room).await {
+        let rows = match self.db.read_outbox(self.last_seq, room).await {
             Ok(rows) => rows,
             Err(e) => {
                 tracing::warn!(error = %e, "notification outbox not readable; retried");
@@ -478,13 +504,13 @@ impl Delivery {
         };
         match outcome {
             Outcome::Delivered => {
-                self.stats.delivered.fetch_add(n as u64, Ordering::Relaxed);
+                self.stats.delivered.inc_by(n as u64);
                 give_up(q, &mut self.done);
                 self.queued -= n;
             }
             Outcome::Refused(status) => {
                 tracing::warn!(subs_id = id, %status, count = n, "subscriber refused policy data notifications; dropped");
-                self.stats.dropped.fetch_add(n as u64, Ordering::Relaxed);
+                self.stats.dropped.inc_by(n as u64);
                 give_up(q, &mut self.done);
                 self.queued -= n;
             }
@@ -499,11 +525,11 @@ impl Delivery {
                         attempts,
                         "policy data notifications not delivered; dropped"
                     );
-                    self.stats.dropped.fetch_add(n as u64, Ordering::Relaxed);
+                    self.stats.dropped.inc_by(n as u64);
                     give_up(q, &mut self.done);
                     self.queued -= n;
                 } else {
-                    self.stats.retried.fetch_add(1, Ordering::Relaxed);
+                    self.stats.retried.inc();
                     let shift = (q.failures - 1).min(20);
                     let wait = self
                         .config
@@ -546,7 +572,7 @@ impl Delivery {
         }
         let seqs = std::mem::take(&mut self.done);
         let db = self.db.clone();
-        self.deleting.spawn(async move { store::delete_outbox(&db, seqs).await });
+        self.deleting.spawn(async move { db.delete_outbox(seqs).await });
     }
 }
 

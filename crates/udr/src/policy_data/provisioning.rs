@@ -13,16 +13,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
 use sbi::body as sbi_body;
 use sbi::problem::cause;
-use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use sbi::{InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::{Map, Value};
 
 use super::etag::{self, Conditions};
 use super::ids::{self, Kind};
 use super::model::{self, Errors, Ty};
 use super::resources::{self, merge, other_key, ue_id};
-use super::store::{self, store_error};
+use super::store;
 use super::{conditional_read, empty_answer, json_answer, refused, user_not_found, PROV_ROOT};
 use crate::context::Udr;
 
@@ -143,12 +144,12 @@ fn profile_location(udr: &Udr, req: &SbiRequest, ue: &str) -> Option<HeaderValue
 }
 
 /// GET /udr-prov/v1/policy-data/ues/{ueId}: the PolicyDataProfile; 404 USER_NOT_FOUND.
-pub async fn read_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
-    let rows = store::get_ue(&udr.policy.db, ue.clone()).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_ue(ue.clone()).await?;
     if rows.is_empty() {
-        return Err(user_not_found(&ue));
+        return Err(user_not_found(&ue).into());
     }
     let tag = etag::composite_etag(rows.iter().map(|(p, r)| (p.as_str(), r.version)));
     if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
@@ -164,7 +165,7 @@ fn profile_written(
     ue: &str,
     w: Result<store::UeWritten, store::Refusal>,
     created_answer: bool,
-) -> HandlerResult {
+) -> Answer {
     let w = match w {
         Ok(w) => w,
         Err(r) => return refused(r, ue, "policy data", req.head.uri.path()),
@@ -190,28 +191,19 @@ fn profile_written(
 
 /// PUT /udr-prov/v1/policy-data/ues/{ueId}: creates (201 + Location) or replaces (200) the UE's
 /// whole policy data with the PolicyDataProfile; data sets absent from it are removed.
-pub async fn create_or_replace_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn create_or_replace_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
     sbi_body::require_media_type(req.headers(), &[sbi_body::JSON])?;
     let profile: Value = sbi_body::decode_json(&req.body)?;
     let desired = profile_parts(&ue, &profile)?;
-    let w = store::write_ue(
-        &udr.policy.db,
-        udr.policy.subs.clone(),
-        ue.clone(),
-        cond,
-        false,
-        move |_| Ok(desired),
-    )
-    .await
-    .map_err(store_error)?;
+    let w = udr.policy.write_ue(ue.clone(), cond, false, move |_| Ok(desired)).await?;
     profile_written(&udr, &req, &ue, w, true)
 }
 
 /// PATCH /udr-prov/v1/policy-data/ues/{ueId} (application/merge-patch+json): merges into the
 /// PolicyDataProfile (`null` removes a data set); 200 with the profile.
-pub async fn update_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn update_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
     sbi_body::require_media_type(req.headers(), &[sbi_body::MERGE_PATCH_JSON])?;
@@ -227,33 +219,27 @@ pub async fn update_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerRes
     }
     errs.finish()?;
     let ue_in = ue.clone();
-    let w = store::write_ue(&udr.policy.db, udr.policy.subs.clone(), ue.clone(), cond, true, move |current| {
+    let w = udr.policy.write_ue(ue.clone(), cond, true, move |current| {
         let mut doc: Value = serde_json::from_slice(&profile_json(current.iter().map(|(p, j)| (p.as_str(), *j))))
-            .map_err(|e| ProblemDetails::internal(format!("stored policy data unreadable: {e}")))?;
+            .map_err(|e| NfError::internal(format!("stored policy data unreadable: {e}")))?;
         merge(&mut doc, patch);
         if doc.as_object().is_none_or(Map::is_empty) {
             return Err(ProblemDetails::bad_request(
                 cause::MANDATORY_IE_INCORRECT,
                 "the patch would remove every data set of the UE; DELETE removes a UE's policy data",
-            ));
+            ).into());
         }
-        profile_parts(&ue_in, &doc)
+        Ok(profile_parts(&ue_in, &doc)?)
     })
-    .await
-    .map_err(store_error)?;
+    .await?;
     profile_written(&udr, &req, &ue, w, false)
 }
 
 /// DELETE /udr-prov/v1/policy-data/ues/{ueId}: removes every policy data set of the UE; 204.
-pub async fn delete_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn delete_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let ue = ue_id(&req)?.to_owned();
     let cond = Conditions::from_headers(req.headers())?;
-    let w =
-        store::write_ue(&udr.policy.db, udr.policy.subs.clone(), ue.clone(), cond, true, |_| {
-            Ok(BTreeMap::new())
-        })
-        .await
-        .map_err(store_error)?;
+    let w = udr.policy.write_ue(ue.clone(), cond, true, |_| Ok(BTreeMap::new())).await?;
     profile_written(&udr, &req, &ue, w, false)
 }
 
@@ -262,17 +248,17 @@ pub async fn delete_policy_profile(udr: Arc<Udr>, req: SbiRequest) -> HandlerRes
 macro_rules! provisioned {
     ($read:ident, $put:ident, $delete:ident, $kind:expr, $ty:expr, $what:literal) => {
         #[doc = concat!("GET of ", $what, " (provisioning).")]
-        pub async fn $read(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+        pub async fn $read(udr: Arc<Udr>, req: SbiRequest) -> Answer {
             let key = other_key(&req, $kind)?;
             resources::read(&udr, &req, key, $what, &[]).await
         }
         #[doc = concat!("PUT of ", $what, " (provisioning): 201 + Location, or 200 when replaced.")]
-        pub async fn $put(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+        pub async fn $put(udr: Arc<Udr>, req: SbiRequest) -> Answer {
             let key = other_key(&req, $kind)?;
             resources::put(&udr, &req, key, $ty, PROV_ROOT).await
         }
         #[doc = concat!("DELETE of ", $what, " (provisioning): 204.")]
-        pub async fn $delete(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+        pub async fn $delete(udr: Arc<Udr>, req: SbiRequest) -> Answer {
             let key = other_key(&req, $kind)?;
             resources::delete(&udr, &req, key, $what).await
         }

@@ -12,16 +12,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
 use sbi::body as sbi_body;
 use sbi::problem::cause;
-use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use sbi::{InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::{Map, Value};
 
 use super::etag::{self, Conditions};
 use super::ids::{self, Key, Kind};
 use super::merge;
 use super::model::{self, Ty};
-use super::store::{self, store_error, Found};
+use super::store::{self, Found};
 use super::{
     conditional_read, data_not_found, empty_answer, json_answer, refused, user_not_found,
     NUDR_DR_ROOT,
@@ -90,12 +91,12 @@ pub(crate) async fn read(
     key: Key,
     what: &str,
     query: &[&str],
-) -> HandlerResult {
+) -> Answer {
     if req.head.uri.query().is_some() {
         req.query().deny_unknown(query)?;
     }
     let cond = Conditions::from_headers(req.headers())?;
-    match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    match udr.policy.store.get(key).await? {
         Found::Row(row) => {
             let tag = etag::etag(row.version);
             if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
@@ -103,31 +104,20 @@ pub(crate) async fn read(
             }
             Ok(json_answer(StatusCode::OK, row.json, Some(&tag)))
         }
-        other => Err(not_found(other, req, what)),
+        other => Err(not_found(other, req, what).into()),
     }
 }
 
 /// PUT of one resource: created (201 + Location) or replaced (200), answered with the
 /// document and its ETag. The document is stored as received.
-pub(crate) async fn put(
-    udr: &Udr,
-    req: &SbiRequest,
-    key: Key,
-    ty: &Ty,
-    root: &str,
-) -> HandlerResult {
+pub(crate) async fn put(udr: &Udr, req: &SbiRequest, key: Key, ty: &Ty, root: &str) -> Answer {
     let cond = Conditions::from_headers(req.headers())?;
     sbi_body::require_media_type(req.headers(), &[sbi_body::JSON])?;
     let doc: Value = sbi_body::decode_json(&req.body)?;
     model::validate(&doc, ty)?;
     let loc = location(udr, req, root, &key);
     let body = req.body.clone();
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, false, move |_| {
-            Ok(Some(body))
-        })
-        .await
-        .map_err(store_error)?;
+    let w = udr.policy.write_one(key, cond, false, move |_| Ok(Some(body))).await?;
     let w = match w {
         Ok(w) => w,
         Err(r) => return refused(r, req.param("ueId"), "resource", req.head.uri.path()),
@@ -146,7 +136,7 @@ pub(crate) async fn put(
 
 /// How a successful PATCH is answered.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub(crate) enum PatchAnswer {
     NoContent,
     Document,
 }
@@ -171,15 +161,14 @@ pub(crate) fn merge(target: &mut Value, patch: Value) {
     }
 }
 
-fn stored_doc(old: Option<&[u8]>) -> Result<Value, ProblemDetails> {
+/// The stored document of a resource; one we cannot read back is our fault, not the consumer's.
+fn stored_doc(old: Option<&[u8]>) -> Result<Value, NfError> {
     serde_json::from_slice(old.unwrap_or_default())
-        .map_err(|e| ProblemDetails::internal(format!("stored document unreadable: {e}")))
+        .map_err(|e| NfError::internal(format!("stored document unreadable: {e}")))
 }
 
-fn encode(doc: &Value) -> Result<Option<Bytes>, ProblemDetails> {
-    serde_json::to_vec(doc)
-        .map(|v| Some(Bytes::from(v)))
-        .map_err(|e| ProblemDetails::internal(e.to_string()))
+fn encode(doc: &Value) -> Result<Option<Bytes>, NfError> {
+    Ok(Some(Bytes::from(serde_json::to_vec(doc)?)))
 }
 
 /// PATCH (application/merge-patch+json) of an existing resource: `check` says what the patch
@@ -190,18 +179,19 @@ pub(crate) async fn merge_patch(
     key: Key,
     check: fn(&Value) -> Result<(), ProblemDetails>,
     ty: &'static Ty,
-    answer: Answer,
+    answer: PatchAnswer,
     what: &str,
-) -> HandlerResult {
+) -> Answer {
     let cond = Conditions::from_headers(req.headers())?;
     sbi_body::require_media_type(req.headers(), &[sbi_body::MERGE_PATCH_JSON])?;
     let patch: Value = sbi_body::decode_json(&req.body)?;
     check(&patch)?;
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, move |old| {
+    let w = udr
+        .policy
+        .write_one(key, cond, true, move |old| {
             if let (Some(old), Value::Object(p)) = (old, &patch) {
                 if let Some(merged) = merge::merge_stored(old, p, ty) {
-                    return merged.map(|v| Some(Bytes::from(v)));
+                    return Ok(Some(Bytes::from(merged?)));
                 }
             }
             let mut doc = stored_doc(old)?;
@@ -209,8 +199,7 @@ pub(crate) async fn merge_patch(
             model::validate(&doc, ty)?;
             encode(&doc)
         })
-        .await
-        .map_err(store_error)?;
+        .await?;
     written(udr, req, w, answer, what)
 }
 
@@ -218,9 +207,9 @@ fn written(
     udr: &Udr,
     req: &SbiRequest,
     w: Result<store::Written, store::Refusal>,
-    answer: Answer,
+    answer: PatchAnswer,
     what: &str,
-) -> HandlerResult {
+) -> Answer {
     let w = match w {
         Ok(w) => w,
         Err(r) => return refused(r, req.param("ueId"), what, req.head.uri.path()),
@@ -228,45 +217,36 @@ fn written(
     udr.policy.recorded(w.notified);
     let tag = w.version.map(etag::etag);
     Ok(match (answer, w.json) {
-        (Answer::Document, Some(json)) => json_answer(StatusCode::OK, json, tag.as_deref()),
+        (PatchAnswer::Document, Some(json)) => json_answer(StatusCode::OK, json, tag.as_deref()),
         _ => empty_answer(StatusCode::NO_CONTENT, tag.as_deref()),
     })
 }
 
 /// PATCH (application/json-patch+json) of an existing resource; the result must be a valid
 /// `ty`. A failing operation leaves the resource as it was (409).
-async fn json_patch(
-    udr: &Udr,
-    req: &SbiRequest,
-    key: Key,
-    ty: &'static Ty,
-    what: &str,
-) -> HandlerResult {
+async fn json_patch(udr: &Udr, req: &SbiRequest, key: Key, ty: &'static Ty, what: &str) -> Answer {
     let cond = Conditions::from_headers(req.headers())?;
     sbi_body::require_media_type(req.headers(), &[sbi_body::JSON_PATCH_JSON])?;
     // Checked here so a malformed patch is a 400 before the store is touched.
     let _: Vec<Value> = sbi_body::decode_json(&req.body)?;
     let body = req.body.clone();
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, move |old| {
+    let w = udr
+        .policy
+        .write_one(key, cond, true, move |old| {
             let mut doc = stored_doc(old)?;
             sbi_body::apply_json_patch(&mut doc, &body)?;
             model::validate(&doc, ty)?;
             encode(&doc)
         })
-        .await
-        .map_err(store_error)?;
-    written(udr, req, w, Answer::NoContent, what)
+        .await?;
+    written(udr, req, w, PatchAnswer::NoContent, what)
 }
 
 /// DELETE of one resource: 204.
-pub(crate) async fn delete(udr: &Udr, req: &SbiRequest, key: Key, what: &str) -> HandlerResult {
+pub(crate) async fn delete(udr: &Udr, req: &SbiRequest, key: Key, what: &str) -> Answer {
     let cond = Conditions::from_headers(req.headers())?;
-    let w =
-        store::write_one(&udr.policy.db, udr.policy.subs.clone(), key, cond, true, |_| Ok(None))
-            .await
-            .map_err(store_error)?;
-    written(udr, req, w, Answer::NoContent, what)
+    let w = udr.policy.write_one(key, cond, true, |_| Ok(None)).await?;
+    written(udr, req, w, PatchAnswer::NoContent, what)
 }
 
 // --- PolicyDataForIndividualUe ---------------------------------------------------------------
@@ -285,7 +265,7 @@ fn subset_part(name: &str) -> Option<Option<&'static str>> {
 
 /// GET /policy-data/ues/{ueId} (ReadPolicyData): the UE's policy data sets in one
 /// PolicyDataForIndividualUe, `data-subset-names` choosing some (at least two).
-pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let ue = ue_id(&req)?.to_owned();
     let q = req.query();
     q.deny_unknown(&["supp-feat", "data-subset-names"])?;
@@ -306,13 +286,14 @@ pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
             return Err(ProblemDetails::invalid_params(
                 cause::INVALID_QUERY_PARAM,
                 vec![InvalidParam::new("data-subset-names", why)],
-            ));
+            )
+            .into());
         }
     }
     let cond = Conditions::from_headers(req.headers())?;
-    let rows = store::get_ue(&udr.policy.db, ue.clone()).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_ue(ue.clone()).await?;
     if rows.is_empty() {
-        return Err(user_not_found(&ue));
+        return Err(user_not_found(&ue).into());
     }
     let include = |part: &str| {
         wanted.is_empty()
@@ -323,7 +304,9 @@ pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
     };
     let rows: Vec<&(String, store::Row)> = rows.iter().filter(|(p, _)| include(p)).collect();
     if rows.is_empty() {
-        return Err(data_not_found(&format!("policy data of the requested subsets for UE {ue}")));
+        return Err(
+            data_not_found(&format!("policy data of the requested subsets for UE {ue}")).into()
+        );
     }
     let tag = etag::composite_etag(rows.iter().map(|(p, r)| (p.as_str(), r.version)));
     if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
@@ -370,29 +353,37 @@ pub async fn read_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
 // --- AccessAndMobilityPolicyData, UEPolicySet -------------------------------------------------
 
 /// GET /policy-data/ues/{ueId}/am-data (ReadAccessAndMobilityPolicyData).
-pub async fn read_access_and_mobility_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_access_and_mobility_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::AM_DATA);
     read(&udr, &req, key, "access and mobility policy data", &[]).await
 }
 
 /// GET /policy-data/ues/{ueId}/ue-policy-set (ReadUEPolicySet).
-pub async fn read_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::UE_POLICY_SET);
     read(&udr, &req, key, "UE policy set", &["supp-feat"]).await
 }
 
 /// PUT /policy-data/ues/{ueId}/ue-policy-set (CreateOrReplaceUEPolicySet).
-pub async fn create_or_replace_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn create_or_replace_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::UE_POLICY_SET);
     put(&udr, &req, key, &model::UE_POLICY_SET, NUDR_DR_ROOT).await
 }
 
 /// PATCH /policy-data/ues/{ueId}/ue-policy-set (UpdateUEPolicySet, UePolicySetPatch): 204.
-pub async fn update_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn update_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::UE_POLICY_SET);
     let check = |p: &Value| model::check_patch(p, &model::UE_POLICY_SET_PATCH, "UePolicySetPatch");
-    merge_patch(&udr, &req, key, check, &model::UE_POLICY_SET, Answer::NoContent, "UE policy set")
-        .await
+    merge_patch(
+        &udr,
+        &req,
+        key,
+        check,
+        &model::UE_POLICY_SET,
+        PatchAnswer::NoContent,
+        "UE policy set",
+    )
+    .await
 }
 
 // --- SessionManagementPolicyData and usage monitoring ------------------------------------------
@@ -474,7 +465,7 @@ fn fields_param(q: &sbi::query::Query) -> Vec<String> {
 
 /// GET /policy-data/ues/{ueId}/sm-data (ReadSessionManagementPolicyData): one indexed read,
 /// the stored bytes answered as they are unless `snssai`, `dnn` or `fields` filter them.
-pub async fn read_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::SM_DATA);
     const QUERY: [&str; 4] = ["snssai", "dnn", "fields", "supp-feat"];
     let filtered = req
@@ -499,28 +490,24 @@ pub async fn read_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest)
     let dnn = q.get("dnn")?;
     let fields = fields_param(&q);
     let cond = Conditions::from_headers(req.headers())?;
-    let row = match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    let row = match udr.policy.store.get(key).await? {
         Found::Row(row) => row,
-        other => return Err(not_found(other, &req, "session management policy data")),
+        other => return Err(not_found(other, &req, "session management policy data").into()),
     };
     let tag = etag::etag(row.version);
     if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
         return Ok(resp);
     }
-    let doc: Value =
-        serde_json::from_slice(&row.json).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let doc: Value = stored_doc(Some(&row.json))?;
     let out = filter_sm_data(doc, snssai.as_deref(), dnn, &fields)
         .ok_or_else(|| data_not_found("session management policy data matching the query"))?;
-    let bytes = serde_json::to_vec(&out).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let bytes = serde_json::to_vec(&out)?;
     Ok(json_answer(StatusCode::OK, bytes, Some(&tag)))
 }
 
 /// PATCH /policy-data/ues/{ueId}/sm-data (UpdateSessionManagementPolicyData,
 /// SmPolicyDataPatch): 204.
-pub async fn update_session_management_policy_data(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn update_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::SM_DATA);
     let check =
         |p: &Value| model::check_patch(p, &model::SM_POLICY_DATA_PATCH, "SmPolicyDataPatch");
@@ -530,7 +517,7 @@ pub async fn update_session_management_policy_data(
         key,
         check,
         &model::SM_POLICY_DATA,
-        Answer::NoContent,
+        PatchAnswer::NoContent,
         "session management policy data",
     )
     .await
@@ -538,38 +525,32 @@ pub async fn update_session_management_policy_data(
 
 /// PUT /policy-data/ues/{ueId}/sm-data: creates or replaces the SmPolicyData (beyond TS 29.519,
 /// as the reference call model uses it).
-pub async fn replace_session_management_policy_data(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn replace_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::SM_DATA);
     put(&udr, &req, key, &model::SM_POLICY_DATA, NUDR_DR_ROOT).await
 }
 
 /// DELETE /policy-data/ues/{ueId}/sm-data (beyond TS 29.519, as the reference call model uses it).
-pub async fn delete_session_management_policy_data(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn delete_session_management_policy_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::SM_DATA);
     delete(&udr, &req, key, "session management policy data").await
 }
 
 /// GET /policy-data/ues/{ueId}/sm-data/{usageMonId} (ReadUsageMonitoringInformation).
-pub async fn read_usage_monitoring_information(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_usage_monitoring_information(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = usage_mon_key(&req)?;
     read(&udr, &req, key, "usage monitoring information", &["supp-feat"]).await
 }
 
 /// PUT /policy-data/ues/{ueId}/sm-data/{usageMonId} (CreateUsageMonitoringResource): 201, or
 /// 200 when it replaced one.
-pub async fn create_usage_monitoring_resource(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn create_usage_monitoring_resource(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = usage_mon_key(&req)?;
     put(&udr, &req, key, &model::USAGE_MON_DATA, NUDR_DR_ROOT).await
 }
 
 /// DELETE /policy-data/ues/{ueId}/sm-data/{usageMonId} (DeleteUsageMonitoringInformation).
-pub async fn delete_usage_monitoring_information(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn delete_usage_monitoring_information(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = usage_mon_key(&req)?;
     delete(&udr, &req, key, "usage monitoring information").await
 }
@@ -578,7 +559,7 @@ pub async fn delete_usage_monitoring_information(udr: Arc<Udr>, req: SbiRequest)
 
 /// GET /policy-data/ues/{ueId}/operator-specific-data (ReadOperatorSpecificData); `fields`
 /// names the data elements (map keys, or JSON pointers below them) to return.
-pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::OPERATOR_SPECIFIC_DATA);
     const QUERY: [&str; 2] = ["fields", "supp-feat"];
     let q = req.query();
@@ -588,16 +569,15 @@ pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Hand
     }
     q.deny_unknown(&QUERY)?;
     let cond = Conditions::from_headers(req.headers())?;
-    let row = match store::get(&udr.policy.db, key).await.map_err(store_error)? {
+    let row = match udr.policy.store.get(key).await? {
         Found::Row(row) => row,
-        other => return Err(not_found(other, &req, "operator specific data")),
+        other => return Err(not_found(other, &req, "operator specific data").into()),
     };
     let tag = etag::etag(row.version);
     if let Some(resp) = conditional_read(&cond, &tag, req.head.uri.path()) {
         return Ok(resp);
     }
-    let doc: Value =
-        serde_json::from_slice(&row.json).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let doc: Value = stored_doc(Some(&row.json))?;
     let mut out = Value::Object(Map::new());
     for f in &fields {
         if let Some(v) = doc.pointer(f) {
@@ -605,27 +585,27 @@ pub async fn read_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Hand
         }
     }
     if out.as_object().is_none_or(Map::is_empty) {
-        return Err(data_not_found("operator specific data of the requested fields"));
+        return Err(data_not_found("operator specific data of the requested fields").into());
     }
-    let bytes = serde_json::to_vec(&out).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let bytes = serde_json::to_vec(&out)?;
     Ok(json_answer(StatusCode::OK, bytes, Some(&tag)))
 }
 
 /// PATCH /policy-data/ues/{ueId}/operator-specific-data (UpdateOperatorSpecificData, JSON
 /// patch): 204; applied atomically (a failing operation is 409 and changes nothing).
-pub async fn update_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn update_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::OPERATOR_SPECIFIC_DATA);
     json_patch(&udr, &req, key, &model::OPERATOR_SPECIFIC_DATA, "operator specific data").await
 }
 
 /// PUT /policy-data/ues/{ueId}/operator-specific-data (ReplaceOperatorSpecificData).
-pub async fn replace_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn replace_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::OPERATOR_SPECIFIC_DATA);
     put(&udr, &req, key, &model::OPERATOR_SPECIFIC_DATA, NUDR_DR_ROOT).await
 }
 
 /// DELETE /policy-data/ues/{ueId}/operator-specific-data (DeleteOperatorSpecificData).
-pub async fn delete_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn delete_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = Key::ue(ue_id(&req)?, ids::OPERATOR_SPECIFIC_DATA);
     delete(&udr, &req, key, "operator specific data").await
 }
@@ -633,20 +613,20 @@ pub async fn delete_operator_specific_data(udr: Arc<Udr>, req: SbiRequest) -> Ha
 // --- PLMN, sponsor, BDT, slice and MBS data --------------------------------------------------
 
 /// GET /policy-data/plmns/{plmnId}/ue-policy-set (ReadPlmnUePolicySet).
-pub async fn read_plmn_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_plmn_ue_policy_set(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Plmn)?;
     read(&udr, &req, key, "UE policy set for this PLMN", &[]).await
 }
 
 /// GET /policy-data/sponsor-connectivity-data/{sponsorId} (ReadSponsorConnectivityData).
-pub async fn read_sponsor_connectivity_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_sponsor_connectivity_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Sponsor)?;
     read(&udr, &req, key, "sponsor connectivity data for this sponsor", &[]).await
 }
 
 /// GET /policy-data/bdt-data (ReadBdtData): every BDT data, or those of `bdt-ref-ids`, as an
 /// array (empty when none).
-pub async fn read_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let q = req.query();
     q.deny_unknown(&["bdt-ref-ids", "supp-feat"])?;
     let wanted: Vec<String> = q.array("bdt-ref-ids").into_iter().map(str::to_owned).collect();
@@ -654,10 +634,11 @@ pub async fn read_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         return Err(ProblemDetails::invalid_params(
             cause::INVALID_QUERY_PARAM,
             vec![InvalidParam::new("bdt-ref-ids", "name at least one BDT reference id")],
-        ));
+        )
+        .into());
     }
     let ids = (!wanted.is_empty()).then_some(wanted);
-    let rows = store::get_kind(&udr.policy.db, Kind::Bdt, ids).await.map_err(store_error)?;
+    let rows = udr.policy.store.get_kind(Kind::Bdt, ids).await?;
     let mut out = Vec::with_capacity(rows.iter().map(|(_, r)| r.json.len() + 1).sum::<usize>() + 2);
     out.push(b'[');
     for (i, (_, r)) in rows.iter().enumerate() {
@@ -671,21 +652,21 @@ pub async fn read_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
 }
 
 /// GET /policy-data/bdt-data/{bdtReferenceId} (ReadIndividualBdtData).
-pub async fn read_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Bdt)?;
     read(&udr, &req, key, "BDT data for this BDT reference", &["supp-feat"]).await
 }
 
 /// PUT /policy-data/bdt-data/{bdtReferenceId} (CreateIndividualBdtData): 201, or 200 when it
 /// replaced one.
-pub async fn create_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn create_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Bdt)?;
     put(&udr, &req, key, &model::BDT_DATA, NUDR_DR_ROOT).await
 }
 
 /// PATCH /policy-data/bdt-data/{bdtReferenceId} (UpdateIndividualBdtData, BdtDataPatch): 200
 /// with the BdtData.
-pub async fn update_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn update_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Bdt)?;
     let check = |p: &Value| model::check_patch(p, &model::BDT_DATA_PATCH, "BdtDataPatch");
     merge_patch(
@@ -694,27 +675,27 @@ pub async fn update_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Handl
         key,
         check,
         &model::BDT_DATA,
-        Answer::Document,
+        PatchAnswer::Document,
         "BDT data for this BDT reference",
     )
     .await
 }
 
 /// DELETE /policy-data/bdt-data/{bdtReferenceId} (DeleteIndividualBdtData).
-pub async fn delete_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn delete_individual_bdt_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Bdt)?;
     delete(&udr, &req, key, "BDT data for this BDT reference").await
 }
 
 /// GET /policy-data/slice-control-data/{snssai} (ReadSlicePolicyControlData).
-pub async fn read_slice_policy_control_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn read_slice_policy_control_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Slice)?;
     read(&udr, &req, key, "slice policy control data for this S-NSSAI", &["supp-feat"]).await
 }
 
 /// PATCH /policy-data/slice-control-data/{snssai} (UpdateSlicePolicyControlData,
 /// SlicePolicyDataPatch): 200 with the SlicePolicyData.
-pub async fn update_slice_policy_control_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn update_slice_policy_control_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Slice)?;
     merge_patch(
         &udr,
@@ -722,14 +703,14 @@ pub async fn update_slice_policy_control_data(udr: Arc<Udr>, req: SbiRequest) ->
         key,
         model::check_slice_patch,
         &model::SLICE_POLICY_DATA,
-        Answer::Document,
+        PatchAnswer::Document,
         "slice policy control data for this S-NSSAI",
     )
     .await
 }
 
 /// GET /policy-data/mbs-session-pol-data/{polSessionId} (GetMBSSessPolCtrlData).
-pub async fn get_mbs_sess_pol_ctrl_data(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn get_mbs_sess_pol_ctrl_data(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let key = other_key(&req, Kind::Mbs)?;
     read(&udr, &req, key, "MBS session policy control data for this session", &[]).await
 }

@@ -1,71 +1,18 @@
-//! The policy data schema and every statement it runs.
-//!
-//! - `udr_policy_data`: one row per resource, keyed `(kind, id, part)` (see `ids`), with its
-//!   version (the ETag) and its JSON as received or as last patched, served without re-encoding.
-//!   A read is one primary-key lookup; a UE's whole policy data is one range of the same key.
-//! - `udr_policy_subscription`: the subs-to-notify resources, loaded into memory at start.
-//! - `udr_policy_outbox`: notifications not yet delivered. A change writes its rows in the same
-//!   write job (so the same transaction) as the change itself; the delivery task deletes them once
-//!   the subscriber has acknowledged them. `seq` only grows (AUTOINCREMENT), which orders them.
-//!   No index on `subs_id`: the rows of a deleted subscription are never sent, and the delivery
-//!   task deletes them as it reaches them (by `seq`), so no write has to find a subscription's
-//!   rows. An index would cost two random page writes per notification (its insert and its
-//!   delete), the largest share of the WAL a PATCH writes after its own row.
-//!
-//! Plain SQL without engine-specific features (no UPSERT, no partial index, no foreign key), for
-//! the MySQL-protocol backend to come. Every write is one job on the store's writer thread: the
-//! precondition check, the change, and the outbox rows are atomic, and a refused write changes
-//! nothing.
+//! The policy data store: what the service keeps (resources with their versions for ETags, the
+//! subs-to-notify resources, the notification outbox) behind [`PolicyDataStore`]. The SQLite
+//! implementation, with the schema, is [`super::sqlite`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use sbi::ProblemDetails;
+use nf::NfError;
 use serde_json::Value;
-use store::{Migration, SqliteStore};
 
-use super::etag::{self, Conditions};
+use super::etag::Conditions;
 use super::ids::{Key, Kind};
-use super::notify;
-use super::provisioning;
 use super::subs_to_notify::{SubsIndex, Subscription};
-
-pub const MIGRATIONS: [Migration; 2] = [
-    Migration::new(
-        "udr-policy-0001-data-subscriptions-outbox",
-        "CREATE TABLE udr_policy_data (
-        kind TEXT NOT NULL,
-        id TEXT NOT NULL,
-        part TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        json_content BLOB NOT NULL,
-        PRIMARY KEY (kind, id, part)
-    );
-    CREATE TABLE udr_policy_subscription (
-        subs_id TEXT PRIMARY KEY NOT NULL,
-        expiry_ms INTEGER,
-        json_content BLOB NOT NULL
-    );
-    CREATE TABLE udr_policy_outbox (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        subs_id TEXT NOT NULL,
-        created_ms INTEGER NOT NULL,
-        item BLOB NOT NULL
-    );
-    CREATE INDEX udr_policy_outbox_subs ON udr_policy_outbox (subs_id);",
-    ),
-    Migration::new(
-        "udr-policy-0002-outbox-without-subs-index",
-        "DROP INDEX IF EXISTS udr_policy_outbox_subs;",
-    ),
-];
-
-/// A store failure as the answer to a request.
-pub fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
+use crate::StoreFuture;
 
 /// One stored resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,8 +38,9 @@ pub enum Refusal {
     NoData,
     /// The precondition does not hold; the resource's current ETag, if it exists.
     Precondition(Option<String>),
-    /// The resulting document is not valid (a patch broke it, or a patch could not apply).
-    Invalid(ProblemDetails),
+    /// The edit refused the change (the resulting document is not valid, a patch could not
+    /// apply) or failed.
+    Edit(NfError),
 }
 
 /// What a write of one resource did.
@@ -119,415 +67,6 @@ pub struct UeWritten {
     pub notified: usize,
 }
 
-fn select_row(c: &Connection, key: &Key) -> rusqlite::Result<Option<Row>> {
-    Ok(select_row_for_update(c, key)?.map(|(_, row)| row))
-}
-
-/// The row of `key` with its rowid, so that a write that follows need not look the key up
-/// again.
-fn select_row_for_update(c: &Connection, key: &Key) -> rusqlite::Result<Option<(i64, Row)>> {
-    c.prepare_cached(
-        "SELECT rowid, version, json_content FROM udr_policy_data
-         WHERE kind = ?1 AND id = ?2 AND part = ?3",
-    )?
-    .query_row(params![key.kind.as_str(), key.id, key.part], |r| {
-        Ok((r.get(0)?, Row { version: r.get(1)?, json: r.get(2)? }))
-    })
-    .optional()
-}
-
-fn ue_exists(c: &Connection, ue_id: &str) -> rusqlite::Result<bool> {
-    c.prepare_cached("SELECT 1 FROM udr_policy_data WHERE kind = 'ue' AND id = ?1 LIMIT 1")?
-        .exists([ue_id])
-}
-
-fn select_ue(c: &Connection, ue_id: &str) -> rusqlite::Result<Vec<(String, Row)>> {
-    let mut st = c.prepare_cached(
-        "SELECT part, version, json_content FROM udr_policy_data WHERE kind = 'ue' AND id = ?1
-         ORDER BY part",
-    )?;
-    let rows =
-        st.query_map([ue_id], |r| Ok((r.get(0)?, Row { version: r.get(1)?, json: r.get(2)? })))?;
-    rows.collect()
-}
-
-fn insert_row(tx: &Connection, key: &Key, version: i64, json: &[u8]) -> rusqlite::Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO udr_policy_data (kind, id, part, version, json_content) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![key.kind.as_str(), key.id, key.part, version, json])?;
-    Ok(())
-}
-
-/// Updates the row of `key`, found by `rowid` when the caller has just read it (one b-tree
-/// descent instead of the key's index and then the table).
-fn update_row(
-    tx: &Connection,
-    key: &Key,
-    rowid: Option<i64>,
-    version: i64,
-    json: &[u8],
-) -> rusqlite::Result<()> {
-    if let Some(rowid) = rowid {
-        tx.prepare_cached(
-            "UPDATE udr_policy_data SET version = ?2, json_content = ?3 WHERE rowid = ?1",
-        )?
-        .execute(params![rowid, version, json])?;
-        return Ok(());
-    }
-    tx.prepare_cached(
-        "UPDATE udr_policy_data SET version = ?4, json_content = ?5
-         WHERE kind = ?1 AND id = ?2 AND part = ?3",
-    )?
-    .execute(params![key.kind.as_str(), key.id, key.part, version, json])?;
-    Ok(())
-}
-
-fn delete_row(tx: &Connection, key: &Key) -> rusqlite::Result<()> {
-    tx.prepare_cached("DELETE FROM udr_policy_data WHERE kind = ?1 AND id = ?2 AND part = ?3")?
-        .execute(params![key.kind.as_str(), key.id, key.part])?;
-    Ok(())
-}
-
-/// Sets one resource to `new` (`None`: removes it) given its current row (and its rowid, when
-/// known), and records the notifications of its subscribers. Returns the new version (the old one when nothing
-/// changed), `None` when removed.
-fn set(
-    tx: &Transaction<'_>,
-    subs: Option<&SubsIndex>,
-    key: &Key,
-    old: Option<&Row>,
-    rowid: Option<i64>,
-    new: Option<&[u8]>,
-) -> store::Result<(Option<i64>, usize)> {
-    let version = match (old, new) {
-        (None, None) => return Ok((None, 0)),
-        (Some(o), Some(n)) if o.json == n => return Ok((Some(o.version), 0)),
-        (Some(_), None) => {
-            delete_row(tx, key)?;
-            None
-        }
-        (Some(_), Some(n)) => {
-            let v = etag::next_version();
-            update_row(tx, key, rowid, v, n)?;
-            Some(v)
-        }
-        (None, Some(n)) => {
-            let v = etag::next_version();
-            insert_row(tx, key, v, n)?;
-            Some(v)
-        }
-    };
-    let notified = match subs {
-        Some(s) => notify::record(tx, s, key, old.map(|o| o.json.as_slice()), new)?,
-        None => 0,
-    };
-    Ok((version, notified))
-}
-
-/// Reads one resource (one primary-key lookup; a second, on a miss, tells an unknown UE from a
-/// known one without this resource).
-pub async fn get(db: &SqliteStore, key: Key) -> store::Result<Found> {
-    db.read(move |c| {
-        if let Some(row) = select_row(c, &key)? {
-            return Ok(Found::Row(row));
-        }
-        if key.kind == Kind::Ue && !ue_exists(c, &key.id)? {
-            return Ok(Found::NoUser);
-        }
-        Ok(Found::NoData)
-    })
-    .await
-}
-
-/// Every resource of a UE, by part.
-pub async fn get_ue(db: &SqliteStore, ue_id: String) -> store::Result<Vec<(String, Row)>> {
-    db.read(move |c| Ok(select_ue(c, &ue_id)?)).await
-}
-
-/// The resources of a kind (the BDT data collection), by id; only `ids` when given.
-pub async fn get_kind(
-    db: &SqliteStore,
-    kind: Kind,
-    ids: Option<Vec<String>>,
-) -> store::Result<Vec<(String, Row)>> {
-    db.read(move |c| {
-        let row = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, Row { version: r.get(1)?, json: r.get(2)? }));
-        match ids {
-            None => {
-                let mut st = c.prepare_cached(
-                    "SELECT id, version, json_content FROM udr_policy_data WHERE kind = ?1 ORDER BY id",
-                )?;
-                let rows = st.query_map([kind.as_str()], row)?;
-                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-            }
-            Some(ids) => {
-                let mut out = Vec::new();
-                for id in ids {
-                    let key = Key::other(kind, &id);
-                    if let Some(r) = select_row(c, &key)? {
-                        out.push((id, r));
-                    }
-                }
-                Ok(out)
-            }
-        }
-    })
-    .await
-}
-
-/// Writes one resource in one job: reads it, checks existence (`must_exist`) and the
-/// preconditions, computes the new document with `edit` (given the current one; `None` out
-/// removes it), stores it and records the notifications.
-pub async fn write_one<F>(
-    db: &SqliteStore,
-    subs: Arc<SubsIndex>,
-    key: Key,
-    cond: Conditions,
-    must_exist: bool,
-    edit: F,
-) -> store::Result<Result<Written, Refusal>>
-where
-    F: FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, ProblemDetails> + Send + 'static,
-{
-    db.write(move |tx| {
-        let (rowid, old) = match select_row_for_update(tx, &key)? {
-            Some((rowid, row)) => (Some(rowid), Some(row)),
-            None => (None, None),
-        };
-        if old.is_none() && must_exist {
-            let user_known = key.kind != Kind::Ue || ue_exists(tx, &key.id)?;
-            return Ok(Err(if user_known { Refusal::NoData } else { Refusal::NoUser }));
-        }
-        let current = old.as_ref().map(|o| etag::etag(o.version));
-        if !cond.write_allowed(current.as_deref()) {
-            return Ok(Err(Refusal::Precondition(current)));
-        }
-        let new = match edit(old.as_ref().map(|o| o.json.as_slice())) {
-            Ok(n) => n,
-            Err(p) => return Ok(Err(Refusal::Invalid(p))),
-        };
-        let (version, notified) = set(tx, Some(&subs), &key, old.as_ref(), rowid, new.as_deref())?;
-        Ok(Ok(Written { existed: old.is_some(), version, json: new, notified }))
-    })
-    .await
-}
-
-/// The current parts of a UE and their composite ETag.
-fn ue_state(
-    tx: &Connection,
-    ue_id: &str,
-) -> rusqlite::Result<(BTreeMap<String, Row>, Option<String>)> {
-    let rows: BTreeMap<String, Row> = select_ue(tx, ue_id)?.into_iter().collect();
-    let tag = (!rows.is_empty())
-        .then(|| etag::composite_etag(rows.iter().map(|(p, r)| (p.as_str(), r.version))));
-    Ok((rows, tag))
-}
-
-/// Makes a UE's parts exactly `desired` (parts absent from it are removed), recording the
-/// notifications of each changed part. Returns the new state's versions and the count recorded.
-fn apply_ue(
-    tx: &Transaction<'_>,
-    subs: Option<&SubsIndex>,
-    ue_id: &str,
-    current: &BTreeMap<String, Row>,
-    desired: &BTreeMap<String, Vec<u8>>,
-) -> store::Result<(Vec<(String, i64)>, usize)> {
-    let mut versions = Vec::with_capacity(desired.len());
-    let mut notified = 0;
-    for (part, row) in current {
-        if !desired.contains_key(part) {
-            notified += set(tx, subs, &Key::ue(ue_id, part), Some(row), None, None)?.1;
-        }
-    }
-    for (part, json) in desired {
-        let (v, n) = set(tx, subs, &Key::ue(ue_id, part), current.get(part), None, Some(json))?;
-        notified += n;
-        if let Some(v) = v {
-            versions.push((part.clone(), v));
-        }
-    }
-    Ok((versions, notified))
-}
-
-/// Writes a UE's whole policy data in one job: `edit` turns the current parts into the desired
-/// ones (an empty map removes the UE's policy data). The preconditions apply to the composite
-/// ETag of the UE's parts.
-pub async fn write_ue<F>(
-    db: &SqliteStore,
-    subs: Arc<SubsIndex>,
-    ue_id: String,
-    cond: Conditions,
-    must_exist: bool,
-    edit: F,
-) -> store::Result<Result<UeWritten, Refusal>>
-where
-    F: FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, ProblemDetails>
-        + Send
-        + 'static,
-{
-    db.write(move |tx| {
-        let (current, tag) = ue_state(tx, &ue_id)?;
-        if current.is_empty() && must_exist {
-            return Ok(Err(Refusal::NoUser));
-        }
-        if !cond.write_allowed(tag.as_deref()) {
-            return Ok(Err(Refusal::Precondition(tag)));
-        }
-        let view: BTreeMap<String, &[u8]> =
-            current.iter().map(|(p, r)| (p.clone(), r.json.as_slice())).collect();
-        let desired = match edit(&view) {
-            Ok(d) => d,
-            Err(p) => return Ok(Err(Refusal::Invalid(p))),
-        };
-        let (versions, notified) = apply_ue(tx, Some(&subs), &ue_id, &current, &desired)?;
-        let etag = (!versions.is_empty())
-            .then(|| etag::composite_etag(versions.iter().map(|(p, v)| (p.as_str(), *v))));
-        Ok(Ok(UeWritten { existed: !current.is_empty(), etag, parts: desired, notified }))
-    })
-    .await
-}
-
-/// Bulk load for an import tool, run on the writer thread inside its transaction: each
-/// `(ueId, profile)` (the provisioning API's PolicyDataProfile: `amData`, `uePolicySet`,
-/// `smData`, `umData`, `operatorSpecificData`) replaces that UE's policy data. Returns how many
-/// UEs had no policy data before. Every profile is checked first; a bad one fails the call
-/// (`InvalidArgument` naming its index and ueId) and the caller's savepoint undoes the batch.
-/// Subscribers are not notified: this is for loading, not for live changes (use the
-/// provisioning API for those).
-pub fn put_profiles(tx: &Transaction<'_>, profiles: &[(String, Value)]) -> store::Result<usize> {
-    let mut new = 0;
-    for (i, (ue_id, profile)) in profiles.iter().enumerate() {
-        let desired = provisioning::profile_parts(ue_id, profile)
-            .map_err(|p| store::Error::InvalidArgument(format!("profile {i} ({ue_id}): {p}")))?;
-        let (current, _) = ue_state(tx, ue_id)?;
-        if current.is_empty() {
-            new += 1;
-        }
-        apply_ue(tx, None, ue_id, &current, &desired)?;
-    }
-    Ok(new)
-}
-
-// --- subscriptions -------------------------------------------------------------------------------
-
-// The index changes inside the same store job as the rows, so the index and the table see
-// creations, replacements and deletions in one order (a replacement racing a deletion cannot
-// leave a subscription in memory that the table no longer has). Should the batch then fail to
-// commit, the index change is undone.
-
-/// Stores and indexes a new subscription, unless `max` are held (`false`).
-pub async fn create_subscription(
-    db: &SqliteStore,
-    subs: Arc<SubsIndex>,
-    sub: Subscription,
-    max: usize,
-) -> store::Result<bool> {
-    let id = sub.id.clone();
-    let index = subs.clone();
-    let r = db
-        .write(move |tx| {
-            if index.len() >= max {
-                return Ok(false);
-            }
-            tx.prepare_cached(
-                "INSERT INTO udr_policy_subscription (subs_id, expiry_ms, json_content)
-                 VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![sub.id, sub.expiry_ms, sub.json.as_ref()])?;
-            index.insert(sub);
-            Ok(true)
-        })
-        .await;
-    if r.is_err() {
-        subs.restore(&id, None);
-    }
-    r
-}
-
-/// Replaces a stored subscription; `false` when there is none (never was, or deleted meanwhile).
-pub async fn replace_subscription(
-    db: &SqliteStore,
-    subs: Arc<SubsIndex>,
-    sub: Subscription,
-) -> store::Result<bool> {
-    let id = sub.id.clone();
-    let index = subs.clone();
-    let (tx_out, rx) = std::sync::mpsc::channel();
-    let r = db
-        .write(move |tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE udr_policy_subscription SET expiry_ms = ?2, json_content = ?3
-                     WHERE subs_id = ?1",
-                )?
-                .execute(params![sub.id, sub.expiry_ms, sub.json.as_ref()])?;
-            if n == 1 {
-                let _ = tx_out.send(index.insert(sub));
-            }
-            Ok(n == 1)
-        })
-        .await;
-    if r.is_err() {
-        if let Ok(before) = rx.try_recv() {
-            subs.restore(&id, before);
-        }
-    }
-    r
-}
-
-/// Removes subscriptions (from `subs` too, when given); returns how many were stored. Their
-/// undelivered notifications stay in the outbox until the delivery task reaches them and, finding
-/// no subscription, deletes them unsent: a subscription id is never reused (a UUID), so nothing
-/// can claim them.
-pub async fn delete_subscriptions(
-    db: &SqliteStore,
-    subs: Option<Arc<SubsIndex>>,
-    ids: Vec<String>,
-) -> store::Result<usize> {
-    let index = subs.clone();
-    let (tx_out, rx) = std::sync::mpsc::channel();
-    let r = db
-        .write(move |tx| {
-            let mut sub =
-                tx.prepare_cached("DELETE FROM udr_policy_subscription WHERE subs_id = ?1")?;
-            let mut n = 0;
-            for id in &ids {
-                n += sub.execute([id])?;
-                if let Some(index) = &index {
-                    if let Some(old) = index.remove(id) {
-                        let _ = tx_out.send(old);
-                    }
-                }
-            }
-            Ok(n)
-        })
-        .await;
-    if let (Err(_), Some(subs)) = (&r, &subs) {
-        for old in rx.try_iter() {
-            let id = old.id.clone();
-            subs.restore(&id, Some(old));
-        }
-    }
-    r
-}
-
-/// Every stored subscription: (id, expiry, PolicyDataSubscription).
-pub async fn load_subscriptions(
-    db: &SqliteStore,
-) -> store::Result<Vec<(String, Option<i64>, Vec<u8>)>> {
-    db.read(|c| {
-        let mut st = c.prepare_cached(
-            "SELECT subs_id, expiry_ms, json_content FROM udr_policy_subscription",
-        )?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    })
-    .await
-}
-
-// --- outbox --------------------------------------------------------------------------------------
-
 /// One undelivered notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxRow {
@@ -537,46 +76,98 @@ pub struct OutboxRow {
     pub item: Vec<u8>,
 }
 
-/// Appends a notification; returns its seq. Runs inside the change's transaction.
-pub fn insert_outbox(tx: &Connection, subs_id: &str, item: &[u8]) -> rusqlite::Result<i64> {
-    tx.prepare_cached(
-        "INSERT INTO udr_policy_outbox (subs_id, created_ms, item) VALUES (?1, ?2, ?3)",
-    )?
-    .execute(params![subs_id, chrono::Utc::now().timestamp_millis(), item])?;
-    Ok(tx.last_insert_rowid())
-}
+/// A stored subscription: its id, expiry (unix ms) and PolicyDataSubscription as received.
+pub type StoredSubscription = (String, Option<i64>, Vec<u8>);
 
-/// The undelivered notifications after `after_seq`, oldest first, at most `limit`.
-pub async fn read_outbox(
-    db: &SqliteStore,
-    after_seq: i64,
-    limit: usize,
-) -> store::Result<Vec<OutboxRow>> {
-    db.read(move |c| {
-        let mut st = c.prepare_cached(
-            "SELECT seq, subs_id, item FROM udr_policy_outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-        )?;
-        let rows = st.query_map(params![after_seq, limit as i64], |r| {
-            Ok(OutboxRow { seq: r.get(0)?, subs_id: r.get(1)?, item: r.get(2)? })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-    })
-    .await
-}
+/// The edit of one resource in [`PolicyDataStore::write_one`]: the new document from the
+/// current one (`None`: absent / remove it), or why not (the answer refusing the change, or a
+/// fault).
+pub type EditOne = Box<dyn FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, NfError> + Send>;
 
-/// Removes delivered (or given up) notifications.
-pub async fn delete_outbox(db: &SqliteStore, seqs: Vec<i64>) -> store::Result<()> {
-    db.write(move |tx| {
-        let mut st = tx.prepare_cached("DELETE FROM udr_policy_outbox WHERE seq = ?1")?;
-        for s in &seqs {
-            st.execute([s])?;
-        }
-        Ok(())
-    })
-    .await
-}
+/// The edit of a UE's whole policy data in [`PolicyDataStore::write_ue`]: the desired parts
+/// from the current ones (an empty map removes the UE's policy data).
+pub type EditUe =
+    Box<dyn FnOnce(&BTreeMap<String, &[u8]>) -> Result<BTreeMap<String, Vec<u8>>, NfError> + Send>;
 
-/// Undelivered notifications held (for tests and the operator).
-pub async fn outbox_len(db: &SqliteStore) -> store::Result<u64> {
-    db.read(|c| Ok(c.query_row("SELECT COUNT(*) FROM udr_policy_outbox", [], |r| r.get(0))?)).await
+/// The policy data service's persistence.
+///
+/// Each write is atomic with what it implies: the precondition check, the change, and one outbox
+/// row per subscription of `subs` that must hear of it (recorded by [`super::notify::record`]),
+/// so a notification exists exactly when its change was committed and a refused write changes
+/// nothing. The subscription index changes inside the same job as the subscription rows, so the
+/// index and the table see creations, replacements and deletions in one order; should the job
+/// then fail to commit, the index change is undone.
+pub trait PolicyDataStore: Send + Sync + 'static {
+    /// Reads one resource (one primary-key lookup; a second, on a miss, tells an unknown UE from
+    /// a known one without this resource).
+    fn get(&self, key: Key) -> StoreFuture<'_, Found>;
+    /// Every resource of a UE, by part.
+    fn get_ue(&self, ue_id: String) -> StoreFuture<'_, Vec<(String, Row)>>;
+    /// The resources of a kind (the BDT data collection), by id; only `ids` when given.
+    fn get_kind(&self, kind: Kind, ids: Option<Vec<String>>)
+        -> StoreFuture<'_, Vec<(String, Row)>>;
+    /// Writes one resource in one job: reads it, checks existence (`must_exist`) and the
+    /// preconditions, computes the new document with `edit`, stores it and records the
+    /// notifications.
+    fn write_one(
+        &self,
+        subs: Arc<SubsIndex>,
+        key: Key,
+        cond: Conditions,
+        must_exist: bool,
+        edit: EditOne,
+    ) -> StoreFuture<'_, Result<Written, Refusal>>;
+    /// Writes a UE's whole policy data in one job; the preconditions apply to the composite ETag
+    /// of the UE's parts.
+    fn write_ue(
+        &self,
+        subs: Arc<SubsIndex>,
+        ue_id: String,
+        cond: Conditions,
+        must_exist: bool,
+        edit: EditUe,
+    ) -> StoreFuture<'_, Result<UeWritten, Refusal>>;
+    /// Bulk load in one transaction: each `(ueId, profile)` (the provisioning API's
+    /// PolicyDataProfile) replaces that UE's policy data. Returns how many UEs had no policy data
+    /// before, and the rows for the caller to free. Every profile is checked; a bad one fails the
+    /// call (`InvalidArgument` naming its index and ueId) and nothing of the batch is written.
+    /// Subscribers are not notified: this is for loading, not for live changes.
+    fn put_profiles(
+        &self,
+        profiles: Vec<(String, Value)>,
+    ) -> StoreFuture<'_, (usize, Vec<(String, Value)>)>;
+    /// Stores and indexes a new subscription, unless `max` are held (`false`).
+    fn create_subscription(
+        &self,
+        subs: Arc<SubsIndex>,
+        sub: Subscription,
+        max: usize,
+    ) -> StoreFuture<'_, bool>;
+    /// Replaces a stored subscription; `false` when there is none (never was, or deleted
+    /// meanwhile).
+    fn replace_subscription(
+        &self,
+        subs: Arc<SubsIndex>,
+        sub: Subscription,
+    ) -> StoreFuture<'_, bool>;
+    /// Removes subscriptions (from `subs` too, when given); returns how many were stored. Their
+    /// undelivered notifications stay in the outbox until the delivery task reaches them and,
+    /// finding no subscription, deletes them unsent: a subscription id is never reused (a UUID),
+    /// so nothing can claim them.
+    fn delete_subscriptions(
+        &self,
+        subs: Option<Arc<SubsIndex>>,
+        ids: Vec<String>,
+    ) -> StoreFuture<'_, usize>;
+    /// Every stored subscription: (id, expiry, PolicyDataSubscription).
+    fn load_subscriptions(&self) -> StoreFuture<'_, Vec<StoredSubscription>>;
+    /// Bulk load in one transaction of checked subscriptions (each replaces the one of its id),
+    /// not indexed in memory: a UDR started afterwards loads them like its own.
+    fn put_subscriptions(&self, subs: Vec<Subscription>) -> StoreFuture<'_, usize>;
+    /// The undelivered notifications after `after_seq`, oldest first, at most `limit`.
+    fn read_outbox(&self, after_seq: i64, limit: usize) -> StoreFuture<'_, Vec<OutboxRow>>;
+    /// Removes delivered (or given up) notifications.
+    fn delete_outbox(&self, seqs: Vec<i64>) -> StoreFuture<'_, ()>;
+    /// Undelivered notifications held (for tests and the operator).
+    fn outbox_len(&self) -> StoreFuture<'_, u64>;
 }

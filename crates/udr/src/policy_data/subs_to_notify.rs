@@ -14,8 +14,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use sbi::problem::cause;
-use sbi::{body as sbi_body, empty_response, HandlerResult, ProblemDetails, Response, SbiRequest};
+use sbi::{body as sbi_body, empty_response, ProblemDetails, Response, SbiRequest};
 use serde_json::Value;
 
 use super::ids::{self, Monitored};
@@ -318,11 +319,7 @@ pub fn decode(
         body["supportedFeatures"] = Value::from("0");
         changed = true;
     }
-    let json = if changed {
-        Bytes::from(serde_json::to_vec(&body).map_err(|e| ProblemDetails::internal(e.to_string()))?)
-    } else {
-        bytes
-    };
+    let json = if changed { Bytes::from(body.to_string()) } else { bytes };
     Ok(Subscription {
         id: id.to_owned(),
         notification_uri: uri,
@@ -367,25 +364,21 @@ fn request_body(req: &SbiRequest) -> Result<Value, ProblemDetails> {
 
 /// POST /subs-to-notify (CreateIndividualPolicyDataSubscription): 201 + Location + the
 /// PolicyDataSubscription; 403 `INSUFFICIENT_RESOURCES` beyond `max_subscriptions`.
-pub async fn create_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn create_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let body = request_body(&req)?;
     let id = uuid::Uuid::new_v4().simple().to_string();
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
     let created =
-        store::create_subscription(&pd.db, pd.subs.clone(), sub, pd.config.max_subscriptions)
-            .await
-            .map_err(store::store_error)?;
+        pd.store.create_subscription(pd.subs.clone(), sub, pd.config.max_subscriptions).await?;
     if !created {
         return Err(ProblemDetails::new(
             StatusCode::FORBIDDEN,
             cause::INSUFFICIENT_RESOURCES,
             "the UDR holds its maximum number of policy data subscriptions",
-        ));
+        )
+        .into());
     }
     let mut resp = json_answer(StatusCode::CREATED, json);
     let loc = format!("{}{NUDR_DR_ROOT}/policy-data/subs-to-notify/{id}", udr.api_root(Some(&req)));
@@ -397,37 +390,26 @@ pub async fn create_individual_policy_data_subscription(
 
 /// PUT /subs-to-notify/{subsId} (ReplaceIndividualPolicyDataSubscription): 200 + the
 /// PolicyDataSubscription; 404 `SUBSCRIPTION_NOT_FOUND`.
-pub async fn replace_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn replace_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
     let body = request_body(&req)?;
     let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
-    if !store::replace_subscription(&pd.db, pd.subs.clone(), sub)
-        .await
-        .map_err(store::store_error)?
-    {
-        return Err(not_found(&id));
+    if !pd.store.replace_subscription(pd.subs.clone(), sub).await? {
+        return Err(not_found(&id).into());
     }
     Ok(json_answer(StatusCode::OK, json))
 }
 
 /// DELETE /subs-to-notify/{subsId} (DeleteIndividualPolicyDataSubscription): 204; 404
 /// `SUBSCRIPTION_NOT_FOUND`. Its undelivered notifications go with it.
-pub async fn delete_individual_policy_data_subscription(
-    udr: Arc<Udr>,
-    req: SbiRequest,
-) -> HandlerResult {
+pub async fn delete_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
-    let removed = store::delete_subscriptions(&pd.db, Some(pd.subs.clone()), vec![id.clone()])
-        .await
-        .map_err(store::store_error)?;
+    let removed = pd.store.delete_subscriptions(Some(pd.subs.clone()), vec![id.clone()]).await?;
     if removed == 0 {
-        return Err(not_found(&id));
+        return Err(not_found(&id).into());
     }
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
@@ -435,7 +417,7 @@ pub async fn delete_individual_policy_data_subscription(
 /// Loads the stored subscriptions into the index, dropping those expired meanwhile; returns
 /// how many are held.
 pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
-    let rows = store::load_subscriptions(&pd.db).await?;
+    let rows = pd.store.load_subscriptions().await?;
     let now = now_ms();
     let mut gone = Vec::new();
     for (id, expiry_ms, json) in rows {
@@ -460,7 +442,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
     }
     if !gone.is_empty() {
         tracing::info!(expired = gone.len(), "policy data subscriptions expired while stopped");
-        store::delete_subscriptions(&pd.db, None, gone).await?;
+        pd.store.delete_subscriptions(None, gone).await?;
     }
     Ok(pd.subs.len())
 }
@@ -468,7 +450,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
 /// Ends expired subscriptions (with their undelivered notifications) once a second until
 /// `stop`.
 pub async fn expire(
-    db: ::store::SqliteStore,
+    db: Arc<dyn store::PolicyDataStore>,
     subs: Arc<SubsIndex>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -484,7 +466,7 @@ pub async fn expire(
             continue;
         }
         tracing::info!(count = expired.len(), "policy data subscriptions expired");
-        if let Err(e) = store::delete_subscriptions(&db, Some(subs.clone()), expired).await {
+        if let Err(e) = db.delete_subscriptions(Some(subs.clone()), expired).await {
             tracing::warn!(error = %e, "expired subscriptions not removed from the store; retried at next start");
         }
     }

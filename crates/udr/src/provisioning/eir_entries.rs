@@ -9,13 +9,14 @@
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
+use nf::Answer;
 use sbi::router::RouterBuilder;
-use sbi::{empty_response, HandlerResult, ProblemDetails, SbiRequest};
+use sbi::{empty_response, ProblemDetails, SbiRequest};
 use serde_json::{Map, Value};
 
 use super::{
-    bad_path_param, conflict, identity_list, location, not_found, object, store_error, Errors,
-    ENTRY_EXISTS, RANGE_OVERLAP,
+    bad_path_param, conflict, identity_list, location, not_found, object, Errors, ENTRY_EXISTS,
+    RANGE_OVERLAP,
 };
 use crate::context::Udr;
 use crate::eir::{
@@ -40,12 +41,7 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
         .route(Method::DELETE, RANGE, "UdrProv_DeleteEirImeiRange", delete_range)
 }
 
-/// An EIR entry of either kind (a bulk import row).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EirItem {
-    Imei(ImeiEntry),
-    Range(RangeEntry),
-}
+pub use crate::eir::EirItem;
 
 /// Reads an EirImeiEntry (it has `imei`) or an EirImeiRange (it has `start`).
 pub fn parse_item(v: &Value) -> Result<EirItem, ProblemDetails> {
@@ -175,48 +171,50 @@ fn path_imei(req: &SbiRequest, name: &str) -> Result<u64, ProblemDetails> {
     eir::parse_imei(req.param(name)).map_err(|why| bad_path_param(name, why))
 }
 
-fn ok(v: &Value) -> HandlerResult {
+fn ok(v: &Value) -> Answer {
     Ok(super::json(StatusCode::OK, v, None))
 }
 
 /// POST /eir/imeis: 201 + Location; 409 ENTRY_EXISTS when the IMEI is listed already.
-async fn create_imei(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn create_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
     let e = parse_imei_entry(&v, None)?;
-    if !udr.eir.create_imei(e.clone()).await.map_err(store_error)? {
+    if !udr.eir.create_imei(e.clone()).await? {
         let imei = format_imei(e.imei);
-        return Err(conflict(ENTRY_EXISTS, "/imei", format!("IMEI {imei} is listed already")));
+        return Err(
+            conflict(ENTRY_EXISTS, "/imei", format!("IMEI {imei} is listed already")).into()
+        );
     }
     let loc = location(&udr, &req, &format!("/eir/imeis/{}", format_imei(e.imei)));
     Ok(super::json(StatusCode::CREATED, &imei_json(&e), Some(&loc)))
 }
 
-async fn get_imei(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn get_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let imei = path_imei(&req, "imei")?;
-    match udr.eir.get_imei(imei).await.map_err(store_error)? {
+    match udr.eir.get_imei(imei).await? {
         Some(e) => ok(&imei_json(&e)),
-        None => Err(not_found(format!("IMEI {} is not listed", format_imei(imei)))),
+        None => Err(not_found(format!("IMEI {} is not listed", format_imei(imei))).into()),
     }
 }
 
 /// PUT /eir/imeis/{imei}: replaces status and binding; 404 when the IMEI is not listed.
-async fn replace_imei(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn replace_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let imei = path_imei(&req, "imei")?;
     let v: Value = req.json()?;
     let e = parse_imei_entry(&v, Some(imei))?;
-    if udr.eir.update_imei(e.clone()).await.map_err(store_error)? {
+    if udr.eir.update_imei(e.clone()).await? {
         ok(&imei_json(&e))
     } else {
-        Err(not_found(format!("IMEI {} is not listed", format_imei(imei))))
+        Err(not_found(format!("IMEI {} is not listed", format_imei(imei))).into())
     }
 }
 
-async fn delete_imei(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn delete_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let imei = path_imei(&req, "imei")?;
-    if udr.eir.delete_imei(imei).await.map_err(store_error)? {
+    if udr.eir.delete_imei(imei).await? {
         Ok(empty_response(StatusCode::NO_CONTENT))
     } else {
-        Err(not_found(format!("IMEI {} is not listed", format_imei(imei))))
+        Err(not_found(format!("IMEI {} is not listed", format_imei(imei))).into())
     }
 }
 
@@ -241,43 +239,43 @@ fn no_range(start: u64) -> String {
 }
 
 /// POST /eir/imei-ranges: 201 + Location; 409 when a range starts there or it would overlap one.
-async fn create_range(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn create_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
     let e = parse_range_entry(&v, None)?;
-    match udr.eir.create_range(e.clone()).await.map_err(store_error)? {
+    match udr.eir.create_range(e.clone()).await? {
         Ok(()) => {
             let loc = location(&udr, &req, &format!("/eir/imei-ranges/{}", format_imei(e.start)));
             Ok(super::json(StatusCode::CREATED, &range_json(&e), Some(&loc)))
         }
-        Err(c) => Err(range_conflict(c, &e)),
+        Err(c) => Err(range_conflict(c, &e).into()),
     }
 }
 
-async fn get_range(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn get_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let start = path_imei(&req, "start")?;
-    match udr.eir.get_range(start).await.map_err(store_error)? {
+    match udr.eir.get_range(start).await? {
         Some(e) => ok(&range_json(&e)),
-        None => Err(not_found(no_range(start))),
+        None => Err(not_found(no_range(start)).into()),
     }
 }
 
 /// PUT /eir/imei-ranges/{start}: replaces end, status and binding.
-async fn replace_range(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn replace_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let start = path_imei(&req, "start")?;
     let v: Value = req.json()?;
     let e = parse_range_entry(&v, Some(start))?;
-    match udr.eir.update_range(e.clone()).await.map_err(store_error)? {
+    match udr.eir.update_range(e.clone()).await? {
         Ok(()) => ok(&range_json(&e)),
-        Err(c) => Err(range_conflict(c, &e)),
+        Err(c) => Err(range_conflict(c, &e).into()),
     }
 }
 
-async fn delete_range(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn delete_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let start = path_imei(&req, "start")?;
-    if udr.eir.delete_range(start).await.map_err(store_error)? {
+    if udr.eir.delete_range(start).await? {
         Ok(empty_response(StatusCode::NO_CONTENT))
     } else {
-        Err(not_found(no_range(start)))
+        Err(not_found(no_range(start)).into())
     }
 }
 

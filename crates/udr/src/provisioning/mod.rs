@@ -182,10 +182,6 @@ pub fn json(status: StatusCode, value: &Value, location: Option<&str>) -> Respon
     resp
 }
 
-pub fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
-
 /// 404 RESOURCE_NOT_FOUND.
 pub fn not_found(what: impl Into<String>) -> ProblemDetails {
     ProblemDetails::not_found(what)

@@ -4,18 +4,18 @@
 //! An entry is addressed by any of its identities (`/slf-entries/msisdn-...` is the same entry
 //! as `/slf-entries/imsi-...`); its first identity is its key, named in `Location`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
+use nf::Answer;
 use sbi::body::{self, MERGE_PATCH_JSON};
 use sbi::router::RouterBuilder;
-use sbi::{empty_response, HandlerResult, ProblemDetails, SbiRequest};
+use sbi::{empty_response, ProblemDetails, SbiRequest};
 use serde_json::{json, Value};
 
 use super::{
-    bad_path_param, conflict, encode_segment, location, not_found, object, pointer_token,
-    store_error, Errors, ENTRY_EXISTS,
+    bad_path_param, conflict, encode_segment, location, not_found, object, pointer_token, Errors,
+    ENTRY_EXISTS,
 };
 use crate::context::Udr;
 use crate::slf::{self, Entry, Groups, Updated};
@@ -136,48 +136,48 @@ fn unknown(id: &str) -> ProblemDetails {
 }
 
 /// POST /slf-entries: 201 + Location; 409 when one of its identities is provisioned already.
-async fn create(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn create(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
     let entry = parse_entry(&v)?;
-    match udr.slf.create_entry(entry.clone()).await.map_err(store_error)? {
+    match udr.slf.create_entry(entry.clone()).await? {
         Ok(()) => {
             let loc = entry_location(&udr, &req, &entry);
             Ok(super::json(StatusCode::CREATED, &entry_json(&entry), Some(&loc)))
         }
-        Err(id) => Err(identity_taken(&entry, &id)),
+        Err(id) => Err(identity_taken(&entry, &id).into()),
     }
 }
 
 /// GET /slf-entries/{subscriberId}: the whole entry the identity belongs to.
-async fn get(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn get(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let id = path_id(&req)?;
-    match udr.slf.get_entry(&id).await.map_err(store_error)? {
+    match udr.slf.get_entry(&id).await? {
         Some(e) => Ok(super::json(StatusCode::OK, &entry_json(&e), None)),
-        None => Err(unknown(&id)),
+        None => Err(unknown(&id).into()),
     }
 }
 
 /// PUT /slf-entries/{subscriberId}: replaces the entry (it must keep the URI's identity;
 /// identities it no longer lists are removed; new ones must not belong to another entry).
-async fn replace(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn replace(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let id = path_id(&req)?;
     let v: Value = req.json()?;
     let entry = parse_entry(&v)?;
     keeps_uri_identity(&entry, &id)?;
     let sent = entry.clone();
-    match udr.slf.update_entry::<Infallible, _>(&id, move |_| Ok(entry)).await {
+    match udr.slf.update_entry(&id, move |_| Ok(entry)).await {
         Ok(Updated::Done(e)) => Ok(super::json(StatusCode::OK, &entry_json(&e), None)),
-        Ok(Updated::NotFound) => Err(unknown(&id)),
-        Ok(Updated::Conflict(taken)) => Err(identity_taken(&sent, &taken)),
-        Ok(Updated::Rejected(never)) => match never {},
-        Err(e) => Err(store_error(e)),
+        Ok(Updated::NotFound) => Err(unknown(&id).into()),
+        Ok(Updated::Conflict(taken)) => Err(identity_taken(&sent, &taken).into()),
+        Ok(Updated::Rejected(p)) => Err(p.into()),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// PATCH /slf-entries/{subscriberId} (application/merge-patch+json, RFC 7396) over the entry's
 /// JSON, e.g. `{"nfGroupIds": {"PCF": "pcf-2", "CHF": null}}`; the result must be a valid entry
 /// keeping the URI's identity. Read, patched and written in one store job.
-async fn update(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn update(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let id = path_id(&req)?;
     body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
     let patch: Value = body::decode_json(&req.body)?;
@@ -185,7 +185,8 @@ async fn update(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         return Err(ProblemDetails::bad_request(
             sbi::problem::cause::MANDATORY_IE_INCORRECT,
             "a merge patch of an SLF entry is a JSON object",
-        ));
+        )
+        .into());
     }
     let uri_id = id.clone();
     let result = udr
@@ -197,27 +198,27 @@ async fn update(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
             keeps_uri_identity(&e, &uri_id)?;
             Ok::<_, ProblemDetails>(e)
         })
-        .await
-        .map_err(store_error)?;
+        .await?;
     match result {
         Updated::Done(e) => Ok(super::json(StatusCode::OK, &entry_json(&e), None)),
-        Updated::NotFound => Err(unknown(&id)),
+        Updated::NotFound => Err(unknown(&id).into()),
         Updated::Conflict(taken) => Err(conflict(
             ENTRY_EXISTS,
             "/subscriberIds",
             format!("{taken} is already provisioned in another entry"),
-        )),
-        Updated::Rejected(p) => Err(p),
+        )
+        .into()),
+        Updated::Rejected(p) => Err(p.into()),
     }
 }
 
 /// DELETE /slf-entries/{subscriberId}: removes the entry, every identity of it.
-async fn delete(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+async fn delete(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let id = path_id(&req)?;
-    if udr.slf.delete_entry(&id).await.map_err(store_error)? {
+    if udr.slf.delete_entry(&id).await? {
         Ok(empty_response(StatusCode::NO_CONTENT))
     } else {
-        Err(unknown(&id))
+        Err(unknown(&id).into())
     }
 }
 

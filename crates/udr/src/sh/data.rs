@@ -6,50 +6,12 @@
 //! TS 29.328 §7.6). The identities of a profile share its data, as the identities of one implicit
 //! registration set do.
 //!
-//! Tables (no foreign keys, nothing engine-specific, for the MySQL-protocol backend to come):
-//! `udr_sh_profile` (one narrow row), `udr_sh_identity` (clustered by kind + identity, so a
-//! request's User-Identity is one primary-key read), `udr_sh_repository` (clustered by profile +
-//! Service-Indication) and `udr_sh_subscription` (the Sh-Subs-Notif subscriptions, persisted so
-//! they outlive a restart). Every function here runs on the store's threads.
+//! The profiles, their repository data and the Sh-Subs-Notif subscriptions are kept behind
+//! [`ShDataStore`]; its SQLite implementation, with the schema, is [`super::sqlite`].
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use store::Migration;
+use std::any::Any;
 
-pub const MIGRATIONS: [Migration; 1] = [Migration::new(
-    "udr-0101-sh",
-    "CREATE TABLE udr_sh_profile (
-        profile_id INTEGER PRIMARY KEY,
-        ims_user_state INTEGER NOT NULL,
-        scscf_name TEXT NOT NULL
-    );
-    CREATE TABLE udr_sh_identity (
-        kind INTEGER NOT NULL,
-        identity TEXT NOT NULL,
-        profile_id INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        PRIMARY KEY (kind, identity)
-    ) WITHOUT ROWID;
-    CREATE INDEX udr_sh_identity_profile ON udr_sh_identity (profile_id);
-    CREATE TABLE udr_sh_repository (
-        profile_id INTEGER NOT NULL,
-        service_indication TEXT NOT NULL,
-        sequence_number INTEGER NOT NULL,
-        service_data TEXT NOT NULL,
-        PRIMARY KEY (profile_id, service_indication)
-    ) WITHOUT ROWID;
-    CREATE TABLE udr_sh_subscription (
-        profile_id INTEGER NOT NULL,
-        as_host TEXT NOT NULL,
-        data_reference INTEGER NOT NULL,
-        service_indication TEXT NOT NULL,
-        as_realm TEXT NOT NULL,
-        user_kind INTEGER NOT NULL,
-        user_identity TEXT NOT NULL,
-        expiry INTEGER NOT NULL,
-        one_time INTEGER NOT NULL,
-        PRIMARY KEY (profile_id, as_host, data_reference, service_indication)
-    ) WITHOUT ROWID;",
-)];
+use crate::StoreFuture;
 
 /// Longest identity, S-CSCF name or Service-Indication accepted.
 pub const MAX_NAME_LEN: usize = 255;
@@ -62,7 +24,7 @@ pub enum UserId {
 }
 
 impl UserId {
-    fn kind(&self) -> i64 {
+    pub(crate) fn kind(&self) -> i64 {
         match self {
             UserId::Public(_) => 0,
             UserId::Msisdn(_) => 1,
@@ -73,7 +35,7 @@ impl UserId {
             UserId::Public(s) | UserId::Msisdn(s) => s,
         }
     }
-    fn from_parts(kind: i64, value: String) -> UserId {
+    pub(crate) fn from_parts(kind: i64, value: String) -> UserId {
         if kind == 1 {
             UserId::Msisdn(value)
         } else {
@@ -90,6 +52,36 @@ pub mod ims_user_state {
     pub const AUTHENTICATION_PENDING: u8 = 3;
     pub const NAMES: [&str; 4] =
         ["NOT_REGISTERED", "REGISTERED", "REGISTERED_UNREG_SERVICES", "AUTHENTICATION_PENDING"];
+}
+
+/// An IMS-User-State by its TS 29.328 name (or its number).
+pub fn parse_ims_user_state(s: &str) -> Option<u8> {
+    ims_user_state::NAMES
+        .iter()
+        .position(|n| *n == s)
+        .map(|i| i as u8)
+        .or_else(|| s.parse::<u8>().ok().filter(|n| *n <= ims_user_state::AUTHENTICATION_PENDING))
+}
+
+/// Why `s` is not an IMS-User-State.
+pub fn ims_user_state_refused(s: &str) -> String {
+    format!("{s:?} is not one of {}", ims_user_state::NAMES.join(", "))
+}
+
+/// Checks the ServiceData of Service-Indication `si` (trimmed): a non-empty XML fragment of at
+/// most `max_data` bytes. The field at fault is `serviceData`.
+pub fn check_service_data(si: &str, raw: &str, max_data: usize) -> Result<(), Invalid> {
+    let bad = |why: String| Err(Invalid::new("serviceData", why));
+    if raw.is_empty() {
+        return bad(format!("serviceData of {si} is empty"));
+    }
+    if let Err(e) = super::xml::check_fragment(raw) {
+        return bad(format!("serviceData of {si}: {e}"));
+    }
+    if raw.len() > max_data {
+        return bad(format!("serviceData of {si} is {} bytes, more than {max_data}", raw.len()));
+    }
+    Ok(())
 }
 
 /// Transparent data of one Service-Indication.
@@ -201,7 +193,7 @@ impl ShProfile {
         Ok(())
     }
 
-    fn identities(&self) -> impl Iterator<Item = UserId> + '_ {
+    pub(crate) fn identities(&self) -> impl Iterator<Item = UserId> + '_ {
         self.public_identities
             .iter()
             .map(|p| UserId::Public(p.clone()))
@@ -216,77 +208,6 @@ pub fn next_sequence(n: u16) -> u16 {
     } else {
         n + 1
     }
-}
-
-/// The profile id of a user, if known.
-pub fn resolve(c: &Connection, user: &UserId) -> store::Result<Option<i64>> {
-    let mut st = c.prepare_cached(
-        "SELECT profile_id FROM udr_sh_identity WHERE kind = ?1 AND identity = ?2",
-    )?;
-    Ok(st.query_row(params![user.kind(), user.value()], |r| r.get(0)).optional()?)
-}
-
-/// A whole profile; repository data restricted to `services` when given.
-pub fn load(
-    c: &Connection,
-    profile_id: i64,
-    services: Option<&[String]>,
-) -> store::Result<Option<ShProfile>> {
-    let head = c
-        .prepare_cached(
-            "SELECT ims_user_state, scscf_name FROM udr_sh_profile WHERE profile_id = ?1",
-        )?
-        .query_row([profile_id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-        .optional()?;
-    let Some((state, scscf)) = head else { return Ok(None) };
-    let mut p = ShProfile {
-        ims_user_state: state as u8,
-        scscf_name: (!scscf.is_empty()).then_some(scscf),
-        ..ShProfile::default()
-    };
-    let mut st = c.prepare_cached(
-        "SELECT kind, identity FROM udr_sh_identity WHERE profile_id = ?1 ORDER BY position",
-    )?;
-    let rows = st.query_map([profile_id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-    for row in rows {
-        let (kind, value) = row?;
-        match UserId::from_parts(kind, value) {
-            UserId::Public(s) => p.public_identities.push(s),
-            UserId::Msisdn(s) => p.msisdns.push(s),
-        }
-    }
-    let read_one = |r: &rusqlite::Row<'_>| {
-        Ok(RepositoryData {
-            service_indication: r.get(0)?,
-            sequence_number: r.get::<_, i64>(1)? as u16,
-            service_data: r.get(2)?,
-        })
-    };
-    match services {
-        None => {
-            let mut st = c.prepare_cached(
-                "SELECT service_indication, sequence_number, service_data FROM udr_sh_repository
-                 WHERE profile_id = ?1 ORDER BY service_indication",
-            )?;
-            for r in st.query_map([profile_id], read_one)? {
-                p.repository.push(r?);
-            }
-        }
-        Some(list) => {
-            let mut st = c.prepare_cached(
-                "SELECT service_indication, sequence_number, service_data FROM udr_sh_repository
-                 WHERE profile_id = ?1 AND service_indication = ?2",
-            )?;
-            for si in list {
-                if let Some(r) = st.query_row(params![profile_id, si], read_one).optional()? {
-                    if !p.repository.iter().any(|x| x.service_indication == r.service_indication) {
-                        p.repository.push(r);
-                    }
-                }
-            }
-        }
-    }
-    Ok(Some(p))
 }
 
 /// One repository update of a PUR: `data` None deletes (empty ServiceData).
@@ -315,110 +236,6 @@ pub enum PurOutcome {
     OutOfSync(String),
 }
 
-/// Applies a PUR's repository updates to profile `pid` in the caller's transaction: all of them
-/// or, when one is out of sync, none (checked before anything is written).
-pub fn apply_pur(
-    tx: &Transaction<'_>,
-    pid: i64,
-    updates: &[RepoUpdate],
-) -> store::Result<PurOutcome> {
-    let mut get = tx.prepare_cached(
-        "SELECT sequence_number FROM udr_sh_repository
-         WHERE profile_id = ?1 AND service_indication = ?2",
-    )?;
-    // The state each Service-Indication will have, so several updates of one in a PUR chain.
-    let mut current: Vec<(String, Option<u16>)> = Vec::new();
-    for u in updates {
-        let now = match current.iter().find(|(si, _)| *si == u.service_indication) {
-            Some((_, s)) => *s,
-            None => get
-                .query_row(params![pid, u.service_indication], |r| r.get::<_, i64>(0))
-                .optional()?
-                .map(|n| n as u16),
-        };
-        let ok = match (now, &u.data) {
-            (Some(n), _) => u.sequence_number == next_sequence(n),
-            (None, Some(_)) => u.sequence_number == 0,
-            (None, None) => false,
-        };
-        if !ok {
-            return Ok(PurOutcome::OutOfSync(u.service_indication.clone()));
-        }
-        let after = u.data.as_ref().map(|_| u.sequence_number);
-        match current.iter_mut().find(|(si, _)| *si == u.service_indication) {
-            Some(slot) => slot.1 = after,
-            None => current.push((u.service_indication.clone(), after)),
-        }
-    }
-    let mut changes = Vec::with_capacity(updates.len());
-    for u in updates {
-        write_repository(tx, pid, &u.service_indication, u.sequence_number, u.data.as_deref())?;
-        changes.push(RepoChange {
-            service_indication: u.service_indication.clone(),
-            sequence_number: u.sequence_number,
-            data: u.data.clone(),
-        });
-    }
-    Ok(PurOutcome::Applied(changes))
-}
-
-fn write_repository(
-    tx: &Transaction<'_>,
-    pid: i64,
-    si: &str,
-    seq: u16,
-    data: Option<&str>,
-) -> store::Result<()> {
-    match data {
-        Some(d) => {
-            tx.prepare_cached(
-                "INSERT INTO udr_sh_repository
-                     (profile_id, service_indication, sequence_number, service_data)
-                 VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (profile_id, service_indication)
-                 DO UPDATE SET sequence_number = excluded.sequence_number,
-                               service_data = excluded.service_data",
-            )?
-            .execute(params![pid, si, i64::from(seq), d])?;
-        }
-        None => {
-            tx.prepare_cached(
-                "DELETE FROM udr_sh_repository WHERE profile_id = ?1 AND service_indication = ?2",
-            )?
-            .execute(params![pid, si])?;
-        }
-    }
-    Ok(())
-}
-
-fn insert_identities(tx: &Transaction<'_>, pid: i64, p: &ShProfile) -> store::Result<()> {
-    let mut exists =
-        tx.prepare_cached("SELECT 1 FROM udr_sh_identity WHERE kind = ?1 AND identity = ?2")?;
-    let mut ins = tx.prepare_cached(
-        "INSERT INTO udr_sh_identity (kind, identity, profile_id, position) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for (i, id) in p.identities().enumerate() {
-        if exists.query_row(params![id.kind(), id.value()], |_| Ok(())).optional()?.is_some() {
-            return Err(store::Error::AlreadyExists);
-        }
-        ins.execute(params![id.kind(), id.value(), pid, i as i64])?;
-    }
-    Ok(())
-}
-
-/// Creates a profile (checked by the caller); `AlreadyExists` when one of its identities belongs
-/// to a profile already (nothing is then written: the job's savepoint rolls back).
-pub fn create(tx: &Transaction<'_>, p: &ShProfile) -> store::Result<i64> {
-    tx.prepare_cached("INSERT INTO udr_sh_profile (ims_user_state, scscf_name) VALUES (?1, ?2)")?
-        .execute(params![i64::from(p.ims_user_state), p.scscf_name.as_deref().unwrap_or("")])?;
-    let pid = tx.last_insert_rowid();
-    insert_identities(tx, pid, p)?;
-    for r in &p.repository {
-        write_repository(tx, pid, &r.service_indication, 0, Some(&r.service_data))?;
-    }
-    Ok(pid)
-}
-
 /// What a provisioning update changed, for the notifications.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProfileChanges {
@@ -427,75 +244,6 @@ pub struct ProfileChanges {
     pub ims_user_state: bool,
     pub scscf_name: bool,
     pub repository: Vec<RepoChange>,
-}
-
-/// Replaces the profile of `user` with `new` (checked by the caller). Repository data of `new`
-/// is written with the successor of the stored sequence number (0 when new), and Service-
-/// Indications it does not list are removed. `NotFound` for an unknown user, `AlreadyExists`
-/// when a new identity belongs to another profile.
-pub fn replace(
-    tx: &Transaction<'_>,
-    user: &UserId,
-    new: &ShProfile,
-) -> store::Result<(i64, ProfileChanges)> {
-    let pid = resolve(tx, user)?.ok_or(store::Error::NotFound)?;
-    let old = load(tx, pid, None)?.ok_or(store::Error::NotFound)?;
-    tx.prepare_cached(
-        "UPDATE udr_sh_profile SET ims_user_state = ?2, scscf_name = ?3 WHERE profile_id = ?1",
-    )?
-    .execute(params![
-        pid,
-        i64::from(new.ims_user_state),
-        new.scscf_name.as_deref().unwrap_or("")
-    ])?;
-    tx.prepare_cached("DELETE FROM udr_sh_identity WHERE profile_id = ?1")?.execute([pid])?;
-    insert_identities(tx, pid, new)?;
-    let mut changes = ProfileChanges {
-        identities: old.public_identities != new.public_identities,
-        msisdns: old.msisdns != new.msisdns,
-        ims_user_state: old.ims_user_state != new.ims_user_state,
-        scscf_name: old.scscf_name != new.scscf_name,
-        repository: Vec::new(),
-    };
-    for r in &new.repository {
-        let before = old.repository.iter().find(|o| o.service_indication == r.service_indication);
-        if before.is_some_and(|b| b.service_data == r.service_data) {
-            continue;
-        }
-        let seq = before.map_or(0, |b| next_sequence(b.sequence_number));
-        write_repository(tx, pid, &r.service_indication, seq, Some(&r.service_data))?;
-        changes.repository.push(RepoChange {
-            service_indication: r.service_indication.clone(),
-            sequence_number: seq,
-            data: Some(r.service_data.clone()),
-        });
-    }
-    for o in &old.repository {
-        if !new.repository.iter().any(|r| r.service_indication == o.service_indication) {
-            write_repository(tx, pid, &o.service_indication, 0, None)?;
-            changes.repository.push(RepoChange {
-                service_indication: o.service_indication.clone(),
-                sequence_number: next_sequence(o.sequence_number),
-                data: None,
-            });
-        }
-    }
-    Ok((pid, changes))
-}
-
-/// Deletes the profile of `user` with its identities, repository data and subscriptions;
-/// the profile id, or None for an unknown user.
-pub fn delete(tx: &Transaction<'_>, user: &UserId) -> store::Result<Option<i64>> {
-    let Some(pid) = resolve(tx, user)? else { return Ok(None) };
-    for sql in [
-        "DELETE FROM udr_sh_identity WHERE profile_id = ?1",
-        "DELETE FROM udr_sh_repository WHERE profile_id = ?1",
-        "DELETE FROM udr_sh_subscription WHERE profile_id = ?1",
-        "DELETE FROM udr_sh_profile WHERE profile_id = ?1",
-    ] {
-        tx.prepare_cached(sql)?.execute([pid])?;
-    }
-    Ok(Some(pid))
 }
 
 /// A subscription to notifications (Sh-Subs-Notif) as stored.
@@ -514,79 +262,117 @@ pub struct StoredSubscription {
     pub one_time: bool,
 }
 
-pub fn put_subscription(tx: &Transaction<'_>, s: &StoredSubscription) -> store::Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO udr_sh_subscription (profile_id, as_host, data_reference, service_indication,
-             as_realm, user_kind, user_identity, expiry, one_time)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-         ON CONFLICT (profile_id, as_host, data_reference, service_indication)
-         DO UPDATE SET as_realm = excluded.as_realm, user_kind = excluded.user_kind,
-             user_identity = excluded.user_identity, expiry = excluded.expiry,
-             one_time = excluded.one_time",
-    )?
-    .execute(params![
-        s.profile_id,
-        s.as_host,
-        i64::from(s.data_reference),
-        s.service_indication,
-        s.as_realm,
-        s.user.kind(),
-        s.user.value(),
-        s.expiry as i64,
-        s.one_time
-    ])?;
-    Ok(())
+/// One transaction over the Sh data: what a job given to `read` or `write` of a
+/// `dyn ShDataStore` ([`ShDataStore::read_job`], [`ShDataStore::write_job`]) may do (the writing
+/// methods fail in a read job).
+pub trait ShTx {
+    /// The profile id of a user, if known.
+    fn resolve(&self, user: &UserId) -> store::Result<Option<i64>>;
+    /// A whole profile; repository data restricted to `services` when given.
+    fn load(
+        &self,
+        profile_id: i64,
+        services: Option<&[String]>,
+    ) -> store::Result<Option<ShProfile>>;
+    /// Applies a PUR's repository updates to profile `pid`: all of them or, when one is out of
+    /// sync, none (checked before anything is written).
+    fn apply_pur(&self, pid: i64, updates: &[RepoUpdate]) -> store::Result<PurOutcome>;
+    /// Creates a profile (checked by the caller); `AlreadyExists` when one of its identities
+    /// belongs to a profile already (then the whole job writes nothing).
+    fn create(&self, p: &ShProfile) -> store::Result<i64>;
+    /// Replaces the profile of `user` with `new` (checked by the caller). Repository data of
+    /// `new` is written with the successor of the stored sequence number (0 when new), and
+    /// Service-Indications it does not list are removed. `NotFound` for an unknown user,
+    /// `AlreadyExists` when a new identity belongs to another profile.
+    fn replace(&self, user: &UserId, new: &ShProfile) -> store::Result<(i64, ProfileChanges)>;
+    /// Deletes the profile of `user` with its identities, repository data and subscriptions;
+    /// the profile id, or None for an unknown user.
+    fn delete(&self, user: &UserId) -> store::Result<Option<i64>>;
+    /// Creates or replaces one subscription.
+    fn put_subscription(&self, s: &StoredSubscription) -> store::Result<()>;
+    /// Removes one subscription; whether it existed.
+    fn delete_subscription(
+        &self,
+        profile_id: i64,
+        as_host: &str,
+        data_reference: u32,
+        service_indication: &str,
+    ) -> store::Result<bool>;
 }
 
-/// Removes one subscription; whether it existed.
-pub fn delete_subscription(
-    tx: &Transaction<'_>,
-    profile_id: i64,
-    as_host: &str,
-    data_reference: u32,
-    service_indication: &str,
-) -> store::Result<bool> {
-    let n = tx
-        .prepare_cached(
-            "DELETE FROM udr_sh_subscription WHERE profile_id = ?1 AND as_host = ?2
-             AND data_reference = ?3 AND service_indication = ?4",
-        )?
-        .execute(params![profile_id, as_host, i64::from(data_reference), service_indication])?;
-    Ok(n > 0)
+/// What [`ShDataStore::put_profiles`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShLoaded {
+    /// Profiles created.
+    pub new: u64,
+    /// Profiles replaced.
+    pub replaced: u64,
+    /// Rows refused: their tag and why.
+    pub refused: Vec<(u64, String)>,
 }
 
-/// Every stored subscription (at start, to rebuild the in-memory index).
-pub fn all_subscriptions(c: &Connection) -> store::Result<Vec<StoredSubscription>> {
-    let mut st = c.prepare(
-        "SELECT profile_id, as_host, data_reference, service_indication, as_realm, user_kind,
-                user_identity, expiry, one_time FROM udr_sh_subscription",
-    )?;
-    let rows = st.query_map([], |r| {
-        Ok(StoredSubscription {
-            profile_id: r.get(0)?,
-            as_host: r.get(1)?,
-            data_reference: r.get::<_, i64>(2)? as u32,
-            service_indication: r.get(3)?,
-            as_realm: r.get(4)?,
-            user: UserId::from_parts(r.get(5)?, r.get(6)?),
-            expiry: r.get::<_, i64>(7)? as u64,
-            one_time: r.get(8)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+/// A job of [`ShDataStore`]: runs on the store's side, within one transaction.
+pub type ShJob = Box<dyn FnOnce(&dyn ShTx) -> store::Result<Box<dyn Any + Send>> + Send>;
+
+/// The Sh data's persistence: profiles, repository data and Sh-Subs-Notif subscriptions. A
+/// request's reads and writes run as one job in one transaction ([`ShTx`]), so a PUR's sequence
+/// numbers are checked and written atomically, and the subscription index can change in the
+/// order of the store's writes.
+pub trait ShDataStore: Send + Sync + 'static {
+    /// Runs `job` in a read transaction (one consistent snapshot).
+    fn read_job(&self, job: ShJob) -> StoreFuture<'_, Box<dyn Any + Send>>;
+    /// Runs `job` in a write transaction; its writes are committed when this resolves, or none
+    /// is when the job fails.
+    fn write_job(&self, job: ShJob) -> StoreFuture<'_, Box<dyn Any + Send>>;
+    /// Every stored subscription (at start, to rebuild the in-memory index).
+    fn all_subscriptions(&self) -> StoreFuture<'_, Vec<StoredSubscription>>;
+    /// Removes the subscriptions expired at `now` (unix seconds); how many.
+    fn delete_expired_subscriptions(&self, now: u64) -> StoreFuture<'_, usize>;
+    /// Bulk load in one transaction of checked profiles, each tagged (e.g. by its input line):
+    /// a profile none of whose identities is known is created; one whose known identities all
+    /// belong to one profile replaces it (as a provisioning update does, so loading a file twice
+    /// is harmless); one naming identities of two profiles is refused and, with
+    /// `stop_on_refused`, ends the batch. The rows come back for the caller to free.
+    fn put_profiles(
+        &self,
+        rows: Vec<(u64, ShProfile)>,
+        stop_on_refused: bool,
+    ) -> StoreFuture<'_, (ShLoaded, Vec<(u64, ShProfile)>)>;
 }
 
-/// Removes the subscriptions expired at `now` (unix seconds); how many.
-pub fn delete_expired_subscriptions(tx: &Transaction<'_>, now: u64) -> store::Result<usize> {
-    Ok(tx
-        .prepare_cached("DELETE FROM udr_sh_subscription WHERE expiry != 0 AND expiry <= ?1")?
-        .execute([now as i64])?)
+impl dyn ShDataStore {
+    /// [`read_job`](ShDataStore::read_job) with a typed result.
+    pub async fn read<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&dyn ShTx) -> store::Result<T> + Send + 'static,
+    ) -> store::Result<T> {
+        typed(
+            self.read_job(Box::new(move |tx| Ok(Box::new(job(tx)?) as Box<dyn Any + Send>)))
+                .await?,
+        )
+    }
+
+    /// [`write_job`](ShDataStore::write_job) with a typed result.
+    pub async fn write<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&dyn ShTx) -> store::Result<T> + Send + 'static,
+    ) -> store::Result<T> {
+        typed(
+            self.write_job(Box::new(move |tx| Ok(Box::new(job(tx)?) as Box<dyn Any + Send>)))
+                .await?,
+        )
+    }
+}
+
+fn typed<T: 'static>(out: Box<dyn Any + Send>) -> store::Result<T> {
+    out.downcast::<T>()
+        .map(|b| *b)
+        .map_err(|_| store::Error::backend_msg("Sh store job answered with another type"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::SqliteStore;
 
     fn profile() -> ShProfile {
         ShProfile {
@@ -624,72 +410,5 @@ mod tests {
         p.public_identities.push("sip:alice@ims.example".into());
         assert!(p.check().is_err());
         assert!(ShProfile::default().check().is_err());
-    }
-
-    #[tokio::test]
-    async fn pur_rules_on_the_store() {
-        let dir = tempfile::tempdir().unwrap();
-        let db =
-            SqliteStore::open(store::SqliteConfig::new(dir.path().join("sh.db"))).await.unwrap();
-        db.migrate(MIGRATIONS).await.unwrap();
-        let pid = db.write(|tx| create(tx, &profile())).await.unwrap();
-        let dup = db.write(|tx| create(tx, &profile())).await;
-        assert!(matches!(dup, Err(store::Error::AlreadyExists)));
-        let user = UserId::Msisdn("33600000001".into());
-        let found = db.read({
-            let user = user.clone();
-            move |c| resolve(c, &user)
-        });
-        assert_eq!(found.await.unwrap(), Some(pid));
-        let up = |si: &str, seq: u16, data: Option<&str>| RepoUpdate {
-            service_indication: si.into(),
-            sequence_number: seq,
-            data: data.map(str::to_owned),
-        };
-        let run = |ups: Vec<RepoUpdate>| {
-            let db = db.clone();
-            async move { db.write(move |tx| apply_pur(tx, pid, &ups)).await.unwrap() }
-        };
-        assert_eq!(
-            run(vec![up("svc", 1, Some("<a/>"))]).await,
-            PurOutcome::OutOfSync("svc".into())
-        );
-        assert_eq!(run(vec![up("svc", 0, None)]).await, PurOutcome::OutOfSync("svc".into()));
-        assert!(matches!(run(vec![up("svc", 0, Some("<a/>"))]).await, PurOutcome::Applied(_)));
-        assert_eq!(
-            run(vec![up("svc", 0, Some("<b/>"))]).await,
-            PurOutcome::OutOfSync("svc".into())
-        );
-        // Two updates of one Service-Indication chain; one bad update writes nothing.
-        assert!(matches!(
-            run(vec![up("svc", 1, Some("<b/>")), up("svc", 2, Some("<c/>"))]).await,
-            PurOutcome::Applied(_)
-        ));
-        assert_eq!(
-            run(vec![up("other", 0, Some("<x/>")), up("svc", 2, Some("<d/>"))]).await,
-            PurOutcome::OutOfSync("svc".into())
-        );
-        let p = db.read(move |c| load(c, pid, None)).await.unwrap().unwrap();
-        assert_eq!(p.repository.len(), 1);
-        assert_eq!(
-            (p.repository[0].sequence_number, p.repository[0].service_data.as_str()),
-            (2, "<c/>")
-        );
-        // Wrap: 65535 is followed by 1.
-        db.write(move |tx| {
-            Ok(tx.execute("UPDATE udr_sh_repository SET sequence_number = 65535", [])?)
-        })
-        .await
-        .unwrap();
-        assert_eq!(
-            run(vec![up("svc", 0, Some("<e/>"))]).await,
-            PurOutcome::OutOfSync("svc".into())
-        );
-        assert!(matches!(run(vec![up("svc", 1, Some("<e/>"))]).await, PurOutcome::Applied(_)));
-        assert!(matches!(run(vec![up("svc", 2, None)]).await, PurOutcome::Applied(_)));
-        let p = db.read(move |c| load(c, pid, None)).await.unwrap().unwrap();
-        assert!(p.repository.is_empty());
-        let unknown = UserId::Public("sip:nobody@ims.example".into());
-        assert_eq!(db.read(move |c| resolve(c, &unknown)).await.unwrap(), None);
     }
 }

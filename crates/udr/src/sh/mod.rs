@@ -6,7 +6,7 @@
 //! * [`snr`] Sh-Subs-Notif: Subscribe-Notifications-Request (subscribe / unsubscribe).
 //! * [`pnr`] Sh-Notif: Push-Notification-Request to every subscribed AS after a change (a PUR
 //!   of another AS, or provisioning).
-//! * [`data`] the subscriber data and its tables; [`sh_data_xml`] the Sh-Data document;
+//! * [`data`] the subscriber data and its store trait ([`sqlite`] the SQLite implementation); [`sh_data_xml`] the Sh-Data document;
 //!   [`subscriptions`] the in-memory subscription index; [`xml`] the element tree both the
 //!   Sh-Data parser and the SOAP provisioning use.
 //!
@@ -20,6 +20,7 @@ pub mod pnr;
 pub mod pur;
 pub mod sh_data_xml;
 pub mod snr;
+pub mod sqlite;
 pub mod subscriptions;
 pub mod udr;
 pub mod xml;
@@ -35,12 +36,12 @@ use diameter::{
     result_code as rc, ApplicationId, Avp, DiameterNode, Message, NodeConfig, PeerConfig, Route,
     RouteAction, VENDOR_3GPP,
 };
-use store::SqliteStore;
+
 use tokio::sync::Semaphore;
 
 use config::Procedure;
 pub use config::ShConfig;
-use data::UserId;
+use data::{ShDataStore, ShTx, UserId};
 use subscriptions::Subscriptions;
 
 use crate::context::Udr;
@@ -52,16 +53,19 @@ const NO_STATE_MAINTAINED: u32 = 1;
 /// once the listener runs (provisioning changes notify through it).
 pub struct Sh {
     pub config: ShConfig,
+    /// Profiles, repository data and subscriptions.
+    pub store: Arc<dyn ShDataStore>,
     pub subscriptions: Subscriptions,
     node: OnceLock<DiameterNode>,
     pnr_slots: Arc<Semaphore>,
 }
 
 impl Sh {
-    pub fn new(config: ShConfig) -> Sh {
+    pub fn new(config: ShConfig, store: Arc<dyn ShDataStore>) -> Sh {
         let slots = config.max_pnr_in_flight.max(1);
         Sh {
             config,
+            store,
             subscriptions: Subscriptions::default(),
             node: OnceLock::new(),
             pnr_slots: Arc::new(Semaphore::new(slots)),
@@ -69,10 +73,9 @@ impl Sh {
     }
 
     /// Rebuilds the subscription index from the store (at start), dropping expired ones.
-    pub async fn load(&self, db: &SqliteStore) -> store::Result<usize> {
-        let now = unix_now();
-        db.write(move |tx| data::delete_expired_subscriptions(tx, now)).await?;
-        let all = db.read(data::all_subscriptions).await?;
+    pub async fn load(&self) -> store::Result<usize> {
+        self.store.delete_expired_subscriptions(unix_now()).await?;
+        let all = self.store.all_subscriptions().await?;
         let n = all.len();
         for s in all {
             self.subscriptions.insert(s);
@@ -141,7 +144,7 @@ pub async fn start(udr: Arc<Udr>) -> std::io::Result<ShServer> {
         loop {
             tokio::time::sleep(Duration::from_secs(30)).await;
             let now = unix_now();
-            match u.db.write(move |tx| data::delete_expired_subscriptions(tx, now)).await {
+            match u.sh.store.delete_expired_subscriptions(now).await {
                 Ok(_) => {
                     let n = u.sh.subscriptions.sweep(now);
                     if n > 0 {
@@ -247,10 +250,10 @@ pub enum Resolved {
 }
 
 /// Resolves every identity of a User-Identity on a store thread.
-fn resolve_all(c: &rusqlite::Connection, ids: &[UserId]) -> store::Result<Resolved> {
+fn resolve_all(tx: &dyn ShTx, ids: &[UserId]) -> store::Result<Resolved> {
     let mut found = None;
     for id in ids {
-        match (data::resolve(c, id)?, found) {
+        match (tx.resolve(id)?, found) {
             (None, _) => return Ok(Resolved::Unknown),
             (Some(p), Some(q)) if p != q => return Ok(Resolved::Mismatch),
             (Some(p), _) => found = Some(p),

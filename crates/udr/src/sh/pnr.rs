@@ -21,7 +21,7 @@ use diameter::dictionary::base;
 use diameter::dictionary::sh::{self as dict, data_reference as dr, experimental_result as er};
 use diameter::{Message, VENDOR_3GPP};
 
-use super::data::{self, ProfileChanges, ShProfile, StoredSubscription};
+use super::data::{ProfileChanges, ShProfile, StoredSubscription};
 use super::sh_data_xml::ShData;
 use super::{unix_now, user_identity_avp, NO_STATE_MAINTAINED};
 use crate::context::Udr;
@@ -149,11 +149,12 @@ async fn forget(udr: &Arc<Udr>, subs: Vec<StoredSubscription>) {
     }
     let u = udr.clone();
     let removed = udr
-        .db
+        .sh
+        .store
         .write(move |tx| {
             for s in &subs {
                 let (host, r, si) = (&s.as_host, s.data_reference, &s.service_indication);
-                data::delete_subscription(tx, s.profile_id, host, r, si)?;
+                tx.delete_subscription(s.profile_id, host, r, si)?;
                 // On the writer thread, in the order of the store's writes (see snr.rs).
                 u.sh.subscriptions.remove(s.profile_id, host, r, si);
             }

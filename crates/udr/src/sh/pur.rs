@@ -17,7 +17,7 @@ use diameter::dictionary::sh::{data_reference as dr, experimental_result as er};
 use diameter::Message;
 
 use super::config::Procedure;
-use super::data::{self, ProfileChanges, PurOutcome};
+use super::data::{ProfileChanges, PurOutcome};
 use super::sh_data_xml::{parse_repository_updates, PurDataError};
 use super::{
     check_permission, experimental, pnr, resolve_all, store_failed, success, unresolved,
@@ -55,9 +55,10 @@ pub async fn profile_update(udr: &Arc<Udr>, req: Message) -> Message {
         Err(a) => return a,
     };
     let done = udr
-        .db
+        .sh
+        .store
         .write(move |tx| match resolve_all(tx, &ids)? {
-            Resolved::Found(pid) => Ok(Done::Outcome(pid, data::apply_pur(tx, pid, &updates)?)),
+            Resolved::Found(pid) => Ok(Done::Outcome(pid, tx.apply_pur(pid, &updates)?)),
             other => Ok(Done::Unresolved(other)),
         })
         .await;

@@ -88,7 +88,8 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
     let max = sh.config.max_subscriptions;
     let udr2 = udr.clone();
     let done = udr
-        .db
+        .sh
+        .store
         .write(move |tx| {
             let pid = match resolve_all(tx, &ids)? {
                 Resolved::Found(pid) => pid,
@@ -98,12 +99,12 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
             // store's writes even for concurrent SNRs of one AS.
             if kind == UNSUBSCRIBE {
                 for (r, si) in &keys {
-                    data::delete_subscription(tx, pid, &as_host, *r, si)?;
+                    tx.delete_subscription(pid, &as_host, *r, si)?;
                     udr2.sh.subscriptions.remove(pid, &as_host, *r, si);
                 }
                 return Ok(Done::Unsubscribed);
             }
-            let profile = data::load(tx, pid, None)?.ok_or(store::Error::NotFound)?;
+            let profile = tx.load(pid, None)?.ok_or(store::Error::NotFound)?;
             let absent = keys.iter().any(|(r, si)| {
                 *r == dr::REPOSITORY_DATA
                     && !profile.repository.iter().any(|x| &x.service_indication == si)
@@ -128,7 +129,7 @@ pub async fn subscribe_notifications(udr: &Arc<Udr>, req: Message) -> Message {
                 return Err(store::Error::InvalidArgument("subscription limit".into()));
             }
             for s in &subs {
-                data::put_subscription(tx, s)?;
+                tx.put_subscription(s)?;
             }
             for s in subs {
                 udr2.sh.subscriptions.insert(s);

@@ -12,7 +12,7 @@ use diameter::dictionary::sh::{self as dict, data_reference as dr};
 use diameter::Message;
 
 use super::config::Procedure;
-use super::data::{self, ims_user_state, ShProfile};
+use super::data::{ims_user_state, ShProfile};
 use super::sh_data_xml::ShData;
 use super::{
     check_permission, experimental, missing_service_indication, resolve_all, service_indications,
@@ -54,9 +54,10 @@ pub async fn user_data(udr: &Arc<Udr>, req: Message) -> Message {
     };
     let filter = services.clone();
     let read = udr
-        .db
-        .read(move |c| match resolve_all(c, &ids)? {
-            Resolved::Found(pid) => Ok((Resolved::Found(pid), data::load(c, pid, Some(&filter))?)),
+        .sh
+        .store
+        .read(move |tx| match resolve_all(tx, &ids)? {
+            Resolved::Found(pid) => Ok((Resolved::Found(pid), tx.load(pid, Some(&filter))?)),
             other => Ok((other, None)),
         })
         .await;

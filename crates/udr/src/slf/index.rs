@@ -12,7 +12,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::hash::BuildHasher;
+
 use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use super::Groups;
 
@@ -47,11 +50,10 @@ pub fn pack(id: &str) -> Option<u64> {
     Some((tag << (VALUE_BITS + LEN_BITS)) | ((digits.len() as u64) << VALUE_BITS) | value)
 }
 
-/// Mixes a key into a hash whose high bits (SwissTable's tag) and low bits (its bucket) both
-/// depend on every key bit: a 128-bit multiply folded, as foldhash does.
+/// The workspace's one hasher (rustc-hash): a multiply and a rotate, so the table's bucket (low
+/// bits) and tag (high bits) both come from the mixed middle of the product.
 fn hash(key: u64) -> u64 {
-    let m = u128::from(key ^ 0x243f_6a88_85a3_08d3).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (m as u64) ^ ((m >> 64) as u64)
+    FxBuildHasher.hash_one(key)
 }
 
 fn slot_key(slot: u64) -> u64 {
@@ -148,6 +150,10 @@ impl Index {
     }
 
     /// Identities held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn len(&self) -> usize {
         self.packed.len() + self.other.len()
     }

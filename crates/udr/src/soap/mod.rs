@@ -27,7 +27,8 @@ use std::fmt::Write;
 use std::sync::{Arc, LazyLock};
 
 use http::{header, HeaderValue, StatusCode};
-use sbi::{Body, HandlerResult, Response, SbiRequest};
+use nf::Answer;
+use sbi::{Body, Response, SbiRequest};
 
 pub use adapter::{adapters, Dispatch, Fault, FaultCode, ProfileAdapter, Verb};
 
@@ -56,7 +57,7 @@ pub fn soap_action(operation: &str) -> String {
 }
 
 /// POST /udr-soap/v1.
-pub async fn handle(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn handle(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     Ok(match serve(&udr, &req).await {
         Ok((op, inner)) => {
             envelope(StatusCode::OK, &format!("<udr:{op}Response>{inner}</udr:{op}Response>"))

@@ -28,6 +28,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use http::StatusCode;
+use nf::NfError;
 use sbi::ProblemDetails;
 use serde_json::{Map, Value};
 
@@ -36,7 +37,7 @@ use crate::context::Udr;
 use crate::policy_data::etag::Conditions;
 use crate::policy_data::ids;
 use crate::policy_data::provisioning::{profile_json, profile_parts};
-use crate::policy_data::store::{self, Refusal};
+use crate::policy_data::store::Refusal;
 use crate::sh::xml::{escape, Element};
 
 /// The data sets of a PolicyDataProfile, in the order answers list them.
@@ -122,7 +123,7 @@ fn profile_xml(json: &[u8]) -> Result<String, Fault> {
 
 async fn get(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
     let ue = ue_id(op)?;
-    let rows = store::get_ue(&udr.policy.db, ue.clone()).await.map_err(|e| Fault::server(&e))?;
+    let rows = udr.policy.store.get_ue(ue.clone()).await.map_err(|e| Fault::server(&e))?;
     if rows.is_empty() {
         return Err(no_policy_data(&ue));
     }
@@ -150,28 +151,29 @@ async fn write(udr: &Arc<Udr>, op: &Element, create: Option<bool>) -> Result<Str
     };
     let must_exist = create != Some(true);
     let exists = || ProblemDetails::new(StatusCode::CONFLICT, "ALREADY_EXISTS", String::new());
-    let w = store::write_ue(
-        &udr.policy.db,
-        udr.policy.subs.clone(),
-        ue.clone(),
-        Conditions::default(),
-        must_exist,
-        move |current| {
+    let w = udr
+        .policy
+        .write_ue(ue.clone(), Conditions::default(), must_exist, move |current| {
             if create == Some(true) && !current.is_empty() {
-                return Err(exists());
+                return Err(exists().into());
             }
             Ok(desired)
-        },
-    )
-    .await
-    .map_err(|e| Fault::server(&e))?;
+        })
+        .await
+        .map_err(|e| Fault::server(&e))?;
     let w = match w {
         Ok(w) => w,
         Err(Refusal::NoUser | Refusal::NoData) => return Err(no_policy_data(&ue)),
-        Err(Refusal::Invalid(p)) if p.status == Some(StatusCode::CONFLICT.as_u16()) => {
+        Err(Refusal::Edit(NfError::Problem(p)))
+            if p.status == Some(StatusCode::CONFLICT.as_u16()) =>
+        {
             return Err(Fault::already_exists(format!("UE {ue} has policy data already")))
         }
-        Err(Refusal::Invalid(p)) => return Err(invalid(&p)),
+        Err(Refusal::Edit(NfError::Problem(p))) => return Err(invalid(&p)),
+        // This edit only decides; any other outcome would be a fault of ours.
+        Err(Refusal::Edit(e)) => {
+            return Err(Fault::new(super::FaultCode::Server, "STORE_FAILURE", e.to_string()))
+        }
         // SOAP carries no precondition, so the store cannot refuse one: that would be our bug.
         Err(Refusal::Precondition(_)) => {
             return Err(Fault::new(

@@ -29,7 +29,7 @@ use super::adapter::{AdapterFuture, Fault, ProfileAdapter, Verb};
 use crate::context::Udr;
 use crate::sh::data::{self, ims_user_state, RepositoryData, ShProfile, UserId};
 use crate::sh::pnr;
-use crate::sh::xml::{self, escape, Element};
+use crate::sh::xml::{escape, Element};
 
 pub struct ShAdapter;
 
@@ -78,17 +78,8 @@ fn key(op: &Element) -> Result<UserId, Fault> {
 }
 
 fn parse_state(s: &str) -> Result<u8, Fault> {
-    ims_user_state::NAMES
-        .iter()
-        .position(|n| *n == s)
-        .map(|i| i as u8)
-        .or_else(|| s.parse::<u8>().ok().filter(|n| *n <= ims_user_state::AUTHENTICATION_PENDING))
-        .ok_or_else(|| {
-            Fault::invalid(
-                "imsUserState",
-                format!("{s:?} is not one of {}", ims_user_state::NAMES.join(", ")),
-            )
-        })
+    data::parse_ims_user_state(s)
+        .ok_or_else(|| Fault::invalid("imsUserState", data::ims_user_state_refused(s)))
 }
 
 /// A `profile` element as a checked [`ShProfile`].
@@ -108,21 +99,8 @@ fn profile_from(el: &Element, src: &str, max_data: usize) -> Result<ShProfile, F
                     .ok_or_else(|| Fault::missing("serviceIndication"))?;
                 let sd = c.child("serviceData").ok_or_else(|| Fault::missing("serviceData"))?;
                 let raw = src[sd.content.clone()].trim();
-                if raw.is_empty() {
-                    return Err(Fault::invalid(
-                        "serviceData",
-                        format!("serviceData of {si} is empty"),
-                    ));
-                }
-                xml::check_fragment(raw).map_err(|e| {
-                    Fault::invalid("serviceData", format!("serviceData of {si}: {e}"))
-                })?;
-                if raw.len() > max_data {
-                    return Err(Fault::invalid(
-                        "serviceData",
-                        format!("serviceData of {si} is {} bytes, more than {max_data}", raw.len()),
-                    ));
-                }
+                data::check_service_data(si, raw, max_data)
+                    .map_err(|e| Fault::invalid(e.field, e.reason))?;
                 p.repository.push(RepositoryData {
                     service_indication: si.to_owned(),
                     sequence_number: 0,
@@ -174,9 +152,10 @@ fn profile_xml(p: &ShProfile) -> String {
 }
 
 async fn load(udr: &Arc<Udr>, user: UserId) -> Result<Option<ShProfile>, Fault> {
-    udr.db
-        .read(move |c| match data::resolve(c, &user)? {
-            Some(pid) => data::load(c, pid, None),
+    udr.sh
+        .store
+        .read(move |tx| match tx.resolve(&user)? {
+            Some(pid) => tx.load(pid, None),
             None => Ok(None),
         })
         .await
@@ -195,7 +174,7 @@ async fn create(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault
     let el = op.child("profile").ok_or_else(|| Fault::missing("profile"))?;
     let p = profile_from(el, src, udr.sh.config.max_repository_data_bytes)?;
     let stored = p.clone();
-    match udr.db.write(move |tx| data::create(tx, &stored)).await {
+    match udr.sh.store.write(move |tx| tx.create(&stored)).await {
         Ok(_) => Ok(profile_xml(&p)),
         Err(store::Error::AlreadyExists) => {
             Err(Fault::already_exists("an identity of this profile belongs to a profile already"))
@@ -210,7 +189,7 @@ async fn update(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault
     let p = profile_from(el, src, udr.sh.config.max_repository_data_bytes)?;
     let new = p.clone();
     let k = user.clone();
-    let (pid, changes) = match udr.db.write(move |tx| data::replace(tx, &k, &new)).await {
+    let (pid, changes) = match udr.sh.store.write(move |tx| tx.replace(&k, &new)).await {
         Ok(x) => x,
         Err(store::Error::NotFound) => {
             return Err(Fault::not_found(format!("no Sh profile for {}", user.value())))
@@ -231,9 +210,10 @@ async fn delete(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
     let user = key(op)?;
     let (k, u) = (user.clone(), udr.clone());
     let deleted = udr
-        .db
+        .sh
+        .store
         .write(move |tx| {
-            let pid = data::delete(tx, &k)?;
+            let pid = tx.delete(&k)?;
             if let Some(pid) = pid {
                 u.sh.subscriptions.remove_profile(pid);
             }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::adapter::{required, AdapterFuture, Fault, ProfileAdapter, Verb};
 use crate::context::Udr;
 use crate::sh::xml::{escape, Element};
-use crate::slf::{self, Entry, Groups, Invalid};
+use crate::slf::{self, Entry, Expect, Groups, Invalid};
 
 pub struct SlfAdapter;
 
@@ -111,21 +111,9 @@ async fn put(udr: &Arc<Udr>, op: &Element, create: bool) -> Result<String, Fault
     if let Err(Invalid::Groups(why) | Invalid::SubscriberId(why)) = slf::check_groups(&groups) {
         return Err(Fault::invalid("group", why));
     }
-    let n = ids.len();
     let entries = vec![Entry { subscriber_ids: ids.clone(), groups: groups.clone() }];
-    let written = udr
-        .db
-        .write(move |tx| {
-            let new = slf::put_entries(tx, &entries)?;
-            // Any other count: roll this job back, nothing is written.
-            match (create, new) {
-                (true, x) if x == n => Ok(()),
-                (true, _) => Err(store::Error::AlreadyExists),
-                (false, 0) => Ok(()),
-                (false, _) => Err(store::Error::NotFound),
-            }
-        })
-        .await;
+    let expect = if create { Expect::AllNew } else { Expect::NoneNew };
+    let written = udr.slf.put_expecting(entries, expect).await;
     match written {
         Ok(()) => {}
         Err(store::Error::AlreadyExists) => {

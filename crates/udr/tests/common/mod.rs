@@ -173,3 +173,26 @@ pub fn policy_config() -> UdrConfig {
     c.policy.notify.max_backoff_ms = 200;
     c
 }
+
+/// The UDR's `/metrics` scraped over HTTP: the sum of the samples of `name` carrying every one of
+/// `labels` (0 when there is none).
+pub async fn metric(udr: &TestUdr, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let r = get(&client(), &udr.url("/metrics")).await;
+    assert_eq!(r.status(), 200);
+    let text = std::str::from_utf8(r.body()).unwrap();
+    let mut sum = 0.0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some(rest) = line.strip_prefix(name) else { continue };
+        let (series_labels, value) = match rest.strip_prefix('{') {
+            Some(r) => r.split_once("} ").unwrap(),
+            None => match rest.strip_prefix(' ') {
+                Some(v) => ("", v),
+                None => continue, // another metric whose name starts with `name`
+            },
+        };
+        if labels.iter().all(|(k, v)| series_labels.contains(&format!("{k}=\"{v}\""))) {
+            sum += value.split(' ').next().unwrap().parse::<f64>().unwrap();
+        }
+    }
+    sum
+}

@@ -10,9 +10,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use nrf_client::ProfileBuilder;
 use sbi::problem::cause;
-use sbi::{Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest};
+use sbi::{Body, InvalidParam, ProblemDetails, Response, SbiRequest};
 
 use crate::context::Udr;
 use crate::eir::{self, EirConfig, EquipmentStatus, Pei};
@@ -26,7 +27,7 @@ pub const SERVICE_NAME: &str = "n5g-eir-eic";
 const PARAMS: [&str; 4] = ["pei", "supi", "gpsi", "supported-features"];
 
 /// GET /equipment-status (N5g-eir_EquipmentIdentityCheck_Get).
-pub async fn get_equipment_status(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn get_equipment_status(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let q = req.query();
     q.deny_unknown(&PARAMS)?;
     let pei = q.required("pei")?;
@@ -46,14 +47,12 @@ pub async fn get_equipment_status(udr: Arc<Udr>, req: SbiRequest) -> HandlerResu
         bad.push(InvalidParam::new("supported-features", "not a hexadecimal string"));
     }
     if !bad.is_empty() {
-        return Err(ProblemDetails::invalid_params(cause::OPTIONAL_QUERY_PARAM_INCORRECT, bad));
+        return Err(
+            ProblemDetails::invalid_params(cause::OPTIONAL_QUERY_PARAM_INCORRECT, bad).into()
+        );
     }
     let found = match pei {
-        Pei::Imei(imei) => udr
-            .eir
-            .lookup(imei)
-            .await
-            .map_err(|e| ProblemDetails::internal(format!("store: {e}")))?,
+        Pei::Imei(imei) => udr.eir.lookup(imei).await?,
         // No list holds wireline MAC / EUI-64 PEIs: such equipment is unknown.
         Pei::Other => None,
     };

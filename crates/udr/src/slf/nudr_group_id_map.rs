@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use sbi::problem::cause;
-use sbi::{Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest};
+use sbi::{Body, InvalidParam, ProblemDetails, Response, SbiRequest};
 
 use crate::context::Udr;
 use crate::slf;
@@ -21,7 +22,7 @@ pub const DATA_NOT_FOUND: &str = "DATA_NOT_FOUND";
 const PARAMS: [&str; 2] = ["nf-type", "subscriberId"];
 
 /// GET /nf-group-ids (GetNfGroupIDs).
-pub async fn get_nf_group_ids(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
+pub async fn get_nf_group_ids(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let q = req.query();
     q.deny_unknown(&PARAMS)?;
     let subscriber = q.required("subscriberId")?;
@@ -31,7 +32,8 @@ pub async fn get_nf_group_ids(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         return Err(ProblemDetails::invalid_params(
             cause::MANDATORY_QUERY_PARAM_MISSING,
             vec![InvalidParam::new("nf-type", "mandatory query parameter is missing")],
-        ));
+        )
+        .into());
     }
     if let Some(t) = types.iter().find(|t| !slf::is_nf_type(t)) {
         bad.push(InvalidParam::new("nf-type", format!("{t:?} is not an NF type")));
@@ -40,20 +42,17 @@ pub async fn get_nf_group_ids(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
         bad.push(InvalidParam::new("subscriberId", why));
     }
     if !bad.is_empty() {
-        return Err(ProblemDetails::invalid_params(cause::MANDATORY_QUERY_PARAM_INCORRECT, bad));
+        return Err(
+            ProblemDetails::invalid_params(cause::MANDATORY_QUERY_PARAM_INCORRECT, bad).into()
+        );
     }
-    let groups = udr
-        .slf
-        .get(subscriber)
-        .await
-        .map_err(|e| ProblemDetails::internal(format!("store: {e}")))?
-        .ok_or_else(|| {
-            ProblemDetails::new(
-                StatusCode::NOT_FOUND,
-                USER_NOT_FOUND,
-                format!("no subscriber {subscriber}"),
-            )
-        })?;
+    let groups = udr.slf.get(subscriber).await?.ok_or_else(|| {
+        ProblemDetails::new(
+            StatusCode::NOT_FOUND,
+            USER_NOT_FOUND,
+            format!("no subscriber {subscriber}"),
+        )
+    })?;
     let mut out = serde_json::Map::new();
     for t in types {
         if let Some(g) = groups.get(t) {
@@ -65,9 +64,10 @@ pub async fn get_nf_group_ids(udr: Arc<Udr>, req: SbiRequest) -> HandlerResult {
             StatusCode::NOT_FOUND,
             DATA_NOT_FOUND,
             format!("{subscriber} has no group of the requested NF types"),
-        ));
+        )
+        .into());
     }
-    let json = serde_json::to_vec(&out).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let json = serde_json::to_vec(&out)?;
     let mut resp: Response = http::Response::new(Body::from(json));
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
     Ok(resp)
