@@ -37,15 +37,15 @@ pub mod soap;
 pub mod stores;
 
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use ::store::SqliteConfig;
 use http::Method;
-use nrf_client::{NrfClient, ProfileBuilder};
-use sbi::client::{ClientConfig, SbiClient};
-use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+use nf::{Serving, Skeleton, Spec};
+use sbi::client::ClientConfig;
+use sbi::{Router, ServerConfig};
 
 pub use config::UdrConfig;
 pub use context::Udr;
@@ -66,21 +66,8 @@ pub struct RunConfig {
     pub instance_id: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum UdrError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error("store: {0}")]
-    Store(#[from] ::store::Error),
-    #[error("SBI client: {0}")]
-    Client(#[from] sbi::client::ClientError),
-    #[error("SBI server: {0}")]
-    Server(#[from] sbi::server::ServerError),
-    #[error("NRF client: {0}")]
-    Nrf(#[from] nrf_client::Error),
-    #[error("serving: {0}")]
-    Io(#[from] std::io::Error),
-}
+/// Why the UDR could not start or serve: the skeleton's.
+pub type UdrError = nf::StartError;
 
 /// The SBI routes over `udr`.
 pub fn router(udr: Arc<Udr>) -> Router {
@@ -103,82 +90,73 @@ pub fn router(udr: Arc<Udr>) -> Router {
 
 /// A bound UDR with its store open, ready to serve.
 pub struct Bound {
-    server: SbiServer,
+    serving: Serving,
     udr: Arc<Udr>,
-    observability: Observability,
-    nrf: Option<NrfClient>,
-    sh: Option<sh::ShServer>,
-    /// The separate 5G_EIR profile (`[udr.eir] register_nrf`).
-    eir_nrf: Option<NrfClient>,
-    client: SbiClient,
+    sh_addr: Option<SocketAddr>,
 }
 
-/// Opens the store (applying the UDR's schema), binds the SBI port and prepares the NRF
-/// registration (when `[udr.nrf]` is configured). With `[udr.sh] enabled`, the Sh listener is
-/// bound and started too.
+/// The NF skeleton's steps for the UDR: opens the store (applying the UDR's schema), loads the
+/// Sh and policy data state, binds the SBI port, registers the UDR's profile (and the 5G-EIR's,
+/// `[udr.eir] register_nrf`) when `[udr.nrf]` is configured, starts policy data notifications
+/// and, with `[udr.sh] enabled`, the Sh server. The UDR is ready once its SLF identity index is
+/// in (loaded in the background).
 pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     config.udr.validate().map_err(UdrError::Config)?;
-    let instance_id =
-        config.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let identity = NfIdentity::new("UDR", instance_id.clone());
-    let mut client_config = config.client.clone();
-    client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("UDR", &instance_id));
-    let client = SbiClient::new(&client_config)?;
-    let stores = Stores::open_sqlite(config.store.clone()).await?;
-    let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
+    let skeleton = Skeleton::open(Spec {
+        nf_type: "UDR",
+        instance_id: config.instance_id.clone(),
+        sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store: config.store.clone(),
+        nrf: config.udr.nrf.clone(),
+    })
+    .await?;
+    let stores = Stores::sqlite(skeleton.store().clone()).await?;
+    let scheme = skeleton.scheme();
     let udr = Arc::new(Udr::new(config.udr.clone(), stores, scheme));
     udr.sh.load().await?;
-    let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
-    let observability = Observability::new();
+    let observability = skeleton.observability().clone();
     observability.with_registry(|r| udr.policy.stats.register(r));
     // The identity index loads in the background (tens of seconds for tens of millions of
     // subscribers): the UDR answers at once (lookups read the store until the index is in) but
     // reports ready only when it is, so load balancers and the bench kit wait for the fast path.
-    let (loading, ready) = (udr.clone(), observability.clone());
+    let interval = std::time::Duration::from_millis(config.udr.slf.sync_interval_ms);
+    let loading = udr.clone();
     tokio::spawn(async move {
         if let Err(e) = loading.slf.start(interval).await {
             tracing::error!(error = %e, "SLF identity index not started: lookups read the store");
         }
-        ready.set_ready(true);
+        observability.set_ready(true);
     });
     let subs = udr.policy.load().await?;
     tracing::info!(policy_subscriptions = subs, "UDR state loaded");
-    let server =
-        SbiServer::bind(config.sbi.clone(), identity, router(udr.clone()), observability.clone())
-            .await?;
-    let addr = server.local_addr();
+    let mut serving = skeleton.bind(router(udr.clone())).await?;
+    serving.defer_ready();
+    let addr = serving.local_addr();
     let _ = udr.local_authority.set(addr.to_string());
-    let nrf = match &config.udr.nrf {
-        None => None,
-        Some(nrf_config) => {
-            let ip = match addr.ip() {
-                IpAddr::V4(v4) if !v4.is_unspecified() => v4,
-                _ => Ipv4Addr::LOCALHOST,
-            };
-            let mut profile = ProfileBuilder::new("UDR", &instance_id).ipv4(&ip.to_string());
-            if config.udr.slf.register_service {
-                profile = profile.service("nudr-group-id-map", scheme, addr.port());
-            }
-            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile.build())?)
-        }
-    };
-    let sh = if config.udr.sh.enabled { Some(sh::start(udr.clone()).await?) } else { None };
-    if let Some(sh) = &sh {
-        observability.with_registry(|r| sh.node().register_metrics(r));
+    let mut profile = serving.profile();
+    if config.udr.slf.register_service {
+        profile = profile.service("nudr-group-id-map", scheme, addr.port());
     }
-    let eir_nrf = match (&config.udr.nrf, config.udr.eir.register_nrf) {
-        (Some(nrf_config), true) => {
-            let profile = eir::n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme);
-            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
-        }
-        _ => None,
-    };
-    Ok(Bound { server, udr, observability, nrf, sh, eir_nrf, client })
+    serving.register(profile.build())?;
+    if config.udr.eir.register_nrf {
+        serving.register(eir::n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme))?;
+    }
+    let policy = udr.policy.start(serving.client().clone());
+    serving.on_stop(async move { policy.stop().await });
+    let mut sh_addr = None;
+    if config.udr.sh.enabled {
+        let (node, sweeper) = sh::start(udr.clone()).await?.into_parts();
+        sh_addr = node.local_addr();
+        serving.on_stop(async move { sweeper.abort() });
+        serving.diameter(node);
+    }
+    Ok(Bound { serving, udr, sh_addr })
 }
 
 impl Bound {
     pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
+        self.serving.local_addr()
     }
 
     pub fn udr(&self) -> &Arc<Udr> {
@@ -187,33 +165,14 @@ impl Bound {
 
     /// The Sh listener's address, when `[udr.sh]` is enabled.
     pub fn sh_local_addr(&self) -> Option<SocketAddr> {
-        self.sh.as_ref().and_then(|s| s.local_addr())
+        self.sh_addr
     }
 
     /// Serves until `shutdown`, keeping the NRF registration and delivering policy data
-    /// notifications; then deregisters from the NRF and closes the store (everything
-    /// acknowledged is committed; undelivered notifications wait in the store for the next start).
+    /// notifications; then stops as every NF does (nf::skeleton): undelivered notifications
+    /// wait in the store for the next start.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), UdrError> {
-        let policy = self.udr.policy.start(self.client.clone());
-        for nrf in self.nrf.iter().chain(&self.eir_nrf) {
-            nrf.start();
-        }
-        // Ready once the SLF index is in (else the loading task says so when it is).
-        if self.udr.slf.index_size().is_some() {
-            self.observability.set_ready(true);
-        }
-        let served = self.server.serve(shutdown).await;
-        if let Some(sh) = self.sh {
-            sh.shutdown().await;
-        }
-        policy.stop().await;
-        for nrf in self.nrf.iter().chain(&self.eir_nrf) {
-            nrf.shutdown().await;
-        }
-        if let Err(e) = self.udr.stores.close().await {
-            tracing::warn!(error = %e, "store did not close cleanly");
-        }
-        served.map_err(UdrError::from)
+        self.serving.serve(shutdown).await
     }
 }
 

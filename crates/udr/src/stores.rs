@@ -36,10 +36,18 @@ impl Stores {
     /// Opens the SQLite file of `config` (creating it), applying the UDR's schema.
     pub async fn open_sqlite(config: SqliteConfig) -> store::Result<Stores> {
         let db = SqliteStore::open(config).await?;
-        if let Err(e) = db.migrate(migrations()).await {
-            let _ = db.close().await;
-            return Err(e);
+        match Stores::sqlite(db.clone()).await {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let _ = db.close().await;
+                Err(e)
+            }
         }
+    }
+
+    /// The UDR's stores on an open SQLite store (the NF skeleton's), applying the UDR's schema.
+    pub async fn sqlite(db: SqliteStore) -> store::Result<Stores> {
+        db.migrate(migrations()).await?;
         Ok(Stores {
             slf: Arc::new(slf::sqlite::SqliteSlf::new(db.clone())),
             eir: Arc::new(eir::sqlite::SqliteEir::new(db.clone())),

@@ -102,10 +102,10 @@ impl ShServer {
     pub fn node(&self) -> &DiameterNode {
         &self.node
     }
-    /// DPR to every peer; stops accepting and expiring subscriptions.
-    pub async fn shutdown(self) {
-        self.sweeper.abort();
-        self.node.shutdown().await;
+    /// The node (for the NF skeleton, which says DPR to its peers at stop) and the task that
+    /// expires Sh subscriptions (to abort at stop).
+    pub fn into_parts(self) -> (DiameterNode, tokio::task::JoinHandle<()>) {
+        (self.node, self.sweeper)
     }
 }
 
