@@ -607,19 +607,18 @@ where
     if done.code() != 0 {
         return Err(bulk_load::failure(&format!("`{shown}`"), &done));
     }
-    match imported_rows(&done.stderr_tail) {
+    match imported_rows(&done.stdout) {
         Some(n) if n == rows => Ok(()),
         Some(n) => bail!("`{shown}` imported {n} rows of {rows}"),
         None => Err(bulk_load::failure(&format!("`{shown}` printed no summary; it"), &done)),
     }
 }
 
-/// The row count of the summary `fivecore udr import` prints last on stderr:
-/// `imported 1,000 rows into … in 0.1 s (…): …; 0 bad rows`.
-fn imported_rows(stderr: &str) -> Option<u64> {
-    let line = stderr.lines().rev().find_map(|l| l.trim().strip_prefix("imported "))?;
-    let (n, _) = line.split_once(" rows")?;
-    n.replace(',', "").parse().ok()
+/// The row count of the JSON summary line `fivecore udr import` prints on stdout
+/// (`{"rows":1000,"bad":0,...}`).
+fn imported_rows(stdout: &str) -> Option<u64> {
+    let line = stdout.lines().rev().find(|l| l.trim_start().starts_with('{'))?;
+    serde_json::from_str::<Value>(line).ok()?.get("rows")?.as_u64()
 }
 
 /// The bytes of the files in `dir` (the UDR's database and its companions).
@@ -909,10 +908,10 @@ mod tests {
 
     #[test]
     fn the_import_summary_gives_the_row_count() {
-        let err = "[####] 100%\nline 3: bad\nimported 1,000,000 rows into /tmp/x/udr.db in 2.0 s \
-                   (500,000 rows/s): 1,000,000 UEs new, 0 replaced; 0 bad rows\n";
-        assert_eq!(imported_rows(err), Some(1_000_000));
-        assert_eq!(imported_rows("imported 7 rows into a in 0.0 s"), Some(7));
-        assert_eq!(imported_rows("fivecore udr import: cannot open"), None);
+        let out = "{\"rows\":1000000,\"bad\":0,\"seconds\":2.0,\"policyUesNew\":1000000}\n";
+        assert_eq!(imported_rows(out), Some(1_000_000));
+        assert_eq!(imported_rows("{\"rows\":7}"), Some(7));
+        assert_eq!(imported_rows(""), None);
+        assert_eq!(imported_rows("{\"bad\":1}"), None);
     }
 }

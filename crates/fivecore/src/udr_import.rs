@@ -137,6 +137,9 @@ fn import(opts: Options, store: store::SqliteConfig, input: Input, total: Option
             bar.update(&report.progress, true);
             bar.end();
             eprintln!("{}", summary(&report, opts.kind, &path));
+            // For scripts and the benchmark kit: the same figures as one JSON line, the way
+            // `fivecore bsf preload` reports.
+            println!("{}", summary_json(&report));
             if let Some(line) = report.stopped_at {
                 eprintln!(
                     "fivecore udr import: stopped at the bad row on line {line}; the rows before \
@@ -183,6 +186,25 @@ fn summary(r: &Report, kind: Kind, path: &Path) -> String {
         group(rate),
         group(p.bad)
     )
+}
+
+/// The summary as one JSON object: rows imported and bad, seconds, and what the rows did.
+fn summary_json(r: &Report) -> serde_json::Value {
+    serde_json::json!({
+        "rows": r.progress.rows,
+        "bad": r.progress.bad,
+        "seconds": r.progress.elapsed.as_secs_f64(),
+        "stoppedAtLine": r.stopped_at,
+        "slfIdentitiesNew": r.slf.new,
+        "slfEntriesReplaced": r.slf.replaced,
+        "slfIdentitiesRemoved": r.slf.removed,
+        "imeis": r.imeis,
+        "imeiRanges": r.ranges,
+        "policyUesNew": r.policy_new,
+        "shProfilesNew": r.sh_new,
+        "shProfilesReplaced": r.sh_replaced,
+        "policySubscriptions": r.subscriptions,
+    })
 }
 
 /// `1234567` as `1,234,567`.

@@ -105,9 +105,12 @@ fn udr_import_loads_files_and_stdin_while_a_udr_serves() {
          imsi-001010000000002,udm-2,\n",
     )
     .unwrap();
-    let (code, _, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &slf]);
+    let (code, out, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &slf]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("imported 2 rows") && err.contains("3 identities new"), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!((summary["rows"].as_u64(), summary["bad"].as_u64()), (Some(2), Some(0)), "{out}");
+    assert_eq!(summary["slfIdentitiesNew"], 3, "{out}");
     let bad = format!("{dir}/bad.csv");
     std::fs::write(&bad, "subscriberIds,UDM\nimsi-001010000000003,udm-3\nimsi-12,udm\n").unwrap();
     let (code, _, err) = fivecore(&["udr", "import", "--kind", "slf", "--data-dir", &data, &bad]);
