@@ -3,7 +3,7 @@
 //! (IPv4 address; IPv6 address as a /64 Framed-IPv6-Prefix) and a Register + Deregister pair.
 //! The background load of the whole index is timed once and printed before the runs.
 //!
-//! Times are the benchmark thread's CPU time (`/proc/thread-self/schedstat`), not wall time,
+//! Times are the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time,
 //! so agents or builds sharing the machine do not count as index work.
 //!
 //! `cargo bench -p fivecore-bsf --bench ue_address_index`; docs/bsf.md has the figures.
@@ -47,8 +47,11 @@ fn scattered(n: u64, k: u64) -> u64 {
 struct ThreadCpu;
 
 fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("schedstat");
-    s.split_whitespace().next().and_then(|v| v.parse().ok()).expect("run time")
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime");
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Measurement for ThreadCpu {
