@@ -177,12 +177,13 @@ pub fn run(
     if let Err(e) = stored {
         return Err(e.into());
     }
-    // A read error after a stop is of no interest: the load ended at the bad line.
+    // The lines read before an input error are loaded, as before a bad line: the store gets
+    // its indexes back either way. A read error after a stop is of no interest.
+    on_event(Event::Indexing);
+    let done = load.finish()?;
     if stopped_at.is_none() {
         read?;
     }
-    on_event(Event::Indexing);
-    let done = load.finish()?;
     progress.elapsed = t0.elapsed();
     Ok(Report {
         bindings: progress.bindings,
