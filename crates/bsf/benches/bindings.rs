@@ -71,7 +71,8 @@ fn main() {
                 .map(|i| {
                     let mut b = binding(i);
                     let keys = validate_binding(&mut b).unwrap();
-                    (format!("preload-{i}"), keys, now, serde_json::to_vec(&b).unwrap())
+                    let json = serde_json::to_vec(&b).unwrap();
+                    bsf::store::NewBinding { id: format!("preload-{i}"), keys, created_ms: now, json }
                 })
                 .collect();
             n += store.insert_many(rows).await.unwrap() as u64;

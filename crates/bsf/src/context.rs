@@ -2,23 +2,20 @@
 //! the notifier that tells subscribers about binding events.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use sbi::SbiRequest;
 use serde_json::Value;
 
 use crate::config::BsfConfig;
 use crate::models::Keys;
-use crate::store::{BindingStore, KeyedStore};
+use crate::store::BindingStore;
 use crate::subscriptions::{BindingEvent, Notifier, Subscriptions};
 
 pub struct Bsf {
     pub config: BsfConfig,
-    pub store: BindingStore,
-    /// PCF for a UE bindings (Rel-17).
-    pub ue_bindings: KeyedStore,
-    /// PCF for an MBS session bindings (Rel-17).
-    pub mbs_bindings: KeyedStore,
+    /// Every binding and subscription, behind the BSF's store trait.
+    pub store: Arc<dyn BindingStore>,
     pub subscriptions: Subscriptions,
     pub notifier: Notifier,
     scheme: &'static str,
@@ -31,15 +28,12 @@ pub struct Bsf {
 impl Bsf {
     pub fn new(
         config: BsfConfig,
-        store: BindingStore,
+        store: Arc<dyn BindingStore>,
         notifier: Notifier,
         scheme: &'static str,
     ) -> Self {
-        let db = store.db().clone();
         Bsf {
             config,
-            ue_bindings: KeyedStore::new(db.clone(), crate::store::UE_BINDINGS),
-            mbs_bindings: KeyedStore::new(db, crate::store::MBS_BINDINGS),
             store,
             subscriptions: Subscriptions::default(),
             notifier,

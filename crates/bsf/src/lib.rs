@@ -4,9 +4,11 @@
 //! is Nbsf_Management for PDU session bindings (pcfBindings), [`pcf_ue_bindings`] and
 //! [`pcf_mbs_bindings`] the Rel-17 PCF for a UE / for an MBS session bindings, [`subscriptions`] the binding
 //! event subscriptions and their notifications; [`models`] checks every field of the TS 29.521
-//! types; [`store`] is the BSF's SQL schema (one indexed row per binding); [`audit`] removes
-//! stale bindings in the background; [`rx`] is the Diameter Rx proxy between AFs and PCFs
-//! (`[bsf.rx]`). [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
+//! types; [`store`] is the BSF's store trait and [`store::sqlite`] its SQLite implementation
+//! (schema, SQL, bulk load); [`preload`] bulk-loads bindings from JSON lines (`fivecore bsf
+//! preload`); [`audit`] removes stale bindings in the background; [`rx`] is the Diameter Rx
+//! proxy between AFs and PCFs (`[bsf.rx]`). [`bind`] builds it all; [`Bound::serve`] / [`run`]
+//! serve until shutdown.
 
 pub mod audit;
 pub mod config;
@@ -25,7 +27,7 @@ use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use ::store::{SqliteConfig, SqliteStore};
+use ::store::SqliteConfig;
 use http::Method;
 use nrf_client::{NrfClient, ProfileBuilder};
 use sbi::client::{ClientConfig, SbiClient};
@@ -164,7 +166,6 @@ pub fn router(bsf: Arc<Bsf>) -> Router {
 pub struct Bound {
     server: SbiServer,
     bsf: Arc<Bsf>,
-    db: SqliteStore,
     observability: Observability,
     nrf: Option<NrfClient>,
     rx: Option<rx::RxProxy>,
@@ -182,14 +183,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     let mut client_config = config.client.clone();
     client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("BSF", &instance_id));
     let client = SbiClient::new(&client_config)?;
-    let db = SqliteStore::open(config.store.clone()).await?;
-    let mut bindings = store::BindingStore::open(db.clone()).await?;
+    let mut bindings = store::SqliteBindingStore::open(config.store.clone()).await?;
     if config.bsf.rx.enabled && config.bsf.rx.binding_index {
         bindings = bindings.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
     }
     let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
     let notifier = subscriptions::Notifier::new(client.clone(), config.bsf.notify.clone());
-    let bsf = Arc::new(Bsf::new(config.bsf.clone(), bindings, notifier, scheme));
+    let bsf = Arc::new(Bsf::new(config.bsf.clone(), Arc::new(bindings), notifier, scheme));
     let subs = subscriptions::load(&bsf).await?;
     tracing::info!(subscriptions = subs, "BSF state loaded");
     let observability = Observability::new();
@@ -219,7 +219,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     } else {
         None
     };
-    Ok(Bound { server, bsf, db, observability, nrf, rx })
+    Ok(Bound { server, bsf, observability, nrf, rx })
 }
 
 impl Bound {
@@ -287,7 +287,7 @@ impl Bound {
         if let Some(nrf) = &self.nrf {
             nrf.shutdown().await;
         }
-        if let Err(e) = self.db.close().await {
+        if let Err(e) = self.bsf.store.close().await {
             tracing::warn!(error = %e, "store did not close cleanly");
         }
         served.map_err(BsfError::from)

@@ -5,17 +5,16 @@
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
 use sbi::body::{self, MERGE_PATCH_JSON};
 use sbi::problem::cause;
-use sbi::{
-    empty_response, Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest,
-};
+use sbi::{empty_response, Body, InvalidParam, ProblemDetails, Response, SbiRequest};
 use serde_json::Value;
 
 use crate::config::ExistingBinding;
 use crate::context::Bsf;
 use crate::models::{self, Errors};
-use crate::store::{Created, Lookup, Updated};
+use crate::store::{Created, Lookup, NewBinding, Updated};
 use crate::subscriptions::BindingEvent;
 
 /// The TS 29.521 cause of a 403 for an existing binding (Nbsf_Management_Register).
@@ -51,10 +50,6 @@ pub(crate) fn candidate_prefixes(addr: std::net::Ipv6Addr, len: u8) -> Vec<Strin
     out
 }
 
-fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
-
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -79,17 +74,15 @@ fn set_location(resp: &mut Response, loc: &str) {
 
 /// POST /pcfBindings: 201 with Location and the binding; an existing binding for the same UE
 /// address, DNN and S-NSSAI is replaced or answered 403 per `on_existing_binding`.
-pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let mut binding: Value = req.json()?;
     let keys = models::validate_binding(&mut binding)?;
     let id = crate::store::new_binding_id();
-    let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let json = serde_json::to_vec(&binding)?;
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
-    let created = bsf
-        .store
-        .create(id.clone(), keys.clone(), now_ms(), json.clone(), reject)
-        .await
-        .map_err(store_error)?;
+    let new =
+        NewBinding { id: id.clone(), keys: keys.clone(), created_ms: now_ms(), json: json.clone() };
+    let created = bsf.store.create(new, reject).await?;
     match created {
         Created::Inserted { replaced } => {
             for old in &replaced {
@@ -218,9 +211,9 @@ pub fn lookup(req: &SbiRequest) -> Result<Lookup, ProblemDetails> {
 }
 
 /// GET /pcfBindings?...: 200 with the (newest) matching binding, 204 when none.
-pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let l = lookup(&req)?;
-    match bsf.store.find(l).await.map_err(store_error)? {
+    match bsf.store.find(l).await? {
         Some(found) => Ok(raw_json(StatusCode::OK, found.json)),
         None => Ok(empty_response(StatusCode::NO_CONTENT)),
     }
@@ -228,7 +221,7 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 
 /// PATCH /pcfBindings/{bindingId} (application/merge-patch+json, PcfBindingPatch): 200 with the
 /// updated binding; 404 for an unknown one.
-pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
     let patch: Value = body::decode_json(&req.body)?;
     models::check_patch(&patch)?;
@@ -236,32 +229,38 @@ pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
     let patch_bytes = req.body.clone();
     let outcome = bsf
         .store
-        .update(id.clone(), move |old| {
-            let mut doc: Value = serde_json::from_slice(&old)
-                .map_err(|e| ProblemDetails::internal(format!("stored binding unreadable: {e}")))?;
-            body::apply_merge_patch(&mut doc, &patch_bytes)?;
-            let keys = models::validate_binding(&mut doc)?;
-            let json =
-                serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))?;
-            Ok((keys, json))
-        })
-        .await
-        .map_err(store_error)?;
+        .update(
+            id.clone(),
+            Box::new(move |old| {
+                let mut doc = stored_document(&old)?;
+                body::apply_merge_patch(&mut doc, &patch_bytes)?;
+                let keys = models::validate_binding(&mut doc)?;
+                Ok((keys, serde_json::to_vec(&doc)?))
+            }),
+        )
+        .await?;
     match outcome {
         Updated::Done(json) => Ok(raw_json(StatusCode::OK, json)),
-        Updated::NotFound => Err(ProblemDetails::not_found(format!("no PCF binding {id}"))),
-        Updated::Refused(p) => Err(p),
+        Updated::NotFound => Err(ProblemDetails::not_found(format!("no PCF binding {id}")).into()),
+        Updated::Refused(e) => Err(e),
     }
 }
 
+/// A document the store gave back; it was valid JSON when stored, so failing here is the
+/// store's fault, not the consumer's.
+pub(crate) fn stored_document(json: &[u8]) -> Result<Value, NfError> {
+    serde_json::from_slice(json)
+        .map_err(|e| NfError::internal(format!("stored binding unreadable: {e}")))
+}
+
 /// DELETE /pcfBindings/{bindingId}: 204; 404 for an unknown one.
-pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let id = req.param("bindingId").to_owned();
-    match bsf.store.delete(id.clone()).await.map_err(store_error)? {
+    match bsf.store.delete(id.clone()).await? {
         Some(old) => {
             bsf.binding_event_stored(BindingEvent::Deregistered, &old.json);
             Ok(empty_response(StatusCode::NO_CONTENT))
         }
-        None => Err(ProblemDetails::not_found(format!("no PCF binding {id}"))),
+        None => Err(ProblemDetails::not_found(format!("no PCF binding {id}")).into()),
     }
 }

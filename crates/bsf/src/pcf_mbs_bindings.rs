@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use http::StatusCode;
+use nf::Answer;
 use sbi::body;
 use sbi::problem::cause;
-use sbi::{empty_response, HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
+use sbi::{empty_response, InvalidParam, ProblemDetails, SbiRequest};
 use serde_json::Value;
 
 use crate::config::ExistingBinding;
@@ -17,8 +18,8 @@ use crate::models::{
     self, check_fqdn, check_uuid, parse_ipv4, parse_ipv6_prefix, string_field, Errors,
 };
 use crate::nbsf_management::EXISTING_BINDING_INFO_FOUND;
-use crate::pcf_ue_bindings::{merge_patch, raw_json, store_error, with_location};
-use crate::store::Created;
+use crate::pcf_ue_bindings::{merge_patch, raw_json, with_location};
+use crate::store::{Created, Keyed};
 
 fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
     format!("{}/nbsf-management/v1/pcf-mbs-bindings/{id}", bsf.api_root(Some(req)))
@@ -132,17 +133,16 @@ pub fn validate(v: &Value) -> Result<String, ProblemDetails> {
 
 /// POST /pcf-mbs-bindings: 201 with Location and the binding; 403 MbsExtProblemDetails when
 /// the MBS session has a binding and the policy is `reject`.
-pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let binding: Value = req.json()?;
     let key = validate(&binding)?;
     let id = crate::store::new_binding_id();
-    let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let json = serde_json::to_vec(&binding)?;
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
     match bsf
-        .mbs_bindings
-        .create(id.clone(), key, None, json.clone(), reject)
-        .await
-        .map_err(store_error)?
+        .store
+        .create_keyed(Keyed::PcfForMbs, id.clone(), key, None, json.clone(), reject)
+        .await?
     {
         Created::Inserted { .. } => Ok(with_location(
             raw_json(StatusCode::CREATED, body::JSON, json),
@@ -172,14 +172,15 @@ pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// GET /pcf-mbs-bindings?mbs-session-id=<JSON>: 200 with the matching bindings.
-pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let q = req.query();
     q.deny_unknown(&["mbs-session-id", "supp-feat"])?;
     let Some(id) = q.json::<Value>("mbs-session-id")? else {
         return Err(ProblemDetails::invalid_params(
             cause::MANDATORY_QUERY_PARAM_MISSING,
             vec![InvalidParam::new("mbs-session-id", "mandatory query parameter is missing")],
-        ));
+        )
+        .into());
     };
     let mut errs = Errors::default();
     let key = mbs_session_key(&id, "mbs-session-id", &mut errs);
@@ -187,26 +188,29 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
         return Err(ProblemDetails::invalid_params(
             cause::INVALID_QUERY_PARAM,
             vec![InvalidParam::new("mbs-session-id", "must be an MbsSessionId (tmgi and/or ssm)")],
-        ));
+        )
+        .into());
     }
-    let found = bsf.mbs_bindings.find(Some(key), None).await.map_err(store_error)?;
+    let found = bsf.store.find_keyed(Keyed::PcfForMbs, Some(key), None).await?;
     let docs: Vec<Value> =
         found.iter().filter_map(|s| serde_json::from_slice(&s.json).ok()).collect();
-    sbi::json_response(StatusCode::OK, &docs)
+    Ok(sbi::json_response(StatusCode::OK, &docs)?)
 }
 
 /// PATCH /pcf-mbs-bindings/{bindingId} (PcfMbsBindingPatch): 200 with the binding; 404.
-pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let allowed = ["pcfFqdn", "pcfIpEndPoints", "pcfId"];
     let what = "PCF for an MBS session binding";
-    merge_patch(&bsf.mbs_bindings, &req, &allowed, |d| validate(d).map(drop), what).await
+    merge_patch(&bsf, Keyed::PcfForMbs, &req, &allowed, |d| validate(d).map(drop), what).await
 }
 
 /// DELETE /pcf-mbs-bindings/{bindingId}: 204; 404.
-pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let id = req.param("bindingId").to_owned();
-    match bsf.mbs_bindings.delete(id.clone()).await.map_err(store_error)? {
+    match bsf.store.delete_keyed(Keyed::PcfForMbs, id.clone()).await? {
         Some(_) => Ok(empty_response(StatusCode::NO_CONTENT)),
-        None => Err(ProblemDetails::not_found(format!("no PCF for an MBS session binding {id}"))),
+        None => {
+            Err(ProblemDetails::not_found(format!("no PCF for an MBS session binding {id}")).into())
+        }
     }
 }

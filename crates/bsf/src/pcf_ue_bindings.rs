@@ -6,23 +6,19 @@
 use std::sync::Arc;
 
 use http::{header, HeaderValue, StatusCode};
+use nf::Answer;
 use sbi::body::{self, MERGE_PATCH_JSON};
 use sbi::problem::cause;
-use sbi::{
-    empty_response, Body, HandlerResult, InvalidParam, ProblemDetails, Response, SbiRequest,
-};
+use sbi::{empty_response, Body, InvalidParam, ProblemDetails, Response, SbiRequest};
 use serde_json::Value;
 
 use crate::config::ExistingBinding;
 use crate::context::Bsf;
 use crate::models::{self, check_fqdn, check_gpsi, check_supi, check_uuid, string_field, Errors};
+use crate::nbsf_management::stored_document;
 use crate::nbsf_management::EXISTING_BINDING_INFO_FOUND;
-use crate::store::{Created, KeyedStore, Updated};
+use crate::store::{Created, Keyed, Updated};
 use crate::subscriptions::BindingEvent;
-
-pub(crate) fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
 
 fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
     format!("{}/nbsf-management/v1/pcf-ue-bindings/{id}", bsf.api_root(Some(req)))
@@ -86,17 +82,16 @@ pub fn validate(v: &Value) -> Result<(String, Option<String>), ProblemDetails> {
 }
 
 /// POST /pcf-ue-bindings: 201 with Location and the binding.
-pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let binding: Value = req.json()?;
     let (supi, gpsi) = validate(&binding)?;
     let id = crate::store::new_binding_id();
-    let json = serde_json::to_vec(&binding).map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let json = serde_json::to_vec(&binding)?;
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
     match bsf
-        .ue_bindings
-        .create(id.clone(), supi, gpsi, json.clone(), reject)
-        .await
-        .map_err(store_error)?
+        .store
+        .create_keyed(Keyed::PcfForUe, id.clone(), supi, gpsi, json.clone(), reject)
+        .await?
     {
         Created::Inserted { replaced } => {
             for old in replaced {
@@ -122,7 +117,7 @@ pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// GET /pcf-ue-bindings?supi=&gpsi=: 200 with the matching bindings (possibly none).
-pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let q = req.query();
     q.deny_unknown(&["supi", "gpsi", "supp-feat"])?;
     let mut bad = Vec::new();
@@ -135,15 +130,16 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
         bad.push(InvalidParam::new("gpsi", "must be a GPSI (msisdn-<digits>, extid-...)"));
     }
     if !bad.is_empty() {
-        return Err(ProblemDetails::invalid_params(cause::INVALID_QUERY_PARAM, bad));
+        return Err(ProblemDetails::invalid_params(cause::INVALID_QUERY_PARAM, bad).into());
     }
     if supi.is_none() && gpsi.is_none() {
         return Err(ProblemDetails::invalid_params(
             cause::MANDATORY_QUERY_PARAM_MISSING,
             vec![InvalidParam::new("supi", "supi or gpsi is required")],
-        ));
+        )
+        .into());
     }
-    let found = bsf.ue_bindings.find(supi, gpsi).await.map_err(store_error)?;
+    let found = bsf.store.find_keyed(Keyed::PcfForUe, supi, gpsi).await?;
     let mut out = Vec::with_capacity(2 + found.iter().map(|s| s.json.len() + 1).sum::<usize>());
     out.push(b'[');
     for (i, s) in found.iter().enumerate() {
@@ -157,55 +153,59 @@ pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// PATCH /pcf-ue-bindings/{bindingId} (PcfForUeBindingPatch): 200 with the binding; 404.
-pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn update(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let allowed = ["pcfForUeFqdn", "pcfForUeIpEndPoints", "pcfId"];
-    merge_patch(&bsf.ue_bindings, &req, &allowed, |d| validate(d).map(drop), "PCF for a UE binding")
-        .await
+    let what = "PCF for a UE binding";
+    merge_patch(&bsf, Keyed::PcfForUe, &req, &allowed, |d| validate(d).map(drop), what).await
 }
 
 /// A merge patch of a Rel-17 binding (PCF for a UE, PCF for an MBS session): only `allowed`
 /// attributes, the result checked by `validate`, all in one write job; 200 with the binding, 404
 /// naming `what` for an unknown id.
 pub(crate) async fn merge_patch(
-    bindings: &KeyedStore,
+    bsf: &Bsf,
+    kind: Keyed,
     req: &SbiRequest,
     allowed: &[&str],
     validate: fn(&Value) -> Result<(), ProblemDetails>,
     what: &str,
-) -> HandlerResult {
+) -> Answer {
     body::require_media_type(req.headers(), &[MERGE_PATCH_JSON])?;
     let patch: Value = body::decode_json(&req.body)?;
     check_patch(&patch, allowed)?;
     let id = req.param("bindingId").to_owned();
     let patch_bytes = req.body.clone();
-    let outcome = bindings
-        .update(id.clone(), move |old| {
-            let mut doc: Value = serde_json::from_slice(&old)
-                .map_err(|e| ProblemDetails::internal(format!("stored binding unreadable: {e}")))?;
-            body::apply_merge_patch(&mut doc, &patch_bytes)?;
-            validate(&doc)?;
-            serde_json::to_vec(&doc).map_err(|e| ProblemDetails::internal(e.to_string()))
-        })
-        .await
-        .map_err(store_error)?;
+    let outcome = bsf
+        .store
+        .update_keyed(
+            kind,
+            id.clone(),
+            Box::new(move |old| {
+                let mut doc = stored_document(&old)?;
+                body::apply_merge_patch(&mut doc, &patch_bytes)?;
+                validate(&doc)?;
+                Ok(serde_json::to_vec(&doc)?)
+            }),
+        )
+        .await?;
     match outcome {
         Updated::Done(json) => Ok(raw_json(StatusCode::OK, body::JSON, json)),
-        Updated::NotFound => Err(ProblemDetails::not_found(format!("no {what} {id}"))),
-        Updated::Refused(p) => Err(p),
+        Updated::NotFound => Err(ProblemDetails::not_found(format!("no {what} {id}")).into()),
+        Updated::Refused(e) => Err(e),
     }
 }
 
 /// DELETE /pcf-ue-bindings/{bindingId}: 204; 404.
-pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn deregister(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let id = req.param("bindingId").to_owned();
-    match bsf.ue_bindings.delete(id.clone()).await.map_err(store_error)? {
+    match bsf.store.delete_keyed(Keyed::PcfForUe, id.clone()).await? {
         Some(old) => {
             if let Ok(v) = serde_json::from_slice::<Value>(&old.json) {
                 bsf.ue_binding_event(BindingEvent::Deregistered, &v);
             }
             Ok(empty_response(StatusCode::NO_CONTENT))
         }
-        None => Err(ProblemDetails::not_found(format!("no PCF for a UE binding {id}"))),
+        None => Err(ProblemDetails::not_found(format!("no PCF for a UE binding {id}")).into()),
     }
 }
 

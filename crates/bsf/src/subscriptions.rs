@@ -13,9 +13,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use http::StatusCode;
+use nf::Answer;
 use sbi::client::SbiClient;
 use sbi::problem::cause;
-use sbi::{empty_response, HandlerResult, ProblemDetails, SbiRequest};
+use sbi::{empty_response, ProblemDetails, SbiRequest};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
@@ -353,12 +354,8 @@ fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
     format!("{}/nbsf-management/v1/subscriptions/{id}", bsf.api_root(Some(req)))
 }
 
-fn store_error(e: store::Error) -> ProblemDetails {
-    ProblemDetails::internal(format!("store: {e}"))
-}
-
 /// POST /subscriptions: 201 with Location and the BsfSubscription.
-pub async fn subscribe(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn subscribe(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let body: Value = req.json()?;
     let id = uuid::Uuid::new_v4().to_string();
     let sub = decode(&id, body)?;
@@ -367,11 +364,11 @@ pub async fn subscribe(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
             StatusCode::FORBIDDEN,
             cause::INSUFFICIENT_RESOURCES,
             "the BSF holds its maximum number of subscriptions",
-        ));
+        )
+        .into());
     }
-    let bytes =
-        serde_json::to_vec(&sub.body).map_err(|e| ProblemDetails::internal(e.to_string()))?;
-    bsf.store.put_subscription(id.clone(), bytes).await.map_err(store_error)?;
+    let bytes = serde_json::to_vec(&sub.body)?;
+    bsf.store.put_subscription(id.clone(), bytes).await?;
     let mut resp = sbi::json_response(StatusCode::CREATED, &sub.body)?;
     let loc = location(&bsf, &req, &id);
     bsf.subscriptions.insert(sub);
@@ -382,28 +379,27 @@ pub async fn subscribe(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
 }
 
 /// PUT /subscriptions/{subId}: 200 with the new BsfSubscription; 404 for an unknown one.
-pub async fn replace(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn replace(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let id = req.param("subId").to_owned();
     let body: Value = req.json()?;
     let sub = decode(&id, body)?;
     if bsf.subscriptions.get(&id).is_none() {
-        return Err(ProblemDetails::not_found(format!("no subscription {id}")));
+        return Err(ProblemDetails::not_found(format!("no subscription {id}")).into());
     }
-    let bytes =
-        serde_json::to_vec(&sub.body).map_err(|e| ProblemDetails::internal(e.to_string()))?;
-    bsf.store.put_subscription(id.clone(), bytes).await.map_err(store_error)?;
+    let bytes = serde_json::to_vec(&sub.body)?;
+    bsf.store.put_subscription(id.clone(), bytes).await?;
     let resp = sbi::json_response(StatusCode::OK, &sub.body)?;
     bsf.subscriptions.insert(sub);
     Ok(resp)
 }
 
 /// DELETE /subscriptions/{subId}: 204; 404 for an unknown one.
-pub async fn unsubscribe(bsf: Arc<Bsf>, req: SbiRequest) -> HandlerResult {
+pub async fn unsubscribe(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let id = req.param("subId").to_owned();
     if !bsf.subscriptions.remove(&id) {
-        return Err(ProblemDetails::not_found(format!("no subscription {id}")));
+        return Err(ProblemDetails::not_found(format!("no subscription {id}")).into());
     }
-    bsf.store.delete_subscription(id).await.map_err(store_error)?;
+    bsf.store.delete_subscription(id).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 

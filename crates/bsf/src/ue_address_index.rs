@@ -18,11 +18,12 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use rustc_hash::{FxBuildHasher, FxHasher};
 use serde::Deserialize;
 
 use crate::models;
@@ -145,50 +146,66 @@ fn network(addr: Ipv6Addr, len: u8) -> u128 {
 
 /// A binding id as the index keeps it. Only compared among the bindings of one UE address.
 fn id_hash(id: &str) -> u64 {
-    let mut h = Mix::default();
+    let mut h = FxHasher::default();
     h.write(id.as_bytes());
     h.finish()
 }
 
-/// A fast hash for the index's integer keys (UE addresses come from PCFs, not from the AFs
-/// that query them, so flooding one bucket on purpose is not a concern here).
-#[derive(Default, Clone, Copy)]
-struct Mix(u64);
+/// The index's tables hash with the workspace's one fast hasher: their keys are integers (UE
+/// addresses) that come from PCFs, not from the AFs that query them, so flooding one bucket on
+/// purpose is not a concern here.
+type Fast = FxBuildHasher;
 
-impl Hasher for Mix {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b) ^ chunk.len() as u64);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.write_u64(n as u64);
-        self.write_u64((n >> 64) as u64);
-    }
-    fn finish(&self) -> u64 {
-        // splitmix64's finaliser: every input bit reaches the high bits hashbrown tags with.
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+/// A table key as FxHash sees it: premixed. FxHash multiplies, which carries a key's low bits up
+/// but never its high bits down, and the IPv4 key has its entropy in its high half (the address
+/// above the IP domain number): hashed as is, IPv4 hits took 1.6x (10M bindings) to 2.5x (1M)
+/// the CPU (benches/ue_address_index.rs, docs/bsf.md). One xor-shift-multiply of the key first
+/// spreads every bit; equality is still the whole key's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key<K>(K);
+
+trait Premix {
+    fn premix(&self) -> u64;
+}
+
+/// Not the shard multiplier (see `Shards::shard`): keys of one shard must not share hash bits.
+fn premix(x: u64) -> u64 {
+    let x = (x ^ (x >> 32)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}
+
+impl Premix for u64 {
+    fn premix(&self) -> u64 {
+        premix(*self)
     }
 }
 
-type Fast = BuildHasherDefault<Mix>;
+impl Premix for u128 {
+    fn premix(&self) -> u64 {
+        premix(fold128(*self))
+    }
+}
+
+impl Premix for (u128, u8) {
+    fn premix(&self) -> u64 {
+        premix(fold128(self.0) ^ u64::from(self.1))
+    }
+}
+
+impl<K: Premix> Hash for Key<K> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(self.0.premix());
+    }
+}
 
 /// The bindings of one shard: one entry per key, and the rare keys with several bindings
 /// (the same UE address for other DNNs or slices, or not yet replaced) in `multi`.
 struct Shard<K> {
-    single: HashMap<K, Entry, Fast>,
-    multi: HashMap<K, Vec<Entry>, Fast>,
+    single: HashMap<Key<K>, Entry, Fast>,
+    multi: HashMap<Key<K>, Vec<Entry>, Fast>,
 }
 
-impl<K: Hash + Eq + Copy> Shard<K> {
+impl<K: Premix + Eq + Copy> Shard<K> {
     fn new() -> Self {
         Shard { single: HashMap::default(), multi: HashMap::default() }
     }
@@ -196,6 +213,7 @@ impl<K: Hash + Eq + Copy> Shard<K> {
     /// Adds `e` under `k`, replacing an entry of the same binding. With `keep_existing`, an
     /// entry of the same binding wins over `e` (the background load must not undo a write).
     fn insert(&mut self, k: K, e: Entry, keep_existing: bool) {
+        let k = Key(k);
         match self.single.get_mut(&k) {
             None => {
                 self.single.insert(k, e);
@@ -224,6 +242,7 @@ impl<K: Hash + Eq + Copy> Shard<K> {
 
     /// Removes the entry of binding `id` under `k`; returns it.
     fn remove(&mut self, k: K, id: u64) -> Option<Entry> {
+        let k = Key(k);
         let cur = *self.single.get(&k)?;
         if !cur.is_multi() {
             return (cur.id == id).then(|| self.single.remove(&k)).flatten();
@@ -241,6 +260,7 @@ impl<K: Hash + Eq + Copy> Shard<K> {
 
     /// The newest entry under `k`.
     fn newest(&self, k: &K) -> Option<Entry> {
+        let k = &Key(*k);
         let cur = *self.single.get(k)?;
         if !cur.is_multi() {
             return Some(cur);
@@ -257,7 +277,7 @@ struct Shards<K> {
     shards: Vec<RwLock<Shard<K>>>,
 }
 
-impl<K: Hash + Eq + Copy> Shards<K> {
+impl<K: Premix + Eq + Copy> Shards<K> {
     fn new() -> Self {
         Shards { shards: (0..SHARDS).map(|_| RwLock::new(Shard::new())).collect() }
     }

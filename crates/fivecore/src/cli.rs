@@ -25,7 +25,7 @@ pub enum Command {
     /// Unified Data Repository: policy data, SLF, 5G-EIR, provisioning, Diameter Sh.
     Udr(UdrArgs),
     /// Binding Support Function (TS 29.521) and the Diameter Rx proxy.
-    Bsf(NfArgs),
+    Bsf(BsfArgs),
     /// Policy Control Function and the 4G PCRF (Gx, Rx, Sy, Sd).
     Pcf(NfArgs),
     /// Data Director: SBI message copies into xDRs and feeds.
@@ -147,6 +147,43 @@ pub struct ImportArgs {
     /// The file to import; `-` reads standard input.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+/// `fivecore bsf`: serves the BSF (the NF flags), or runs one of its tools.
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BsfArgs {
+    #[command(subcommand)]
+    pub command: Option<BsfCommand>,
+    #[command(flatten)]
+    pub nf: NfArgs,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum BsfCommand {
+    /// Bulk-load PCF bindings (JSON lines) into the BSF's store (docs/bsf.md); no BSF may be
+    /// serving from it meanwhile.
+    Preload(PreloadArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PreloadArgs {
+    /// TOML configuration file: its [store] settings apply.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of the BSF's store (`bsf.db` inside), as given to `fivecore bsf --data-dir`.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// JSON lines, one binding each: `{"bindingId": …, "pcfBinding": {…}}` or a bare
+    /// PcfBinding; `-` reads standard input.
+    #[arg(long, value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// What a bad line does.
+    #[arg(long, value_enum, default_value = "stop")]
+    pub on_bad_row: OnBadRow,
+    /// Progress on stderr even when it is not a terminal.
+    #[arg(long)]
+    pub progress: bool,
 }
 
 /// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).

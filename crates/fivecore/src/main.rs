@@ -1,5 +1,6 @@
 //! `fivecore`: one binary, one subcommand per network function, `up` to run them all.
 
+mod bsf_preload;
 mod cli;
 mod config;
 mod logging;
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, UdrCommand};
+use cli::{BsfCommand, Cli, Command, UdrCommand};
 
 /// Every NF and the kit allocate per message (HTTP/2 frames, JSON, Diameter buffers) from
 /// several threads; glibc's malloc spent ~17 % of the kit generator's CPU in its bins and
@@ -32,7 +33,10 @@ fn main() -> ExitCode {
             Some(UdrCommand::Import(import)) => udr_import::run(import),
             None => nf::run(nf::Nf::Udr, &args.nf),
         },
-        Command::Bsf(args) => nf::run(nf::Nf::Bsf, &args),
+        Command::Bsf(args) => match &args.command {
+            Some(BsfCommand::Preload(preload)) => bsf_preload::run(preload),
+            None => nf::run(nf::Nf::Bsf, &args.nf),
+        },
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
         Command::Bench(args) => bench::run(args),

@@ -22,8 +22,12 @@ fn version_and_help() {
         assert!(out.contains("Usage: fivecore"), "{sub}: {out}");
     }
     let (_, out, _) = fivecore(&["bsf", "--help"]);
-    for flag in ["--config", "--listen", "--data-dir", "--log-format"] {
+    for flag in ["--config", "--listen", "--data-dir", "--log-format", "preload"] {
         assert!(out.contains(flag), "bsf --help lacks {flag}");
+    }
+    let (_, out, _) = fivecore(&["bsf", "preload", "--help"]);
+    for flag in ["--config", "--data-dir", "--input", "--on-bad-row", "--progress"] {
+        assert!(out.contains(flag), "bsf preload --help lacks {flag}");
     }
 }
 
@@ -202,6 +206,124 @@ fn bsf_serves_stops_on_sigterm_and_keeps_bindings() {
     assert_eq!(r.status(), 200, "the binding survived the restart");
     sigterm(&child);
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// A PcfBinding line for `fivecore bsf preload`, UE address 10.7.0.`i`.
+fn preload_line(i: u32) -> String {
+    format!(
+        r#"{{"bindingId":"pre-{i}","pcfBinding":{{"ipv4Addr":"10.7.0.{i}","dnn":"internet","snssai":{{"sst":1}},"pcfFqdn":"pcf{i}.example.com"}}}}"#
+    )
+}
+
+fn preload(args: &[&str], input: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bsf", "preload"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The summary line's counts.
+fn preloaded(stdout: &str) -> (u64, u64) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    for k in ["seconds", "indexSeconds", "dbBytes"] {
+        assert!(v[k].is_number(), "{k}: {stdout}");
+    }
+    (v["bindings"].as_u64().unwrap(), v["skipped"].as_u64().unwrap())
+}
+
+#[test]
+fn bsf_preload_loads_bindings_a_bsf_then_finds() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/bsf-preload");
+    let file = format!("{dir}/bindings.jsonl");
+    // Binding 2 comes twice: the later line (PCF pcf9) replaces the first. Line 4 is bare.
+    let bare = r#"{"ipv4Addr":"10.7.0.4","dnn":"internet","snssai":{"sst":1},"pcfFqdn":"bare.example.com"}"#;
+    let lines = [preload_line(1), preload_line(2), preload_line(3), bare.to_owned()];
+    let again = preload_line(2).replace("pcf2.", "pcf9.");
+    std::fs::write(&file, lines.join("\n") + "\n" + &again + "\n").unwrap();
+    let (code, out, err) = fivecore(&["bsf", "preload", "--data-dir", &data, "--input", &file]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(preloaded(&out), (5, 0));
+    // More from stdin, on top.
+    let (code, out, err) = preload(&["--data-dir", &data], &(preload_line(5) + "\n"));
+    assert_eq!((code, preloaded(&out)), (0, (1, 0)), "{err}");
+
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bsf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let url = format!("http://{listen}/nbsf-management/v1/pcfBindings");
+    let find = |ip: &str| {
+        let r = rt.block_on(client.get(&format!("{url}?ipv4Addr={ip}")).send()).unwrap();
+        let body = String::from_utf8_lossy(r.body()).into_owned();
+        (r.status().as_u16(), body)
+    };
+    for (ip, pcf) in [
+        ("10.7.0.1", "pcf1.example.com"),
+        ("10.7.0.2", "pcf9.example.com"),
+        ("10.7.0.4", "bare.example.com"),
+        ("10.7.0.5", "pcf5.example.com"),
+    ] {
+        let (status, body) = find(ip);
+        assert_eq!(status, 200, "{ip}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["pcfFqdn"], pcf, "{ip}");
+    }
+    assert_eq!(find("10.7.0.6").0, 204);
+    // A preloaded binding is a binding like any other: Deregister by its id.
+    let r = rt.block_on(client.delete(&format!("{url}/pre-3")).send()).unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(find("10.7.0.3").0, 204);
+    // The store is in use now: a preload refuses it.
+    let (code, _, err) = preload(&["--data-dir", &data], &(preload_line(7) + "\n"));
+    assert_eq!(code, 1);
+    assert!(err.contains("in use"), "{err}");
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn bsf_preload_stops_at_or_skips_a_bad_line() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/bsf-preload-bad");
+    let input = [
+        preload_line(1),
+        preload_line(2),
+        r#"{"bindingId":"pre-x","pcfBinding":{"ipv4Addr":"10.7.0.300","dnn":"internet","snssai":{"sst":1},"pcfFqdn":"p.example.com"}}"#.to_owned(),
+        preload_line(4),
+        "not json".to_owned(),
+        preload_line(6),
+    ]
+    .join("\n");
+    let (code, out, err) = preload(&["--data-dir", &data], &input);
+    assert_eq!(code, 1, "stops at the bad line: {err}");
+    assert!(err.contains("line 3") && err.contains("ipv4Addr"), "{err}");
+    assert_eq!(preloaded(&out), (2, 1), "the lines before it are loaded");
+    let (code, out, err) = preload(&["--data-dir", &data, "--on-bad-row", "skip"], &input);
+    assert_eq!(code, 3, "bad lines skipped: {err}");
+    assert!(err.contains("line 3: ") && err.contains("line 5: not JSON"), "{err}");
+    assert_eq!(preloaded(&out), (4, 2));
 }
 
 #[test]

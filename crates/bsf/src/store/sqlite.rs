@@ -1,6 +1,7 @@
-//! The BSF's schema: one row per PCF binding, the binding document kept whole next to the
-//! columns it is looked up by, with the indexes of the reference product's `pcf_binding` table
-//! (binding id; UE IPv4 with IP domain; IPv6 prefix; MAC-48; SUPI; GPSI; creation time).
+//! The BSF's store on SQLite (the embedded store's writer and reader threads): the schema, one
+//! row per PCF binding, the binding document kept whole next to the columns it is looked up by,
+//! with the indexes of the reference product's `pcf_binding` table (binding id; UE IPv4 with IP
+//! domain; IPv6 prefix; MAC-48; SUPI; GPSI; creation time), and the bulk load.
 //!
 //! The statements are plain SQL without engine-specific features (no `IS` for equality:
 //! absent IP domain and SD are stored as `''`), so the same statements serve a MySQL-protocol
@@ -14,18 +15,18 @@ use std::sync::Arc;
 use rusqlite::{
     params, params_from_iter, types::Value as SqlValue, Connection, OptionalExtension, Transaction,
 };
-use store::{Migration, SqliteStore};
+use store::{Migration, SqliteConfig, SqliteStore};
 
+use super::{
+    BindingStore, Created, Keyed, KeyedPatch, Lookup, NewBinding, Patch, StoreFuture, Stored,
+    Updated,
+};
 use crate::models::Keys;
 use crate::ue_address_index::{Indexed, UeAddressIndex};
 
-/// A new binding's id: a time-ordered UUID (version 7), so a Register adds its row at the end
-/// of the binding-id index, on a page the writer already holds, instead of on a random page of
-/// an index of tens of millions of entries (a random UUID made that one page read and one
-/// page write per Register). Clustered by id on an InnoDB backend, it keeps inserts in order too.
-pub fn new_binding_id() -> String {
-    uuid::Uuid::now_v7().to_string()
-}
+mod bulk;
+
+pub use bulk::SqliteBulkLoad;
 
 pub const MIGRATIONS: [Migration; 5] = [
     Migration::new(
@@ -114,44 +115,20 @@ const KEY_IPV6: &str = "ipv6";
 const KEY_MAC: &str = "mac";
 
 /// The Rel-17 PCF for a UE bindings: `key1` the SUPI, `key2` the GPSI.
-pub const UE_BINDINGS: &str = "bsf_pcf_ue_binding";
+const UE_BINDINGS: &str = "bsf_pcf_ue_binding";
 /// The Rel-17 PCF for an MBS session bindings: `key1` the normalised MBS session id.
-pub const MBS_BINDINGS: &str = "bsf_pcf_mbs_binding";
+const MBS_BINDINGS: &str = "bsf_pcf_mbs_binding";
 
-/// A stored binding: its id and its document.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stored {
-    pub id: String,
-    pub json: Vec<u8>,
-}
-
-/// What a Register did.
-#[derive(Debug)]
-pub enum Created {
-    /// Inserted; `replaced` are the bindings of the same UE address, DNN and S-NSSAI it removed.
-    Inserted { replaced: Vec<Stored> },
-    /// Refused: this binding already holds the UE address, DNN and S-NSSAI.
-    Exists(Stored),
-}
-
-/// What a Discovery looks for: one UE address and optional filters.
-#[derive(Debug, Clone, Default)]
-pub struct Lookup {
-    pub ipv4: Option<String>,
-    /// Only with `ipv4`: match this IP domain (absent: any).
-    pub ip_domain: Option<String>,
-    /// Candidate prefixes (the query's network at the lengths bindings use).
-    pub ipv6: Vec<String>,
-    pub mac: Option<String>,
-    pub dnn: Option<String>,
-    pub snssai: Option<(u8, String)>,
-    pub supi: Option<String>,
-    pub gpsi: Option<String>,
+fn table(kind: Keyed) -> &'static str {
+    match kind {
+        Keyed::PcfForUe => UE_BINDINGS,
+        Keyed::PcfForMbs => MBS_BINDINGS,
+    }
 }
 
 /// The BSF's persistence over the embedded store's threads.
 #[derive(Clone)]
-pub struct BindingStore {
+pub struct SqliteBindingStore {
     db: SqliteStore,
     /// The Rx proxy's index of bindings by UE address, kept by every write job below.
     index: Option<Arc<UeAddressIndex>>,
@@ -204,7 +181,7 @@ fn conflicts(tx: &Connection, keys: &Keys) -> rusqlite::Result<Vec<Stored>> {
     Ok(out)
 }
 
-pub(crate) fn insert(
+fn insert(
     tx: &Connection,
     id: &str,
     keys: &Keys,
@@ -260,20 +237,15 @@ fn get_id(c: &Connection, id: &str) -> rusqlite::Result<Option<Stored>> {
         .optional()
 }
 
-/// What an Update did.
-#[derive(Debug)]
-pub enum Updated<E> {
-    Done(Vec<u8>),
-    NotFound,
-    /// The patch was refused (`E` says why); nothing changed.
-    Refused(E),
-}
-
-impl BindingStore {
-    /// Applies the BSF's migrations.
-    pub async fn open(db: SqliteStore) -> store::Result<Self> {
-        db.migrate(MIGRATIONS).await?;
-        Ok(BindingStore { db, index: None })
+impl SqliteBindingStore {
+    /// Opens the store file (created when absent) and applies the BSF's migrations.
+    pub async fn open(config: SqliteConfig) -> store::Result<Self> {
+        let db = SqliteStore::open(config).await?;
+        if let Err(e) = db.migrate(MIGRATIONS).await {
+            let _ = db.close().await;
+            return Err(e);
+        }
+        Ok(SqliteBindingStore { db, index: None })
     }
 
     /// Keeps `index` up to date from now on (every write job changes it); [`Self::load_index`]
@@ -283,14 +255,10 @@ impl BindingStore {
         self
     }
 
-    pub fn index(&self) -> Option<&Arc<UeAddressIndex>> {
-        self.index.as_ref()
-    }
-
     /// Reads every stored binding into the index (one pass over the table on a reader, from
     /// one snapshot; writes meanwhile go to the index themselves) and makes it answer.
     /// Returns the bindings loaded.
-    pub async fn load_index(&self) -> store::Result<u64> {
+    async fn load_index(&self) -> store::Result<u64> {
         let Some(ix) = self.index.clone() else { return Ok(0) };
         let loading = ix.clone();
         let n = self
@@ -337,20 +305,15 @@ impl BindingStore {
         r
     }
 
+    /// The embedded store underneath, for this module's tests and tools.
     pub fn db(&self) -> &SqliteStore {
         &self.db
     }
 
     /// Registers a binding: one write job checking for a binding of the same UE address, DNN
     /// and S-NSSAI and, unless `reject` finds one, removing it and inserting the new one.
-    pub async fn create(
-        &self,
-        id: String,
-        keys: Keys,
-        created_ms: i64,
-        json: Vec<u8>,
-        reject: bool,
-    ) -> store::Result<Created> {
+    async fn create(&self, binding: NewBinding, reject: bool) -> store::Result<Created> {
+        let NewBinding { id, keys, created_ms, json } = binding;
         let index = self.index.clone();
         let indexed = index.as_ref().and_then(|_| Indexed::from_json(&id, &json));
         let r = self
@@ -381,21 +344,18 @@ impl BindingStore {
 
     /// Inserts bindings without the duplicate check, in one write job: bulk loading (a
     /// migration from another BSF, a benchmark's preload). Ids must be new.
-    pub async fn insert_many(
-        &self,
-        rows: Vec<(String, Keys, i64, Vec<u8>)>,
-    ) -> store::Result<usize> {
+    async fn insert_many(&self, rows: Vec<NewBinding>) -> store::Result<usize> {
         let index = self.index.clone();
         let r = self
             .db
             .write(move |tx| {
-                for (id, keys, created_ms, json) in &rows {
-                    insert(tx, id, keys, *created_ms, json)?;
+                for b in &rows {
+                    insert(tx, &b.id, &b.keys, b.created_ms, &b.json)?;
                 }
                 if let Some(ix) = &index {
-                    for (id, _, created_ms, json) in &rows {
-                        if let Some(b) = Indexed::from_json(id, json) {
-                            ix.insert(&b, *created_ms);
+                    for b in &rows {
+                        if let Some(x) = Indexed::from_json(&b.id, &b.json) {
+                            ix.insert(&x, b.created_ms);
                         }
                     }
                 }
@@ -406,7 +366,7 @@ impl BindingStore {
     }
 
     /// The newest binding matching `q` (one indexed read).
-    pub async fn find(&self, q: Lookup) -> store::Result<Option<Stored>> {
+    async fn find(&self, q: Lookup) -> store::Result<Option<Stored>> {
         self.db
             .read(move |c| {
                 let mut sql = String::from(SELECT_DOC);
@@ -475,12 +435,12 @@ impl BindingStore {
             .await
     }
 
-    pub async fn get(&self, id: String) -> store::Result<Option<Stored>> {
+    async fn get(&self, id: String) -> store::Result<Option<Stored>> {
         self.db.read(move |c| Ok(get_id(c, &id)?)).await
     }
 
     /// Removes a binding; returns it, or `None` when it was not stored.
-    pub async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
+    async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
         let index = self.index.clone();
         let r = self
             .db
@@ -498,11 +458,7 @@ impl BindingStore {
 
     /// Read-modify-write of one binding inside one write job: `f` gets the stored document and
     /// returns the new one with its keys, or refuses.
-    pub async fn update<E, F>(&self, id: String, f: F) -> store::Result<Updated<E>>
-    where
-        E: Send + 'static,
-        F: FnOnce(Vec<u8>) -> Result<(Keys, Vec<u8>), E> + Send + 'static,
-    {
+    async fn update(&self, id: String, f: Patch) -> store::Result<Updated> {
         let index = self.index.clone();
         let r = self
             .db
@@ -552,11 +508,7 @@ impl BindingStore {
 
     /// Removes up to `limit` bindings created before `before_ms`, oldest first (index on the
     /// creation time); returns them.
-    pub async fn remove_older_than(
-        &self,
-        before_ms: i64,
-        limit: u32,
-    ) -> store::Result<Vec<Stored>> {
+    async fn remove_older_than(&self, before_ms: i64, limit: u32) -> store::Result<Vec<Stored>> {
         let index = self.index.clone();
         let r = self
             .db
@@ -577,7 +529,7 @@ impl BindingStore {
         self.checked(r)
     }
 
-    pub async fn count(&self) -> store::Result<u64> {
+    async fn count(&self) -> store::Result<u64> {
         self.db
             .read(|c| {
                 Ok(c.query_row("SELECT COUNT(*) FROM bsf_pcf_binding", [], |r| r.get::<_, i64>(0))?
@@ -588,7 +540,7 @@ impl BindingStore {
 
     // ---- subscriptions ------------------------------------------------------------------
 
-    pub async fn put_subscription(&self, id: String, json: Vec<u8>) -> store::Result<()> {
+    async fn put_subscription(&self, id: String, json: Vec<u8>) -> store::Result<()> {
         self.db
             .write(move |tx| {
                 tx.prepare_cached("DELETE FROM bsf_subscription WHERE sub_id = ?1")?
@@ -602,7 +554,7 @@ impl BindingStore {
             .await
     }
 
-    pub async fn delete_subscription(&self, id: String) -> store::Result<bool> {
+    async fn delete_subscription(&self, id: String) -> store::Result<bool> {
         self.db
             .write(move |tx| {
                 Ok(tx
@@ -613,7 +565,7 @@ impl BindingStore {
             .await
     }
 
-    pub async fn load_subscriptions(&self) -> store::Result<Vec<(String, Vec<u8>)>> {
+    async fn load_subscriptions(&self) -> store::Result<Vec<(String, Vec<u8>)>> {
         self.db
             .read(|c| {
                 let mut st = c.prepare("SELECT sub_id, json_content FROM bsf_subscription")?;
@@ -624,33 +576,20 @@ impl BindingStore {
     }
 }
 
-/// A binding table with one unique-per-policy key (`key1`) and an optional second lookup key
-/// (`key2`): the PCF for a UE bindings (SUPI, GPSI) and the PCF for an MBS session bindings
-/// (MBS session id). Small next to the PDU session bindings, same SQL discipline.
-#[derive(Clone)]
-pub struct KeyedStore {
-    db: SqliteStore,
-    table: &'static str,
-}
-
-impl KeyedStore {
-    /// A store over `table` ([`UE_BINDINGS`] or [`MBS_BINDINGS`]); the schema comes with
-    /// [`BindingStore::open`].
-    pub fn new(db: SqliteStore, table: &'static str) -> Self {
-        KeyedStore { db, table }
-    }
-
+/// The Rel-17 binding tables: one unique-per-policy key (`key1`) and an optional second lookup
+/// key (`key2`). Small next to the PDU session bindings, same SQL discipline.
+impl SqliteBindingStore {
     /// Inserts, unless `reject` finds a binding with the same `key1` (then returns it); without
     /// `reject`, bindings with the same `key1` are replaced.
-    pub async fn create(
+    async fn create_keyed(
         &self,
+        t: &'static str,
         id: String,
         key1: String,
         key2: Option<String>,
         json: Vec<u8>,
         reject: bool,
     ) -> store::Result<Created> {
-        let t = self.table;
         let now = chrono::Utc::now().timestamp_millis();
         self.db
             .write(move |tx| {
@@ -678,12 +617,12 @@ impl KeyedStore {
     }
 
     /// Bindings whose `key1` and/or `key2` match, newest first.
-    pub async fn find(
+    async fn find_keyed(
         &self,
+        t: &'static str,
         key1: Option<String>,
         key2: Option<String>,
     ) -> store::Result<Vec<Stored>> {
-        let t = self.table;
         self.db
             .read(move |c| {
                 let (sql, args) = match (key1, key2) {
@@ -702,12 +641,12 @@ impl KeyedStore {
     }
 
     /// Read-modify-write of one binding's document (its keys do not change).
-    pub async fn update<E, F>(&self, id: String, f: F) -> store::Result<Updated<E>>
-    where
-        E: Send + 'static,
-        F: FnOnce(Vec<u8>) -> Result<Vec<u8>, E> + Send + 'static,
-    {
-        let t = self.table;
+    async fn update_keyed(
+        &self,
+        t: &'static str,
+        id: String,
+        f: KeyedPatch,
+    ) -> store::Result<Updated> {
         self.db
             .write(move |tx| {
                 let old: Option<Vec<u8>> = tx
@@ -729,8 +668,7 @@ impl KeyedStore {
     }
 
     /// Removes a binding; returns it, or `None` when it was not stored.
-    pub async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
-        let t = self.table;
+    async fn delete_keyed(&self, t: &'static str, id: String) -> store::Result<Option<Stored>> {
         self.db
             .write(move |tx| {
                 let found = tx
@@ -746,6 +684,76 @@ impl KeyedStore {
                 Ok(found)
             })
             .await
+    }
+}
+
+impl BindingStore for SqliteBindingStore {
+    fn create(&self, binding: NewBinding, reject: bool) -> StoreFuture<'_, Created> {
+        Box::pin(SqliteBindingStore::create(self, binding, reject))
+    }
+    fn find(&self, q: Lookup) -> StoreFuture<'_, Option<Stored>> {
+        Box::pin(SqliteBindingStore::find(self, q))
+    }
+    fn get(&self, id: String) -> StoreFuture<'_, Option<Stored>> {
+        Box::pin(SqliteBindingStore::get(self, id))
+    }
+    fn update(&self, id: String, patch: Patch) -> StoreFuture<'_, Updated> {
+        Box::pin(SqliteBindingStore::update(self, id, patch))
+    }
+    fn delete(&self, id: String) -> StoreFuture<'_, Option<Stored>> {
+        Box::pin(SqliteBindingStore::delete(self, id))
+    }
+    fn remove_older_than(&self, before_ms: i64, limit: u32) -> StoreFuture<'_, Vec<Stored>> {
+        Box::pin(SqliteBindingStore::remove_older_than(self, before_ms, limit))
+    }
+    fn count(&self) -> StoreFuture<'_, u64> {
+        Box::pin(SqliteBindingStore::count(self))
+    }
+    fn insert_many(&self, rows: Vec<NewBinding>) -> StoreFuture<'_, usize> {
+        Box::pin(SqliteBindingStore::insert_many(self, rows))
+    }
+    fn index(&self) -> Option<&Arc<UeAddressIndex>> {
+        self.index.as_ref()
+    }
+    fn load_index(&self) -> StoreFuture<'_, u64> {
+        Box::pin(SqliteBindingStore::load_index(self))
+    }
+    fn create_keyed(
+        &self,
+        kind: Keyed,
+        id: String,
+        key1: String,
+        key2: Option<String>,
+        json: Vec<u8>,
+        reject: bool,
+    ) -> StoreFuture<'_, Created> {
+        Box::pin(self.create_keyed(table(kind), id, key1, key2, json, reject))
+    }
+    fn find_keyed(
+        &self,
+        kind: Keyed,
+        key1: Option<String>,
+        key2: Option<String>,
+    ) -> StoreFuture<'_, Vec<Stored>> {
+        Box::pin(self.find_keyed(table(kind), key1, key2))
+    }
+    fn update_keyed(&self, kind: Keyed, id: String, patch: KeyedPatch) -> StoreFuture<'_, Updated> {
+        Box::pin(self.update_keyed(table(kind), id, patch))
+    }
+    fn delete_keyed(&self, kind: Keyed, id: String) -> StoreFuture<'_, Option<Stored>> {
+        Box::pin(self.delete_keyed(table(kind), id))
+    }
+    fn put_subscription(&self, id: String, json: Vec<u8>) -> StoreFuture<'_, ()> {
+        Box::pin(SqliteBindingStore::put_subscription(self, id, json))
+    }
+    fn delete_subscription(&self, id: String) -> StoreFuture<'_, bool> {
+        Box::pin(SqliteBindingStore::delete_subscription(self, id))
+    }
+    fn load_subscriptions(&self) -> StoreFuture<'_, Vec<(String, Vec<u8>)>> {
+        Box::pin(SqliteBindingStore::load_subscriptions(self))
+    }
+    fn close(&self) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.close())
     }
 }
 
@@ -813,13 +821,230 @@ mod tests {
         }
     }
 
-    #[test]
-    fn binding_ids_are_unique_and_sort_in_creation_order() {
-        let ids: Vec<String> = (0..1000).map(|_| new_binding_id()).collect();
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids out of order");
-        for id in &ids {
-            let u = uuid::Uuid::parse_str(id).expect("a UUID");
-            assert_eq!((u.get_version_num(), id.len()), (7, 36), "{id}");
+    /// The columns a binding row holds besides its id and creation time.
+    type Columns = (
+        Option<String>,
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+        i64,
+        String,
+        Option<String>,
+        Option<String>,
+        Vec<u8>,
+    );
+
+    const COLUMNS: &str = "ipv4_addr, ip_domain, ipv6_prefix, mac_addr_48, dnn, snssai_sst, \
+                           snssai_sd, supi, gpsi, json_content";
+
+    fn columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<Columns> {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+            r.get(9)?,
+        ))
+    }
+
+    /// PcfBinding `i` as a PCF registers it (dual stack, an S-NSSAI with SD, Diameter identity).
+    fn document(i: u64) -> serde_json::Value {
+        serde_json::json!({
+            "supi": format!("imsi-00101{:010}", 7 + i),
+            "gpsi": format!("msisdn-33{:010}", 7 + i),
+            "ipv4Addr": format!("10.0.{}.{}", i / 250, 1 + i % 250),
+            "ipv6Prefix": format!("2001:db8:0:{i:x}::/64"),
+            "dnn": "IMS",
+            "snssai": {"sst": 1, "sd": "00000A"},
+            "pcfFqdn": format!("pcf{}.pcf.example", i % 2),
+            "pcfIpEndPoints": [{"ipv4Address": "192.0.2.1", "port": 7003}],
+            "pcfDiamHost": format!("pcf{}.pcf.example", i % 2),
+            "pcfDiamRealm": "pcf.example",
+        })
+    }
+
+    fn line(i: u64) -> String {
+        format!(r#"{{"bindingId":"b-{i}","pcfBinding":{}}}"#, document(i)) + "\n"
+    }
+
+    async fn bulk_load(path: &std::path::Path, input: String) -> crate::preload::Report {
+        let load = SqliteBulkLoad::open(SqliteConfig::new(path)).await.unwrap();
+        let on_bad = crate::preload::OnBadLine::Stop;
+        tokio::task::spawn_blocking(move || {
+            crate::preload::run(std::io::Cursor::new(input), Box::new(load), on_bad, |_| {})
+        })
+        .await
+        .unwrap()
+        .unwrap()
+    }
+
+    /// The same PcfBinding registered over HTTP and bulk-loaded gives the same row.
+    #[tokio::test]
+    async fn bulk_loaded_rows_are_what_register_stores() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let run = crate::RunConfig {
+            bsf: crate::BsfConfig::default(),
+            sbi: sbi::ServerConfig::default(),
+            client: sbi::client::ClientConfig::default(),
+            store: SqliteConfig { readers: 1, ..SqliteConfig::new(a.path().join("bsf.db")) },
+            instance_id: None,
+        };
+        let bound = crate::bind(run).await.unwrap();
+        let url = format!("http://{}/nbsf-management/v1/pcfBindings", bound.local_addr());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(bound.serve(async {
+            let _ = stopped.await;
+        }));
+        let client = sbi::client::SbiClient::new(&Default::default()).unwrap();
+        for i in 0..3 {
+            let r = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&document(i)).unwrap())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
         }
+        let _ = stop.send(());
+        serving.await.unwrap().unwrap();
+        let sql = format!("SELECT {COLUMNS} FROM bsf_pcf_binding ORDER BY ipv4_addr");
+        let read = |path: std::path::PathBuf| -> Vec<Columns> {
+            let c = Connection::open(path).unwrap();
+            let mut st = c.prepare(&sql).unwrap();
+            let rows = st.query_map([], columns).unwrap().map(Result::unwrap).collect();
+            rows
+        };
+        let registered = read(a.path().join("bsf.db"));
+
+        let path = b.path().join("bsf.db");
+        let done = bulk_load(&path, (0..3).map(line).collect()).await;
+        assert_eq!(done.bindings, 3);
+        assert_eq!(registered.len(), 3);
+        assert_eq!(read(path.clone()), registered);
+        let c = Connection::open(&path).unwrap();
+        let ids: Vec<String> = c
+            .prepare("SELECT binding_id FROM bsf_pcf_binding ORDER BY ipv4_addr")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(ids, ["b-0", "b-1", "b-2"]);
+    }
+
+    /// Several transactions, the BSF's own indexes rebuilt, a later line replacing an earlier
+    /// one, and the store finds what was written.
+    #[tokio::test]
+    async fn bulk_load_keeps_the_schema_and_the_store_finds_the_bindings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bsf.db");
+        let n = crate::preload::CHUNK_LINES as u64 * 2 + 17;
+        let mut input: String = (0..n).map(line).collect();
+        // Binding 5 again, with an additional prefix: it replaces the first one, keys and all.
+        let mut again = document(5);
+        again["addIpv6Prefixes"] = serde_json::json!(["2001:db8:ffff::/48"]);
+        input.push_str(&format!(r#"{{"bindingId":"b-5","pcfBinding":{again}}}"#));
+        input.push('\n');
+        let done = bulk_load(&path, input).await;
+        assert_eq!((done.bindings, done.skipped), (n + 1, 0));
+        assert!(done.db_bytes > 0 && done.db_bytes == bulk::db_bytes(&path));
+        // More bindings later go on top, and replace by id again.
+        let more: String = (n..n + 5).map(line).chain(std::iter::once(line(5))).collect();
+        bulk_load(&path, more).await;
+
+        let fresh = tempfile::tempdir().unwrap();
+        let fresh =
+            SqliteBindingStore::open(SqliteConfig::new(fresh.path().join("bsf.db"))).await.unwrap();
+        let want = fresh.db().read(|c| Ok(bulk::secondary_indexes(c)?)).await.unwrap();
+        fresh.db().close().await.unwrap();
+
+        let bindings = SqliteBindingStore::open(SqliteConfig::new(&path)).await.unwrap();
+        let db = bindings.db().clone();
+        assert_eq!(db.read(|c| Ok(bulk::secondary_indexes(c)?)).await.unwrap(), want);
+        let mode: String =
+            db.read(|c| Ok(c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?)).await.unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(bindings.count().await.unwrap(), n + 5);
+        let keys: i64 = db
+            .read(
+                |c| Ok(c.query_row("SELECT COUNT(*) FROM bsf_pcf_binding_key", [], |r| r.get(0))?),
+            )
+            .await
+            .unwrap();
+        assert_eq!(keys, 0, "the replaced binding 5 took its additional prefix with it");
+        for i in [0, 5, crate::preload::CHUNK_LINES as u64, n - 1, n + 4] {
+            let ip = document(i)["ipv4Addr"].as_str().unwrap().to_owned();
+            let found = bindings.find(Lookup { ipv4: Some(ip), ..Default::default() }).await;
+            let found = found.unwrap().expect("found by UE address");
+            assert_eq!(found.id, format!("b-{i}"));
+            let mut doc = document(i);
+            crate::models::validate_binding(&mut doc).unwrap();
+            assert_eq!(found.json, serde_json::to_vec(&doc).unwrap());
+        }
+        let by_prefix = Lookup { ipv6: vec!["2001:db8:0:7::/64".into()], ..Default::default() };
+        assert_eq!(bindings.find(by_prefix).await.unwrap().unwrap().id, "b-7");
+        db.close().await.unwrap();
+    }
+
+    /// A bulk load refuses a file a BSF is serving from.
+    #[tokio::test]
+    async fn bulk_load_needs_the_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SqliteConfig::new(dir.path().join("bsf.db"));
+        let serving = SqliteBindingStore::open(config.clone()).await.unwrap();
+        serving.put_subscription("s".into(), b"{}".to_vec()).await.unwrap();
+        let e = SqliteBulkLoad::open(config).await.err().expect("refused");
+        assert!(e.to_string().contains("in use"), "{e}");
+        serving.db().close().await.unwrap();
+    }
+
+    /// Update and Deregister leave no additional-key row behind.
+    #[tokio::test]
+    async fn additional_keys_follow_their_binding() {
+        let dir = tempfile::tempdir().unwrap();
+        let s =
+            SqliteBindingStore::open(SqliteConfig::new(dir.path().join("bsf.db"))).await.unwrap();
+        let key_rows = || async {
+            s.db()
+                .read(|c| {
+                    Ok(c.query_row("SELECT COUNT(*) FROM bsf_pcf_binding_key", [], |r| {
+                        r.get::<_, i64>(0)
+                    })?)
+                })
+                .await
+                .unwrap()
+        };
+        let mut doc = document(1);
+        doc["addIpv6Prefixes"] = serde_json::json!(["2001:db8:1::/64", "2001:db8:2::/64"]);
+        doc["addMacAddrs"] = serde_json::json!(["aa-bb-cc-dd-ee-ff"]);
+        let keys = crate::models::validate_binding(&mut doc).unwrap();
+        let json = serde_json::to_vec(&doc).unwrap();
+        let b = NewBinding { id: "x".into(), keys, created_ms: 1, json };
+        s.create(b, false).await.unwrap();
+        assert_eq!(key_rows().await, 3);
+        let patched = s
+            .update(
+                "x".into(),
+                Box::new(|old| {
+                    let mut d: serde_json::Value = serde_json::from_slice(&old).unwrap();
+                    d["addIpv6Prefixes"] = serde_json::json!(["2001:db8:9::/64"]);
+                    let keys = crate::models::validate_binding(&mut d)?;
+                    Ok((keys, serde_json::to_vec(&d)?))
+                }),
+            )
+            .await
+            .unwrap();
+        assert!(matches!(patched, Updated::Done(_)));
+        assert_eq!(key_rows().await, 2);
+        assert!(s.delete("x".into()).await.unwrap().is_some());
+        assert_eq!(key_rows().await, 0);
+        s.db().close().await.unwrap();
     }
 }
