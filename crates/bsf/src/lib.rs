@@ -24,14 +24,14 @@ pub mod subscriptions;
 pub mod ue_address_index;
 
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use ::store::SqliteConfig;
 use http::Method;
-use nrf_client::{NrfClient, ProfileBuilder};
-use sbi::client::{ClientConfig, SbiClient};
-use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
+use nf::{Serving, Skeleton, Spec};
+use sbi::client::ClientConfig;
+use sbi::{Router, ServerConfig};
 
 pub use config::BsfConfig;
 pub use context::Bsf;
@@ -47,21 +47,8 @@ pub struct RunConfig {
     pub instance_id: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum BsfError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error("store: {0}")]
-    Store(#[from] ::store::Error),
-    #[error("SBI client: {0}")]
-    Client(#[from] sbi::client::ClientError),
-    #[error("SBI server: {0}")]
-    Server(#[from] sbi::server::ServerError),
-    #[error("NRF client: {0}")]
-    Nrf(#[from] nrf_client::Error),
-    #[error("serving: {0}")]
-    Io(#[from] std::io::Error),
-}
+/// Why the BSF could not start or serve: the skeleton's.
+pub type BsfError = nf::StartError;
 
 /// The Nbsf_Management routes over `bsf`.
 pub fn router(bsf: Arc<Bsf>) -> Router {
@@ -164,67 +151,89 @@ pub fn router(bsf: Arc<Bsf>) -> Router {
 
 /// A bound BSF with its store open, ready to serve.
 pub struct Bound {
-    server: SbiServer,
+    serving: Serving,
     bsf: Arc<Bsf>,
-    observability: Observability,
-    nrf: Option<NrfClient>,
-    rx: Option<rx::RxProxy>,
+    rx_addr: Option<SocketAddr>,
 }
 
-/// Opens the store (applying the BSF's schema), loads the subscriptions, binds the SBI port and
-/// prepares the NRF registration (when `[bsf.nrf]` is configured). With `[bsf.rx] enabled`, the
-/// Rx proxy's Diameter listener is bound and started here too (so its port is known, as the SBI
-/// port is); `serve` shuts it down.
+/// The NF skeleton's steps for the BSF: opens the store (applying the BSF's schema), loads the
+/// subscriptions, binds the SBI port, registers with the NRF (when `[bsf.nrf]` is configured)
+/// and starts the binding audit. With `[bsf.rx] enabled`, the Rx proxy's Diameter listener is
+/// bound and started here too (so its port is known, as the SBI port is), and its UE address
+/// index loads in the background: AARs read the store until it is in, and the BSF reports ready
+/// only then, so load balancers and the bench kit wait for the fast path.
 pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     config.bsf.validate().map_err(BsfError::Config)?;
-    let instance_id =
-        config.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let identity = NfIdentity::new("BSF", instance_id.clone());
-    let mut client_config = config.client.clone();
-    client_config.user_agent.get_or_insert_with(|| sbi::client::user_agent("BSF", &instance_id));
-    let client = SbiClient::new(&client_config)?;
-    let mut bindings = store::SqliteBindingStore::open(config.store.clone()).await?;
+    let skeleton = Skeleton::open(Spec {
+        nf_type: "BSF",
+        instance_id: config.instance_id.clone(),
+        sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store: config.store.clone(),
+        nrf: config.bsf.nrf.clone(),
+    })
+    .await?;
+    let mut bindings = store::SqliteBindingStore::on(skeleton.store().clone()).await?;
     if config.bsf.rx.enabled && config.bsf.rx.binding_index {
         bindings = bindings.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
     }
-    let scheme = if config.sbi.tls.is_some() { "https" } else { "http" };
-    let notifier = subscriptions::Notifier::new(client.clone(), config.bsf.notify.clone());
+    let scheme = skeleton.scheme();
+    let notifier =
+        subscriptions::Notifier::new(skeleton.client().clone(), config.bsf.notify.clone());
     let bsf = Arc::new(Bsf::new(config.bsf.clone(), Arc::new(bindings), notifier, scheme));
     let subs = subscriptions::load(&bsf).await?;
     tracing::info!(subscriptions = subs, "BSF state loaded");
-    let observability = Observability::new();
-    let server =
-        SbiServer::bind(config.sbi.clone(), identity, router(bsf.clone()), observability.clone())
-            .await?;
-    let addr = server.local_addr();
+    let mut serving = skeleton.bind(router(bsf.clone())).await?;
+    let addr = serving.local_addr();
     let _ = bsf.local_authority.set(addr.to_string());
-    let nrf = match &config.bsf.nrf {
-        None => None,
-        Some(nrf_config) => {
-            let ip = match addr.ip() {
-                IpAddr::V4(v4) if !v4.is_unspecified() => v4,
-                _ => Ipv4Addr::LOCALHOST,
-            };
-            let profile = ProfileBuilder::new("BSF", &instance_id)
-                .ipv4(&ip.to_string())
-                .service("nbsf-management", scheme, addr.port())
-                .build();
-            Some(NrfClient::new(nrf_config.clone(), client.clone(), profile)?)
+    let profile = serving.profile().service("nbsf-management", scheme, addr.port()).build();
+    serving.register(profile)?;
+    if bsf.store.index().is_some() {
+        serving.defer_ready();
+        let loader = tokio::spawn(load_index(bsf.clone(), serving.observability().clone()));
+        let stopping = bsf.clone();
+        serving.on_stop(async move {
+            if let Some(ix) = stopping.store.index() {
+                ix.stop_loading();
+            }
+            let _ = loader.await;
+        });
+    }
+    let mut rx_addr = None;
+    if config.bsf.rx.enabled {
+        let (node, sweeper) = rx::start(bsf.clone(), &config.bsf.rx).await?.into_parts();
+        rx_addr = node.local_addr();
+        serving.on_stop(async move { sweeper.abort() });
+        serving.diameter(node);
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let audit = tokio::spawn(audit::run(bsf.clone(), stop_rx));
+    serving.on_stop(async move {
+        let _ = stop_tx.send(true);
+        let _ = audit.await;
+    });
+    Ok(Bound { serving, bsf, rx_addr })
+}
+
+/// Loads the Rx proxy's UE address index from the store, then reports the BSF ready.
+async fn load_index(bsf: Arc<Bsf>, ready: sbi::Observability) {
+    let started = std::time::Instant::now();
+    match bsf.store.load_index().await {
+        Ok(n) => tracing::info!(
+            bindings = n,
+            secs = started.elapsed().as_secs_f64(),
+            "BSF UE address index loaded"
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "BSF UE address index not loaded: Rx lookups read the store")
         }
-    };
-    let rx = if config.bsf.rx.enabled {
-        let rx = rx::start(bsf.clone(), &config.bsf.rx).await?;
-        observability.with_registry(|r| rx.node().register_metrics(r));
-        Some(rx)
-    } else {
-        None
-    };
-    Ok(Bound { server, bsf, observability, nrf, rx })
+    }
+    ready.set_ready(true);
 }
 
 impl Bound {
     pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
+        self.serving.local_addr()
     }
 
     pub fn bsf(&self) -> &Arc<Bsf> {
@@ -233,64 +242,13 @@ impl Bound {
 
     /// The Rx proxy's Diameter listening address, when `[bsf.rx]` is enabled.
     pub fn rx_local_addr(&self) -> Option<SocketAddr> {
-        self.rx.as_ref().and_then(|r| r.local_addr())
-    }
-
-    /// The Rx proxy, when enabled.
-    pub fn rx(&self) -> Option<&rx::RxProxy> {
-        self.rx.as_ref()
+        self.rx_addr
     }
 
     /// Serves until `shutdown`, with the audit running and the NRF registration kept; then
-    /// deregisters from the NRF and closes the store (everything acknowledged is committed).
+    /// stops as every NF does (nf::skeleton; everything acknowledged is committed).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), BsfError> {
-        // The Rx proxy's binding index loads in the background (tens of seconds for tens of
-        // millions of bindings): AARs read the store until it is in, and the BSF reports ready
-        // only then, so load balancers and the bench kit wait for the fast path.
-        let loader = self.bsf.store.index().is_some().then(|| {
-            let (bsf, ready) = (self.bsf.clone(), self.observability.clone());
-            tokio::spawn(async move {
-                let started = std::time::Instant::now();
-                match bsf.store.load_index().await {
-                    Ok(n) => tracing::info!(
-                        bindings = n,
-                        secs = started.elapsed().as_secs_f64(),
-                        "BSF UE address index loaded"
-                    ),
-                    Err(e) => {
-                        tracing::error!(error = %e, "BSF UE address index not loaded: Rx lookups read the store")
-                    }
-                }
-                ready.set_ready(true);
-            })
-        });
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let audit = tokio::spawn(audit::run(self.bsf.clone(), stop_rx));
-        if let Some(nrf) = &self.nrf {
-            nrf.start();
-        }
-        if loader.is_none() {
-            self.observability.set_ready(true);
-        }
-        let served = self.server.serve(shutdown).await;
-        if let Some(l) = loader {
-            if let Some(ix) = self.bsf.store.index() {
-                ix.stop_loading();
-            }
-            let _ = l.await;
-        }
-        if let Some(rx) = self.rx {
-            rx.shutdown().await;
-        }
-        let _ = stop_tx.send(true);
-        let _ = audit.await;
-        if let Some(nrf) = &self.nrf {
-            nrf.shutdown().await;
-        }
-        if let Err(e) = self.bsf.store.close().await {
-            tracing::warn!(error = %e, "store did not close cleanly");
-        }
-        served.map_err(BsfError::from)
+        self.serving.serve(shutdown).await
     }
 }
 

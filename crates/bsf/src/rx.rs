@@ -215,10 +215,10 @@ impl RxProxy {
     pub fn sessions(&self) -> &Sessions {
         &self.proxy.sessions
     }
-    /// DPR to every peer; stops accepting, reconnecting and expiring.
-    pub async fn shutdown(self) {
-        self.sweeper.abort();
-        self.node.shutdown().await;
+    /// The node (for the NF skeleton, which says DPR to its peers at stop) and the task that
+    /// expires Rx sessions (to abort at stop).
+    pub fn into_parts(self) -> (DiameterNode, tokio::task::JoinHandle<()>) {
+        (self.node, self.sweeper)
     }
 }
 

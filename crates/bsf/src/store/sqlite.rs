@@ -241,10 +241,19 @@ impl SqliteBindingStore {
     /// Opens the store file (created when absent) and applies the BSF's migrations.
     pub async fn open(config: SqliteConfig) -> store::Result<Self> {
         let db = SqliteStore::open(config).await?;
-        if let Err(e) = db.migrate(MIGRATIONS).await {
-            let _ = db.close().await;
-            return Err(e);
+        match Self::on(db.clone()).await {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let _ = db.close().await;
+                Err(e)
+            }
         }
+    }
+
+    /// The binding store on an open SQLite store (the NF skeleton's), applying the BSF's
+    /// migrations.
+    pub async fn on(db: SqliteStore) -> store::Result<Self> {
+        db.migrate(MIGRATIONS).await?;
         Ok(SqliteBindingStore { db, index: None })
     }
 
