@@ -38,7 +38,7 @@ use crate::sh::xml::{self, escape};
 /// The endpoint.
 pub const PATH: &str = "/udr-soap/v1";
 /// The route's name in metrics and logs.
-pub const OPERATION: &str = "UDR_SOAP_Provisioning";
+pub const OPERATION: &str = "UdrProv_Soap";
 /// SOAP 1.1 envelope namespace.
 pub const SOAP_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 /// Our messages' namespace (the WSDL's targetNamespace).
