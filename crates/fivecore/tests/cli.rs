@@ -78,12 +78,7 @@ fn udr_serves_slf_lookups_and_stops_on_sigterm() {
     let data = format!("{dir}/udr-data");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args(["udr", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_nf("udr", &listen, &data);
     wait_ready(&mut child, port);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
@@ -130,12 +125,7 @@ fn udr_import_loads_files_and_stdin_while_a_udr_serves() {
 
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args(["udr", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_nf("udr", &listen, &data);
     wait_ready(&mut child, port);
     // EIR rows from stdin into the store the UDR is serving from.
     let mut import = Command::new(env!("CARGO_BIN_EXE_fivecore"))
@@ -178,14 +168,7 @@ fn bsf_serves_stops_on_sigterm_and_keeps_bindings() {
     let data = format!("{dir}/bsf-data");
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let start = || {
-        Command::new(env!("CARGO_BIN_EXE_fivecore"))
-            .args(["bsf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let start = || spawn_nf("bsf", &listen, &data);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
     let mut child = start();
@@ -264,12 +247,7 @@ fn bsf_preload_loads_bindings_a_bsf_then_finds() {
 
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args(["bsf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_nf("bsf", &listen, &data);
     wait_ready(&mut child, port);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
@@ -334,14 +312,7 @@ fn nrf_registers_stops_on_sigterm_and_keeps_profiles() {
     let listen = format!("127.0.0.1:{port}");
     let id = "5b1d7a6e-2c3f-4d4e-8f90-a1b2c3d4e5f6";
     let url = format!("http://{listen}/nnrf-nfm/v1/nf-instances/{id}");
-    let start = || {
-        Command::new(env!("CARGO_BIN_EXE_fivecore"))
-            .args(["nrf", "--listen", &listen, "--data-dir", &data, "--log-format", "json"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let start = || spawn_nf("nrf", &listen, &data);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
 
@@ -372,6 +343,16 @@ fn free_port() -> u16 {
 }
 
 /// Waits until /healthz/ready answers 200 on `port` (the child must not have exited).
+/// `fivecore NF --listen LISTEN --data-dir DATA` with JSON logs on a pipe (for `wait_ready`).
+fn spawn_nf(nf: &str, listen: &str, data: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args([nf, "--listen", listen, "--data-dir", data, "--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn wait_ready(child: &mut std::process::Child, port: u16) {
     use std::io::{Read, Write};
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
