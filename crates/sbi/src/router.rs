@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::future::{Future, Ready};
+use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -259,9 +260,13 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
     {
         let segments = parse_template(template);
         let state = self.state.clone();
+        // A named future, not an `async` block around the handler's: the block made the compiler
+        // build the (large) handler future on the stack and copy it into the box, ~8.4K
+        // instructions per NRF discovery under callgrind; this one is built in place, as the
+        // handler's own future was before errors were converted here.
         let handler: Arc<ErasedHandler> = Arc::new(move |req| {
-            let fut = handler(state.clone(), req);
-            Box::pin(async move { fut.await.map_err(Into::into) }) as BoxFuture
+            Box::pin(IntoProblem { inner: handler(state.clone(), req), _error: PhantomData })
+                as BoxFuture
         });
         self.routes.push(Route { method, segments, operation, handler });
         self
@@ -269,6 +274,27 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
 
     pub fn build(self) -> Router {
         Router { routes: Arc::new(self.routes) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A handler's future whose error becomes the ProblemDetails answer (the error edge).
+    struct IntoProblem<F, E> {
+        #[pin]
+        inner: F,
+        _error: PhantomData<fn() -> E>,
+    }
+}
+
+impl<F, E> Future for IntoProblem<F, E>
+where
+    F: Future<Output = Result<Response, E>>,
+    E: Into<ProblemDetails>,
+{
+    type Output = HandlerResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HandlerResult> {
+        self.project().inner.poll(cx).map_err(Into::into)
     }
 }
 
