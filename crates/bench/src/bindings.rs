@@ -110,18 +110,7 @@ impl BindingFactory {
     fn push_binding_id(&self, i: u64, out: &mut String) {
         let a = splitmix(self.seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93));
         let b = splitmix(a ^ i);
-        // RFC 9562 version 4 and variant bits, over the random ones.
-        let a = (a & !0xF000) | 0x4000;
-        let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        let _ = write!(
-            out,
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xFFFF,
-            a & 0xFFFF,
-            b >> 48,
-            b & 0xFFFF_FFFF_FFFF
-        );
+        crate::sched::push_uuid_v4(a, b, out);
     }
 
     /// The PcfBinding a PCF would register for binding `i` (TS 29.521 §5.6.2.2), as JSON.

@@ -52,18 +52,9 @@ impl Rng {
 
     /// A random (version 4) UUID in its text form.
     pub fn uuid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
-        let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        format!(
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xFFFF,
-            a & 0xFFFF,
-            b >> 48,
-            b & 0xFFFF_FFFF_FFFF
-        )
+        let mut out = String::with_capacity(36);
+        push_uuid_v4(self.next_u64(), self.next_u64(), &mut out);
+        out
     }
 }
 
@@ -71,6 +62,22 @@ impl Rng {
 #[derive(Debug, Clone)]
 pub struct Weighted {
     cumulative: Vec<f64>,
+}
+
+/// The version 4 UUID (RFC 9562) made of the random bits `a` and `b`, appended in text form.
+pub fn push_uuid_v4(a: u64, b: u64, out: &mut String) {
+    use std::fmt::Write as _;
+    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    let _ = write!(
+        out,
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
+    );
 }
 
 impl Weighted {
