@@ -15,6 +15,13 @@ pub struct NrfConfig {
     #[serde(default)]
     pub api_root: Option<String>,
 
+    /// The PLMNs this NRF serves (`[{ mcc = "001", mnc = "01" }]`). A discovery without
+    /// `target-plmn-list` looks for NFs of these PLMNs, and one without `requester-plmn-list`
+    /// comes from them (TS 29.510 §6.2.3.2.3.1), which is what `allowedPlmns` is checked
+    /// against. Empty (the default): neither default applies.
+    #[serde(default)]
+    pub plmn_list: Vec<PlmnId>,
+
     /// heartBeatTimer, seconds, the NRF answers when an NF proposes none or one outside
     /// `heartbeat_min_secs..=heartbeat_max_secs` (TS 29.510 §5.2.2.3.2). Default 10.
     #[serde(default = "default_heartbeat_timer_secs")]
@@ -66,6 +73,14 @@ pub struct NrfConfig {
     /// Forwarding of discovery to peer NRFs.
     #[serde(default)]
     pub forwarding: ForwardingConfig,
+}
+
+/// A PLMN identity (TS 29.571 PlmnId).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlmnId {
+    pub mcc: String,
+    pub mnc: String,
 }
 
 /// `[nrf.slf]`: for a discovery of `nf_types` carrying a SUPI or GPSI and no group-id-list,
@@ -237,6 +252,7 @@ impl Default for NrfConfig {
     fn default() -> Self {
         NrfConfig {
             api_root: None,
+            plmn_list: Vec::new(),
             heartbeat_timer_secs: default_heartbeat_timer_secs(),
             heartbeat_min_secs: default_heartbeat_min_secs(),
             heartbeat_max_secs: default_heartbeat_max_secs(),
@@ -280,6 +296,14 @@ impl Default for NotifyConfig {
 impl NrfConfig {
     /// Rejects settings that cannot work, naming the field.
     pub fn validate(&self) -> Result<(), String> {
+        for (i, p) in self.plmn_list.iter().enumerate() {
+            let digits = |s: &str, n: std::ops::RangeInclusive<usize>| {
+                n.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit())
+            };
+            if !digits(&p.mcc, 3..=3) || !digits(&p.mnc, 2..=3) {
+                return Err(format!("nrf: plmn_list[{i}] needs a 3-digit mcc and 2-3 digit mnc"));
+            }
+        }
         if !self.forwarding.nf_types.is_empty() && self.forwarding.peers.is_empty() {
             return Err("nrf: forwarding.nf_types needs at least one forwarding.peers entry".into());
         }

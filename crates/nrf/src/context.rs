@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use sbi::SbiRequest;
 use serde_json::Value;
 
@@ -24,6 +23,7 @@ use crate::notify::Notifier;
 use crate::slf;
 use crate::store::NrfStore;
 use crate::subscriptions::Subscription;
+use crate::view::ProfileView;
 
 const WRITE_STRIPES: usize = 64;
 
@@ -35,9 +35,9 @@ pub struct Entry {
     pub profile: NfProfile,
     /// The profile as stored and answered by NFProfile retrieval.
     pub value: Value,
-    /// The consumer view (no authorisation attributes) serialised once, so a discovery answer
-    /// is assembled from bytes rather than re-encoded per request.
-    pub public_json: Bytes,
+    /// The consumer view (no authorisation attributes) serialised once, in pieces, so a
+    /// discovery answer is assembled from bytes rather than re-encoded per request.
+    pub view: ProfileView,
     /// What discovery matches on, extracted once.
     pub disc: DiscInfo,
     /// Store version, the ETag.
@@ -48,18 +48,9 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(key: String, profile: NfProfile, value: Value, version: u64) -> Entry {
-        let public_json =
-            Bytes::from(serde_json::to_vec(&models::public_view(&value)).unwrap_or_default());
-        let disc = DiscInfo::from_profile(&profile, &value);
-        Entry {
-            key,
-            profile,
-            value,
-            public_json,
-            disc,
-            version,
-            last_seen_ms: AtomicU64::new(now_ms()),
-        }
+        let view = ProfileView::new(&value);
+        let disc = DiscInfo::from_profile(&value);
+        Entry { key, profile, value, view, disc, version, last_seen_ms: AtomicU64::new(now_ms()) }
     }
 
     pub fn last_seen(&self) -> u64 {
@@ -184,6 +175,8 @@ pub struct Nrf {
     pub slf_api_roots: Option<Arc<[http::Uri]>>,
     /// `forwarding.peers` parsed once.
     pub forwarding_peers: Arc<[http::Uri]>,
+    /// `plmn_list` as discovery compares PLMNs.
+    pub serving_plmns: Vec<crate::allowed::Plmn>,
     write_stripes: Vec<tokio::sync::Mutex<()>>,
 }
 
@@ -200,7 +193,13 @@ impl Nrf {
         let slf_api_roots =
             (!config.slf.api_roots.is_empty()).then(|| parse(&config.slf.api_roots));
         let forwarding_peers = parse(&config.forwarding.peers);
+        let serving_plmns = config
+            .plmn_list
+            .iter()
+            .map(|p| (p.mcc.to_ascii_lowercase(), p.mnc.to_ascii_lowercase()))
+            .collect();
         Nrf {
+            serving_plmns,
             slf_api_roots,
             forwarding_peers,
             answers: Default::default(),

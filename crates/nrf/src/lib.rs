@@ -6,6 +6,7 @@
 //! Nnrf_NFDiscovery; [`store`] is the NRF's persistence; [`models`] the TS 29.510 types.
 //! [`Nrf::start`]/[`bind`] build it all; [`run`] serves until shutdown.
 
+pub mod allowed;
 pub mod answers;
 pub mod config;
 pub mod context;
@@ -18,6 +19,7 @@ pub mod notify;
 pub mod slf;
 pub mod store;
 pub mod subscriptions;
+pub mod view;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -68,6 +68,10 @@ pub const NF_TYPES: &[&str] = &[
     "PANF",
 ];
 
+/// Most services one profile may hold: discovery selects a profile's services with one 64-bit
+/// mask (real NFs offer a handful; Open5GS's AMF, the largest here, five).
+pub const MAX_SERVICES: usize = 64;
+
 pub const REGISTERED: &str = "REGISTERED";
 pub const SUSPENDED: &str = "SUSPENDED";
 pub const UNDISCOVERABLE: &str = "UNDISCOVERABLE";
@@ -94,8 +98,13 @@ pub struct NfProfile {
     pub load: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locality: Option<String>,
+    /// The services as an array (deprecated since Rel-16, still what many NFs send).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nf_services: Option<Vec<NfService>>,
+    /// The services as a map keyed by serviceInstanceId (Rel-16+; all Open5GS NFs send only
+    /// this). Both forms describe one set: see [`NfProfile::services`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nf_service_list: Option<std::collections::BTreeMap<String, NfService>>,
     /// Everything else, as received.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -165,6 +174,33 @@ impl NfProfile {
                 }
             }
         }
+        for (key, s) in self.nf_service_list.iter().flatten() {
+            let at = |field: &str| format!("/nfServiceList/{}/{field}", pointer_escape(key));
+            if *key != s.service_instance_id {
+                bad.push(InvalidParam::new(
+                    at("serviceInstanceId"),
+                    "differs from its key in nfServiceList",
+                ));
+            }
+            if !NF_STATUSES.contains(&s.nf_service_status.as_str()) {
+                bad.push(InvalidParam::new(at("nfServiceStatus"), "unknown status"));
+            }
+            // Both forms are one set: the same instance id may not name two services.
+            if let Some(i) = self.nf_services.iter().flatten().position(|o| {
+                o.service_instance_id == s.service_instance_id && o.service_name != s.service_name
+            }) {
+                bad.push(InvalidParam::new(
+                    format!("/nfServices/{i}/serviceName"),
+                    "differs from the service of the same serviceInstanceId in nfServiceList",
+                ));
+            }
+        }
+        if self.services().count() > MAX_SERVICES {
+            bad.push(InvalidParam::new(
+                "/nfServiceList",
+                format!("more than {MAX_SERVICES} services in one profile"),
+            ));
+        }
         if bad.is_empty() {
             return Ok(());
         }
@@ -177,9 +213,22 @@ impl NfProfile {
         Err(ProblemDetails::invalid_params(c, bad))
     }
 
+    /// Its services: those of `nfServiceList`, then those of `nfServices` whose
+    /// serviceInstanceId the map does not hold. NFs send either form or both (TS 29.510
+    /// §6.1.6.2.2); every reader of services goes through here so both count the same.
+    pub fn services(&self) -> impl Iterator<Item = &NfService> {
+        let map = self.nf_service_list.as_ref();
+        map.into_iter().flat_map(|m| m.values()).chain(
+            self.nf_services
+                .iter()
+                .flatten()
+                .filter(move |s| !map.is_some_and(|m| m.contains_key(&s.service_instance_id))),
+        )
+    }
+
     /// Whether one of its services is named `name`.
     pub fn has_service(&self, name: &str) -> bool {
-        self.nf_services.iter().flatten().any(|s| s.service_name == name)
+        self.services().any(|s| s.service_name == name)
     }
 }
 
@@ -293,6 +342,13 @@ fn diff_into(old: &Value, new: &Value, path: &mut String, out: &mut Vec<ChangeIt
     }
 }
 
+/// `key` as one JSON-pointer reference token (RFC 6901).
+pub fn pointer_escape(key: &str) -> String {
+    let mut out = String::new();
+    push_pointer(&mut out, key);
+    out.split_off(1)
+}
+
 fn push_pointer(path: &mut String, key: &str) {
     path.push('/');
     for c in key.chars() {
@@ -306,7 +362,7 @@ fn push_pointer(path: &mut String, key: &str) {
 
 /// The attributes a consumer may not see in a notification or a discovery answer (they are the
 /// producer's authorisation rules: TS 29.510 NotificationData.nfProfile excludes them).
-const AUTHORISATION_ATTRIBUTES: &[&str] =
+pub const AUTHORISATION_ATTRIBUTES: &[&str] =
     &["allowedPlmns", "allowedSnpns", "allowedNfTypes", "allowedNfDomains", "allowedNssais"];
 
 /// The profile as consumers see it: without the authorisation attributes.
@@ -316,12 +372,18 @@ pub fn public_view(profile: &Value) -> Value {
         for k in AUTHORISATION_ATTRIBUTES {
             map.remove(*k);
         }
-        if let Some(Value::Array(services)) = map.get_mut("nfServices") {
-            for s in services.iter_mut().filter_map(Value::as_object_mut) {
+        let strip = |s: &mut Value| {
+            if let Some(s) = s.as_object_mut() {
                 for k in AUTHORISATION_ATTRIBUTES {
                     s.remove(*k);
                 }
             }
+        };
+        if let Some(Value::Array(services)) = map.get_mut("nfServices") {
+            services.iter_mut().for_each(strip);
+        }
+        if let Some(Value::Object(services)) = map.get_mut("nfServiceList") {
+            services.values_mut().for_each(strip);
         }
     }
     v

@@ -14,12 +14,14 @@ use sbi::{HandlerResult, InvalidParam, ProblemDetails, SbiRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::answers::Answer;
+use crate::allowed::{Allowed, Plmn, Requester};
+use crate::answers::{Answer, Chosen};
 use crate::config::SlfFailure;
 use crate::context::{Entry, Nrf};
 use crate::forwarding;
-use crate::models::{self, NfProfile};
+use crate::models;
 use crate::slf::{self, SlfOutcome};
+use crate::view::{self, ServiceForm};
 
 /// Default and largest `max-payload-size`, kilo-octets (TS 29.510 §6.2.3.2.3.1).
 const DEFAULT_MAX_PAYLOAD_KB: usize = 124;
@@ -50,7 +52,7 @@ impl Range {
 
 /// Patterns come from registering NFs: bound their compiled size so a hostile profile cannot
 /// make the NRF build a huge automaton.
-fn pattern(v: Option<&Value>) -> Option<regex::Regex> {
+pub(crate) fn pattern(v: Option<&Value>) -> Option<regex::Regex> {
     regex::RegexBuilder::new(v?.as_str()?).size_limit(1 << 20).build().ok()
 }
 
@@ -61,7 +63,6 @@ type Tai = (String, String, String);
 /// dimension (TS 29.510: an absent attribute means "any").
 #[derive(Debug, Default, Clone)]
 pub struct DiscInfo {
-    pub services: Vec<String>,
     pub snssais: Option<Vec<Snssai>>,
     pub dnns: Option<Vec<String>>,
     pub tais: Option<Vec<Tai>>,
@@ -72,22 +73,25 @@ pub struct DiscInfo {
     pub group_ids: Vec<String>,
     pub routing_indicators: Option<Vec<String>>,
     pub set_ids: Vec<String>,
-    pub allowed_nf_types: Option<Vec<String>>,
     /// TAC patterns of taiRangeList entries: (mcc, mnc, pattern).
     pub tac_patterns: Vec<(String, String, regex::Regex)>,
     /// amfInfo: guamiList as (mcc, mnc, amfId), amfRegionId, amfSetId (lower case).
     pub guamis: Option<Vec<(String, String, String)>>,
     pub amf_region_ids: Option<Vec<String>>,
     pub amf_set_ids: Option<Vec<String>>,
-    /// smfInfo: pgwFqdn and pgwFqdnList.
+    /// smfInfo / smfInfoList: pgwFqdn and pgwFqdnList.
     pub pgw_fqdns: Option<Vec<String>>,
+    /// A combined PGW-C+SMF: its smfInfo names a PGW (FQDN or IP address).
+    pub pgw: bool,
+    /// upfInfo: the IPv4 indexes of its DNNs, as (dnn, index); an index is an integer or a
+    /// string (IpIndex), compared as text.
+    pub ipv4_indexes: Vec<(String, String)>,
     /// udrInfo: supportedDataSets.
     pub data_sets: Option<Vec<String>>,
     /// plmnList as (mcc, mnc).
     pub plmns: Option<Vec<(String, String)>>,
-    /// allowedNssais and allowedNfDomains (authorisation of the requester).
-    pub allowed_nssais: Option<Vec<Snssai>>,
-    pub allowed_domains: Option<Vec<regex::Regex>>,
+    /// The profile's allowed* attributes (its services' are in the entry's view).
+    pub allowed: Allowed,
 }
 
 /// An S-NSSAI of a query or a profile (ExtSnssai: sd, wildcardSd).
@@ -102,7 +106,7 @@ pub struct Snssai {
 }
 
 impl Snssai {
-    fn serves(&self, wanted: &Snssai) -> bool {
+    pub(crate) fn serves(&self, wanted: &Snssai) -> bool {
         self.sst == wanted.sst
             && (self.wildcard_sd == Some(true)
                 || match (&self.sd, &wanted.sd) {
@@ -133,7 +137,7 @@ fn ranges(v: Option<&Value>) -> Vec<Range> {
         .collect()
 }
 
-fn plmn_of(v: &Value) -> Option<(String, String)> {
+pub(crate) fn plmn_of(v: &Value) -> Option<(String, String)> {
     Some((
         v.get("mcc")?.as_str()?.to_ascii_lowercase(),
         v.get("mnc")?.as_str()?.to_ascii_lowercase(),
@@ -154,6 +158,15 @@ fn tai_of(v: &Value) -> Option<Tai> {
     ))
 }
 
+/// An IpIndex (TS 29.503: an integer or a string) as text, so `3` and `"3"` are one index.
+fn ip_index(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 fn push_opt<T>(slot: &mut Option<Vec<T>>, items: impl IntoIterator<Item = T>) {
     let mut items = items.into_iter().peekable();
     if items.peek().is_some() {
@@ -162,29 +175,17 @@ fn push_opt<T>(slot: &mut Option<Vec<T>>, items: impl IntoIterator<Item = T>) {
 }
 
 impl DiscInfo {
-    pub fn from_profile(p: &NfProfile, v: &Value) -> DiscInfo {
-        let mut d = DiscInfo {
-            services: p.nf_services.iter().flatten().map(|s| s.service_name.clone()).collect(),
-            ..DiscInfo::default()
-        };
+    pub fn from_profile(v: &Value) -> DiscInfo {
+        let mut d = DiscInfo { allowed: Allowed::of(v), ..DiscInfo::default() };
         if let Some(list) = v.get("sNssais").and_then(Value::as_array) {
             d.snssais =
                 Some(list.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect());
         }
         d.set_ids = strings(v.get("nfSetIdList")).collect();
-        d.allowed_nf_types = v.get("allowedNfTypes").map(|a| strings(Some(a)).collect());
         d.plmns = v
             .get("plmnList")
             .and_then(Value::as_array)
             .map(|l| l.iter().filter_map(plmn_of).collect());
-        d.allowed_nssais = v
-            .get("allowedNssais")
-            .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect());
-        d.allowed_domains = v
-            .get("allowedNfDomains")
-            .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(|p| pattern(Some(p))).collect());
         if let Some(amf) = v.get("amfInfo") {
             let lower =
                 |k: &str| amf.get(k).and_then(Value::as_str).map(|s| vec![s.to_ascii_lowercase()]);
@@ -195,12 +196,19 @@ impl DiscInfo {
                 .and_then(Value::as_array)
                 .map(|l| l.iter().filter_map(guami_of).collect());
         }
-        if let Some(smf) = v.get("smfInfo") {
-            let mut fqdns: Vec<String> = strings(smf.get("pgwFqdnList")).collect();
+        let smf_infos = v.get("smfInfo").into_iter().chain(
+            v.get("smfInfoList").and_then(Value::as_object).into_iter().flat_map(|m| m.values()),
+        );
+        let mut fqdns: Vec<String> = Vec::new();
+        for smf in smf_infos {
+            fqdns.extend(strings(smf.get("pgwFqdnList")));
             fqdns.extend(smf.get("pgwFqdn").and_then(Value::as_str).map(str::to_owned));
-            if !fqdns.is_empty() {
-                d.pgw_fqdns = Some(fqdns.iter().map(|f| f.to_ascii_lowercase()).collect());
-            }
+            d.pgw |=
+                smf.get("pgwIpAddrList").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        }
+        d.pgw |= !fqdns.is_empty();
+        if !fqdns.is_empty() {
+            d.pgw_fqdns = Some(fqdns.iter().map(|f| f.to_ascii_lowercase()).collect());
         }
         if let Some(udr) = v.get("udrInfo") {
             d.data_sets = udr.get("supportedDataSets").map(|a| strings(Some(a)).collect());
@@ -231,8 +239,18 @@ impl DiscInfo {
                         let dnns = s.get(dl).and_then(Value::as_array).into_iter().flatten();
                         push_opt(
                             &mut d.dnns,
-                            dnns.filter_map(|x| x.get("dnn")?.as_str().map(str::to_owned)),
+                            dnns.clone().filter_map(|x| x.get("dnn")?.as_str().map(str::to_owned)),
                         );
+                        for item in dnns {
+                            let dnn = item.get("dnn").and_then(Value::as_str).unwrap_or("");
+                            let list = item.get("ipv4IndexList").and_then(Value::as_array);
+                            d.ipv4_indexes.extend(
+                                list.into_iter()
+                                    .flatten()
+                                    .filter_map(ip_index)
+                                    .map(|i| (dnn.to_owned(), i)),
+                            );
+                        }
                     }
                 }
             }
@@ -326,6 +344,14 @@ struct Request<'q> {
     routing_indicator: Option<&'q str>,
     set_id: Option<&'q str>,
     locality: Option<&'q str>,
+    preferred_tai: Option<Tai>,
+    ipv4_index: Option<String>,
+    /// `requester-plmn-list`; the NRF's own PLMNs stand in when absent.
+    requester_plmns: Option<Vec<Plmn>>,
+    /// The NRF's own PLMNs (`plmn_list`), when it has any: the defaults of both PLMN lists.
+    serving: Option<&'q [Plmn]>,
+    /// Services as the requester reads them (requester-features, Service-Map).
+    form: ServiceForm,
     limit: usize,
     max_payload: usize,
 }
@@ -379,6 +405,10 @@ params! {
     RoutingIndicator = "routing-indicator",
     TargetNfSetId = "target-nf-set-id",
     PreferredLocality = "preferred-locality",
+    PreferredTai = "preferred-tai",
+    Ipv4Index = "ipv4-index",
+    RequesterPlmnList = "requester-plmn-list",
+    RequesterFeatures = "requester-features",
 }
 
 /// The query, with the parameters of [`P`] it holds.
@@ -466,15 +496,38 @@ impl<'q> Request<'q> {
             Some(v) => Some(guami_of(&v).ok_or_else(|| invalid("guami", "not a Guami"))?),
             None => None,
         };
-        let target_plmns = match q.json::<Vec<Value>>(P::TargetPlmnList)? {
-            Some(l) => Some(
-                l.iter()
-                    .map(|p| {
-                        plmn_of(p).ok_or_else(|| invalid("target-plmn-list", "not a PlmnId list"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
+        let plmns = |p: P| -> Result<Option<Vec<Plmn>>, ProblemDetails> {
+            match q.json::<Vec<Value>>(p)? {
+                Some(l) if l.is_empty() => Err(invalid(p.name(), "an empty PlmnId list")),
+                Some(l) => Ok(Some(
+                    l.iter()
+                        .map(|x| plmn_of(x).ok_or_else(|| invalid(p.name(), "not a PlmnId list")))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )),
+                None => Ok(None),
+            }
+        };
+        let target_plmns = plmns(P::TargetPlmnList)?;
+        let requester_plmns = plmns(P::RequesterPlmnList)?;
+        let preferred_tai = match q.json::<Value>(P::PreferredTai)? {
+            Some(v) => Some(tai_of(&v).ok_or_else(|| invalid("preferred-tai", "not a Tai"))?),
+            None => None,
+        };
+        // IpIndex is JSON (an integer or a string); a bare word is taken as the string.
+        let ipv4_index = match q.get(P::Ipv4Index)? {
+            Some(raw) => Some(
+                serde_json::from_str::<Value>(raw)
+                    .ok()
+                    .map_or_else(|| Some(raw.to_owned()), |v| ip_index(&v))
+                    .ok_or_else(|| invalid("ipv4-index", "not an IpIndex"))?,
             ),
             None => None,
+        };
+        let form = match q.get(P::RequesterFeatures)? {
+            Some(f) => ServiceForm::asked(Some(f), view::DISC_SERVICE_MAP).ok_or_else(|| {
+                invalid("requester-features", "not a SupportedFeatures hexadecimal string")
+            })?,
+            None => ServiceForm::Array,
         };
         let lower = |p: P| -> Result<Option<String>, ProblemDetails> {
             Ok(q.get(p)?.map(str::to_ascii_lowercase))
@@ -504,36 +557,40 @@ impl<'q> Request<'q> {
             routing_indicator: q.get(P::RoutingIndicator)?,
             set_id: q.get(P::TargetNfSetId)?,
             locality: q.get(P::PreferredLocality)?,
+            preferred_tai,
+            ipv4_index,
+            requester_plmns,
+            serving: None,
+            form,
             limit,
             max_payload: max_payload * 1000,
         })
     }
 
-    fn matches(&self, e: &Entry) -> bool {
+    /// Whether `e` answers the request and, if so, which of its services (a mask over its
+    /// view's services): those named in `service-names` (all without it) that the requester
+    /// may see. A profile with services but none left for this requester is no answer.
+    fn matches(&self, e: &Entry, requester: &Requester<'_>) -> Option<u64> {
         let d = &e.disc;
         if self.instance.as_ref().is_some_and(|i| *i != e.key) {
-            return false;
+            return None;
         }
-        if d.allowed_nf_types.as_ref().is_some_and(|a| !a.iter().any(|t| t == self.requester)) {
-            return false;
+        if !d.allowed.allows(requester) {
+            return None;
         }
-        if !self.services.is_empty()
-            && !self.services.iter().any(|s| d.services.iter().any(|x| x == s))
-        {
-            return false;
-        }
+        let selected = self.services_of(e, requester)?;
         if let (Some(want), Some(have)) = (&self.snssais, &d.snssais) {
             if !want.iter().any(|w| have.iter().any(|h| h.serves(w))) {
-                return false;
+                return None;
             }
         }
         if let (Some(dnn), Some(dnns)) = (self.dnn, &d.dnns) {
             if !dnns.iter().any(|x| x == dnn) {
-                return false;
+                return None;
             }
         }
         if self.tai.as_ref().is_some_and(|t| !d.serves_tai(t)) {
-            return false;
+            return None;
         }
         let in_ranges =
             |raw: Option<&str>, id: Option<&str>, r: &Option<Vec<Range>>| match (raw, id, r) {
@@ -543,24 +600,41 @@ impl<'q> Request<'q> {
         if !in_ranges(self.supi_raw, self.supi, &d.supi_ranges)
             || !in_ranges(self.gpsi_raw, self.gpsi, &d.gpsi_ranges)
         {
-            return false;
+            return None;
         }
         if !self.matches_more(d) {
-            return false;
+            return None;
         }
         if !self.groups.is_empty() && !d.group_ids.iter().any(|g| self.groups.contains(&g.as_str()))
         {
-            return false;
+            return None;
         }
         if let (Some(ri), Some(ris)) = (self.routing_indicator, &d.routing_indicators) {
             if !ris.iter().any(|x| x == ri) {
-                return false;
+                return None;
             }
         }
         if self.set_id.is_some_and(|s| !d.set_ids.iter().any(|x| x == s)) {
-            return false;
+            return None;
         }
-        true
+        Some(selected)
+    }
+
+    /// The services of `e` this answer keeps (see [`Request::matches`]).
+    fn services_of(&self, e: &Entry, requester: &Requester<'_>) -> Option<u64> {
+        let services = &e.view.services;
+        if services.is_empty() {
+            // Nothing to match a service name against.
+            return self.services.is_empty().then_some(0);
+        }
+        let mut selected = 0u64;
+        for (i, s) in services.iter().enumerate() {
+            let named = self.services.is_empty() || self.services.contains(&s.name.as_str());
+            if named && s.allowed.allows(requester) {
+                selected |= 1 << i;
+            }
+        }
+        (selected != 0).then_some(selected)
     }
 
     /// The AMF, SMF, UDR, PLMN and authorisation filters.
@@ -583,36 +657,46 @@ impl<'q> Request<'q> {
                 return false;
             }
         }
-        if self.pgw_ind == Some(true) && d.pgw_fqdns.is_none() {
+        // pgw-ind: true asks for a combined PGW-C+SMF, false for a standalone SMF.
+        if self.pgw_ind.is_some_and(|combined| combined != d.pgw) {
             return false;
+        }
+        if let Some(index) = &self.ipv4_index {
+            let dnn_ok = |dnn: &str| self.dnn.is_none_or(|want| want == dnn);
+            if !d.ipv4_indexes.iter().any(|(dnn, i)| i == index && dnn_ok(dnn)) {
+                return false;
+            }
         }
         if let (Some(ds), Some(sets)) = (self.data_set, &d.data_sets) {
             if !sets.iter().any(|s| s == ds) {
                 return false;
             }
         }
-        if let (Some(want), Some(have)) = (&self.target_plmns, &d.plmns) {
+        if let (Some(want), Some(have)) = (self.target_plmns.as_deref().or(self.serving), &d.plmns)
+        {
             if !want.iter().any(|w| have.contains(w)) {
-                return false;
-            }
-        }
-        if let (Some(want), Some(allowed)) = (&self.requester_snssais, &d.allowed_nssais) {
-            if !want.iter().any(|w| allowed.iter().any(|a| a.serves(w))) {
-                return false;
-            }
-        }
-        if let (Some(fqdn), Some(domains)) = (self.requester_fqdn, &d.allowed_domains) {
-            if !domains.iter().any(|p| p.is_match(fqdn)) {
                 return false;
             }
         }
         true
     }
 
+    /// The requester as the allowed* attributes see it.
+    fn requester(&self) -> Requester<'_> {
+        Requester {
+            nf_type: self.requester,
+            plmns: self.requester_plmns.as_deref().or(self.serving),
+            fqdn: self.requester_fqdn,
+            snssais: self.requester_snssais.as_deref(),
+        }
+    }
+
     /// The answer order as one integer, computed once per match (a comparison sort would
     /// otherwise re-read each profile's locality, priority, capacity and load per comparison):
-    /// preferred locality first, then priority (lower first), capacity (higher first), load
-    /// (lower first). Equal keys stay in nfInstanceId order (the caller's sort is stable).
+    /// preferred locality first, then NFs serving the preferred TAI, then priority (lower
+    /// first), capacity (higher first), load (lower first). Equal keys stay in nfInstanceId
+    /// order (the caller's sort is stable). The bits above 64 are the preference tier (see
+    /// [`tier`]).
     fn order_key(&self, e: &Entry, preferences: Option<&[String]>) -> u128 {
         // Extended preferred locality: the rank of a profile's locality in the configured list
         // for the asked locality; without a list, the asked locality itself ranks first.
@@ -622,16 +706,27 @@ impl<'q> Request<'q> {
                 None if loc == asked => 0,
                 None => usize::MAX,
             },
-            _ => usize::MAX,
+            (Some(_), None) => usize::MAX,
+            (None, _) => 0,
         };
+        let rank = u32::try_from(rank).unwrap_or(u32::MAX);
+        let tai_miss = self.preferred_tai.as_ref().is_some_and(|t| !e.disc.serves_tai(t));
         let priority = e.profile.priority.unwrap_or(u16::MAX);
         let capacity = u16::MAX - e.profile.capacity.unwrap_or(0);
         let load = e.profile.load.unwrap_or(0);
-        (rank as u64 as u128) << 64
+        u128::from(rank) << 96
+            | u128::from(tai_miss) << 64
             | u128::from(priority) << 32
             | u128::from(capacity) << 16
             | u128::from(load)
     }
+}
+
+/// The preference tier of an order key: profiles of a later tier have their priorities raised
+/// above those of the earlier ones in the answer (TS 29.510 §6.2.3.2.3.1, preferred-locality:
+/// the NRF "should set a lower priority" for NFs outside it).
+fn tier(key: u128) -> u64 {
+    (key >> 64) as u64
 }
 
 /// GET /nf-instances: NFDiscover.
@@ -647,6 +742,7 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
     let q = req.query();
     let slf_group: String;
     let mut r = Request::parse(&q, nrf.config.discovery.max_profiles)?;
+    r.serving = (!nrf.serving_plmns.is_empty()).then_some(&nrf.serving_plmns[..]);
     // The SLF wants the subscriber as sent (`imsi-...`, `msisdn-...`), not the digits the
     // range matching uses.
     if let Some(subscriber) =
@@ -685,26 +781,23 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
             .locality
             .and_then(|l| nrf.config.discovery.locality_preferences.get(l))
             .map(Vec::as_slice);
-        let mut found: Vec<(u128, &Arc<Entry>)> = candidates
-            .iter()
-            .filter(|e| e.profile.nf_status == models::REGISTERED && r.matches(e))
-            .map(|e| (r.order_key(e, preferences), e))
-            .collect();
+        let requester = r.requester();
+        let with_status = |status: &'static str| {
+            candidates.iter().filter(move |e| e.profile.nf_status == status).filter_map(|e| {
+                let selected = r.matches(e, &requester)?;
+                Some(Found { key: r.order_key(e, preferences), entry: e, selected })
+            })
+        };
+        let mut found: Vec<Found<'_>> = with_status(models::REGISTERED).collect();
         if found.is_empty() && nrf.config.discovery.suspended_when_empty {
-            found.extend(
-                candidates
-                    .iter()
-                    .filter(|e| e.profile.nf_status == models::SUSPENDED && r.matches(e))
-                    .map(|e| (r.order_key(e, preferences), e)),
-            );
+            found.extend(with_status(models::SUSPENDED));
         }
         if found.is_empty() && forwarding::applies(nrf, r.target, req) {
             None
         } else {
             // Stable: the candidates come in nfInstanceId order, which thereby breaks ties
             // without comparing the ids (the SMF and AMF lists are long, their ids alike).
-            found.sort_by_key(|(key, _)| *key);
-            let found: Vec<&Arc<Entry>> = found.into_iter().map(|(_, e)| e).collect();
+            found.sort_by_key(|f| f.key);
             Some(answer(nrf, &r, &found, Some(index.generation())))
         }
     };
@@ -721,13 +814,25 @@ async fn discover(nrf: &Nrf, req: &SbiRequest, waited: &mut Duration) -> Handler
     answer(nrf, &r, &[], None)
 }
 
+/// A matching profile: its order key, and the services the answer keeps.
+struct Found<'a> {
+    key: u128,
+    entry: &'a Arc<Entry>,
+    selected: u64,
+}
+
+/// The end of every SearchResult: `nrfSupportedFeatures` names feature 6, Service-Map
+/// (TS 29.510 §6.2.9), the one optional discovery feature this NRF implements whole.
+const TAIL: &[u8] = b"],\"nrfSupportedFeatures\":\"20\"}";
+
 /// The SearchResult, assembled from the profiles' pre-serialised consumer views, or the body
-/// assembled earlier for the same profiles when `generation` (the index's, read lock held) is
-/// given.
+/// assembled earlier for the same choice when `generation` (the index's, read lock held) is
+/// given. Profiles are taken in order until `limit`, or until the next would take the body
+/// over `max-payload-size`.
 fn answer(
     nrf: &Nrf,
     r: &Request<'_>,
-    found: &[&Arc<Entry>],
+    found: &[Found<'_>],
     generation: Option<u64>,
 ) -> HandlerResult {
     let validity = nrf.config.validity_period(r.target);
@@ -735,31 +840,38 @@ fn answer(
         use std::io::Write as _;
         let _ = write!(out, "{{\"validityPeriod\":{validity},\"nfInstances\":[");
     };
-    // limit, then max-payload-size: stop before a profile that would take the answer over it.
     let mut len = {
         let mut h = Vec::with_capacity(48);
         head(&mut h);
-        h.len()
+        h.len() + TAIL.len()
     };
-    let mut n = 0;
-    for e in found.iter().take(r.limit) {
-        if len + e.public_json.len() + 2 > r.max_payload {
+    // Priority offsets: a later preference tier starts above the largest priority written in
+    // the earlier ones, so consumers choosing by priority pick the preferred NFs.
+    let mut chosen: Vec<Chosen<'_>> = Vec::with_capacity(found.len().min(r.limit));
+    let (mut tier_now, mut offset, mut highest) = (found.first().map(|f| tier(f.key)), 0u32, 0u32);
+    for f in found.iter().take(r.limit) {
+        if Some(tier(f.key)) != tier_now {
+            tier_now = Some(tier(f.key));
+            offset = highest + 1;
+        }
+        let size = f.entry.view.len(r.form, f.selected, offset) + usize::from(!chosen.is_empty());
+        if len + size > r.max_payload {
             break;
         }
-        len += e.public_json.len() + usize::from(n > 0);
-        n += 1;
+        len += size;
+        highest = highest.max(f.entry.view.max_priority(f.selected, offset));
+        chosen.push(Chosen { entry: f.entry, selected: f.selected, offset });
     }
-    let chosen = &found[..n];
     let build = || {
-        let mut out = Vec::with_capacity(len + 2);
+        let mut out = Vec::with_capacity(len);
         head(&mut out);
-        for (i, e) in chosen.iter().enumerate() {
+        for (i, c) in chosen.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(&e.public_json);
+            c.entry.view.write(&mut out, r.form, c.selected, c.offset);
         }
-        out.extend_from_slice(b"]}");
+        out.extend_from_slice(TAIL);
         Answer {
             body: Bytes::from(out),
             cache_control: HeaderValue::from_str(&format!("max-age={validity}"))
@@ -767,7 +879,7 @@ fn answer(
         }
     };
     let Answer { body, cache_control } = match generation {
-        Some(g) => nrf.answers.get_or_build(g, validity, chosen, build),
+        Some(g) => nrf.answers.get_or_build(g, validity, r.form, &chosen, build),
         None => build(),
     };
     let mut resp = http::Response::new(sbi::Body::from(body));

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::context::{now_ms, Entry, Nrf};
 use crate::models::{self, NfProfile};
 use crate::subscriptions::publish;
+use crate::view::{self, ServiceForm};
 
 pub const NF_INSTANCES_PATH: &str = "/nnrf-nfm/v1/nf-instances";
 
@@ -178,10 +179,25 @@ pub async fn deregister(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
 /// GET /nf-instances/{nfInstanceID}: NFProfile retrieval.
 pub async fn get(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let key = req.param("nfInstanceID").to_ascii_lowercase();
+    // Services in the form the consumer reads, when it says (requester-features, Service-Map);
+    // else the profile as stored.
+    let form = match req.query().get("requester-features")? {
+        Some(f) => Some(ServiceForm::asked(Some(f), view::NFM_SERVICE_MAP).ok_or_else(|| {
+            ProblemDetails::invalid_params(
+                cause::INVALID_QUERY_PARAM,
+                vec![InvalidParam::new("requester-features", "not a SupportedFeatures string")],
+            )
+        })?),
+        None => None,
+    };
     let entry = nrf
         .entry(&key)
         .ok_or_else(|| ProblemDetails::not_found(format!("no NF instance {key}")))?;
-    Ok(with_etag(json_response(StatusCode::OK, &entry.value)?, entry.version))
+    let resp = match form {
+        Some(form) => json_response(StatusCode::OK, &view::in_form(&entry.value, form))?,
+        None => json_response(StatusCode::OK, &entry.value)?,
+    };
+    Ok(with_etag(resp, entry.version))
 }
 
 fn positive(q: &sbi::query::Query, name: &str) -> Result<Option<usize>, ProblemDetails> {

@@ -170,7 +170,8 @@ pub fn api_root(profile: &Value) -> Option<Uri> {
 }
 
 fn api_root_text(profile: &Value) -> Option<String> {
-    let service = profile["nfServices"].as_array()?.iter().find(|s| s["serviceName"] == SERVICE)?;
+    let service =
+        crate::view::merged_services(profile).into_iter().find(|s| s["serviceName"] == SERVICE)?;
     if let Some(prefix) = service["apiPrefix"].as_str() {
         return Some(prefix.trim_end_matches('/').to_owned());
     }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{now_ms, Entry, Nrf};
 use crate::models::{self, NotificationData, SubscriptionData, NOTIFICATION_EVENTS};
+use crate::view::{self, ServiceForm};
 
 pub const SUBSCRIPTIONS_PATH: &str = "/nnrf-nfm/v1/subscriptions";
 
@@ -94,6 +95,9 @@ pub struct Subscription {
     pub data: SubscriptionData,
     pub cond: SubscrCond,
     pub expires_ms: u64,
+    /// How its notifications carry services: as a map when its requesterFeatures has
+    /// Service-Map (feature 1 of Nnrf_NFManagement), else as the array.
+    pub form: ServiceForm,
 }
 
 impl Subscription {
@@ -104,7 +108,14 @@ impl Subscription {
             .as_deref()
             .and_then(parse_time)
             .ok_or_else(|| bad("/validityTime", "not a date-time"))?;
-        Ok(Subscription { data, cond, expires_ms })
+        let form = match data.extra.get("requesterFeatures") {
+            None => ServiceForm::Array,
+            Some(f) => f
+                .as_str()
+                .and_then(|f| ServiceForm::asked(Some(f), view::NFM_SERVICE_MAP))
+                .ok_or_else(|| bad("/requesterFeatures", "not a SupportedFeatures string"))?,
+        };
+        Ok(Subscription { data, cond, expires_ms, form })
     }
 
     pub fn from_stored(v: Value) -> Result<Subscription, String> {
@@ -250,7 +261,12 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let requested = doc.get("validityTime").and_then(Value::as_str);
     let expires = grant_validity(&nrf, requested)?;
     data.validity_time = Some(format_time(expires));
-    let sub = Arc::new(Subscription { data, cond: current.cond.clone(), expires_ms: expires });
+    let sub = Arc::new(Subscription {
+        data,
+        cond: current.cond.clone(),
+        expires_ms: expires,
+        form: current.form,
+    });
     let body = serde_json::to_vec(&sub.data).unwrap_or_default();
     nrf.store.put_subscription(&id, body, expires).await?;
     nrf.write_subscriptions().insert(id, sub.clone());
@@ -317,7 +333,8 @@ fn fan_out(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Entry>) {
         format!("{}/nnrf-nfm/v1/nf-instances/{}", nrf.api_root(None), entry.profile.nf_instance_id);
     // ChangeItems only for subscriptions with a notifCondition: computed once, when one needs it.
     let mut changes: Option<Vec<models::ChangeItem>> = None;
-    let mut whole: Option<Bytes> = None;
+    // Whole-profile bodies, one per services form (see [`Subscription::form`]).
+    let mut whole: [Option<Bytes>; 2] = [None, None];
     for sub in targets {
         let body = match (&sub.data.notif_condition, event) {
             (Some(cond), models::NF_PROFILE_CHANGED) => {
@@ -351,7 +368,9 @@ fn fan_out(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Entry>) {
                 };
                 Bytes::from(serde_json::to_vec(&n).unwrap_or_default())
             }
-            _ => whole.get_or_insert_with(|| whole_notification(event, &uri, entry)).clone(),
+            _ => whole[sub.form as usize]
+                .get_or_insert_with(|| whole_notification(event, &uri, entry, sub.form))
+                .clone(),
         };
         nrf.notifier.send(&sub.data.nf_status_notification_uri, body);
     }
@@ -360,7 +379,7 @@ fn fan_out(nrf: &Nrf, event: &'static str, entry: &Entry, old: Option<&Entry>) {
 /// NotificationData with the whole profile (none for NF_DEREGISTERED), built once per event and
 /// shared by every subscriber: the entry's consumer view is already serialised, so it is
 /// spliced in as bytes rather than cloned and encoded again.
-fn whole_notification(event: &'static str, uri: &str, entry: &Entry) -> Bytes {
+fn whole_notification(event: &'static str, uri: &str, entry: &Entry, form: ServiceForm) -> Bytes {
     let head = NotificationData {
         event,
         nf_instance_uri: uri.to_owned(),
@@ -370,9 +389,9 @@ fn whole_notification(event: &'static str, uri: &str, entry: &Entry) -> Bytes {
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
     if event != models::NF_DEREGISTERED && out.last() == Some(&b'}') {
         out.pop();
-        out.reserve(entry.public_json.len() + 16);
+        out.reserve(entry.view.len(form, entry.view.all(), 0) + 16);
         out.extend_from_slice(b",\"nfProfile\":");
-        out.extend_from_slice(&entry.public_json);
+        entry.view.write(&mut out, form, entry.view.all(), 0);
         out.push(b'}');
     }
     Bytes::from(out)

@@ -87,9 +87,10 @@ async fn amf_smf_udr_plmn_and_authorisation_filters() {
         found(&nrf, "target-nf-type=SMF&requester-nf-type=AMF&pgw-ind=true").await,
         vec![uuid(3)]
     );
+    // false asks for a standalone SMF: one without a PGW-C.
     assert_eq!(
-        found(&nrf, "target-nf-type=SMF&requester-nf-type=AMF&pgw-ind=false").await.len(),
-        2
+        found(&nrf, "target-nf-type=SMF&requester-nf-type=AMF&pgw-ind=false").await,
+        vec![uuid(4)]
     );
 
     register(&nrf, 5, "UDR", json!({"udrInfo": {"supportedDataSets": ["POLICY"]}})).await;
