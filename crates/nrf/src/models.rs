@@ -365,11 +365,14 @@ fn push_pointer(path: &mut String, key: &str) {
 pub const AUTHORISATION_ATTRIBUTES: &[&str] =
     &["allowedPlmns", "allowedSnpns", "allowedNfTypes", "allowedNfDomains", "allowedNssais"];
 
-/// The profile as consumers see it: without the authorisation attributes.
+/// What only the registering NF writes (writeOnly in the NFProfile schema): never sent to others.
+const WRITE_ONLY_ATTRIBUTES: &[&str] = &["nfProfileChangesSupportInd"];
+
+/// The profile as consumers see it: without the authorisation and write-only attributes.
 pub fn public_view(profile: &Value) -> Value {
     let mut v = profile.clone();
     if let Some(map) = v.as_object_mut() {
-        for k in AUTHORISATION_ATTRIBUTES {
+        for k in AUTHORISATION_ATTRIBUTES.iter().chain(WRITE_ONLY_ATTRIBUTES) {
             map.remove(*k);
         }
         let strip = |s: &mut Value| {

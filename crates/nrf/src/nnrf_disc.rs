@@ -568,8 +568,8 @@ impl<'q> Request<'q> {
     }
 
     /// Whether `e` answers the request and, if so, which of its services (a mask over its
-    /// view's services): those named in `service-names` (all without it) that the requester
-    /// may see. A profile with services but none left for this requester is no answer.
+    /// view's services): the REGISTERED ones named in `service-names` (all without it) that
+    /// the requester may see. A profile with services but none left for this requester is no answer.
     fn matches(&self, e: &Entry, requester: &Requester<'_>) -> Option<u64> {
         let d = &e.disc;
         if self.instance.as_ref().is_some_and(|i| *i != e.key) {
@@ -630,7 +630,7 @@ impl<'q> Request<'q> {
         let mut selected = 0u64;
         for (i, s) in services.iter().enumerate() {
             let named = self.services.is_empty() || self.services.contains(&s.name.as_str());
-            if named && s.allowed.allows(requester) {
+            if named && s.registered && s.allowed.allows(requester) {
                 selected |= 1 << i;
             }
         }

@@ -82,6 +82,8 @@ fn put_u32(out: &mut impl Sink, mut n: u32) {
 #[derive(Debug)]
 pub struct ServiceView {
     pub name: String,
+    /// nfServiceStatus is REGISTERED: only such services are discovered.
+    pub registered: bool,
     pub allowed: Allowed,
     /// The serviceInstanceId as a JSON string: the key in the map form.
     key_json: Bytes,
@@ -156,6 +158,8 @@ impl ProfileView {
                 let id = m.get("serviceInstanceId")?;
                 Some(ServiceView {
                     name: m.get("serviceName").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    registered: m.get("nfServiceStatus").and_then(Value::as_str)
+                        == Some(models::REGISTERED),
                     allowed: Allowed::of(raw),
                     key_json: Bytes::from(serde_json::to_vec(id).ok()?),
                     head: head_of(m, &["priority"]),
