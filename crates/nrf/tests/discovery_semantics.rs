@@ -165,13 +165,10 @@ async fn service_map_feature_chooses_the_answer_form() {
 
 // ---- D: per-service authorisation --------------------------------------------------------------
 
-#[tokio::test]
-async fn per_service_authorisation_removes_services_and_empty_profiles() {
-    let dir = tempfile::tempdir().unwrap();
-    let nrf = TestNrf::start(dir.path(), nrf_config()).await;
+fn udms_with_service_authorisation() -> Vec<Value> {
     let slice1 = json!({"sst": 1, "sd": "000001"});
     let with = |id: &str, name: &str, extra: Value| nf_service(id, name, extra);
-    let profiles = vec![
+    vec![
         nf(
             11,
             "UDM",
@@ -212,7 +209,15 @@ async fn per_service_authorisation_removes_services_and_empty_profiles() {
             }),
         ),
         nf(15, "UDM", json!({"allowedNfTypes": ["AMF", "SMF", "AUSF"]})),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn per_service_authorisation_removes_services_and_empty_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let nrf = TestNrf::start(dir.path(), nrf_config()).await;
+    let slice1 = json!({"sst": 1, "sd": "000001"});
+    let profiles = udms_with_service_authorisation();
     register_all(&nrf, &profiles).await;
     let mut queries = Vec::new();
     for requester in ["AMF", "SMF", "AUSF", "PCF"] {
@@ -436,13 +441,14 @@ fn priorities(p: &Value) -> (Option<u64>, BTreeMap<String, u64>) {
     (p.get("priority").and_then(Value::as_u64), services)
 }
 
-#[tokio::test]
-async fn preferences_order_tiers_and_lift_later_priorities() {
-    let dir = tempfile::tempdir().unwrap();
-    let nrf = TestNrf::start(dir.path(), nrf_config()).await;
-    let home = plmn("001", "01");
-    let t1 = json!({"plmnId": home, "tac": "0000A1"});
-    let t2 = json!({"plmnId": home, "tac": "0000B2"});
+fn tai(tac: &str) -> Value {
+    json!({"plmnId": plmn("001", "01"), "tac": tac})
+}
+
+/// SMFs in localities east, west, north, serving TAC 0000A1 or 0000B2, with priorities on
+/// profiles and services (one near the top of the range).
+fn smfs_with_preferences() -> Vec<Value> {
+    let (t1, t2) = (tai("0000A1"), tai("0000B2"));
     let smf = |n: u32, locality: &str, tai: &Value, priority: Option<u64>, services: Value| {
         let mut p = nf(
             n,
@@ -458,7 +464,7 @@ async fn preferences_order_tiers_and_lift_later_priorities() {
         p
     };
     let prio = |id: &str, v: u64| nf_service(id, "nsmf-pdusession", json!({"priority": v}));
-    let profiles = vec![
+    vec![
         smf(51, "east", &t1, Some(5), json!({"nfServices": [prio("h1-a", 3), prio("h1-b", 7)]})),
         smf(52, "west", &t1, Some(1), json!({"nfServiceList": service_map(&[prio("h2-a", 0)])})),
         smf(53, "east", &t2, None, json!({"nfServiceList": service_map(&[prio("h3-a", 10)])})),
@@ -466,7 +472,15 @@ async fn preferences_order_tiers_and_lift_later_priorities() {
         smf(55, "east", &t1, Some(8), json!({})),
         smf(56, "west", &t2, Some(65530), json!({"nfServices": [prio("h6-a", 65000)]})),
         smf(57, "north", &t1, Some(0), json!({"nfServices": [prio("h7-a", 2)]})),
-    ];
+    ]
+}
+
+#[tokio::test]
+async fn preferences_order_tiers_and_lift_later_priorities() {
+    let dir = tempfile::tempdir().unwrap();
+    let nrf = TestNrf::start(dir.path(), nrf_config()).await;
+    let (t1, t2) = (tai("0000A1"), tai("0000B2"));
+    let profiles = smfs_with_preferences();
     register_all(&nrf, &profiles).await;
     let base = || Disc::new("SMF", "AMF");
     let queries = vec![
@@ -768,4 +782,72 @@ async fn the_guide_discovery_lines_with_service_names() {
     let queries: Vec<Disc> = lines.iter().map(|(_, q)| q.clone()).collect();
     check_answers(&nrf, &profiles, &json!([]), &queries).await;
     nrf.stop().await;
+}
+
+// ---- The oracle itself -----------------------------------------------------------------------
+
+/// The oracle against answers worked out by hand from the rules, so that a failure above points
+/// at the NRF, not at the oracle.
+#[test]
+fn the_oracle_agrees_with_hand_worked_answers() {
+    // (profile number, its services) in answer order.
+    let answer = |profiles: &[Value], q: Disc, nrf_plmns: Value| -> String {
+        let mut out = Vec::new();
+        for e in expected(profiles, &q, &nrf_plmns) {
+            let n = u32::from_str_radix(&e.id[..8], 16).unwrap();
+            let services: Vec<String> = e.services.into_iter().flatten().collect();
+            out.push(format!("{n}{services:?}"));
+        }
+        out.join(" ")
+    };
+    let d = udms_with_service_authorisation();
+    assert_eq!(
+        answer(&d, Disc::new("UDM", "AMF"), json!([])),
+        r#"11["d1-sdm", "d1-uecm"] 12["d2-ee", "d2-sdm", "d2-uecm"] 14["d4-sdm", "d4-ueau"] 15[]"#
+    );
+    assert_eq!(
+        answer(&d, Disc::new("UDM", "AUSF").names("nudm-ueau"), json!([])),
+        r#"11["d1-ueau"] 13["d3-ueau"] 14["d4-ueau"]"#
+    );
+    assert_eq!(
+        answer(&d, Disc::new("UDM", "SMF").names("nudm-sdm,nudm-uecm"), json!([])),
+        r#"11["d1-uecm"] 12["d2-sdm", "d2-uecm"] 13["d3-sdm"]"#
+    );
+    assert_eq!(
+        answer(&d, Disc::new("UDM", "AMF").fqdn("amf1.other.org"), json!([])),
+        r#"11["d1-sdm", "d1-uecm"] 12["d2-ee", "d2-uecm"] 14["d4-sdm", "d4-ueau"] 15[]"#
+    );
+    let sst2 = json!([{"sst": 2}]);
+    assert_eq!(
+        answer(&d, Disc::new("UDM", "SMF").requester_snssais(sst2).names("nudm-uecm"), json!([])),
+        r#"11["d1-uecm"]"#
+    );
+
+    let e = pcfs_with_plmns();
+    let home = json!([plmn("001", "01")]);
+    assert_eq!(
+        answer(&e, Disc::new("PCF", "SMF"), home.clone()),
+        r#"21["e1-am"] 23[] 24[] 26["e6-am", "e6-ue"]"#
+    );
+    let q = Disc::new("PCF", "SMF")
+        .requester_plmns(json!([plmn("003", "03")]))
+        .target_plmns(json!([plmn("002", "02")]));
+    assert_eq!(answer(&e, q.clone(), home), r#"22["e2-am"] 23[]"#);
+    assert_eq!(
+        answer(&e, q, json!([])),
+        r#"21["e1-am"] 22["e2-am"] 23[] 25[] 26["e6-sm", "e6-ue"]"#
+    );
+
+    let h = smfs_with_preferences();
+    let order = |q: Disc| {
+        expected(&h, &q, &json!([]))
+            .iter()
+            .map(|e| u32::from_str_radix(&e.id[..8], 16).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let base = || Disc::new("SMF", "AMF");
+    assert_eq!(order(base()), [57, 52, 54, 51, 55, 56, 53]);
+    assert_eq!(order(base().locality("east")), [51, 55, 53, 57, 52, 54, 56]);
+    assert_eq!(order(base().tai(tai("0000A1"))), [57, 52, 51, 55, 54, 56, 53]);
+    assert_eq!(order(base().locality("west").tai(tai("0000B2"))), [54, 56, 52, 53, 57, 51, 55]);
 }
