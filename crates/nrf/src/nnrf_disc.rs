@@ -672,8 +672,9 @@ impl<'q> Request<'q> {
                 return false;
             }
         }
-        if let (Some(want), Some(have)) = (self.target_plmns.as_deref().or(self.serving), &d.plmns)
-        {
+        // A profile without plmnList is in the NRF's own PLMN(s), when it has any.
+        let have = d.plmns.as_deref().or(self.serving);
+        if let (Some(want), Some(have)) = (self.target_plmns.as_deref().or(self.serving), have) {
             if !want.iter().any(|w| have.contains(w)) {
                 return false;
             }

@@ -199,8 +199,6 @@ pub async fn subscribe(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let id = uuid::Uuid::new_v4().simple().to_string();
     data.subscription_id = Some(id.clone());
     data.validity_time = Some(format_time(expires));
-    // requesterFeatures is write-only: not echoed.
-    data.extra.remove("requesterFeatures");
     let sub = Arc::new(Subscription::build(data)?);
     {
         // Reserve the slot before the store write so concurrent requests cannot overshoot.
@@ -223,7 +221,7 @@ pub async fn subscribe(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
         nrf.write_subscriptions().remove(&id);
         return Err(e.into());
     }
-    let mut resp = json_response(StatusCode::CREATED, &sub.data)?;
+    let mut resp = json_response(StatusCode::CREATED, &answered(&sub.data))?;
     let location = format!("{}{SUBSCRIPTIONS_PATH}/{id}", nrf.api_root(Some(&req)));
     if let Ok(v) = HeaderValue::from_str(&location) {
         resp.headers_mut().insert(header::LOCATION, v);
@@ -270,7 +268,16 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     let body = serde_json::to_vec(&sub.data).unwrap_or_default();
     nrf.store.put_subscription(&id, body, expires).await?;
     nrf.write_subscriptions().insert(id, sub.clone());
-    Ok(json_response(StatusCode::OK, &sub.data)?)
+    Ok(json_response(StatusCode::OK, &answered(&sub.data))?)
+}
+
+/// SubscriptionData as answered: requesterFeatures is write-only (kept in the store, since it
+/// decides the notifications' form), nrfSupportedFeatures read-only: Service-Map, feature 1.
+fn answered(data: &SubscriptionData) -> SubscriptionData {
+    let mut data = data.clone();
+    data.extra.remove("requesterFeatures");
+    data.extra.insert("nrfSupportedFeatures".into(), Value::from("1"));
+    data
 }
 
 /// DELETE /subscriptions/{subscriptionID}: NFStatusUnsubscribe.
