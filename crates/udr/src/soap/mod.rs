@@ -148,6 +148,7 @@ async fn serve(udr: &Arc<Udr>, req: &SbiRequest) -> Result<(String, String), Fau
             format!("SOAPAction {action:?} does not name the body's operation {}", op.name),
         ));
     }
+    adapter::known_children(op, adapter.fields(verb), "operation")?;
     let inner = adapter.call(udr, verb, op, text).await?;
     Ok((op.name.clone(), inner))
 }
