@@ -699,3 +699,35 @@ async fn unknown_elements_are_refused_everywhere() {
     }
     u.stop().await;
 }
+
+/// The SOAP endpoint answers in SOAP whatever `Accept` says, and what the SBI layers refuse
+/// before the handler (an oversized body) is a SOAP fault too; JSON endpoints keep their 406.
+#[tokio::test]
+async fn soap_clients_are_answered_in_soap() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let xml_ct = ("content-type", "text/xml; charset=utf-8");
+    let action = ("soapaction", "\"urn:fivecore:udr:provisioning:1/CreateSlfEntry\"");
+    let create = envelope("CreateSlfEntry", SLF_ENTRY);
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml")], &create).await;
+    response(&a, "CreateSlfEntry");
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml, multipart/related")], &create).await;
+    fault(&a, "Client", "ALREADY_EXISTS");
+    let a = post(&u, &[xml_ct, action, ("accept", "application/soap+xml")], "<oops").await;
+    fault(&a, "Client", "MALFORMED_XML");
+
+    let huge = envelope("GetSlfEntry", &"<!-- padding -->".repeat(140_000));
+    assert!(huge.len() > 2 * 1024 * 1024);
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml")], &huge).await;
+    fault(&a, "Client", "PAYLOAD_TOO_LARGE");
+
+    let c = client();
+    let r = c
+        .get(&u.url("/udr-prov/v1/slf-entries/imsi-001010000000011"))
+        .header("accept", "text/xml")
+        .send()
+        .await
+        .unwrap();
+    problem(&r, 406, "NOT_ACCEPTABLE");
+    u.stop().await;
+}
