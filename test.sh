@@ -35,6 +35,14 @@ need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
+# A stock SOAP client reads docs/udr.wsdl in strict mode (crates/udr/tests/soap_zeep.rs)
+if ! python3 -c "import zeep" >/dev/null 2>&1; then
+    python3 -m pip --version >/dev/null 2>&1 || need_deb pip3 python3-pip
+    log "installing Python package zeep (for crates/udr/tests/soap_zeep.rs)"
+    # Debian marks its Python as externally managed (PEP 668); older pips ignore the variable.
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet zeep
+fi
+export FIVECORE_REQUIRE_ZEEP=1
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

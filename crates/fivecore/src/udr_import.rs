@@ -70,6 +70,7 @@ fn prepare(
         batch_rows: args.batch,
         stop_on_bad_row: args.on_bad_row == OnBadRow::Stop,
         max_service_data_bytes: config.udr.sh.max_repository_data_bytes,
+        limits: config.udr.provisioning,
         ..Options::new(kind, format)
     };
     // The same file `fivecore udr` would serve from with these flags.

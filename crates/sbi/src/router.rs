@@ -136,7 +136,12 @@ pub(crate) struct Route {
     /// The 3GPP service operation, e.g. `Nbsf_Management_Register`, for metrics and logs.
     pub(crate) operation: &'static str,
     pub(crate) handler: Arc<ErasedHandler>,
+    pub(crate) problems: Option<ProblemRenderer>,
 }
+
+/// Renders a problem answered before the handler ran (411, 413, 503) in a route's own media
+/// type, for routes that do not speak JSON (SOAP provisioning answers SOAP faults).
+pub type ProblemRenderer = fn(ProblemDetails) -> Response;
 
 /// The route a request resolved to, carried in the request's extensions down the layer stack.
 #[derive(Clone)]
@@ -145,6 +150,8 @@ pub struct Matched {
     pub index: usize,
     pub(crate) handler: Arc<ErasedHandler>,
     pub(crate) params: Vec<(&'static str, String)>,
+    /// Set for a route answering in its own media type ([`RouterBuilder::own_media`]).
+    pub problems: Option<ProblemRenderer>,
 }
 
 /// The service operation that served a response, set on it for the metrics layer: its name and
@@ -184,6 +191,7 @@ impl Router {
                         index,
                         handler: route.handler.clone(),
                         params,
+                        problems: route.problems,
                     });
                 }
                 allowed.push(&route.method);
@@ -268,7 +276,18 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
             Box::pin(IntoProblem { inner: handler(state.clone(), req), _error: PhantomData })
                 as BoxFuture
         });
-        self.routes.push(Route { method, segments, operation, handler });
+        self.routes.push(Route { method, segments, operation, handler, problems: None });
+        self
+    }
+
+    /// The route added last answers in its own media type, not JSON: the layers leave the
+    /// `Accept` header to its handler (no 406 for a client asking for, say, `text/xml`) and
+    /// render what they refuse before the handler runs with `render`.
+    ///
+    /// # Panics
+    /// Before any route: a programming error.
+    pub fn own_media(mut self, render: ProblemRenderer) -> Self {
+        self.routes.last_mut().expect("own_media follows a route").problems = Some(render);
         self
     }
 

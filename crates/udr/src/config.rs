@@ -33,6 +33,79 @@ pub struct UdrConfig {
     /// Policy data (N36): subscriptions and notification delivery (`[udr.policy]`).
     #[serde(default)]
     pub policy: crate::policy_data::PolicyConfig,
+    /// Sizes of what one provisioning request (REST, SOAP, import row) may carry
+    /// (`[udr.provisioning]`).
+    #[serde(default)]
+    pub provisioning: ProvisioningLimits,
+}
+
+/// `[udr.provisioning]`: list sizes of one provisioning request. A list is read up to its limit
+/// and refused beyond it (a 400 or a SOAP fault naming the field), before any per-item work, so
+/// an oversized request costs no more than one at the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvisioningLimits {
+    /// Identities of one SLF entry (`subscriberIds`). Default 32.
+    #[serde(default = "default_slf_ids_per_entry")]
+    pub max_slf_ids_per_entry: usize,
+    /// `subscriberId`s named by one SOAP GetSlfEntry or DeleteSlfEntry. Default 1000.
+    #[serde(default = "default_ids_per_request")]
+    pub max_ids_per_request: usize,
+    /// SUPIs, and GPSIs, bound to one EIR entry (each list). Default 100.
+    #[serde(default = "default_eir_bound_ids")]
+    pub max_eir_bound_ids: usize,
+    /// Identities of one Sh profile (public identities and MSISDNs together). Default 100.
+    #[serde(default = "default_sh_identities")]
+    pub max_sh_identities: usize,
+    /// Bytes of one Sh profile (its identities, names and ServiceData). Default 262144.
+    #[serde(default = "default_sh_profile_bytes")]
+    pub max_sh_profile_bytes: usize,
+}
+
+impl Default for ProvisioningLimits {
+    fn default() -> Self {
+        ProvisioningLimits {
+            max_slf_ids_per_entry: default_slf_ids_per_entry(),
+            max_ids_per_request: default_ids_per_request(),
+            max_eir_bound_ids: default_eir_bound_ids(),
+            max_sh_identities: default_sh_identities(),
+            max_sh_profile_bytes: default_sh_profile_bytes(),
+        }
+    }
+}
+
+fn default_slf_ids_per_entry() -> usize {
+    32
+}
+fn default_ids_per_request() -> usize {
+    1000
+}
+fn default_eir_bound_ids() -> usize {
+    100
+}
+fn default_sh_identities() -> usize {
+    100
+}
+fn default_sh_profile_bytes() -> usize {
+    256 * 1024
+}
+
+impl ProvisioningLimits {
+    fn validate(&self) -> Result<(), String> {
+        let limits = [
+            ("max_slf_ids_per_entry", self.max_slf_ids_per_entry, 1_000),
+            ("max_ids_per_request", self.max_ids_per_request, 100_000),
+            ("max_eir_bound_ids", self.max_eir_bound_ids, 10_000),
+            ("max_sh_identities", self.max_sh_identities, 10_000),
+            ("max_sh_profile_bytes", self.max_sh_profile_bytes, 16 << 20),
+        ];
+        for (name, v, most) in limits {
+            if !(1..=most).contains(&v) {
+                return Err(format!("udr.provisioning.{name} must be 1 to {most}"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[udr.slf]`: the SLF role.
@@ -77,6 +150,7 @@ impl UdrConfig {
         self.sh.validate()?;
         self.eir.validate(self.nrf.is_some())?;
         self.policy.validate()?;
+        self.provisioning.validate()?;
         Ok(())
     }
 }

@@ -79,6 +79,8 @@ pub struct Options {
     pub stop_on_bad_row: bool,
     /// Sh: the largest ServiceData accepted (`[udr.sh] max_repository_data_bytes`).
     pub max_service_data_bytes: usize,
+    /// List sizes of a row, as for the REST provisioning (`[udr.provisioning]`).
+    pub limits: crate::config::ProvisioningLimits,
 }
 
 impl Options {
@@ -89,6 +91,7 @@ impl Options {
             batch_rows: DEFAULT_BATCH_ROWS,
             stop_on_bad_row: true,
             max_service_data_bytes: crate::sh::ShConfig::default().max_repository_data_bytes,
+            limits: crate::config::ProvisioningLimits::default(),
         }
     }
 }
@@ -436,10 +439,13 @@ impl RowReader {
             }
         };
         match self.opts.kind {
-            Kind::Slf => slf_entries::parse_entry(&value).map(|e| Some(Row::Slf(e))),
-            Kind::Eir => eir_entries::parse_item(&value).map(|e| Some(Row::Eir(line_no, e))),
+            Kind::Slf => {
+                slf_entries::parse_entry(&value, &self.opts.limits).map(|e| Some(Row::Slf(e)))
+            }
+            Kind::Eir => eir_entries::parse_item(&value, &self.opts.limits)
+                .map(|e| Some(Row::Eir(line_no, e))),
             Kind::Policy => return policy_row(value).map(Some),
-            Kind::Sh => return sh_row(line_no, &value, self.opts.max_service_data_bytes).map(Some),
+            Kind::Sh => return sh_row(line_no, &value, &self.opts).map(Some),
             Kind::PolicySubscriptions => return subscription_row(value).map(Some),
         }
         .map_err(|p| RowError::Bad(describe(&p)))
@@ -505,7 +511,8 @@ fn policy_row(mut value: Value) -> Result<Row, RowError> {
 }
 
 /// An Sh row: the content of SOAP `CreateShProfile` as JSON, with the same checks.
-fn sh_row(line: u64, v: &Value, max_data: usize) -> Result<Row, RowError> {
+fn sh_row(line: u64, v: &Value, opts: &Options) -> Result<Row, RowError> {
+    let max_data = opts.max_service_data_bytes;
     let bad = |at: &str, why: String| RowError::Bad(format!("/{at}: {why}"));
     let Some(obj) = v.as_object() else {
         return Err(RowError::Bad("an Sh row must be a JSON object".into()));
@@ -582,6 +589,9 @@ fn sh_row(line: u64, v: &Value, max_data: usize) -> Result<Row, RowError> {
         Some(_) => return Err(bad("repositoryData", "must be an array".into())),
     }
     p.repository.sort_by(|a, b| a.service_indication.cmp(&b.service_indication));
+    let limits = &opts.limits;
+    p.check_size(limits.max_sh_identities, limits.max_sh_profile_bytes)
+        .map_err(|e| bad(e.field, e.reason))?;
     p.check().map_err(|e| bad(e.field, e.reason))?;
     Ok(Row::Sh(line, p))
 }

@@ -79,6 +79,7 @@ pub fn router(udr: Arc<Udr>) -> Router {
             slf::nudr_group_id_map::get_nf_group_ids,
         )
         .route(Method::POST, soap::PATH, soap::OPERATION, soap::handle)
+        .own_media(soap::problem_fault)
         .route(
             Method::GET,
             "/n5g-eir-eic/v1/equipment-status",

@@ -691,3 +691,46 @@ async fn bulk_load_function_for_import() {
     );
     udr.stop().await;
 }
+
+/// `OperatorSpecificDataContainer.dataType` is an enum (TS 29.505): a value outside it is a 400
+/// naming the field on every path that writes it (N36 PUT and JSON patch, the provisioning
+/// profile, which the SOAP profile and the import also go through), over HTTP/2.
+#[tokio::test]
+async fn operator_specific_data_type_is_an_enum() {
+    let (_dir, udr) = start().await;
+    let c = client();
+    let osd = udr.url(&n36(&format!("ues/{UE}/operator-specific-data")));
+    let bad = json!({"tariff": {"dataType": "text", "value": "t1"}});
+    let r = put_json(&c, &osd, &bad).await;
+    assert_eq!(r.version(), http::Version::HTTP_2);
+    let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(params(&p), ["/tariff/dataType"]);
+    assert!(p["invalidParams"][0]["reason"].as_str().unwrap().contains("boolean"), "{p}");
+    problem(&get(&c, &osd).await, 404, "USER_NOT_FOUND");
+    // Each value of the enum is accepted.
+    let all = json!({
+        "s": {"dataType": "string", "value": "x"}, "i": {"dataType": "integer", "value": 1},
+        "n": {"dataType": "number", "value": 1.5}, "b": {"dataType": "boolean", "value": true},
+        "o": {"dataType": "object", "value": {}}, "a": {"dataType": "array", "value": []}
+    });
+    assert_eq!(put_json(&c, &osd, &all).await.status(), 201);
+    let ops = json!([{"op": "replace", "path": "/i/dataType", "value": "float"}]);
+    let r = send(
+        &c,
+        Method::PATCH,
+        &osd,
+        Some("application/json-patch+json"),
+        ops.to_string().as_bytes(),
+        &[],
+    )
+    .await;
+    let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(params(&p), ["/i/dataType"]);
+    assert_eq!(body(&get(&c, &osd).await), all);
+
+    let profile = json!({"operatorSpecificData": {"tariff": {"dataType": "STRING", "value": "t"}}});
+    let r = put_json(&c, &udr.url(&prov("ues/imsi-001010000000002")), &profile).await;
+    let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(params(&p), ["/operatorSpecificData/tariff/dataType"]);
+    udr.stop().await;
+}

@@ -526,3 +526,30 @@ async fn eir_ranges_lifecycle() {
     assert_eq!(params(&problem(&r, 400, "MANDATORY_IE_INCORRECT")), ["start"]);
     udr.stop().await;
 }
+
+/// Lists are capped (`[udr.provisioning]`): at the limit a body works; past it, however long,
+/// it is one invalid parameter naming the list (its items are not checked one by one).
+#[tokio::test]
+async fn list_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let c = client();
+    let ids = |n: usize| -> Vec<String> { (0..n).map(|i| format!("imsi-0010{i:011}")).collect() };
+    let slf = udr.url("/udr-prov/v1/slf-entries");
+    let entry = |n| json!({"subscriberIds": ids(n), "nfGroupIds": {"UDM": "udm-1"}});
+    let r = send_json(&c, Method::POST, &slf, Some(&entry(80_000))).await;
+    let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(params(&p), ["/subscriberIds"]);
+    assert!(p["invalidParams"][0]["reason"].as_str().unwrap().contains("1 to 32"), "{p}");
+    let r = send_json(&c, Method::POST, &slf, Some(&entry(32))).await;
+    assert_eq!(r.status().as_u16(), 201);
+
+    let imeis = udr.url("/udr-prov/v1/eir/imeis");
+    let eir = |imei: &str, n| json!({"imei": imei, "status": "BLACKLISTED", "supis": ids(n)});
+    let r = send_json(&c, Method::POST, &imeis, Some(&eir("35209900176148", 80_000))).await;
+    let p = problem(&r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(params(&p), ["/supis"]);
+    let r = send_json(&c, Method::POST, &imeis, Some(&eir("35209900176148", 100))).await;
+    assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+    udr.stop().await;
+}

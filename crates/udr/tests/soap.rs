@@ -590,3 +590,144 @@ fn wsdl_operations_match_the_dispatch_table() {
     let location = wsdl.child("service").unwrap().child("port").unwrap().child("address").unwrap();
     assert!(location.attr("location").unwrap().ends_with(udr::soap::PATH));
 }
+
+/// Lists are capped (`[udr.provisioning]`): at the limit a request works; past it, however long,
+/// it is one Client fault naming the list's element.
+#[tokio::test]
+async fn list_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let ids = |n: usize, at: usize| -> String {
+        (0..n)
+            .map(|i| format!("<udr:subscriberId>imsi-0010{:011}</udr:subscriberId>", at + i))
+            .collect()
+    };
+    let group =
+        "<udr:group><udr:nfType>UDM</udr:nfType><udr:groupId>udm-1</udr:groupId></udr:group>";
+
+    // SLF: 32 identities per entry, 1000 subscriberIds per Get or Delete.
+    let entry = |n: usize, at: usize| format!("<udr:entry>{}{group}</udr:entry>", ids(n, at));
+    response(&call(&u, "CreateSlfEntry", &entry(32, 0)).await, "CreateSlfEntry");
+    let f = fault(&call(&u, "CreateSlfEntry", &entry(33, 100)).await, "Client", "INVALID_FIELD");
+    assert_eq!(f.as_deref(), Some("subscriberId"));
+    let r = response(&call(&u, "GetSlfEntry", &ids(32, 0)).await, "GetSlfEntry");
+    assert_eq!(r.children_named("entry").count(), 32);
+    // 1000 named: past the limit check, the first unknown one is the answer.
+    fault(&call(&u, "GetSlfEntry", &ids(1000, 0)).await, "Client", "NOT_FOUND");
+    // 30,000 (1.7 MB): refused as a whole.
+    let a = call(&u, "GetSlfEntry", &ids(30_000, 0)).await;
+    assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some("subscriberId"));
+    assert!(a.body.contains("at most 1000 subscriberIds"), "{}", a.body);
+    let twice = format!("{}{}", ids(2, 0), ids(1, 0));
+    let a = call(&u, "DeleteSlfEntry", &twice).await;
+    assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some("subscriberId"));
+    assert!(a.body.contains("listed twice"), "{}", a.body);
+
+    // EIR: 100 SUPIs (and GPSIs) per entry.
+    let eir = |imei: &str, n: usize| {
+        let supis: String =
+            (0..n).map(|i| format!("<udr:supi>imsi-0010{i:011}</udr:supi>")).collect();
+        format!("<udr:entry><udr:imei>{imei}</udr:imei><udr:status>BLACKLISTED</udr:status>{supis}</udr:entry>")
+    };
+    let r =
+        response(&call(&u, "CreateEirEntry", &eir("35209900176148", 100)).await, "CreateEirEntry");
+    assert_eq!(r.child("entry").unwrap().children_named("supi").count(), 100);
+    let a = call(&u, "CreateEirEntry", &eir("35209900176149", 40_000)).await;
+    assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some("supi"));
+    fault(
+        &call(&u, "GetEirEntry", "<udr:imei>35209900176149</udr:imei>").await,
+        "Client",
+        "NOT_FOUND",
+    );
+
+    // Sh: 100 identities per profile (publicIdentity and msisdn together), 256 KiB.
+    let sh = |n: usize, at: usize| {
+        let msisdns: String =
+            (1..n).map(|i| format!("<udr:msisdn>336{:08}</udr:msisdn>", at + i)).collect();
+        format!("<udr:profile><udr:publicIdentity>sip:u{at}@ims.example</udr:publicIdentity>{msisdns}</udr:profile>")
+    };
+    let r = response(&call(&u, "CreateShProfile", &sh(100, 0)).await, "CreateShProfile");
+    assert_eq!(r.child("profile").unwrap().children_named("msisdn").count(), 99);
+    let a = call(&u, "CreateShProfile", &sh(30_000, 100_000)).await;
+    assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some("publicIdentity"));
+    fault(
+        &call(
+            &u,
+            "GetShProfile",
+            "<udr:publicIdentity>sip:u100000@ims.example</udr:publicIdentity>",
+        )
+        .await,
+        "Client",
+        "NOT_FOUND",
+    );
+    let big = "x".repeat(10_000);
+    let repo: String = (0..30)
+        .map(|i| format!("<udr:repositoryData><udr:serviceIndication>s{i}</udr:serviceIndication><udr:serviceData><d>{big}</d></udr:serviceData></udr:repositoryData>"))
+        .collect();
+    let p = format!("<udr:profile><udr:publicIdentity>sip:big@ims.example</udr:publicIdentity>{repo}</udr:profile>");
+    let a = call(&u, "CreateShProfile", &p).await;
+    assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some("profile"));
+    assert!(a.body.contains("at most 262144 bytes"), "{}", a.body);
+    u.stop().await;
+}
+
+/// An element the WSDL does not name is refused wherever it stands, by a fault naming it: in the
+/// operation element (GetPolicyProfile ignored it once), in an entry, a group, a profile.
+#[tokio::test]
+async fn unknown_elements_are_refused_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let cases = [
+        ("GetPolicyProfile", "<udr:ueId>imsi-001010000000001</udr:ueId><udr:colour>red</udr:colour>", "operation", "<colour>"),
+        ("DeletePolicyProfile", "<udr:ueId>imsi-001010000000001</udr:ueId><udr:profile/>", "operation", "<profile>"),
+        ("CreatePolicyProfile", "<udr:ueId>imsi-001010000000001</udr:ueId><udr:profile><udr:amData>{}</udr:amData><udr:colour/></udr:profile>", "profile", "<colour>"),
+        ("GetSlfEntry", "<udr:subscriberId>imsi-001010000000001</udr:subscriberId><udr:groupId>x</udr:groupId>", "operation", "<groupId>"),
+        ("CreateSlfEntry", "<udr:entry><udr:subscriberId>imsi-001010000000001</udr:subscriberId><udr:group><udr:nfType>UDM</udr:nfType><udr:groupId>u</udr:groupId><udr:colour/></udr:group></udr:entry>", "group", "<colour>"),
+        ("CreateSlfEntry", "<udr:entry><udr:subscriberId>imsi-001010000000001</udr:subscriberId><udr:supi>x</udr:supi></udr:entry>", "entry", "<supi>"),
+        ("GetEirEntry", "<udr:imei>35209900176148</udr:imei><udr:end>35209900176149</udr:end>", "operation", "<end>"),
+        ("CreateEirEntry", "<udr:entry><udr:imei>35209900176148</udr:imei><udr:status>BLACKLISTED</udr:status><udr:colour/></udr:entry>", "entry", "<colour>"),
+        ("GetShProfile", "<udr:msisdn>33600000001</udr:msisdn><udr:colour/>", "operation", "<colour>"),
+        ("CreateShProfile", "<udr:profile><udr:publicIdentity>sip:a@ims.example</udr:publicIdentity><udr:colour/></udr:profile>", "profile", "<colour>"),
+        ("CreateShProfile", "<udr:profile><udr:publicIdentity>sip:a@ims.example</udr:publicIdentity><udr:repositoryData><udr:serviceIndication>s</udr:serviceIndication><udr:serviceData/><udr:colour/></udr:repositoryData></udr:profile>", "repositoryData", "<colour>"),
+        // The right name in another namespace is another element.
+        ("GetPolicyProfile", "<udr:ueId>imsi-001010000000001</udr:ueId><x:ueId xmlns:x=\"urn:other\">imsi-001010000000002</x:ueId>", "operation", "{urn:other}ueId"),
+    ];
+    for (op, inner, field, named) in cases {
+        let a = call(&u, op, inner).await;
+        assert_eq!(fault(&a, "Client", "INVALID_FIELD").as_deref(), Some(field), "{op} {inner}");
+        assert!(a.body.contains(&xml::escape(named).into_owned()), "{op}: {}", a.body);
+    }
+    u.stop().await;
+}
+
+/// The SOAP endpoint answers in SOAP whatever `Accept` says, and what the SBI layers refuse
+/// before the handler (an oversized body) is a SOAP fault too; JSON endpoints keep their 406.
+#[tokio::test]
+async fn soap_clients_are_answered_in_soap() {
+    let dir = tempfile::tempdir().unwrap();
+    let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
+    let xml_ct = ("content-type", "text/xml; charset=utf-8");
+    let action = ("soapaction", "\"urn:fivecore:udr:provisioning:1/CreateSlfEntry\"");
+    let create = envelope("CreateSlfEntry", SLF_ENTRY);
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml")], &create).await;
+    response(&a, "CreateSlfEntry");
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml, multipart/related")], &create).await;
+    fault(&a, "Client", "ALREADY_EXISTS");
+    let a = post(&u, &[xml_ct, action, ("accept", "application/soap+xml")], "<oops").await;
+    fault(&a, "Client", "MALFORMED_XML");
+
+    let huge = envelope("GetSlfEntry", &"<!-- padding -->".repeat(140_000));
+    assert!(huge.len() > 2 * 1024 * 1024);
+    let a = post(&u, &[xml_ct, action, ("accept", "text/xml")], &huge).await;
+    fault(&a, "Client", "PAYLOAD_TOO_LARGE");
+
+    let c = client();
+    let r = c
+        .get(&u.url("/udr-prov/v1/slf-entries/imsi-001010000000011"))
+        .header("accept", "text/xml")
+        .send()
+        .await
+        .unwrap();
+    problem(&r, 406, "NOT_ACCEPTABLE");
+    u.stop().await;
+}

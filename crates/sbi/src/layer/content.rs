@@ -12,7 +12,8 @@ use tower::{Layer, Service};
 
 use super::{Either, LayerFuture};
 use crate::body;
-use crate::router::Response;
+use crate::router::{Matched, Response};
+use crate::ProblemDetails;
 
 #[derive(Clone)]
 pub struct ContentLayer {
@@ -58,11 +59,18 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let (head, b) = req.into_parts();
-        let checked = body::check_accept(&head.headers).and_then(|()| {
+        // A route with its own media type negotiates it itself and renders our refusals.
+        let own = head.extensions.get::<Matched>().and_then(|m| m.problems);
+        let answer = move |p: ProblemDetails| match own {
+            Some(render) => render(p),
+            None => p.into_response(),
+        };
+        let accepted = if own.is_some() { Ok(()) } else { body::check_accept(&head.headers) };
+        let checked = accepted.and_then(|()| {
             body::check_framing(&head.method, head.version, &head.headers, self.max_body_bytes)
         });
         if let Err(p) = checked {
-            let resp = p.with_instance(head.uri.path().to_owned()).into_response();
+            let resp = answer(p.with_instance(head.uri.path().to_owned()));
             return Either::Left { inner: std::future::ready(Ok(resp)) };
         }
         if b.is_end_stream() {
@@ -78,7 +86,7 @@ where
         let fut: LayerFuture = Box::pin(async move {
             match body::collect(b, limit).await {
                 Ok(bytes) => inner.call(Request::from_parts(head, bytes)).await,
-                Err(p) => Ok(p.with_instance(head.uri.path().to_owned()).into_response()),
+                Err(p) => Ok(answer(p.with_instance(head.uri.path().to_owned()))),
             }
         });
         Either::Right { inner: Either::Right { inner: fut } }

@@ -86,15 +86,18 @@ impl Guard {
         ((shed * 100) / (admitted + shed).max(1)).clamp(1, 100) as u8
     }
 
-    fn shed_answer(&self) -> Response {
+    fn shed_answer(&self, own: Option<crate::router::ProblemRenderer>) -> Response {
         // Ask consumers to cut the share of traffic we are currently refusing.
         let reduction = self.reduction_pct();
-        let mut resp = ProblemDetails::new(
+        let p = ProblemDetails::new(
             StatusCode::SERVICE_UNAVAILABLE,
             cause::NF_CONGESTION,
             format!("overloaded: more than {} requests in progress", self.config.max_in_flight),
-        )
-        .into_response();
+        );
+        let mut resp = match own {
+            Some(render) => render(p),
+            None => p.into_response(),
+        };
         let h = resp.headers_mut();
         h.insert(header::RETRY_AFTER, HeaderValue::from(self.config.retry_after_secs));
         let oci = headers::format_oci(
@@ -209,7 +212,8 @@ where
         let n = g.in_flight.fetch_add(1, Ordering::Acquire) + 1;
         if n > limit {
             g.in_flight.fetch_sub(1, Ordering::Release);
-            return Either::Left { inner: std::future::ready(Ok(g.shed_answer())) };
+            let own = req.extensions().get::<crate::router::Matched>().and_then(|m| m.problems);
+            return Either::Left { inner: std::future::ready(Ok(g.shed_answer(own))) };
         }
         g.admitted.fetch_add(1, Ordering::Relaxed);
         let slot = Slot(g.clone());

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::StoreFuture;
 
-/// Most identities bound to one entry, per kind (SUPIs, GPSIs).
+/// Most identities bound to one entry, per kind (SUPIs, GPSIs), unless configured
+/// (`[udr.provisioning] max_eir_bound_ids`).
 pub const MAX_BOUND: usize = 100;
 
 /// Separates bound identities in a column; identities never hold control characters.

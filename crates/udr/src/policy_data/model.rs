@@ -560,7 +560,10 @@ pub const MBS_SESS_POL_CTRL_DATA: Ty = Ty::Obj(&Obj {
 const OPERATOR_SPECIFIC_DATA_CONTAINER: Ty = Ty::Obj(&Obj {
     name: "OperatorSpecificDataContainer",
     fields: &[
-        req("dataType", Ty::Str),
+        req(
+            "dataType",
+            Ty::Text(is_data_type, "one of string, integer, number, boolean, object, array"),
+        ),
         opt("dataTypeDefinition", Ty::Str),
         req("value", Ty::Any),
         opt("supportedFeatures", SUPPORTED_FEATURES),
@@ -569,6 +572,11 @@ const OPERATOR_SPECIFIC_DATA_CONTAINER: Ty = Ty::Obj(&Obj {
     one_of: &[],
 });
 pub const OPERATOR_SPECIFIC_DATA: Ty = Ty::Map(&OPERATOR_SPECIFIC_DATA_CONTAINER);
+
+/// `OperatorSpecificDataContainer.dataType`: the enum of TS 29.505 (the JSON type of `value`).
+fn is_data_type(s: &str) -> bool {
+    matches!(s, "string" | "integer" | "number" | "boolean" | "object" | "array")
+}
 
 const RESOURCE_ITEM: Ty = Ty::Obj(&Obj {
     name: "ResourceItem",

@@ -18,9 +18,10 @@ use super::{
     bad_path_param, conflict, identity_list, location, not_found, object, Errors, ENTRY_EXISTS,
     RANGE_OVERLAP,
 };
+use crate::config::ProvisioningLimits;
 use crate::context::Udr;
 use crate::eir::{
-    self, format_imei, Binding, EquipmentStatus, ImeiEntry, RangeConflict, RangeEntry, MAX_BOUND,
+    self, format_imei, Binding, EquipmentStatus, ImeiEntry, RangeConflict, RangeEntry,
 };
 
 const IMEI_ATTRS: [&str; 4] = ["imei", "status", "supis", "gpsis"];
@@ -44,11 +45,11 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
 pub use crate::eir::EirItem;
 
 /// Reads an EirImeiEntry (it has `imei`) or an EirImeiRange (it has `start`).
-pub fn parse_item(v: &Value) -> Result<EirItem, ProblemDetails> {
+pub fn parse_item(v: &Value, limits: &ProvisioningLimits) -> Result<EirItem, ProblemDetails> {
     if v.get("imei").is_some() || v.get("start").is_none() {
-        parse_imei_entry(v, None).map(EirItem::Imei)
+        parse_imei_entry(v, None, limits).map(EirItem::Imei)
     } else {
-        parse_range_entry(v, None).map(EirItem::Range)
+        parse_range_entry(v, None, limits).map(EirItem::Range)
     }
 }
 
@@ -100,27 +101,35 @@ fn status_attr(obj: &Map<String, Value>, errs: &mut Errors) -> Option<EquipmentS
     }
 }
 
-fn binding_attrs(obj: &Map<String, Value>, errs: &mut Errors) -> Binding {
+fn binding_attrs(obj: &Map<String, Value>, max: usize, errs: &mut Errors) -> Binding {
     Binding {
-        supis: identity_list(obj, "supis", MAX_BOUND, eir::check_supi, "SUPI", errs),
-        gpsis: identity_list(obj, "gpsis", MAX_BOUND, eir::check_gpsi, "GPSI", errs),
+        supis: identity_list(obj, "supis", max, eir::check_supi, "SUPI", errs),
+        gpsis: identity_list(obj, "gpsis", max, eir::check_gpsi, "GPSI", errs),
     }
 }
 
 /// Reads an EirImeiEntry; `uri` is the IMEI of the URI (PUT), when there is one.
-pub fn parse_imei_entry(v: &Value, uri: Option<u64>) -> Result<ImeiEntry, ProblemDetails> {
+pub fn parse_imei_entry(
+    v: &Value,
+    uri: Option<u64>,
+    limits: &ProvisioningLimits,
+) -> Result<ImeiEntry, ProblemDetails> {
     let mut errs = Errors::default();
     let Some(obj) = object(v, "EirImeiEntry", &IMEI_ATTRS, &mut errs) else {
         return Err(errs.into_problem());
     };
     let imei = imei_attr(obj, "imei", uri, &mut errs);
     let status = status_attr(obj, &mut errs);
-    let binding = binding_attrs(obj, &mut errs);
+    let binding = binding_attrs(obj, limits.max_eir_bound_ids, &mut errs);
     errs.finish(imei.zip(status).map(|(imei, status)| ImeiEntry { imei, status, binding }))
 }
 
 /// Reads an EirImeiRange; `uri` is the start of the URI (PUT), when there is one.
-pub fn parse_range_entry(v: &Value, uri: Option<u64>) -> Result<RangeEntry, ProblemDetails> {
+pub fn parse_range_entry(
+    v: &Value,
+    uri: Option<u64>,
+    limits: &ProvisioningLimits,
+) -> Result<RangeEntry, ProblemDetails> {
     let mut errs = Errors::default();
     let Some(obj) = object(v, "EirImeiRange", &RANGE_ATTRS, &mut errs) else {
         return Err(errs.into_problem());
@@ -133,7 +142,7 @@ pub fn parse_range_entry(v: &Value, uri: Option<u64>) -> Result<RangeEntry, Prob
         }
     }
     let status = status_attr(obj, &mut errs);
-    let binding = binding_attrs(obj, &mut errs);
+    let binding = binding_attrs(obj, limits.max_eir_bound_ids, &mut errs);
     let entry = start.zip(end).zip(status).map(|((start, end), status)| RangeEntry {
         start,
         end,
@@ -178,7 +187,7 @@ fn ok(v: &Value) -> Answer {
 /// POST /eir/imeis: 201 + Location; 409 ENTRY_EXISTS when the IMEI is listed already.
 async fn create_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
-    let e = parse_imei_entry(&v, None)?;
+    let e = parse_imei_entry(&v, None, &udr.config.provisioning)?;
     if !udr.eir.create_imei(e.clone()).await? {
         let imei = format_imei(e.imei);
         return Err(
@@ -201,7 +210,7 @@ async fn get_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
 async fn replace_imei(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let imei = path_imei(&req, "imei")?;
     let v: Value = req.json()?;
-    let e = parse_imei_entry(&v, Some(imei))?;
+    let e = parse_imei_entry(&v, Some(imei), &udr.config.provisioning)?;
     if udr.eir.update_imei(e.clone()).await? {
         ok(&imei_json(&e))
     } else {
@@ -241,7 +250,7 @@ fn no_range(start: u64) -> String {
 /// POST /eir/imei-ranges: 201 + Location; 409 when a range starts there or it would overlap one.
 async fn create_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
-    let e = parse_range_entry(&v, None)?;
+    let e = parse_range_entry(&v, None, &udr.config.provisioning)?;
     match udr.eir.create_range(e.clone()).await? {
         Ok(()) => {
             let loc = location(&udr, &req, &format!("/eir/imei-ranges/{}", format_imei(e.start)));
@@ -263,7 +272,7 @@ async fn get_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
 async fn replace_range(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let start = path_imei(&req, "start")?;
     let v: Value = req.json()?;
-    let e = parse_range_entry(&v, Some(start))?;
+    let e = parse_range_entry(&v, Some(start), &udr.config.provisioning)?;
     match udr.eir.update_range(e.clone()).await? {
         Ok(()) => ok(&range_json(&e)),
         Err(c) => Err(range_conflict(c, &e).into()),
@@ -284,10 +293,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const L: ProvisioningLimits = ProvisioningLimits {
+        max_slf_ids_per_entry: 32,
+        max_ids_per_request: 1000,
+        max_eir_bound_ids: 100,
+        max_sh_identities: 100,
+        max_sh_profile_bytes: 1 << 18,
+    };
+
     #[test]
     fn entries_parse_and_report_every_fault() {
-        let e = parse_item(&json!({"imei": "352099001761481", "status": "BLACKLISTED",
-            "supis": ["imsi-001010000000001"]}))
+        let e = parse_item(
+            &json!({"imei": "352099001761481", "status": "BLACKLISTED",
+            "supis": ["imsi-001010000000001"]}),
+            &L,
+        )
         .unwrap();
         let EirItem::Imei(e) = e else { panic!("an IMEI entry") };
         assert_eq!(e.imei, 35209900176148);
@@ -296,28 +316,45 @@ mod tests {
             json!({"imei": "35209900176148", "status": "BLACKLISTED",
                 "supis": ["imsi-001010000000001"]})
         );
-        let r = parse_item(&json!({"start": "35209900000000", "end": "35209900999999",
-            "status": "GREYLISTED"}))
+        let r = parse_item(
+            &json!({"start": "35209900000000", "end": "35209900999999",
+            "status": "GREYLISTED"}),
+            &L,
+        )
         .unwrap();
         assert!(matches!(r, EirItem::Range(RangeEntry { start: 35209900000000, .. })));
 
         let p = parse_imei_entry(
             &json!({"imei": "352099001761482", "status": "OK", "supis": ["x"], "gpsis": "m"}),
             None,
+            &L,
         )
         .unwrap_err();
         let params: Vec<&str> = p.invalid_params.iter().map(|p| p.param.as_str()).collect();
         assert_eq!(params, ["/imei", "/status", "/supis/0", "/gpsis"]);
-        let p =
-            parse_range_entry(&json!({"start": "35209900000009", "end": "35209900000001"}), None)
-                .unwrap_err();
+        let p = parse_range_entry(
+            &json!({"start": "35209900000009", "end": "35209900000001"}),
+            None,
+            &L,
+        )
+        .unwrap_err();
         let params: Vec<&str> = p.invalid_params.iter().map(|p| p.param.as_str()).collect();
         assert_eq!(params, ["/end", "/status"]);
         assert_eq!(p.cause.as_deref(), Some("MANDATORY_IE_MISSING"));
         // PUT: the URI names the IMEI; a different one in the body is refused.
         let put = json!({"imei": "35209900176149", "status": "WHITELISTED"});
-        assert!(parse_imei_entry(&put, Some(35209900176148)).is_err());
+        assert!(parse_imei_entry(&put, Some(35209900176148), &L).is_err());
         let put = json!({"status": "WHITELISTED"});
-        assert_eq!(parse_imei_entry(&put, Some(35209900176148)).unwrap().imei, 35209900176148);
+        assert_eq!(parse_imei_entry(&put, Some(35209900176148), &L).unwrap().imei, 35209900176148);
+        // Past the limit: one fault for the list, its 100,000 items unchecked.
+        let many: Vec<&str> = vec!["imsi-001010000000001"; 100_000];
+        let p = parse_item(
+            &json!({"imei": "35209900176148", "status": "BLACKLISTED",
+            "supis": many}),
+            &L,
+        )
+        .unwrap_err();
+        assert_eq!(p.invalid_params.len(), 1);
+        assert_eq!(p.invalid_params[0].param, "/supis");
     }
 }

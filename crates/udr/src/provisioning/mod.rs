@@ -116,7 +116,9 @@ pub fn required_str<'a>(
     }
 }
 
-/// An optional array of identities, each passing `check`, at most `max`, none twice.
+/// An optional array of identities, each passing `check`, at most `max`, none twice. A longer
+/// array is one fault, its items unchecked, so an oversized body costs no more than one at the
+/// limit.
 pub fn identity_list(
     obj: &Map<String, Value>,
     name: &str,
@@ -131,12 +133,14 @@ pub fn identity_list(
         return Vec::new();
     };
     if items.len() > max {
-        errs.bad(format!("/{name}"), format!("at most {max} entries"));
+        errs.bad(format!("/{name}"), format!("at most {max} entries, not {}", items.len()));
+        return Vec::new();
     }
     let mut out: Vec<String> = Vec::with_capacity(items.len());
+    let mut seen = rustc_hash::FxHashSet::default();
     for (i, item) in items.iter().enumerate() {
         match item.as_str() {
-            Some(s) if check(s) && !out.iter().any(|o| o == s) => out.push(s.to_owned()),
+            Some(s) if check(s) && seen.insert(s) => out.push(s.to_owned()),
             Some(s) if check(s) => {
                 errs.bad(format!("/{name}/{i}"), format!("{s:?} is listed twice"))
             }

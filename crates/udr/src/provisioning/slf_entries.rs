@@ -17,6 +17,7 @@ use super::{
     bad_path_param, conflict, encode_segment, location, not_found, object, pointer_token, Errors,
     ENTRY_EXISTS,
 };
+use crate::config::ProvisioningLimits;
 use crate::context::Udr;
 use crate::slf::{self, Entry, Groups, Updated};
 
@@ -32,9 +33,9 @@ pub fn routes(b: RouterBuilder<Udr>) -> RouterBuilder<Udr> {
         .route(Method::DELETE, ENTRY, "UdrProv_DeleteSlfEntry", delete)
 }
 
-/// Reads an SlfEntry: `subscriberIds` (1 to 32 identities) and `nfGroupIds` (NF type -> group
-/// id, at least one); the 400 lists every wrong attribute.
-pub fn parse_entry(v: &Value) -> Result<Entry, ProblemDetails> {
+/// Reads an SlfEntry: `subscriberIds` (1 to `max_slf_ids_per_entry` identities) and
+/// `nfGroupIds` (NF type -> group id, at least one); the 400 lists every wrong attribute.
+pub fn parse_entry(v: &Value, limits: &ProvisioningLimits) -> Result<Entry, ProblemDetails> {
     let mut errs = Errors::default();
     let Some(obj) = object(v, "SlfEntry", &ATTRS, &mut errs) else {
         return Err(errs.into_problem());
@@ -44,12 +45,21 @@ pub fn parse_entry(v: &Value) -> Result<Entry, ProblemDetails> {
             errs.missing("/subscriberIds");
             None
         }
+        Some(Value::Array(items)) if items.len() > limits.max_slf_ids_per_entry => {
+            // Refused as a whole: checking each of 100,000 items would be the cost to avoid.
+            let max = limits.max_slf_ids_per_entry;
+            errs.bad(
+                "/subscriberIds",
+                format!("an entry has 1 to {max} identities, not {}", items.len()),
+            );
+            None
+        }
         Some(Value::Array(items)) => {
             let strings: Option<Vec<String>> =
                 items.iter().map(|x| x.as_str().map(str::to_owned)).collect();
             match strings {
                 Some(ids) => {
-                    for (at, why) in slf::check_subscriber_ids(&ids) {
+                    for (at, why) in slf::check_subscriber_ids(&ids, limits.max_slf_ids_per_entry) {
                         let at =
                             at.map_or("/subscriberIds".into(), |i| format!("/subscriberIds/{i}"));
                         errs.bad(at, why);
@@ -138,7 +148,7 @@ fn unknown(id: &str) -> ProblemDetails {
 /// POST /slf-entries: 201 + Location; 409 when one of its identities is provisioned already.
 async fn create(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let v: Value = req.json()?;
-    let entry = parse_entry(&v)?;
+    let entry = parse_entry(&v, &udr.config.provisioning)?;
     match udr.slf.create_entry(entry.clone()).await? {
         Ok(()) => {
             let loc = entry_location(&udr, &req, &entry);
@@ -162,7 +172,7 @@ async fn get(udr: Arc<Udr>, req: SbiRequest) -> Answer {
 async fn replace(udr: Arc<Udr>, req: SbiRequest) -> Answer {
     let id = path_id(&req)?;
     let v: Value = req.json()?;
-    let entry = parse_entry(&v)?;
+    let entry = parse_entry(&v, &udr.config.provisioning)?;
     keeps_uri_identity(&entry, &id)?;
     let sent = entry.clone();
     match udr.slf.update_entry(&id, move |_| Ok(entry)).await {
@@ -189,12 +199,13 @@ async fn update(udr: Arc<Udr>, req: SbiRequest) -> Answer {
         .into());
     }
     let uri_id = id.clone();
+    let limits = udr.config.provisioning;
     let result = udr
         .slf
         .update_entry(&id, move |current| {
             let mut v = entry_json(&current);
             json_merge(&mut v, &patch);
-            let e = parse_entry(&v)?;
+            let e = parse_entry(&v, &limits)?;
             keeps_uri_identity(&e, &uri_id)?;
             Ok::<_, ProblemDetails>(e)
         })
@@ -257,18 +268,24 @@ mod tests {
 
     #[test]
     fn entries_parse_and_report_every_fault() {
-        let e = parse_entry(&json!({
-            "subscriberIds": ["imsi-001010000000001", "msisdn-33600000001"],
-            "nfGroupIds": {"UDM": "udm-1", "PCF": "pcf-1"}
-        }))
+        let e = parse_entry(
+            &json!({
+                "subscriberIds": ["imsi-001010000000001", "msisdn-33600000001"],
+                "nfGroupIds": {"UDM": "udm-1", "PCF": "pcf-1"}
+            }),
+            &ProvisioningLimits::default(),
+        )
         .unwrap();
         assert_eq!(e.subscriber_ids.len(), 2);
         assert_eq!(e.groups["PCF"], "pcf-1");
-        let p = parse_entry(&json!({
-            "subscriberIds": ["imsi-1", "imsi-001010000000001", "x", "imsi-001010000000001"],
-            "nfGroupIds": {"udm": "x", "PCF": "", "AUSF": "a"},
-            "extra": true
-        }))
+        let p = parse_entry(
+            &json!({
+                "subscriberIds": ["imsi-1", "imsi-001010000000001", "x", "imsi-001010000000001"],
+                "nfGroupIds": {"udm": "x", "PCF": "", "AUSF": "a"},
+                "extra": true
+            }),
+            &ProvisioningLimits::default(),
+        )
         .unwrap_err();
         let params: Vec<&str> = p.invalid_params.iter().map(|p| p.param.as_str()).collect();
         assert_eq!(
@@ -282,12 +299,15 @@ mod tests {
             ]
         );
         assert_eq!(p.cause.as_deref(), Some("MANDATORY_IE_INCORRECT"));
-        let p = parse_entry(&json!({"nfGroupIds": {"UDM": "u"}})).unwrap_err();
+        let p = parse_entry(&json!({"nfGroupIds": {"UDM": "u"}}), &ProvisioningLimits::default())
+            .unwrap_err();
         assert_eq!(p.cause.as_deref(), Some("MANDATORY_IE_MISSING"));
-        assert!(parse_entry(&json!([1])).is_err());
-        let p =
-            parse_entry(&json!({"subscriberIds": ["imsi-00101", 7], "nfGroupIds": {"UDM": "u"}}))
-                .unwrap_err();
+        assert!(parse_entry(&json!([1]), &ProvisioningLimits::default()).is_err());
+        let p = parse_entry(
+            &json!({"subscriberIds": ["imsi-00101", 7], "nfGroupIds": {"UDM": "u"}}),
+            &ProvisioningLimits::default(),
+        )
+        .unwrap_err();
         assert_eq!(p.invalid_params[0].param, "/subscriberIds/1");
     }
 

@@ -154,6 +154,35 @@ pub fn check_service_indication(s: &str) -> Result<(), Invalid> {
 }
 
 impl ShProfile {
+    /// Bytes the profile's content takes: identities, names and ServiceData (what
+    /// `max_sh_profile_bytes` bounds).
+    pub fn content_bytes(&self) -> usize {
+        let ids: usize = self.public_identities.iter().chain(&self.msisdns).map(String::len).sum();
+        let repo: usize =
+            self.repository.iter().map(|r| r.service_indication.len() + r.service_data.len()).sum();
+        ids + repo + self.scscf_name.as_ref().map_or(0, String::len)
+    }
+
+    /// Checks the profile's size: at most `max_ids` identities (public identities and MSISDNs
+    /// together) and `max_bytes` of content.
+    pub fn check_size(&self, max_ids: usize, max_bytes: usize) -> Result<(), Invalid> {
+        let ids = self.public_identities.len() + self.msisdns.len();
+        if ids > max_ids {
+            return Err(Invalid::new(
+                "publicIdentity",
+                format!("a profile has at most {max_ids} identities (publicIdentity and msisdn), not {ids}"),
+            ));
+        }
+        let bytes = self.content_bytes();
+        if bytes > max_bytes {
+            return Err(Invalid::new(
+                "profile",
+                format!("a profile holds at most {max_bytes} bytes, not {bytes}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks every field; the first problem found.
     pub fn check(&self) -> Result<(), Invalid> {
         if self.public_identities.is_empty() {

@@ -31,7 +31,8 @@ use crate::StoreFuture;
 /// NF type -> NF group id (`NfGroupIdMapResult`).
 pub type Groups = BTreeMap<String, String>;
 
-/// Most identities in one entry (a SUPI, GPSIs, IMPIs and IMPUs of one subscriber).
+/// Most identities in one entry unless configured (`[udr.provisioning] max_slf_ids_per_entry`):
+/// a SUPI, GPSIs, IMPIs and IMPUs of one subscriber.
 pub const MAX_IDS_PER_ENTRY: usize = 32;
 
 /// Longest subscriber identity accepted (an IMPU/NAI is a URI; 255 fits every backend's key).
@@ -96,17 +97,19 @@ pub fn check_groups(groups: &Groups) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Checks an entry's identities: 1 to [`MAX_IDS_PER_ENTRY`], each valid, none twice. Returns
-/// every fault: the index of the identity at fault (`None`: the list as a whole) and why.
-pub fn check_subscriber_ids(ids: &[String]) -> Vec<(Option<usize>, String)> {
-    let mut faults = Vec::new();
-    if ids.is_empty() || ids.len() > MAX_IDS_PER_ENTRY {
-        faults.push((None, format!("an entry has 1 to {MAX_IDS_PER_ENTRY} identities")));
+/// Checks an entry's identities: 1 to `max`, each valid, none twice. Returns every fault: the
+/// index of the identity at fault (`None`: the list as a whole) and why. A list longer than `max`
+/// is one fault, its items unchecked, so an oversized entry costs no more than one at the limit.
+pub fn check_subscriber_ids(ids: &[String], max: usize) -> Vec<(Option<usize>, String)> {
+    if ids.is_empty() || ids.len() > max {
+        return vec![(None, format!("an entry has 1 to {max} identities, not {}", ids.len()))];
     }
+    let mut faults = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for (i, id) in ids.iter().enumerate() {
         if let Err(Invalid::SubscriberId(why) | Invalid::Groups(why)) = check_subscriber_id(id) {
             faults.push((Some(i), why));
-        } else if ids[..i].contains(id) {
+        } else if !seen.insert(id.as_str()) {
             faults.push((Some(i), format!("{id:?} is listed twice")));
         }
     }
@@ -358,10 +361,19 @@ mod tests {
     #[test]
     fn entry_identities() {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(check_subscriber_ids(&ids(&["imsi-00101", "msisdn-12345"])).is_empty());
-        assert_eq!(check_subscriber_ids(&[])[0].0, None);
-        let faults = check_subscriber_ids(&ids(&["imsi-00101", "imsi-1", "x", "imsi-00101"]));
+        assert!(check_subscriber_ids(&ids(&["imsi-00101", "msisdn-12345"]), MAX_IDS_PER_ENTRY)
+            .is_empty());
+        assert_eq!(check_subscriber_ids(&[], MAX_IDS_PER_ENTRY)[0].0, None);
+        let faults = check_subscriber_ids(
+            &ids(&["imsi-00101", "imsi-1", "x", "imsi-00101"]),
+            MAX_IDS_PER_ENTRY,
+        );
         let at: Vec<_> = faults.iter().map(|f| f.0).collect();
         assert_eq!(at, [Some(1), Some(3)]);
+        let many: Vec<String> = (0..100_000).map(|_| "x".to_owned()).collect();
+        assert_eq!(
+            check_subscriber_ids(&many, 32),
+            [(None, "an entry has 1 to 32 identities, not 100000".to_owned())]
+        );
     }
 }

@@ -101,6 +101,10 @@ pub trait ProfileAdapter: Send + Sync {
     /// The kind's name in operation names (`SlfEntry`, `ShProfile`).
     fn kind(&self) -> &'static str;
 
+    /// The child elements `verb`'s operation element may hold; any other is refused before
+    /// [`ProfileAdapter::call`] (a misspelt element is a mistake to report, not data to drop).
+    fn fields(&self, verb: Verb) -> &'static [&'static str];
+
     /// Serves `verb` for the operation element `op` (its children are the request's fields;
     /// `src` is the whole request text, for content kept verbatim). Returns the content of the
     /// `{op}Response` element, already escaped XML.
@@ -150,6 +154,26 @@ impl Dispatch {
 
     pub fn operation_names(&self) -> Vec<String> {
         self.ops.iter().map(|(n, _, _)| n.clone()).collect()
+    }
+}
+
+/// Refuses a child of `el` that is not one of `allowed` in `el`'s own namespace, naming it.
+/// `field` is the element at fault in the fault's detail (`el` itself).
+pub fn known_children(el: &Element, allowed: &[&str], field: &'static str) -> Result<(), Fault> {
+    match el.children.iter().find(|c| c.ns != el.ns || !allowed.contains(&c.name.as_str())) {
+        None => Ok(()),
+        Some(c) => Err(Fault::invalid(
+            field,
+            format!(
+                "unknown element <{}{}> in {}: expected {}",
+                c.ns.as_deref()
+                    .filter(|n| Some(*n) != el.ns.as_deref())
+                    .map_or(String::new(), |n| format!("{{{n}}}")),
+                c.name,
+                el.name,
+                allowed.join(", ")
+            ),
+        )),
     }
 }
 

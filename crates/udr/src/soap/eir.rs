@@ -25,6 +25,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::adapter::{AdapterFuture, Fault, ProfileAdapter, Verb};
+use crate::config::ProvisioningLimits;
 use crate::context::Udr;
 use crate::eir::{self, format_imei, Binding, EquipmentStatus, RangeConflict};
 use crate::provisioning::eir_entries::{self, EirItem};
@@ -38,6 +39,13 @@ const MISSING: &str = "mandatory attribute is missing";
 impl ProfileAdapter for EirAdapter {
     fn kind(&self) -> &'static str {
         "EirEntry"
+    }
+
+    fn fields(&self, verb: Verb) -> &'static [&'static str] {
+        match verb {
+            Verb::Get | Verb::Delete => &["imei", "start"],
+            Verb::Create | Verb::Update => &["entry"],
+        }
     }
 
     fn call<'a>(
@@ -96,13 +104,22 @@ fn field_of(pointer: &str) -> &'static str {
     }
 }
 
-/// An `entry` element as the EirImeiEntry / EirImeiRange it stands for, checked.
-fn entry_from(el: &Element) -> Result<EirItem, Fault> {
+/// An `entry` element as the EirImeiEntry / EirImeiRange it stands for, checked. Reading stops
+/// at the first `supi` or `gpsi` past the limit, so an oversized entry costs no more than one at
+/// the limit.
+fn entry_from(el: &Element, limits: &ProvisioningLimits) -> Result<EirItem, Fault> {
     let mut obj = Map::new();
     let (mut supis, mut gpsis) = (Vec::new(), Vec::new());
+    let max = limits.max_eir_bound_ids;
+    let over = |field: &'static str| Fault::invalid(field, format!("at most {max} <{field}>s"));
     for c in &el.children {
         let text = c.text.trim();
+        if c.ns != el.ns {
+            return Err(Fault::invalid("entry", format!("unknown element <{}> in entry", c.name)));
+        }
         match c.name.as_str() {
+            "supi" if supis.len() == max => return Err(over("supi")),
+            "gpsi" if gpsis.len() == max => return Err(over("gpsi")),
             "supi" => supis.push(Value::from(text)),
             "gpsi" => gpsis.push(Value::from(text)),
             name @ ("imei" | "start" | "end" | "status") => {
@@ -130,7 +147,7 @@ fn entry_from(el: &Element) -> Result<EirItem, Fault> {
     if obj.contains_key("imei") && (obj.contains_key("start") || obj.contains_key("end")) {
         return Err(Fault::invalid("imei", "an entry is a single imei or a start..end range"));
     }
-    eir_entries::parse_item(&Value::Object(obj)).map_err(|p| {
+    eir_entries::parse_item(&Value::Object(obj), limits).map_err(|p| {
         // The first wrong attribute names the field; the message lists them all.
         let first = p.invalid_params.first();
         let field = first.map_or("entry", |ip| field_of(&ip.param));
@@ -196,7 +213,7 @@ async fn get(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
 
 async fn write(udr: &Arc<Udr>, op: &Element, create: bool) -> Result<String, Fault> {
     let el = op.child("entry").ok_or_else(|| Fault::missing("entry"))?;
-    let item = entry_from(el)?;
+    let item = entry_from(el, &udr.config.provisioning)?;
     let server = |e: store::Error| Fault::server(&e);
     match &item {
         EirItem::Imei(e) => {
@@ -268,7 +285,7 @@ mod tests {
 
     fn entry(inner: &str) -> Result<EirItem, Fault> {
         let root = xml::parse(&format!("<entry>{inner}</entry>")).unwrap();
-        entry_from(&root)
+        entry_from(&root, &ProvisioningLimits::default())
     }
 
     #[test]
@@ -309,5 +326,9 @@ mod tests {
         let f =
             entry("<imei>35209900176148</imei><status>BLACKLISTED</status><colour/>").unwrap_err();
         assert_eq!(f.field, Some("entry"));
+        let supis = "<supi>imsi-001010000000001</supi>".repeat(101);
+        let f = entry(&format!("<imei>35209900176148</imei><status>BLACKLISTED</status>{supis}"))
+            .unwrap_err();
+        assert_eq!((f.code, f.field), ("INVALID_FIELD", Some("supi")));
     }
 }

@@ -148,8 +148,33 @@ async fn serve(udr: &Arc<Udr>, req: &SbiRequest) -> Result<(String, String), Fau
             format!("SOAPAction {action:?} does not name the body's operation {}", op.name),
         ));
     }
+    adapter::known_children(op, adapter.fields(verb), "operation")?;
     let inner = adapter.call(udr, verb, op, text).await?;
     Ok((op.name.clone(), inner))
+}
+
+/// A refusal of the SBI layers before [`handle`] runs (411/413 body framing and size, 503
+/// overload) as the SOAP fault a SOAP client can read: `soapenv:Client` for the request's fault,
+/// `soapenv:Server` for ours, the ProblemDetails cause as the detail's code. HTTP 500 as for
+/// every fault, except 503 which stays 503 (with its Retry-After) so clients back off.
+pub fn problem_fault(p: sbi::ProblemDetails) -> Response {
+    let status = p.status.and_then(|s| StatusCode::from_u16(s).ok());
+    let server = status.is_none_or(|s| s.is_server_error());
+    let code = match p.cause.as_deref() {
+        Some("PAYLOAD_TOO_LARGE") => "PAYLOAD_TOO_LARGE",
+        Some("NF_CONGESTION") => "NF_CONGESTION",
+        Some("INCORRECT_LENGTH") => "INCORRECT_LENGTH",
+        Some("INVALID_MSG_FORMAT") => "MALFORMED_XML",
+        _ if server => "SERVER_FAILURE",
+        _ => "INVALID_ENVELOPE",
+    };
+    let message = p.detail.clone().unwrap_or_else(|| p.title.clone().unwrap_or_default());
+    let f = Fault::new(if server { FaultCode::Server } else { FaultCode::Client }, code, message);
+    let http = match status {
+        Some(StatusCode::SERVICE_UNAVAILABLE) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    envelope(http, &fault_xml(&f))
 }
 
 fn envelope(status: StatusCode, body: &str) -> Response {

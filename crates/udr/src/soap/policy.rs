@@ -50,6 +50,13 @@ impl ProfileAdapter for PolicyAdapter {
         "PolicyProfile"
     }
 
+    fn fields(&self, verb: Verb) -> &'static [&'static str] {
+        match verb {
+            Verb::Get | Verb::Delete => &["ueId"],
+            Verb::Create | Verb::Update => &["ueId", "profile"],
+        }
+    }
+
     fn call<'a>(
         &'a self,
         udr: &'a Arc<Udr>,
@@ -89,7 +96,8 @@ fn invalid(p: &ProblemDetails) -> Fault {
 fn profile_from(el: &Element) -> Result<Value, Fault> {
     let mut obj = Map::new();
     for c in &el.children {
-        let Some(section) = SECTIONS.into_iter().find(|s| *s == c.name) else {
+        let section = SECTIONS.into_iter().find(|s| *s == c.name).filter(|_| c.ns == el.ns);
+        let Some(section) = section else {
             return Err(Fault::invalid(
                 "profile",
                 format!("unknown element <{}> in profile (one of {})", c.name, SECTIONS.join(", ")),

@@ -25,7 +25,8 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use super::adapter::{AdapterFuture, Fault, ProfileAdapter, Verb};
+use super::adapter::{known_children, AdapterFuture, Fault, ProfileAdapter, Verb};
+use crate::config::ProvisioningLimits;
 use crate::context::Udr;
 use crate::sh::data::{self, ims_user_state, RepositoryData, ShProfile, UserId};
 use crate::sh::pnr;
@@ -36,6 +37,14 @@ pub struct ShAdapter;
 impl ProfileAdapter for ShAdapter {
     fn kind(&self) -> &'static str {
         "ShProfile"
+    }
+
+    fn fields(&self, verb: Verb) -> &'static [&'static str] {
+        match verb {
+            Verb::Get | Verb::Delete => &["publicIdentity", "msisdn"],
+            Verb::Create => &["profile"],
+            Verb::Update => &["publicIdentity", "msisdn", "profile"],
+        }
     }
 
     fn call<'a>(
@@ -82,17 +91,50 @@ fn parse_state(s: &str) -> Result<u8, Fault> {
         .ok_or_else(|| Fault::invalid("imsUserState", data::ims_user_state_refused(s)))
 }
 
-/// A `profile` element as a checked [`ShProfile`].
-fn profile_from(el: &Element, src: &str, max_data: usize) -> Result<ShProfile, Fault> {
+/// A `profile` element as a checked [`ShProfile`]. Reading stops at the first identity or byte
+/// past the limits, so an oversized profile costs no more than one at the limit.
+fn profile_from(
+    el: &Element,
+    src: &str,
+    max_data: usize,
+    limits: &ProvisioningLimits,
+) -> Result<ShProfile, Fault> {
     let mut p = ShProfile::default();
+    let (mut ids, mut bytes) = (0usize, 0usize);
     for c in &el.children {
         let text = c.text.trim();
+        if c.ns != el.ns {
+            return Err(Fault::invalid(
+                "profile",
+                format!("unknown element <{}> in profile", c.name),
+            ));
+        }
+        if matches!(c.name.as_str(), "publicIdentity" | "msisdn") {
+            ids += 1;
+            if ids > limits.max_sh_identities {
+                let max = limits.max_sh_identities;
+                return Err(Fault::invalid(
+                    "publicIdentity",
+                    format!("a profile has at most {max} identities (publicIdentity and msisdn)"),
+                ));
+            }
+        }
+        bytes += c.content.len();
+        if bytes > limits.max_sh_profile_bytes {
+            let max = limits.max_sh_profile_bytes;
+            return Err(Fault::invalid("profile", format!("a profile holds at most {max} bytes")));
+        }
         match c.name.as_str() {
             "publicIdentity" => p.public_identities.push(text.to_owned()),
             "msisdn" => p.msisdns.push(text.to_owned()),
             "imsUserState" => p.ims_user_state = parse_state(text)?,
             "scscfName" => p.scscf_name = Some(text.to_owned()).filter(|s| !s.is_empty()),
             "repositoryData" => {
+                known_children(
+                    c,
+                    &["serviceIndication", "sequenceNumber", "serviceData"],
+                    "repositoryData",
+                )?;
                 let si = c
                     .child_text("serviceIndication")
                     .filter(|s| !s.is_empty())
@@ -116,6 +158,8 @@ fn profile_from(el: &Element, src: &str, max_data: usize) -> Result<ShProfile, F
         }
     }
     p.repository.sort_by(|a, b| a.service_indication.cmp(&b.service_indication));
+    p.check_size(limits.max_sh_identities, limits.max_sh_profile_bytes)
+        .map_err(|e| Fault::invalid(e.field, e.reason))?;
     p.check().map_err(|e| Fault::invalid(e.field, e.reason))?;
     Ok(p)
 }
@@ -172,7 +216,8 @@ async fn get(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
 
 async fn create(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault> {
     let el = op.child("profile").ok_or_else(|| Fault::missing("profile"))?;
-    let p = profile_from(el, src, udr.sh.config.max_repository_data_bytes)?;
+    let p =
+        profile_from(el, src, udr.sh.config.max_repository_data_bytes, &udr.config.provisioning)?;
     let stored = p.clone();
     match udr.sh.store.write(move |tx| tx.create(&stored)).await {
         Ok(_) => Ok(profile_xml(&p)),
@@ -186,7 +231,8 @@ async fn create(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault
 async fn update(udr: &Arc<Udr>, op: &Element, src: &str) -> Result<String, Fault> {
     let user = key(op)?;
     let el = op.child("profile").ok_or_else(|| Fault::missing("profile"))?;
-    let p = profile_from(el, src, udr.sh.config.max_repository_data_bytes)?;
+    let p =
+        profile_from(el, src, udr.sh.config.max_repository_data_bytes, &udr.config.provisioning)?;
     let new = p.clone();
     let k = user.clone();
     let (pid, changes) = match udr.sh.store.write(move |tx| tx.replace(&k, &new)).await {

@@ -18,7 +18,7 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use super::adapter::{required, AdapterFuture, Fault, ProfileAdapter, Verb};
+use super::adapter::{known_children, required, AdapterFuture, Fault, ProfileAdapter, Verb};
 use crate::context::Udr;
 use crate::sh::xml::{escape, Element};
 use crate::slf::{self, Entry, Expect, Groups, Invalid};
@@ -28,6 +28,13 @@ pub struct SlfAdapter;
 impl ProfileAdapter for SlfAdapter {
     fn kind(&self) -> &'static str {
         "SlfEntry"
+    }
+
+    fn fields(&self, verb: Verb) -> &'static [&'static str] {
+        match verb {
+            Verb::Get | Verb::Delete => &["subscriberId"],
+            Verb::Create | Verb::Update => &["entry"],
+        }
     }
 
     fn call<'a>(
@@ -48,18 +55,24 @@ impl ProfileAdapter for SlfAdapter {
     }
 }
 
-fn subscriber_ids(el: &Element) -> Result<Vec<String>, Fault> {
+/// The `subscriberId`s of `el`: 1 to `max`, each valid, none twice. Reading stops past `max`,
+/// so an oversized request costs no more than one at the limit.
+fn subscriber_ids(el: &Element, max: usize) -> Result<Vec<String>, Fault> {
     let ids: Vec<String> =
-        el.children_named("subscriberId").map(|e| e.text.trim().to_owned()).collect();
+        el.children_named("subscriberId").take(max + 1).map(|e| e.text.trim().to_owned()).collect();
     if ids.is_empty() {
         return Err(Fault::missing("subscriberId"));
     }
-    for (i, id) in ids.iter().enumerate() {
+    if ids.len() > max {
+        return Err(Fault::invalid("subscriberId", format!("at most {max} subscriberIds")));
+    }
+    let mut seen = rustc_hash::FxHashSet::default();
+    for id in &ids {
         if let Err(Invalid::SubscriberId(why) | Invalid::Groups(why)) = slf::check_subscriber_id(id)
         {
             return Err(Fault::invalid("subscriberId", why));
         }
-        if ids[..i].contains(id) {
+        if !seen.insert(id.as_str()) {
             return Err(Fault::invalid("subscriberId", format!("{id:?} is listed twice")));
         }
     }
@@ -80,7 +93,7 @@ fn entry_xml(out: &mut String, id: &str, groups: &Groups) {
 }
 
 async fn get(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
-    let ids = subscriber_ids(op)?;
+    let ids = subscriber_ids(op, udr.config.provisioning.max_ids_per_request)?;
     let mut out = String::new();
     for id in &ids {
         let groups = udr
@@ -96,9 +109,11 @@ async fn get(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
 
 async fn put(udr: &Arc<Udr>, op: &Element, create: bool) -> Result<String, Fault> {
     let entry = op.child("entry").ok_or_else(|| Fault::missing("entry"))?;
-    let ids = subscriber_ids(entry)?;
+    known_children(entry, &["subscriberId", "group"], "entry")?;
+    let ids = subscriber_ids(entry, udr.config.provisioning.max_slf_ids_per_entry)?;
     let mut groups = Groups::new();
     for g in entry.children_named("group") {
+        known_children(g, &["nfType", "groupId"], "group")?;
         let t = required(g, "nfType")?.to_owned();
         let id = required(g, "groupId")?.to_owned();
         if groups.insert(t.clone(), id).is_some() {
@@ -132,7 +147,7 @@ async fn put(udr: &Arc<Udr>, op: &Element, create: bool) -> Result<String, Fault
 }
 
 async fn delete(udr: &Arc<Udr>, op: &Element) -> Result<String, Fault> {
-    let ids = subscriber_ids(op)?;
+    let ids = subscriber_ids(op, udr.config.provisioning.max_ids_per_request)?;
     let n = udr.slf.delete(ids).await.map_err(|e| Fault::server(&e))?;
     if n == 0 {
         return Err(Fault::not_found("no SLF entry for these subscriberIds"));
