@@ -170,7 +170,7 @@ impl NfProfile {
         if bad.is_empty() {
             return Ok(());
         }
-        let missing = bad.iter().any(|p| p.param == "/fqdn");
+        let missing = !has_address;
         let c = if missing && bad.len() == 1 {
             cause::MANDATORY_IE_MISSING
         } else {
