@@ -195,7 +195,7 @@ impl Walk<'_> {
     }
 
     fn integer(&mut self, v: &Value, max: u64) {
-        if !v.as_u64().is_some_and(|n| n <= max) {
+        if v.as_u64().is_none_or(|n| n > max) {
             self.fail(format!("must be an integer 0..={max}"));
         }
     }
