@@ -53,6 +53,9 @@ async fn registers_with_the_nrf_and_deregisters_on_stop() {
     assert_eq!(profile["nfServices"][0]["serviceName"], "nbsf-management");
     let port = bsf.base.rsplit(':').next().unwrap().parse::<u64>().unwrap();
     assert_eq!(profile["nfServices"][0]["ipEndPoints"][0]["port"], port);
+    // The same service in the map form, and the whole profile as TS 29.510 defines it.
+    assert_eq!(profile["nfServiceList"]["nbsf-management"], profile["nfServices"][0]);
+    assert_valid("TS29510_Nnrf_NFManagement", "NFProfile", &profile);
 
     bsf.stop().await;
     assert_eq!(get(&c, &url).await.status(), 404, "deregistered on stop");

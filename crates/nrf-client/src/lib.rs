@@ -108,19 +108,36 @@ impl ProfileBuilder {
         self.attr("fqdn", fqdn)
     }
 
+    /// Adds an NFService of version `v1` (`1.0.0`); [`versioned_service`](Self::versioned_service)
+    /// names the versions.
+    pub fn service(self, name: &str, scheme: &str, port: u16) -> Self {
+        self.versioned_service(name, scheme, port, &[("v1", "1.0.0")])
+    }
+
     /// Adds an NFService (`serviceInstanceId` = its name) on `scheme`, one IPv4 endpoint per
-    /// profile address (`port` on each), version `v1` unless a `versions` is set later.
-    pub fn service(mut self, name: &str, scheme: &str, port: u16) -> Self {
+    /// profile address so far (`port` on each), offering `versions`: (apiVersionInUri,
+    /// apiFullVersion) pairs, e.g. `("v2", "2.2.4")` for the API version of the spec implemented.
+    pub fn versioned_service(
+        mut self,
+        name: &str,
+        scheme: &str,
+        port: u16,
+        versions: &[(&str, &str)],
+    ) -> Self {
         let endpoints: Vec<Value> = self
             .profile
             .get("ipv4Addresses")
             .and_then(Value::as_array)
             .map(|a| a.iter().map(|ip| json!({"ipv4Address": ip, "port": port})).collect())
             .unwrap_or_default();
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|(uri, full)| json!({"apiVersionInUri": uri, "apiFullVersion": full}))
+            .collect();
         let mut svc = json!({
             "serviceInstanceId": name,
             "serviceName": name,
-            "versions": [{"apiVersionInUri": "v1", "apiFullVersion": "1.0.0"}],
+            "versions": versions,
             "scheme": scheme,
             "nfServiceStatus": "REGISTERED",
         });
@@ -140,7 +157,22 @@ impl ProfileBuilder {
         self
     }
 
-    pub fn build(self) -> Value {
+    /// The profile. Its services come in both forms TS 29.510 has: the `nfServices` array
+    /// (deprecated in Rel-16, still the only one older NRFs read) and the `nfServiceList` map
+    /// keyed by serviceInstanceId (what Rel-16+ NRFs and consumers read), with the same content.
+    pub fn build(mut self) -> Value {
+        if !self.profile.contains_key("nfServiceList") {
+            if let Some(Value::Array(services)) = self.profile.get("nfServices") {
+                let map: serde_json::Map<String, Value> = services
+                    .iter()
+                    .filter_map(|s| {
+                        let id = s.get("serviceInstanceId")?.as_str()?;
+                        Some((id.to_owned(), s.clone()))
+                    })
+                    .collect();
+                self.profile.insert("nfServiceList".into(), Value::Object(map));
+            }
+        }
         Value::Object(self.profile)
     }
 }
@@ -824,5 +856,31 @@ async fn keep_subscriptions(inner: Arc<Inner>, mut stop: watch::Receiver<bool>) 
                 Err(e) => tracing::warn!(subscription = %id, error = %e, "renewal failed"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_lists_services_in_both_forms_with_their_versions() {
+        let p = ProfileBuilder::new("UDR", "4947a69a-f61b-4bc1-b9da-47c9c5d14b64")
+            .ipv4("10.0.0.1")
+            .versioned_service("nudr-dr", "https", 8443, &[("v2", "2.2.4")])
+            .service("nudr-group-id-map", "https", 8443)
+            .build();
+        let dr = json!({"serviceInstanceId": "nudr-dr", "serviceName": "nudr-dr",
+            "versions": [{"apiVersionInUri": "v2", "apiFullVersion": "2.2.4"}],
+            "scheme": "https", "nfServiceStatus": "REGISTERED",
+            "ipEndPoints": [{"ipv4Address": "10.0.0.1", "port": 8443}]});
+        assert_eq!(p["nfServices"][0], dr);
+        assert_eq!(p["nfServiceList"]["nudr-dr"], dr);
+        assert_eq!(p["nfServices"][1]["versions"][0]["apiVersionInUri"], "v1");
+        assert_eq!(p["nfServiceList"]["nudr-group-id-map"], p["nfServices"][1]);
+        assert_eq!(p["nfServiceList"].as_object().unwrap().len(), 2);
+        // No services: neither form.
+        let p = ProfileBuilder::new("UDR", "4947a69a-f61b-4bc1-b9da-47c9c5d14b64").build();
+        assert!(p.get("nfServices").is_none() && p.get("nfServiceList").is_none());
     }
 }

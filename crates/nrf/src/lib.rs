@@ -16,6 +16,7 @@ pub mod nnrf_disc;
 pub mod nnrf_nfm;
 pub mod nnrf_token;
 pub mod notify;
+pub mod profile_formats;
 pub mod slf;
 pub mod store;
 pub mod subscriptions;

@@ -126,8 +126,9 @@ pub struct NfService {
 impl NfProfile {
     /// The checks TS 29.510 §6.1.6.2.2 and §5.2.2.2.2 ask beyond the JSON types: a UUID instance
     /// id equal to the one in the path, a known NF type and status, an FQDN or an IP address,
-    /// service instance ids unique. Every failure is listed.
-    pub fn validate(&self, path_id: &str) -> Result<(), ProblemDetails> {
+    /// service instance ids unique; then the formats of `raw`, this profile as JSON
+    /// ([`crate::profile_formats`]). Every failure is listed.
+    pub fn validate(&self, path_id: &str, raw: &Value) -> Result<(), ProblemDetails> {
         let mut bad = Vec::new();
         if uuid::Uuid::parse_str(&self.nf_instance_id).is_err() {
             bad.push(InvalidParam::new("/nfInstanceId", "not a UUID"));
@@ -201,14 +202,15 @@ impl NfProfile {
                 format!("more than {MAX_SERVICES} services in one profile"),
             ));
         }
+        crate::profile_formats::check(raw, &mut bad);
         if bad.is_empty() {
             return Ok(());
         }
-        let missing = bad.iter().any(|p| p.param == "/fqdn");
+        let missing = !has_address;
         let c = if missing && bad.len() == 1 {
             cause::MANDATORY_IE_MISSING
         } else {
-            cause::MANDATORY_IE_INCORRECT
+            crate::profile_formats::cause(&bad)
         };
         Err(ProblemDetails::invalid_params(c, bad))
     }
@@ -402,21 +404,20 @@ mod tests {
         let v = json!({"nfInstanceId": "4947a69a-f61b-4bc1-b9da-47c9c5d14b64", "nfType": "UDR",
             "nfStatus": "REGISTERED", "fqdn": "udr.example", "udrInfo": {"groupId": "g1"},
             "vendorX": [1, 2], "nfServices": [{"serviceInstanceId": "1",
-            "serviceName": "nudr-dr", "versions": [], "scheme": "http",
+            "serviceName": "nudr-dr", "scheme": "http",
+            "versions": [{"apiVersionInUri": "v2", "apiFullVersion": "2.2.4"}],
             "nfServiceStatus": "REGISTERED", "apiPrefix": "x"}]});
         let p: NfProfile = serde_json::from_value(v.clone()).unwrap();
-        assert!(p.validate("4947a69a-f61b-4bc1-b9da-47c9c5d14b64").is_ok());
+        assert!(p.validate("4947a69a-f61b-4bc1-b9da-47c9c5d14b64", &v).is_ok());
         assert_eq!(serde_json::to_value(&p).unwrap(), v);
         assert!(p.has_service("nudr-dr"));
     }
 
     #[test]
     fn validation_lists_every_problem() {
-        let p: NfProfile = serde_json::from_value(
-            json!({"nfInstanceId": "nope", "nfType": "XYZ", "nfStatus": "BUSY"}),
-        )
-        .unwrap();
-        let e = p.validate("nope").unwrap_err();
+        let raw = json!({"nfInstanceId": "nope", "nfType": "XYZ", "nfStatus": "BUSY"});
+        let p: NfProfile = serde_json::from_value(raw.clone()).unwrap();
+        let e = p.validate("nope", &raw).unwrap_err();
         assert_eq!(e.invalid_params.len(), 4, "{e:?}");
     }
 

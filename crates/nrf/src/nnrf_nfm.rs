@@ -82,10 +82,14 @@ pub async fn register(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
     }
     let path_id = req.param("nfInstanceID");
     let mut profile: NfProfile = req.json()?;
-    profile.validate(path_id)?;
-    negotiate_heartbeat(&nrf, &mut profile);
+    // The typed profile serialises back to the body's attributes (unknown ones included), and
+    // this JSON is what gets stored and served: its formats are the ones to check.
+    let mut value = to_value(&profile)?;
+    profile.validate(path_id, &value)?;
+    if negotiate_heartbeat(&nrf, &mut profile) {
+        value = to_value(&profile)?;
+    }
     let key = path_id.to_ascii_lowercase();
-    let value = to_value(&profile)?;
     let _guard = nrf.lock_key(&key).await;
     let (entry, old) = commit(&nrf, key, profile, value).await?;
     let status = if old.is_none() { StatusCode::CREATED } else { StatusCode::OK };
@@ -143,7 +147,7 @@ pub async fn update(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
         )
         .into());
     }
-    profile.validate(&key)?;
+    profile.validate(&key, &doc)?;
     let nrf_changed = negotiate_heartbeat(&nrf, &mut profile);
     let value = if nrf_changed { to_value(&profile)? } else { doc };
     let changes = models::diff(&current.value, &value);
@@ -257,10 +261,12 @@ pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
         Some(qs) => format!("{root}{NF_INSTANCES_PATH}?{qs}"),
         None => format!("{root}{NF_INSTANCES_PATH}"),
     };
-    let body = json!({
-        "_links": { "self": { "href": self_href }, "item": items },
-        "totalItemCount": total,
-    });
+    // UriList._links.item has minItems 1: an empty page has no `item` at all.
+    let mut links = json!({ "self": { "href": self_href } });
+    if !items.is_empty() {
+        links["item"] = Value::Array(items);
+    }
+    let body = json!({ "_links": links, "totalItemCount": total });
     let mut resp = json_response(StatusCode::OK, &body)?;
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/3gppHal+json"));

@@ -720,8 +720,11 @@ fn guide_profiles(nf_type: &str, count: usize, first: u32) -> Vec<Value> {
             0 => p["nfServices"] = json!(all),
             1 => p["nfServiceList"] = service_map(&all),
             _ => {
+                // Both forms, each non-empty when there is anything to split (minItems 1).
                 let (a, b) = all.split_at(all.len() / 2);
-                p["nfServices"] = json!(a);
+                if !a.is_empty() {
+                    p["nfServices"] = json!(a);
+                }
                 p["nfServiceList"] = service_map(b);
             }
         }

@@ -213,7 +213,8 @@ async fn nf_list_with_type_limit_and_pages() {
     let hrefs = |v: &Value| -> Vec<String> {
         v["_links"]["item"]
             .as_array()
-            .unwrap()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
             .iter()
             .map(|i| i["href"].as_str().unwrap().to_owned())
             .collect()
@@ -233,7 +234,19 @@ async fn nf_list_with_type_limit_and_pages() {
     let v = body(&list("?nf-type=UDR&page-size=2&page-number=2").await);
     assert_eq!(hrefs(&v), [nrf.nfm(&format!("/nf-instances/{}", uuid(3)))]);
     assert_eq!(v["totalItemCount"], 3);
-    assert!(hrefs(&body(&list("?page-size=2&page-number=9").await)).is_empty());
+    // An empty page: no `item` at all (UriList._links.item has minItems 1).
+    let v = body(&list("?page-size=2&page-number=9").await);
+    assert_valid("TS29510_Nnrf_NFManagement", "UriList", &v);
+    assert_eq!(v["_links"].get("item"), None, "{v}");
+    assert_eq!(v["totalItemCount"], 5);
+    let v = body(&list("?nf-type=AMF").await);
+    assert_valid("TS29510_Nnrf_NFManagement", "UriList", &v);
+    assert_eq!(v["_links"].get("item"), None, "{v}");
+    assert_eq!(v["totalItemCount"], 0);
+    // A page that is not empty has its items.
+    let v = body(&list("?page-size=2&page-number=3").await);
+    assert_valid("TS29510_Nnrf_NFManagement", "UriList", &v);
+    assert_eq!(hrefs(&v), [nrf.nfm(&format!("/nf-instances/{}", uuid(5)))]);
 
     problem(&list("?nf-type=TOASTER").await, 400, "INVALID_QUERY_PARAM");
     problem(&list("?limit=0").await, 400, "INVALID_QUERY_PARAM");

@@ -37,6 +37,84 @@ pub struct UdrConfig {
     /// (`[udr.provisioning]`).
     #[serde(default)]
     pub provisioning: ProvisioningLimits,
+    /// What the `udrInfo` of the NRF profile says beyond the data sets (`[udr.udr_info]`).
+    #[serde(default)]
+    pub udr_info: UdrInfoConfig,
+}
+
+/// `[udr.udr_info]`: the subscribers this UDR holds, for NRFs to select it by (TS 29.510
+/// UdrInfo). Empty: any subscriber.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UdrInfoConfig {
+    /// `groupId`: the UDR group, for discoveries with `group-id-list` (and SLF answers).
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// `supiRanges`: the SUPIs held (IMSI digits, no `imsi-` prefix).
+    #[serde(default)]
+    pub supi_ranges: Vec<SupiRangeConfig>,
+}
+
+/// One SupiRange: `start` and `end` (digits, both included), or a regular expression `pattern`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupiRangeConfig {
+    #[serde(default)]
+    pub start: Option<String>,
+    #[serde(default)]
+    pub end: Option<String>,
+    #[serde(default)]
+    pub pattern: Option<String>,
+}
+
+impl UdrInfoConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.group_id.as_deref().is_some_and(str::is_empty) {
+            return Err("udr.udr_info.group_id must not be empty".into());
+        }
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        for (i, r) in self.supi_ranges.iter().enumerate() {
+            let ok = match (&r.start, &r.end, &r.pattern) {
+                (Some(a), Some(b), None) => {
+                    digits(a) && digits(b) && a.len() == b.len() && a.as_str() <= b.as_str()
+                }
+                (None, None, Some(p)) => !p.is_empty(),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "udr.udr_info.supi_ranges[{i}]: give start and end (digits of the same \
+                     length, start <= end) or a pattern"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The NRF profile's `udrInfo`: the data sets served and what is configured here.
+    pub fn udr_info(&self, data_sets: &[&str]) -> serde_json::Value {
+        let mut info = serde_json::json!({ "supportedDataSets": data_sets });
+        if let Some(g) = &self.group_id {
+            info["groupId"] = g.as_str().into();
+        }
+        if !self.supi_ranges.is_empty() {
+            let ranges: Vec<serde_json::Value> = self
+                .supi_ranges
+                .iter()
+                .map(|r| {
+                    let mut v = serde_json::Map::new();
+                    for (k, x) in [("start", &r.start), ("end", &r.end), ("pattern", &r.pattern)] {
+                        if let Some(x) = x {
+                            v.insert(k.into(), x.as_str().into());
+                        }
+                    }
+                    serde_json::Value::Object(v)
+                })
+                .collect();
+            info["supiRanges"] = ranges.into();
+        }
+        info
+    }
 }
 
 /// `[udr.provisioning]`: list sizes of one provisioning request. A list is read up to its limit
@@ -151,6 +229,7 @@ impl UdrConfig {
         self.eir.validate(self.nrf.is_some())?;
         self.policy.validate()?;
         self.provisioning.validate()?;
+        self.udr_info.validate()?;
         Ok(())
     }
 }

@@ -89,6 +89,37 @@ pub fn router(udr: Arc<Udr>) -> Router {
     policy_data::routes(provisioning::routes(b)).build()
 }
 
+/// The API versions served (TS 29.504 Rel-17: TS29504_Nudr_DR.yaml 2.2.4,
+/// TS29504_Nudr_GroupIDmap.yaml 1.1.0), as NFServiceVersion (apiVersionInUri, apiFullVersion).
+const NUDR_DR_VERSIONS: &[(&str, &str)] = &[("v2", "2.2.4")];
+const NUDR_GROUP_ID_MAP_VERSIONS: &[(&str, &str)] = &[("v1", "1.1.0")];
+
+/// The data sets of Nudr_DataRepository this UDR serves (`udrInfo.supportedDataSets`): policy
+/// data only (TS 29.519 §5; no subscription, application or exposure data).
+const SUPPORTED_DATA_SETS: &[&str] = &["POLICY"];
+
+/// The UDR's NRF profile: every 3GPP service it serves on the SBI (nudr-dr for policy data;
+/// nudr-group-id-map unless `slf.register_service` is off) with its versions and endpoints,
+/// and its udrInfo. n5g-eir-eic is left to the 5G_EIR profile (`eir::n5g_eir_eic::nrf_profile`):
+/// consumers discover it by that NF type, not by UDR.
+pub fn nrf_profile(
+    base: nrf_client::ProfileBuilder,
+    config: &UdrConfig,
+    scheme: &str,
+    port: u16,
+) -> serde_json::Value {
+    let mut profile = base.versioned_service("nudr-dr", scheme, port, NUDR_DR_VERSIONS);
+    if config.slf.register_service {
+        profile = profile.versioned_service(
+            "nudr-group-id-map",
+            scheme,
+            port,
+            NUDR_GROUP_ID_MAP_VERSIONS,
+        );
+    }
+    profile.attr("udrInfo", config.udr_info.udr_info(SUPPORTED_DATA_SETS)).build()
+}
+
 /// A bound UDR with its store open, ready to serve.
 pub struct Bound {
     serving: Serving,
@@ -135,11 +166,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     serving.defer_ready();
     let addr = serving.local_addr();
     let _ = udr.local_authority.set(addr.to_string());
-    let mut profile = serving.profile();
-    if config.udr.slf.register_service {
-        profile = profile.service("nudr-group-id-map", scheme, addr.port());
-    }
-    serving.register(profile.build())?;
+    serving.register(nrf_profile(serving.profile(), &config.udr, scheme, addr.port()))?;
     if config.udr.eir.register_nrf {
         serving.register(eir::n5g_eir_eic::nrf_profile(&config.udr.eir, addr, scheme))?;
     }

@@ -223,9 +223,19 @@ async fn registers_a_5g_eir_profile_when_configured() {
     assert_eq!(eir["nfServices"][0]["serviceName"], "n5g-eir-eic");
     let port = udr.base.rsplit(':').next().unwrap().parse::<u16>().unwrap();
     assert_eq!(eir["nfServices"][0]["ipEndPoints"][0]["port"], port);
+    assert_eq!(eir["nfServices"][0]["versions"][0]["apiFullVersion"], "1.2.0");
+    assert_eq!(eir["nfServiceList"]["n5g-eir-eic"], eir["nfServices"][0]);
     assert_valid("TS29510_Nnrf_NFManagement", "NFProfile", &eir);
     let own = wait_for(&profile(udr_id), 200).await;
     assert_eq!(own["nfType"], "UDR");
+    // The equipment check is the 5G_EIR profile's service, not the UDR's.
+    let names: Vec<&str> = own["nfServices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["serviceName"].as_str())
+        .collect();
+    assert_eq!(names, ["nudr-dr", "nudr-group-id-map"], "{own}");
     let disc =
         format!("{nrf_base}/nnrf-disc/v1/nf-instances?target-nf-type=5G_EIR&requester-nf-type=AMF");
     let found = body(&get(&client(), &disc).await);

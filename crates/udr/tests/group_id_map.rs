@@ -119,7 +119,10 @@ async fn nrf_slf_query_against_this_udr() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(profile["nfType"], "UDR");
-    assert_eq!(profile["nfServices"][0]["serviceName"], "nudr-group-id-map");
+    // NRFs pick their SLF by this service (the UDR's other services: tests/nrf_profile.rs).
+    let slf = &profile["nfServiceList"]["nudr-group-id-map"];
+    assert_eq!(slf["serviceName"], "nudr-group-id-map", "{profile}");
+    assert!(profile["nfServices"].as_array().unwrap().contains(slf), "{profile}");
 
     for (id, group) in [
         ("11111111-0000-4000-8000-000000000001", "udm-east"),

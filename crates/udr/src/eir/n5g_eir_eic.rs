@@ -92,6 +92,7 @@ pub fn nrf_profile(config: &EirConfig, addr: SocketAddr, scheme: &str) -> serde_
     let id = config.nf_instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     ProfileBuilder::new("5G_EIR", &id)
         .ipv4(&ip.to_string())
-        .service(SERVICE_NAME, scheme, addr.port())
+        // TS29511_N5g-eir_EquipmentIdentityCheck.yaml, Rel-17.
+        .versioned_service(SERVICE_NAME, scheme, addr.port(), &[("v1", "1.2.0")])
         .build()
 }
