@@ -456,7 +456,7 @@ fn bench_warns_when_a_running_nrf_grants_the_preloaded_profiles_a_short_heartbea
                 .unwrap_or_else(|e| panic!("{e}: {answer}"))
         };
         let list = get("/nnrf-nfm/v1/nf-instances?nf-type=AMF");
-        let href = list["_links"]["items"][0]["href"].as_str().unwrap_or_else(|| panic!("{list}"));
+        let href = list["_links"]["item"][0]["href"].as_str().unwrap_or_else(|| panic!("{list}"));
         let path = &href[href.find("/nnrf-nfm/").unwrap()..];
         let profile = get(path);
         assert_eq!(profile["heartBeatTimer"], granted, "{profile}");
