@@ -457,6 +457,7 @@ async fn preload(
         let done_job = done.clone();
         set.spawn(async move {
             let _permit = permit;
+            let register = method == Method::PUT;
             let rsp = client
                 .request(method, &url)
                 .header("content-type", "application/json")
@@ -468,7 +469,7 @@ async fn preload(
                 Ok(r) if expect.contains(&r.status().as_u16()) => {
                     let id =
                         r.header("location").and_then(|l| l.rsplit('/').next()).map(str::to_string);
-                    Ok((pool, id))
+                    Ok((pool, id, if register { granted_heartbeat(r.body()) } else { None }))
                 }
                 Ok(r) => Err(anyhow::anyhow!(
                     "preload {what}: {url} answered {}: {}",
@@ -479,15 +480,32 @@ async fn preload(
             }
         });
     }
+    let mut shortest_heartbeat: Option<u64> = None;
     while let Some(r) = set.join_next().await {
-        if let (Some(pool), Some(id)) = r?? {
+        let (pool, id, heartbeat) = r??;
+        if let (Some(pool), Some(id)) = (pool, id) {
             pools.push(&pool, id);
+        }
+        if let Some(h) = heartbeat {
+            shortest_heartbeat = Some(shortest_heartbeat.map_or(h, |s| s.min(h)));
         }
     }
     if let Some(t) = ticker {
         t.abort();
         progress_bar("preload", total, total);
         eprintln!();
+    }
+    if let Some(granted) =
+        shortest_heartbeat.filter(|g| *g < u64::from(profile::HEARTBEAT_TIMER_SECS))
+    {
+        eprintln!(
+            "warning: the NRF granted the preloaded profiles a heartBeatTimer of {granted} s \
+             (asked {} s): a profile the mix's heartbeats miss for longer (plus the NRF's grace) \
+             is SUSPENDED and drops out of discovery; start that NRF with [nrf] \
+             heartbeat_max_secs = {} (docs/bench.md)",
+            profile::HEARTBEAT_TIMER_SECS,
+            profile::HEARTBEAT_TIMER_SECS,
+        );
     }
     let profiles = instances.values().map(Vec::len).sum();
     Ok((
@@ -499,6 +517,11 @@ async fn preload(
             ..PreloadReport::default()
         },
     ))
+}
+
+/// The heartBeatTimer an NRF granted in its answer to a profile PUT (NFRegister).
+fn granted_heartbeat(body: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?.get("heartBeatTimer")?.as_u64()
 }
 
 fn usage(pids: &[u32]) -> Usage {

@@ -330,6 +330,16 @@ fn nf_config_file(s: &Scenario, nf: &str, vars: &HashMap<String, String>) -> Opt
     if let Some(t) = s.nf_config.get(nf) {
         root.insert(nf.to_string(), toml::Value::Table(render_config(t, vars)));
     }
+    if nf == "nrf" && !s.preload.profiles.is_empty() {
+        // The preloaded profiles keep the heartBeatTimer they propose (profile.rs) unless the
+        // scenario says otherwise.
+        if let toml::Value::Table(t) =
+            root.entry("nrf").or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            t.entry("heartbeat_max_secs")
+                .or_insert(toml::Value::Integer(profile::HEARTBEAT_TIMER_SECS.into()));
+        }
+    }
     (!root.is_empty()).then_some(root)
 }
 
@@ -524,6 +534,26 @@ mod tests {
         let r = render_config(&t, &sims);
         assert_eq!(r["forwarding"]["peers"][0].as_str(), Some("http://127.0.0.1:9"));
         assert_eq!(r["a"].as_integer(), Some(1));
+    }
+
+    #[test]
+    fn an_nrf_the_kit_starts_keeps_the_preloaded_profiles_heartbeat_timer() {
+        let vars = HashMap::new();
+        for name in ["nrf-5k", "nrf-51.6k"] {
+            let mut s = Scenario::load(name).unwrap();
+            let root = nf_config_file(&s, "nrf", &vars).unwrap();
+            let max = root["nrf"]["heartbeat_max_secs"].as_integer();
+            assert_eq!(max, Some(i64::from(profile::HEARTBEAT_TIMER_SECS)), "{name}");
+            // What the scenario sets is kept.
+            assert_eq!(root["nrf"]["max_subscriptions"].as_integer(), Some(1100), "{name}");
+            s.nf_config.get_mut("nrf").unwrap().insert("heartbeat_max_secs".into(), 60.into());
+            let root = nf_config_file(&s, "nrf", &vars).unwrap();
+            assert_eq!(root["nrf"]["heartbeat_max_secs"].as_integer(), Some(60), "{name}");
+        }
+        // Not for the other NFs.
+        let s = Scenario::load("bsf-s2-30k").unwrap();
+        let bsf = nf_config_file(&s, "bsf", &vars).unwrap_or_default();
+        assert!(!bsf.contains_key("nrf"));
     }
 
     #[test]

@@ -64,6 +64,15 @@ fn service(
     })
 }
 
+/// The heartBeatTimer the kit's profiles propose. Row C of the NRF mix heartbeats random
+/// preloaded instances at the reference's rate, which at a small `--scale` (or between runs on
+/// an NRF preloaded once) leaves an instance silent for minutes: with the reference's 30 s the
+/// NRF would SUSPEND it and discovery would answer fewer profiles than the call model says. An
+/// hour keeps every profile REGISTERED for any run; the kit raises `[nrf] heartbeat_max_secs`
+/// to it for an NRF it starts (an NRF grants a proposal above its maximum its own
+/// `heartbeat_timer_secs`, 10 s by default), and warns when a running NRF grants less.
+pub const HEARTBEAT_TIMER_SECS: u32 = 3600;
+
 /// SUPI range covering the whole generated range (`00101` + 10 digits).
 fn supi_ranges() -> Value {
     json!([{"start": "001010000000000", "end": "001019999999999"}])
@@ -78,7 +87,7 @@ pub fn build(spec: &ProfileSpec, id: &str, rng: &mut Rng) -> Value {
         "nfInstanceId": id,
         "nfType": spec.nf_type,
         "nfStatus": "REGISTERED",
-        "heartBeatTimer": 30,
+        "heartBeatTimer": HEARTBEAT_TIMER_SECS,
         "plmnList": [plmn()],
         "sNssais": [{"sst": 1, "sd": "000001"}, {"sst": 1, "sd": "000002"}],
         "fqdn": format!("{}-{i}.{}.5gc.mnc001.mcc001.3gppnetwork.org", spec.label.to_ascii_lowercase(), spec.nf_type.to_ascii_lowercase()),

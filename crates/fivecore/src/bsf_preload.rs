@@ -54,7 +54,9 @@ fn load(args: &PreloadArgs) -> Result<Report, String> {
         None => crate::config::Config::default(),
     };
     // The same file `fivecore bsf` would serve from with these flags.
-    let mut store = crate::nf::bsf_run_config(&config, args.data_dir.as_deref()).store;
+    let mut store =
+        crate::nf::bsf_run_config(&config, Some(&crate::nf::data_dir(args.data_dir.as_deref())))
+            .store;
     store.readers = 1;
     if let Some(dir) = store.path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)

@@ -48,12 +48,14 @@ pub struct NfArgs {
     /// TOML configuration file (see config/fivecore.toml for every setting).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// SBI address to listen on, overriding the configuration.
+    /// SBI address to listen on, overriding the configuration (default: 127.0.0.1 and the NF's
+    /// port of `fivecore up`: NRF 7000, UDR 7001, BSF 7002; port 0: one chosen by the system).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
-    /// Directory of the embedded store.
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
+    /// Directory of the embedded store (the NF's database inside: nrf.db, udr.db, bsf.db, the
+    /// files `fivecore up` uses).
+    #[arg(long, value_name = "DIR", default_value = crate::nf::DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -65,8 +67,15 @@ pub struct UpArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Directory of the embedded store (one database per NF inside it).
-    #[arg(long, value_name = "DIR", default_value = "fivecore-data")]
+    #[arg(long, value_name = "DIR", default_value = crate::nf::DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
+    /// The NRF's SBI port; the UDR listens on the next one, the BSF on the one after (7000,
+    /// 7001, 7002 by default). 0: every SBI port chosen by the system (the table printed once
+    /// every NF is bound says which). The Diameter ports are `[bsf.rx] listen` and
+    /// `[udr.sh] listen` of --config.
+    #[arg(long, value_name = "PORT", default_value_t = crate::nf::ALL[0].sbi_port,
+        value_parser = clap::value_parser!(u16).range(0..=65531))]
+    pub port_base: u16,
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -131,7 +140,8 @@ pub struct ImportArgs {
     /// TOML configuration file: its [store] settings apply.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Directory of the UDR's store (`udr.db` inside), as given to `fivecore udr --data-dir`.
+    /// Directory of the UDR's store (`udr.db` inside), as given to `fivecore udr --data-dir`
+    /// [default: fivecore-data, as for `fivecore udr`].
     #[arg(long, value_name = "DIR", conflicts_with = "db")]
     pub data_dir: Option<PathBuf>,
     /// The database file itself.
@@ -171,7 +181,8 @@ pub struct PreloadArgs {
     /// TOML configuration file: its [store] settings apply.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Directory of the BSF's store (`bsf.db` inside), as given to `fivecore bsf --data-dir`.
+    /// Directory of the BSF's store (`bsf.db` inside), as given to `fivecore bsf --data-dir`
+    /// [default: fivecore-data, as for `fivecore bsf`].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// JSON lines, one binding each: `{"bindingId": …, "pcfBinding": {…}}` or a bare

@@ -90,6 +90,45 @@ mod tests {
     }
 
     #[test]
+    fn an_nf_alone_and_up_share_the_default_ports_and_database_files() {
+        use crate::nf::{self, Nf};
+        let cfg = Config::parse("").unwrap();
+        let dir = Path::new(nf::DEFAULT_DATA_DIR);
+        let alone = [
+            (
+                nf::nrf_run_config(&cfg, Some(dir)).sbi.listen,
+                nf::nrf_run_config(&cfg, Some(dir)).store.path,
+            ),
+            (
+                nf::udr_run_config(&cfg, Some(dir)).sbi.listen,
+                nf::udr_run_config(&cfg, Some(dir)).store.path,
+            ),
+            (
+                nf::bsf_run_config(&cfg, Some(dir)).sbi.listen,
+                nf::bsf_run_config(&cfg, Some(dir)).store.path,
+            ),
+        ];
+        let expected = [(7000, "nrf.db"), (7001, "udr.db"), (7002, "bsf.db")];
+        for (n, ((listen, path), (port, db))) in
+            [Nf::Nrf, Nf::Udr, Nf::Bsf].into_iter().zip(alone.into_iter().zip(expected))
+        {
+            assert_eq!(listen.to_string(), format!("127.0.0.1:{port}"));
+            assert_eq!(path, dir.join(db));
+            // `up` (default --port-base) puts the NF on the same address.
+            assert_eq!(nf::up_listen(&cfg, n, nf::ALL[0].sbi_port), listen);
+            assert_eq!(nf::info(n).db_file, db);
+        }
+        assert_eq!(nf::up_listen(&cfg, Nf::Bsf, 17000).port(), 17002);
+        assert_eq!(nf::up_listen(&cfg, Nf::Udr, 0).port(), 0);
+        // A configured port or store file still wins for an NF alone.
+        let set =
+            Config::parse("[sbi]\nlisten = \"0.0.0.0:9000\"\n[store]\npath = \"x.db\"").unwrap();
+        let run = nf::nrf_run_config(&set, None);
+        assert_eq!((run.sbi.listen.port(), run.store.path), (9000, "x.db".into()));
+        assert_eq!(nf::up_listen(&set, Nf::Nrf, 7000).to_string(), "0.0.0.0:7000");
+    }
+
+    #[test]
     fn unknown_settings_are_rejected() {
         assert!(Config::parse("[sbi]\nlisten_addr = \"127.0.0.1:1\"").is_err());
         assert!(Config::parse("[nrf]\nheartbeat = 3").is_err());

@@ -24,7 +24,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {
-            println!("fivecore {}", env!("CARGO_PKG_VERSION"));
+            use std::io::Write;
+            // Not println!: it panics when stdout is a closed pipe.
+            let _ = writeln!(std::io::stdout(), "fivecore {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         Command::Up(args) => up::run(&args),

@@ -1,5 +1,6 @@
 //! The network functions and whether each has landed in this build.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -17,11 +18,19 @@ pub enum Nf {
     Dd,
 }
 
-/// What `fivecore up` prints and starts, and the ports of DESIGN.md.
+/// Where the stores go when `--data-dir` is not given: the same for `fivecore up` and for each
+/// NF subcommand, so an NF run alone serves the state `up` left (and the other way round).
+pub const DEFAULT_DATA_DIR: &str = "fivecore-data";
+
+/// What `fivecore up` prints and starts, and the ports of DESIGN.md: the one place that gives
+/// each NF its default SBI port and database file, read by `up`, by `fivecore <nf>` and by the
+/// NFs' bulk-load commands.
 pub struct NfInfo {
     pub nf: Nf,
     pub name: &'static str,
     pub sbi_port: u16,
+    /// The NF's database file under the data directory.
+    pub db_file: &'static str,
     pub diameter: Option<(&'static str, u16)>,
     /// Whether this build serves the Diameter side yet (the SBI side may land first).
     pub diameter_served: bool,
@@ -35,6 +44,7 @@ pub const ALL: [NfInfo; 5] = [
         nf: Nf::Nrf,
         name: "NRF",
         sbi_port: 7000,
+        db_file: "nrf.db",
         diameter: None,
         diameter_served: false,
         issue: Some(3),
@@ -44,6 +54,7 @@ pub const ALL: [NfInfo; 5] = [
         nf: Nf::Udr,
         name: "UDR",
         sbi_port: 7001,
+        db_file: "udr.db",
         diameter: Some(("Sh", 3870)),
         diameter_served: true,
         issue: Some(7),
@@ -53,6 +64,7 @@ pub const ALL: [NfInfo; 5] = [
         nf: Nf::Bsf,
         name: "BSF",
         sbi_port: 7002,
+        db_file: "bsf.db",
         diameter: Some(("Rx proxy", 3869)),
         diameter_served: true,
         issue: Some(6),
@@ -62,6 +74,7 @@ pub const ALL: [NfInfo; 5] = [
         nf: Nf::Pcf,
         name: "PCF",
         sbi_port: 7003,
+        db_file: "pcf.db",
         diameter: Some(("Gx/Rx/Sy/Sd", 3868)),
         diameter_served: false,
         issue: None,
@@ -71,12 +84,18 @@ pub const ALL: [NfInfo; 5] = [
         nf: Nf::Dd,
         name: "Data Director",
         sbi_port: 7004,
+        db_file: "dd.db",
         diameter: None,
         diameter_served: false,
         issue: None,
         available: false,
     },
 ];
+
+/// `--data-dir` of the bulk-load commands, or [`DEFAULT_DATA_DIR`]: the store the NF serves from.
+pub fn data_dir(given: Option<&Path>) -> std::path::PathBuf {
+    given.unwrap_or(Path::new(DEFAULT_DATA_DIR)).to_path_buf()
+}
 
 pub fn info(nf: Nf) -> &'static NfInfo {
     // ALL lists every variant.
@@ -100,29 +119,28 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
     if !info.available {
         return not_landed(&format!("the {}", info.name), info.issue);
     }
-    if let Some(dir) = &args.data_dir {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("fivecore: cannot create {}: {e}", dir.display());
-            return ExitCode::from(1);
-        }
+    let dir = &args.data_dir;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("fivecore: cannot create {}: {e}", dir.display());
+        return ExitCode::from(1);
     }
     match nf {
         Nf::Nrf => {
-            let mut run = nrf_run_config(&config, args.data_dir.as_deref());
+            let mut run = nrf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
             serve_until_signal("NRF", nrf::run(run, crate::up::shutdown_signal()))
         }
         Nf::Bsf => {
-            let mut run = bsf_run_config(&config, args.data_dir.as_deref());
+            let mut run = bsf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
             serve_until_signal("BSF", bsf::run(run, crate::up::shutdown_signal()))
         }
         Nf::Udr => {
-            let mut run = udr_run_config(&config, args.data_dir.as_deref());
+            let mut run = udr_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
@@ -133,15 +151,14 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
     }
 }
 
-/// The NRF's run configuration from the file: its store file goes under `data_dir` when given.
+/// The NRF's run configuration from the file: SBI port 7000 unless one is configured, and its
+/// database `nrf.db` (or the configured `[store] path` when not the default) under `data_dir`
+/// when given.
 pub fn nrf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> nrf::RunConfig {
-    let mut store = config.store.clone();
-    if let Some(dir) = data_dir {
-        store.path = dir.join(&store.path);
-    }
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Nrf, data_dir);
     nrf::RunConfig {
         nrf: config.nrf.clone(),
-        sbi: config.sbi.clone(),
+        sbi,
         client: config.client.clone(),
         store,
         instance_id: config.instance_id.clone(),
@@ -152,7 +169,7 @@ pub fn nrf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
 /// and its database is `udr.db` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
 pub fn udr_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> udr::RunConfig {
-    let (sbi, store) = nf_sbi_and_store(config, Nf::Udr, "udr.db", data_dir);
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Udr, data_dir);
     udr::RunConfig {
         udr: config.udr.clone(),
         sbi,
@@ -162,18 +179,17 @@ pub fn udr_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
     }
 }
 
-/// The SBI listener and store of an NF other than the NRF: the NF's default port unless one is
-/// configured, and `db_file` (or the configured `[store] path` when not the default) under
+/// The SBI listener and store of an NF: the NF's default port ([`ALL`]) unless one is
+/// configured, and its `db_file` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
 fn nf_sbi_and_store(
     config: &crate::config::Config,
     nf: Nf,
-    db_file: &str,
     data_dir: Option<&Path>,
 ) -> (sbi::ServerConfig, store::SqliteConfig) {
     let mut store = config.store.clone();
     if store.path == store::SqliteConfig::default().path {
-        store.path = db_file.into();
+        store.path = info(nf).db_file.into();
     }
     if let Some(dir) = data_dir {
         store.path = dir.join(&store.path);
@@ -189,7 +205,7 @@ fn nf_sbi_and_store(
 /// and its database is `bsf.db` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
 pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> bsf::RunConfig {
-    let (sbi, mut store) = nf_sbi_and_store(config, Nf::Bsf, "bsf.db", data_dir);
+    let (sbi, mut store) = nf_sbi_and_store(config, Nf::Bsf, data_dir);
     // Checkpoints off the writer: the binding create/delete p99 at 10M bindings (docs/store.md).
     store.background_checkpoint.get_or_insert(true);
     // No commit delay: at S9's 1,125 writes/s a 1 ms delay shared an fsync between ~1.3 writes
@@ -203,6 +219,16 @@ pub fn bsf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
         store,
         instance_id: config.instance_id.clone(),
     }
+}
+
+/// The SBI address `fivecore up` gives `nf`: the configured `[sbi] listen` host with the NF's
+/// default port, shifted by `port_base` (the NRF's port; 0: every port chosen by the system).
+pub fn up_listen(config: &crate::config::Config, nf: Nf, port_base: u16) -> SocketAddr {
+    let port = match port_base {
+        0 => 0,
+        base => base.saturating_add(info(nf).sbi_port - ALL[0].sbi_port),
+    };
+    SocketAddr::new(config.sbi.listen.ip(), port)
 }
 
 /// Runs one NF on a fresh runtime until SIGINT/SIGTERM: exit 0 after a clean stop, 1 on error.

@@ -74,7 +74,9 @@ fn prepare(
         ..Options::new(kind, format)
     };
     // The same file `fivecore udr` would serve from with these flags.
-    let mut store = crate::nf::udr_run_config(&config, args.data_dir.as_deref()).store;
+    let mut store =
+        crate::nf::udr_run_config(&config, Some(&crate::nf::data_dir(args.data_dir.as_deref())))
+            .store;
     if let Some(db) = &args.db {
         store.path = db.clone();
     }

@@ -1,6 +1,6 @@
 //! `fivecore up`: every NF of this build in one process on its default port.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 
 use crate::cli::UpArgs;
@@ -18,14 +18,19 @@ pub fn run(args: &UpArgs) -> ExitCode {
         },
         None => crate::config::Config::default(),
     };
-    println!("{}", endpoint_table());
-    let available = nf::ALL.iter().filter(|i| i.available).count();
-    if available == 0 {
+    let mut out = Stdout::default();
+    let names: Vec<&str> = nf::ALL.iter().filter(|i| i.available).map(|i| i.name).collect();
+    if names.is_empty() {
         eprintln!(
             "fivecore up: no network function has landed in this build yet; nothing is served."
         );
         return ExitCode::from(NOT_LANDED);
     }
+    out.line(&format!(
+        "fivecore up: starting the {} (stores in {})",
+        names.join(", "),
+        args.data_dir.display()
+    ));
     if let Err(e) = std::fs::create_dir_all(&args.data_dir) {
         eprintln!("fivecore up: cannot create {}: {e}", args.data_dir.display());
         return ExitCode::from(1);
@@ -37,39 +42,53 @@ pub fn run(args: &UpArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // Each available NF on its default port with its own database under --data-dir; one
-    // shutdown signal stops them all.
-    let mut nrf_config = nf::nrf_run_config(&config, Some(&args.data_dir));
-    nrf_config.store.path = args.data_dir.join("nrf.db");
-    nrf_config.sbi.listen = SocketAddr::from(([127, 0, 0, 1], nf::info(nf::Nf::Nrf).sbi_port));
-    // The other NFs register with the NRF of this process unless their `[<nf>.nrf]` says
-    // otherwise; their instance ids are their own (the configured one is the NRF's).
-    let own_nrf = || nrf_client::NrfClientConfig {
-        api_roots: vec![format!("http://{}", nrf_config.sbi.listen)],
-        ..Default::default()
-    };
-    let local = |n: nf::Nf| SocketAddr::from(([127, 0, 0, 1], nf::info(n).sbi_port));
-    let mut bsf_config = nf::bsf_run_config(&config, Some(&args.data_dir));
-    bsf_config.store.path = args.data_dir.join("bsf.db");
-    bsf_config.sbi.listen = local(nf::Nf::Bsf);
+    // Each available NF with its own database under --data-dir (the defaults of `fivecore
+    // <nf>`), on the configured host and its own port: one `[sbi] listen` cannot serve three.
+    let dir = Some(args.data_dir.as_path());
+    let db = |n: nf::Nf| args.data_dir.join(nf::info(n).db_file);
+    let listen = |n: nf::Nf| nf::up_listen(&config, n, args.port_base);
+    let mut nrf_config = nf::nrf_run_config(&config, dir);
+    nrf_config.store.path = db(nf::Nf::Nrf);
+    nrf_config.sbi.listen = listen(nf::Nf::Nrf);
+    let mut bsf_config = nf::bsf_run_config(&config, dir);
+    bsf_config.store.path = db(nf::Nf::Bsf);
+    bsf_config.sbi.listen = listen(nf::Nf::Bsf);
+    // The NRF's instance id is the configured one; the others generate their own.
     bsf_config.instance_id = None;
-    bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
     // The whole core: the BSF's Rx proxy runs too (on `[bsf.rx] listen`, 3869 by default).
     bsf_config.bsf.rx.enabled = true;
-    let mut udr_config = nf::udr_run_config(&config, Some(&args.data_dir));
-    udr_config.store.path = args.data_dir.join("udr.db");
-    udr_config.sbi.listen = local(nf::Nf::Udr);
+    let mut udr_config = nf::udr_run_config(&config, dir);
+    udr_config.store.path = db(nf::Nf::Udr);
+    udr_config.sbi.listen = listen(nf::Nf::Udr);
     udr_config.instance_id = None;
-    udr_config.udr.nrf.get_or_insert_with(own_nrf);
     // And the UDR's Diameter Sh server (on `[udr.sh] listen`, 3870 by default).
     udr_config.udr.sh.enabled = true;
     let result = runtime.block_on(async move {
+        // Every NF binds its ports before anything is announced as serving; the first that
+        // cannot (a port in use) stops `up` before it has said anything untrue.
+        let nrf = nrf::bind(nrf_config).await.map_err(|e| format!("NRF: {e}"))?;
+        // The other NFs register with the NRF of this process unless their `[<nf>.nrf]` says
+        // otherwise; with --port-base 0 its port is known only now.
+        let own_nrf = || nrf_client::NrfClientConfig {
+            api_roots: vec![format!("http://{}", reachable(nrf.local_addr()))],
+            ..Default::default()
+        };
+        bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
+        udr_config.udr.nrf.get_or_insert_with(own_nrf);
+        let udr = udr::bind(udr_config).await.map_err(|e| format!("UDR: {e}"))?;
+        let bsf = bsf::bind(bsf_config).await.map_err(|e| format!("BSF: {e}"))?;
+        let bound = [
+            (nf::Nf::Nrf, nrf.local_addr(), None),
+            (nf::Nf::Udr, udr.local_addr(), udr.sh_local_addr()),
+            (nf::Nf::Bsf, bsf.local_addr(), bsf.rx_local_addr()),
+        ];
+
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let (stop_nrf_tx, stop_nrf_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        // Each NF reports when it stops, so one that stops on its own (a port in use) stops `up`.
+        // Each NF reports when it stops, so one that stops on its own stops `up`.
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let spawn = |name: &'static str, fut: BoxedNf| {
             let done = done_tx.clone();
@@ -81,26 +100,27 @@ pub fn run(args: &UpArgs) -> ExitCode {
         };
         let nrf = spawn(
             "NRF",
-            Box::pin(async move {
-                nrf::run(nrf_config, stopped(stop_nrf_rx)).await.map_err(|e| e.to_string())
-            }),
+            Box::pin(
+                async move { nrf.serve(stopped(stop_nrf_rx)).await.map_err(|e| e.to_string()) },
+            ),
         );
         let others = [
             spawn(
                 "BSF",
                 Box::pin({
                     let stop = stopped(stop_rx.clone());
-                    async move { bsf::run(bsf_config, stop).await.map_err(|e| e.to_string()) }
+                    async move { bsf.serve(stop).await.map_err(|e| e.to_string()) }
                 }),
             ),
             spawn(
                 "UDR",
                 Box::pin({
                     let stop = stopped(stop_rx.clone());
-                    async move { udr::run(udr_config, stop).await.map_err(|e| e.to_string()) }
+                    async move { udr.serve(stop).await.map_err(|e| e.to_string()) }
                 }),
             ),
         ];
+        out.line(&endpoint_table(&bound));
         tokio::select! {
             () = shutdown_signal() => {}
             _ = done_rx.recv() => {}
@@ -127,22 +147,60 @@ pub fn run(args: &UpArgs) -> ExitCode {
 
 type BoxedNf = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
 
-/// The table `up` prints: every NF, its ports, and whether this build serves it.
-pub fn endpoint_table() -> String {
+/// Where the NFs of this process reach one bound to every address: loopback.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
+        _ => addr,
+    }
+}
+
+/// `up`'s standard output: the start line and the endpoint table, nothing else (logs go to
+/// stderr). Once a write fails (`fivecore up | head` after head has exited: EPIPE, as Rust
+/// ignores SIGPIPE) `up` stops writing there and keeps serving: the core's life does not hang
+/// on who reads its banner, and Ctrl-C or SIGTERM still stops it.
+#[derive(Default)]
+struct Stdout {
+    closed: bool,
+}
+
+impl Stdout {
+    fn line(&mut self, text: &str) {
+        use std::io::Write;
+        if self.closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
+            self.closed = true;
+            tracing::warn!(error = %e, "stdout closed; fivecore up keeps serving (logs go to stderr)");
+        }
+    }
+}
+
+/// The table `up` prints once every NF is bound: each NF, the addresses it is bound to, and
+/// whether this build serves it (NFs not landed show the ports they will have).
+pub fn endpoint_table(bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)]) -> String {
     let mut out = String::from(
         "NF             SBI                     Diameter                      status\n",
     );
     for i in nf::ALL.iter() {
-        let sbi = format!("http://127.0.0.1:{}", i.sbi_port);
-        let dia = match i.diameter {
-            None => "-".to_owned(),
-            Some((app, port)) if i.diameter_served => format!("127.0.0.1:{port} ({app})"),
-            Some((app, _)) => format!("- ({app} to come)"),
+        let here = bound.iter().find(|(n, _, _)| *n == i.nf);
+        let sbi = match here {
+            Some((_, addr, _)) => format!("http://{addr}"),
+            None => format!("http://127.0.0.1:{}", i.sbi_port),
         };
-        let status = if i.available {
-            "serving".to_owned()
-        } else {
-            i.issue.map_or("not landed".to_owned(), |n| format!("not landed (issue #{n})"))
+        let dia = match (i.diameter, here) {
+            (None, _) => "-".to_owned(),
+            (Some((app, _)), Some((_, _, Some(addr)))) => format!("{addr} ({app})"),
+            (Some((app, port)), None) if i.diameter_served => format!("127.0.0.1:{port} ({app})"),
+            (Some((app, _)), _) => format!("- ({app} to come)"),
+        };
+        let status = match (here, i.issue) {
+            (Some(_), _) => "serving".to_owned(),
+            (None, Some(n)) => format!("not landed (issue #{n})"),
+            (None, None) => "not landed".to_owned(),
         };
         out.push_str(&format!("{:<14} {:<23} {:<29} {}\n", i.name, sbi, dia, status));
     }

@@ -39,6 +39,8 @@ fn smoke(scenario: &str, scale: &str) {
     let (out, stderr, json) =
         run_bench(scenario, &["--scale", scale, "--duration", "3", "--warmup", "1"]);
     assert!(stderr.contains("success criteria met"), "{stderr}");
+    // The kit started the NRF with a heartbeat_max_secs its profiles' heartBeatTimer fits in.
+    assert!(!stderr.contains("heartBeatTimer"), "{stderr}");
     assert_eq!(json["criteria_passed"], true);
     assert_eq!(json["preload"]["profiles"], 260);
     assert!(json["totals"]["achieved_tps"].as_f64().unwrap() > 20.0, "{}", json["totals"]);
@@ -412,6 +414,55 @@ tps = 25
 rx = "str"
 expect = [2001]
 "#;
+
+/// Preloading an NRF started here (`--target`, as docs/BENCHMARKS.md's h2load runs do): with its
+/// default `heartbeat_max_secs` (300) it grants the kit's 3600 s proposal only its own 10 s
+/// heartBeatTimer, so the profiles would be SUSPENDED soon after the run: the kit says so. With
+/// `heartbeat_max_secs = 3600` the profiles keep the hour, and the kit says nothing.
+#[test]
+fn bench_warns_when_a_running_nrf_grants_the_preloaded_profiles_a_short_heartbeat() {
+    let dir = std::env::temp_dir().join(format!("fivecore-bench-hbt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let long = dir.join("long.toml");
+    std::fs::write(&long, "[nrf]\nheartbeat_max_secs = 3600\n").unwrap();
+    for (config, granted) in [(None, 10), (Some(&long), 3600)] {
+        let addr = free_addr();
+        let data = dir.join(format!("nrf-{granted}"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fivecore"));
+        cmd.args(["nrf", "--listen", &addr.to_string(), "--data-dir"]).arg(&data);
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let _nrf = Nf::start(&mut cmd, &[addr]);
+        let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+            .args(["bench", "nrf-5k", "--target", &format!("nrf=http://{addr}")])
+            .args(["--scale", "0.001", "--duration", "1", "--warmup", "0", "--quiet", "--out"])
+            .arg(dir.join(format!("out-{granted}")))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let warned = stderr.contains("granted the preloaded profiles a heartBeatTimer of 10 s");
+        assert_eq!(warned, granted == 10, "{stderr}");
+        // A preloaded AMF profile, as the NRF holds it.
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            use std::io::{Read, Write};
+            let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            s.write_all(req.as_bytes()).unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+            serde_json::from_str::<serde_json::Value>(&body)
+                .unwrap_or_else(|e| panic!("{e}: {answer}"))
+        };
+        let list = get("/nnrf-nfm/v1/nf-instances?nf-type=AMF");
+        let href = list["_links"]["item"][0]["href"].as_str().unwrap_or_else(|| panic!("{list}"));
+        let path = &href[href.find("/nnrf-nfm/").unwrap()..];
+        let profile = get(path);
+        assert_eq!(profile["heartBeatTimer"], granted, "{profile}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
 /// An NF started by a test, killed (by its PID) when dropped.
 struct Nf(Child);
