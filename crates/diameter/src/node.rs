@@ -301,6 +301,8 @@ impl DiameterNode {
         self.inner.client_request(msg).await
     }
 
+    /// The state of a configured peer, or of a peer learnt from its CER while it is connected
+    /// (`None` once it has gone).
     pub fn peer_state(&self, host: &str) -> Option<PeerState> {
         self.inner.find_peer(host).map(|p| p.state())
     }
@@ -311,6 +313,7 @@ impl DiameterNode {
         usize::try_from(self.inner.metrics.awaiting_cer.get()).unwrap_or(0)
     }
 
+    /// The configured peers and the peers learnt from a CER that are connected.
     pub fn peers(&self) -> Vec<PeerInfo> {
         self.inner
             .peers
@@ -336,7 +339,9 @@ impl DiameterNode {
             .collect()
     }
 
-    /// Waits until the peer is in a state `pred` accepts; false on timeout or unknown peer.
+    /// Waits until the peer is in a state `pred` accepts; false on timeout. A peer that is not
+    /// in the table (not configured, and not connected: peers learnt from a CER are forgotten
+    /// when their connection closes) is Closed.
     pub async fn wait_peer(
         &self,
         host: &str,
@@ -349,6 +354,9 @@ impl DiameterNode {
                 let mut rx = p.state.subscribe();
                 let r = tokio::time::timeout_at(deadline, rx.wait_for(|s| pred(*s))).await;
                 return matches!(r, Ok(Ok(_)));
+            }
+            if pred(PeerState::Closed) {
+                return true;
             }
             // inbound peers appear with their CER
             if tokio::time::Instant::now() >= deadline {
@@ -734,18 +742,35 @@ impl Inner {
     fn close_conn(self: &Arc<Self>, c: &Arc<Conn>, down: bool, why: &str) {
         let Some(pending) = c.mark_closed() else { return };
         info!(peer = %c.caps.origin_host, reason = why, pending = pending.len(), "connection closed");
-        {
+        let detached = {
             let mut slot = c.peer.conn.write().unwrap();
-            if slot.as_ref().is_some_and(|x| x.id == c.id) {
+            let ours = slot.as_ref().is_some_and(|x| x.id == c.id);
+            if ours {
                 *slot = None;
                 c.peer.set_state(PeerState::Closed);
                 if down {
                     c.peer.was_down.store(true, Ordering::SeqCst);
                 }
             }
+            ours
+        };
+        if detached && c.peer.config.is_none() {
+            self.forget(&c.peer);
         }
         for p in pending {
             self.failover(p);
+        }
+    }
+
+    /// Removes a peer learnt from a CER (not configured) once it has no connection: peers with
+    /// ever-new Origin-Hosts must not grow the table. Its state (Closed) was published first,
+    /// so a `wait_peer` already watching it sees the close. Nothing else is kept per peer:
+    /// metrics carry no host label, and duplicate-cache entries expire with their TTL (they
+    /// must outlive the peer: a failed-over retransmission comes from another one).
+    fn forget(&self, peer: &Arc<Peer>) {
+        let mut peers = self.peers.write().unwrap();
+        if peer.conn.read().unwrap().is_none() {
+            peers.retain(|p| !Arc::ptr_eq(p, peer));
         }
     }
 
@@ -804,6 +829,12 @@ impl Inner {
         if let Some(old) = old {
             self.close_conn(&old, false, "replaced by a new connection");
         }
+        if peer.config.is_none() && !self.relist(&peer) {
+            // Forgotten while its CEA was sent, and another connection of the same host took
+            // its place meanwhile: that one stays.
+            self.close_conn(&conn, false, "replaced by a new connection");
+            return conn;
+        }
         peer.set_state(if reopen > 0 {
             PeerState::Reopen
         } else if initiator {
@@ -815,6 +846,21 @@ impl Inner {
         tokio::spawn(read_loop(self.clone(), conn.clone(), fr));
         tokio::spawn(watchdog(self.clone(), conn.clone()));
         conn
+    }
+
+    /// Puts a learnt peer back in the table if a close forgot it between its CER and now (its
+    /// connection is installed, so no later `forget` can race with this one). False when
+    /// another peer of that host is there.
+    fn relist(&self, peer: &Arc<Peer>) -> bool {
+        let mut peers = self.peers.write().unwrap();
+        if peers.iter().any(|p| Arc::ptr_eq(p, peer)) {
+            return true;
+        }
+        if peers.iter().any(|p| p.host.eq_ignore_ascii_case(&peer.host)) {
+            return false;
+        }
+        peers.push(peer.clone());
+        true
     }
 
     fn open_state(c: &Conn) -> PeerState {

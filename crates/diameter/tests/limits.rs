@@ -279,3 +279,56 @@ async fn connections_waiting_for_their_cer_are_capped() {
     assert_eq!(s.peer_state("sixth.raw"), Some(PeerState::ROpen));
     assert_eq!(s.peer_state("seventh.raw"), Some(PeerState::ROpen));
 }
+
+/// The families and label sets of the node's metrics, without their values.
+fn metric_series(node: &DiameterNode) -> Vec<String> {
+    metrics_text(node)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.rsplit_once(' ').map_or(l, |(series, _)| series).to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn peers_with_ever_new_origin_hosts_leave_nothing_behind() {
+    init_log();
+    let mut c = server_cfg();
+    c.peers = vec![PeerConfig::accept("configured.raw")];
+    let s = server(c, 0).await;
+    let addr = s.local_addr().unwrap();
+    let node = &s;
+    // One peer's life: CER/CEA, a request, then DPR/DPA or a plain close.
+    let cycle = |i: u32| async move {
+        let host = format!("churn-{i}.raw");
+        let mut r = Raw::connect(addr).await;
+        assert_eq!(r.open(&host).await, Some(rc::DIAMETER_SUCCESS));
+        r.send_msg(&str_req(&host, 2, 1)).await;
+        assert_eq!(r.recv().await.unwrap().result_code(), Some(rc::DIAMETER_SUCCESS));
+        // While connected, a learnt peer is in the table.
+        assert_eq!(node.peer_state(&host), Some(PeerState::ROpen));
+        if i % 2 == 0 {
+            let dpr = Message::request(base::APP_ID, base::CMD_DISCONNECT_PEER)
+                .ids(3, 3)
+                .origin(&host, "raw")
+                .avp(base::DISCONNECT_CAUSE.enumerated(0));
+            r.send_msg(&dpr).await;
+            assert_eq!(r.recv().await.unwrap().command_code(), base::CMD_DISCONNECT_PEER);
+            assert!(r.recv().await.is_none(), "closed after DPA");
+        }
+    };
+    cycle(1_000_000).await;
+    let hosts = || s.peers().into_iter().map(|p| p.host).collect::<Vec<_>>();
+    wait_until("the first peer gone", || hosts() == ["configured.raw"]).await;
+    let series = metric_series(&s);
+    for i in 0..1000 {
+        cycle(i).await;
+    }
+    wait_until("every churned peer gone", || hosts() == ["configured.raw"]).await;
+    assert_eq!(s.peer_state("configured.raw"), Some(PeerState::Closed), "configured peers stay");
+    assert_eq!(s.peer_state("churn-0.raw"), None);
+    assert!(s.wait_peer("churn-1.raw", T, |st| st == PeerState::Closed).await);
+    assert_eq!(s.connections_awaiting_cer(), 0);
+    assert_eq!(metric_series(&s), series, "no metric series per peer");
+    // ... and a peer that comes back is served as new.
+    cycle(7).await;
+}
