@@ -281,6 +281,65 @@ async fn rx_disabled_by_default() {
     b.stop().await;
 }
 
+/// `[bsf.rx]`'s Diameter limits reach the node: a first message declaring more than
+/// `max_cer_bytes` is closed at once, and with `max_connections_before_cer = 1` a second silent
+/// connection is closed at once while the first waits; an AF still opens.
+#[tokio::test]
+async fn rx_diameter_limits_come_from_the_config() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    let dir = tempfile::tempdir().unwrap();
+    let config = BsfConfig {
+        rx: RxConfig {
+            enabled: true,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            origin_host: BSF_HOST.into(),
+            origin_realm: BSF_REALM.into(),
+            max_cer_bytes: 4096,
+            max_connections_before_cer: 1,
+            ..RxConfig::default()
+        },
+        ..BsfConfig::default()
+    };
+    let b = TestBsf::start(dir.path(), config).await;
+    let addr = b.rx.unwrap();
+    /// Whether the BSF closes the connection within a second.
+    async fn closed(s: &mut TcpStream) -> bool {
+        let mut buf = [0u8; 64];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await,
+            Ok(Ok(0) | Err(_))
+        )
+    }
+    // A CER header declaring 8 KiB (a 16-byte stand-in body follows).
+    let mut header = vec![1u8, 0, 0x20, 0, 0x80, 0, 1, 1];
+    header.resize(36, 0);
+    let mut big = TcpStream::connect(addr).await.unwrap();
+    big.write_all(&header).await.unwrap();
+    assert!(closed(&mut big).await, "8 KiB first message over max_cer_bytes = 4096");
+
+    // A silent connection the BSF keeps (a retry in case the one above still counted) ...
+    let mut one = None;
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        if !closed(&mut s).await {
+            one = Some(s);
+            break;
+        }
+    }
+    assert!(one.is_some(), "a silent connection is kept until the CER timeout");
+    // ... and the next is refused while it waits.
+    let mut two = TcpStream::connect(addr).await.unwrap();
+    assert!(closed(&mut two).await, "beyond max_connections_before_cer = 1");
+    drop((one, two));
+
+    let seen: Seen = Default::default();
+    let af = double(AF_HOST, AF_REALM, addr, seen).await;
+    assert!(af.wait_open(BSF_HOST, T).await, "an AF still connects");
+    af.shutdown().await;
+    b.stop().await;
+}
+
 /// `mode = "redirect"`: the AAR is answered 3006 naming the bound PCF (Redirect-Host-Usage
 /// ALL_SESSION); an AF connected to that PCF follows it and the PCF answers; no binding is still
 /// 5065; a later request of the session that reaches the BSF is redirected to the same PCF.

@@ -58,6 +58,10 @@ pub enum Error {
     /// disagreeing with the bytes received.
     #[error("invalid message length: header says {declared}, got {actual} bytes")]
     InvalidMessageLength { declared: u32, actual: usize },
+    /// A well-framed message longer than the receiver takes for its application (a node's
+    /// `max_message_len`): answered 5015 too, but the stream stays in sync (the body is skipped).
+    #[error("message too long: header says {declared} bytes, at most {limit} taken")]
+    MessageTooLong { declared: u32, limit: usize },
     /// Reserved command flag bits set, or E bit on a request.
     #[error("invalid command flags {0:#04x}")]
     InvalidHeaderBits(u8),
@@ -104,7 +108,9 @@ impl Error {
         use result_code::*;
         match self {
             Error::UnsupportedVersion(_) => DIAMETER_UNSUPPORTED_VERSION,
-            Error::InvalidMessageLength { .. } => DIAMETER_INVALID_MESSAGE_LENGTH,
+            Error::InvalidMessageLength { .. } | Error::MessageTooLong { .. } => {
+                DIAMETER_INVALID_MESSAGE_LENGTH
+            }
             Error::InvalidHeaderBits(_) => DIAMETER_INVALID_HDR_BITS,
             Error::InvalidAvpLength(_) => DIAMETER_INVALID_AVP_LENGTH,
             Error::InvalidAvpBits(_) => DIAMETER_INVALID_AVP_BITS,

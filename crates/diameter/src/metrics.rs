@@ -2,12 +2,19 @@
 //! answers by application, command and result class, and the time from the request reaching the
 //! handler or relay to its answer. These are the figures of the reference's "Diameter GW" latency
 //! rows; for a proxy handler (the BSF's Rx) or a relay the time includes the next hop's.
+//!
+//! And what the node refused to protect itself: connections closed before their capabilities
+//! exchange (too many waiting for it, or a first message longer than a CER can be), messages
+//! over the size limit after it, and the connections waiting for their CER now. Every label
+//! value is fixed in the code: nothing a peer sends (its Origin-Host, an Application-Id) becomes
+//! a label, so the families' sizes are bounded whatever peers come and go.
 
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -26,6 +33,22 @@ pub struct AnswerLabels {
     /// `2xxx` .. `5xxx` of the Result-Code or Experimental-Result-Code; `none` without either.
     pub result_class: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    /// `awaiting_cer_limit` or `first_message_too_long`.
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OversizeLabels {
+    /// `request` (answered 5015) or `answer` (its request failed).
+    pub kind: &'static str,
+}
+
+/// Why a connection was closed before its capabilities exchange.
+pub(crate) const AWAITING_CER_LIMIT: &str = "awaiting_cer_limit";
+pub(crate) const FIRST_MESSAGE_TOO_LONG: &str = "first_message_too_long";
 
 type LatencyFamily = Family<CommandLabels, Histogram, fn() -> Histogram>;
 
@@ -47,6 +70,10 @@ fn latency_histogram() -> Histogram {
 pub struct NodeMetrics {
     answers: Family<AnswerLabels, Counter>,
     latency: LatencyFamily,
+    refused: Family<RefusedLabels, Counter>,
+    oversize: Family<OversizeLabels, Counter>,
+    /// Also the count `max_connections_before_cer` is enforced with.
+    pub(crate) awaiting_cer: Gauge,
 }
 
 impl Default for NodeMetrics {
@@ -54,6 +81,9 @@ impl Default for NodeMetrics {
         NodeMetrics {
             answers: Family::default(),
             latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            refused: Family::default(),
+            oversize: Family::default(),
+            awaiting_cer: Gauge::default(),
         }
     }
 }
@@ -79,6 +109,30 @@ impl NodeMetrics {
             "Time from a request reaching its handler or relay to its answer, by application and command",
             self.latency.clone(),
         );
+        registry.register(
+            "diameter_connections_refused",
+            "Connections closed before their capabilities exchange, by reason",
+            self.refused.clone(),
+        );
+        registry.register(
+            "diameter_oversize_messages",
+            "Messages over the size limit of their application after the capabilities exchange, skipped unread",
+            self.oversize.clone(),
+        );
+        registry.register(
+            "diameter_connections_awaiting_cer",
+            "Accepted connections whose capabilities exchange is not done",
+            self.awaiting_cer.clone(),
+        );
+    }
+
+    pub(crate) fn refused(&self, reason: &'static str) {
+        self.refused.get_or_create(&RefusedLabels { reason }).inc();
+    }
+
+    pub(crate) fn oversize(&self, request: bool) {
+        let kind = if request { "request" } else { "answer" };
+        self.oversize.get_or_create(&OversizeLabels { kind }).inc();
     }
 
     /// One request answered (locally or by the peer it was relayed to) after `elapsed`.

@@ -21,11 +21,11 @@ use crate::fasthash::FastMap;
 use crate::header::{Header, FLAG_ERROR};
 use crate::ids::{random_u32, EndToEndIds};
 use crate::message::Message;
-use crate::metrics::NodeMetrics;
+use crate::metrics::{NodeMetrics, AWAITING_CER_LIMIT, FIRST_MESSAGE_TOO_LONG};
 use crate::outbox::{write_loop, Outbox};
 use crate::peer::{Capabilities, Conn, Peer, PeerConfig, PeerState, Pending, RequestError};
 use crate::routing::{uri_host, Route, RouteAction};
-use crate::transport::{self, FrameReader, Listener, ReadError, Stream};
+use crate::transport::{self, FrameReader, Listener, ReadError, SizeLimits, Stream};
 use crate::validate::validate;
 
 /// A local application handler: gets a validated request, returns its answer.
@@ -88,6 +88,23 @@ pub struct NodeConfig {
     pub connect_timeout: Duration,
     /// Time for the first message (CER) or the CEA.
     pub cer_timeout: Duration,
+    /// Longest first message (CER, or the CEA we wait for), bytes. A CER is a header, two
+    /// identities, a few addresses and Unsigned32s and one AVP per application: well under 2 KiB
+    /// for real peers, and a peer advertising hundreds of applications stays under 16 KiB. A
+    /// longer declared length closes the connection before its body is read (RFC 6733 §5.6.1:
+    /// a connection that does not start with a valid CER is dropped). Default 64 KiB.
+    pub max_cer_len: usize,
+    /// Longest message after the capabilities exchange, bytes, for applications without an
+    /// entry in `max_message_len_per_application`. A longer request is answered 5015
+    /// DIAMETER_INVALID_MESSAGE_LENGTH, a longer answer fails its request; either way its body
+    /// is skipped as it arrives, never buffered. Default 1 MiB.
+    pub max_message_len: usize,
+    /// `(Application-Id, longest message)` overriding `max_message_len` (e.g. Sh, whose
+    /// User-Data is the largest 3GPP payload).
+    pub max_message_len_per_application: Vec<(u32, usize)>,
+    /// Accepted connections that have not finished their CER/CEA (TLS handshake included);
+    /// beyond it a new connection is closed at once. Open peers do not count. Default 64.
+    pub max_connections_before_cer: usize,
     pub dpa_timeout: Duration,
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
@@ -124,6 +141,10 @@ impl NodeConfig {
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             cer_timeout: Duration::from_secs(10),
+            max_cer_len: 64 * 1024,
+            max_message_len: 1 << 20,
+            max_message_len_per_application: Vec::new(),
+            max_connections_before_cer: 64,
             dpa_timeout: Duration::from_secs(2),
             reconnect_min: Duration::from_secs(1),
             reconnect_max: Duration::from_secs(30),
@@ -173,7 +194,17 @@ impl NodeBuilder {
             .map(|p| Arc::new(Peer::new(p.host.clone(), Some(p.clone()))))
             .collect();
         let (shutdown, _) = watch::channel(false);
+        let cer_limits = Arc::new(SizeLimits::new(cfg.max_cer_len));
+        let msg_limits = Arc::new(
+            cfg.max_message_len_per_application
+                .iter()
+                .fold(SizeLimits::new(cfg.max_message_len), |l, &(app, max)| {
+                    l.application(app, max)
+                }),
+        );
         let inner = Arc::new(Inner {
+            cer_limits,
+            msg_limits,
             advertised,
             handlers,
             peers: RwLock::new(peers),
@@ -270,10 +301,19 @@ impl DiameterNode {
         self.inner.client_request(msg).await
     }
 
+    /// The state of a configured peer, or of a peer learnt from its CER while it is connected
+    /// (`None` once it has gone).
     pub fn peer_state(&self, host: &str) -> Option<PeerState> {
         self.inner.find_peer(host).map(|p| p.state())
     }
 
+    /// Accepted connections whose capabilities exchange is not done (see
+    /// `NodeConfig::max_connections_before_cer`).
+    pub fn connections_awaiting_cer(&self) -> usize {
+        usize::try_from(self.inner.metrics.awaiting_cer.get()).unwrap_or(0)
+    }
+
+    /// The configured peers and the peers learnt from a CER that are connected.
     pub fn peers(&self) -> Vec<PeerInfo> {
         self.inner
             .peers
@@ -299,7 +339,9 @@ impl DiameterNode {
             .collect()
     }
 
-    /// Waits until the peer is in a state `pred` accepts; false on timeout or unknown peer.
+    /// Waits until the peer is in a state `pred` accepts; false on timeout. A peer that is not
+    /// in the table (not configured, and not connected: peers learnt from a CER are forgotten
+    /// when their connection closes) is Closed.
     pub async fn wait_peer(
         &self,
         host: &str,
@@ -312,6 +354,9 @@ impl DiameterNode {
                 let mut rx = p.state.subscribe();
                 let r = tokio::time::timeout_at(deadline, rx.wait_for(|s| pred(*s))).await;
                 return matches!(r, Ok(Ok(_)));
+            }
+            if pred(PeerState::Closed) {
+                return true;
             }
             // inbound peers appear with their CER
             if tokio::time::Instant::now() >= deadline {
@@ -360,6 +405,9 @@ impl DiameterNode {
 
 struct Inner {
     cfg: NodeConfig,
+    /// Limits of the first message (CER or CEA) and of the messages after it.
+    cer_limits: Arc<SizeLimits>,
+    msg_limits: Arc<SizeLimits>,
     advertised: Vec<ApplicationId>,
     handlers: FastMap<u32, Handler>,
     peers: RwLock<Vec<Arc<Peer>>>,
@@ -694,18 +742,35 @@ impl Inner {
     fn close_conn(self: &Arc<Self>, c: &Arc<Conn>, down: bool, why: &str) {
         let Some(pending) = c.mark_closed() else { return };
         info!(peer = %c.caps.origin_host, reason = why, pending = pending.len(), "connection closed");
-        {
+        let detached = {
             let mut slot = c.peer.conn.write().unwrap();
-            if slot.as_ref().is_some_and(|x| x.id == c.id) {
+            let ours = slot.as_ref().is_some_and(|x| x.id == c.id);
+            if ours {
                 *slot = None;
                 c.peer.set_state(PeerState::Closed);
                 if down {
                     c.peer.was_down.store(true, Ordering::SeqCst);
                 }
             }
+            ours
+        };
+        if detached && c.peer.config.is_none() {
+            self.forget(&c.peer);
         }
         for p in pending {
             self.failover(p);
+        }
+    }
+
+    /// Removes a peer learnt from a CER (not configured) once it has no connection: peers with
+    /// ever-new Origin-Hosts must not grow the table. Its state (Closed) was published first,
+    /// so a `wait_peer` already watching it sees the close. Nothing else is kept per peer:
+    /// metrics carry no host label, and duplicate-cache entries expire with their TTL (they
+    /// must outlive the peer: a failed-over retransmission comes from another one).
+    fn forget(&self, peer: &Arc<Peer>) {
+        let mut peers = self.peers.write().unwrap();
+        if peer.conn.read().unwrap().is_none() {
+            peers.retain(|p| !Arc::ptr_eq(p, peer));
         }
     }
 
@@ -741,10 +806,11 @@ impl Inner {
         caps: Capabilities,
         initiator: bool,
         remote: SocketAddr,
-        fr: FrameReader,
+        mut fr: FrameReader,
         out: Arc<Outbox>,
         closed_tx: watch::Sender<bool>,
     ) -> Arc<Conn> {
+        fr.set_limits(self.msg_limits.clone());
         let reopen =
             if peer.was_down.swap(false, Ordering::SeqCst) { self.cfg.reopen_watchdogs } else { 0 };
         let conn = Arc::new(Conn::new(
@@ -763,6 +829,12 @@ impl Inner {
         if let Some(old) = old {
             self.close_conn(&old, false, "replaced by a new connection");
         }
+        if peer.config.is_none() && !self.relist(&peer) {
+            // Forgotten while its CEA was sent, and another connection of the same host took
+            // its place meanwhile: that one stays.
+            self.close_conn(&conn, false, "replaced by a new connection");
+            return conn;
+        }
         peer.set_state(if reopen > 0 {
             PeerState::Reopen
         } else if initiator {
@@ -774,6 +846,21 @@ impl Inner {
         tokio::spawn(read_loop(self.clone(), conn.clone(), fr));
         tokio::spawn(watchdog(self.clone(), conn.clone()));
         conn
+    }
+
+    /// Puts a learnt peer back in the table if a close forgot it between its CER and now (its
+    /// connection is installed, so no later `forget` can race with this one). False when
+    /// another peer of that host is there.
+    fn relist(&self, peer: &Arc<Peer>) -> bool {
+        let mut peers = self.peers.write().unwrap();
+        if peers.iter().any(|p| Arc::ptr_eq(p, peer)) {
+            return true;
+        }
+        if peers.iter().any(|p| p.host.eq_ignore_ascii_case(&peer.host)) {
+            return false;
+        }
+        peers.push(peer.clone());
+        true
     }
 
     fn open_state(c: &Conn) -> PeerState {
@@ -1003,13 +1090,37 @@ async fn accept_loop(node: Arc<Inner>, l: Listener) {
         tokio::select! {
             _ = is_set(&mut shutdown) => return,
             r = l.accept() => match r {
-                Ok(a) => { tokio::spawn(respond(node.clone(), a)); }
+                Ok(a) => {
+                    // Counted from the accept, TLS handshake included, until CER/CEA is done.
+                    let waiting = node.metrics.awaiting_cer.inc();
+                    let guard = AwaitingCer(node.clone());
+                    if usize::try_from(waiting).unwrap_or(0) >= node.cfg.max_connections_before_cer {
+                        // Dropped at once: a flood of silent connections costs a descriptor
+                        // each only for as long as the accept.
+                        debug!(from = ?a.peer_addr(), "too many connections awaiting CER: closed");
+                        node.metrics.refused(AWAITING_CER_LIMIT);
+                        drop(guard);
+                        drop(a);
+                        continue;
+                    }
+                    tokio::spawn(respond(node.clone(), a, guard));
+                }
                 Err(e) => {
                     warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
         }
+    }
+}
+
+/// An accepted connection counted in `awaiting_cer` until its capabilities exchange ends, either
+/// way.
+struct AwaitingCer(Arc<Inner>);
+
+impl Drop for AwaitingCer {
+    fn drop(&mut self) {
+        self.0.metrics.awaiting_cer.dec();
     }
 }
 
@@ -1081,6 +1192,26 @@ async fn read_loop(node: Arc<Inner>, c: Arc<Conn>, mut fr: FrameReader) {
                 }
                 break "framing error";
             }
+            Err(ReadError::TooLong { header, declared, limit }) => {
+                // Well framed, just too long: the reader skips its body, so the connection goes
+                // on after the answer (RFC 6733 §7.1.5, 5015).
+                c.last_rx_ms.store(node.now_ms(), Ordering::Relaxed);
+                warn!(peer = %c.caps.origin_host, app = header.application_id, declared, limit,
+                      "message over the size limit: skipped");
+                node.metrics.oversize(header.is_request());
+                let e = Error::MessageTooLong { declared: declared as u32, limit };
+                if header.is_request() {
+                    let a = Message::error_answer_to_header(
+                        &header,
+                        &e,
+                        &node.cfg.origin_host,
+                        &node.cfg.origin_realm,
+                    );
+                    c.send(&a).await;
+                } else {
+                    c.complete(header.hop_by_hop_id, Err(RequestError::MalformedAnswer(e)));
+                }
+            }
         }
     };
     node.close_conn(&c, false, why);
@@ -1141,7 +1272,7 @@ async fn watchdog(node: Arc<Inner>, c: Arc<Conn>) {
 }
 
 /// Responder side: first message must be a CER.
-async fn respond(node: Arc<Inner>, a: transport::Accepted) {
+async fn respond(node: Arc<Inner>, a: transport::Accepted, waiting: AwaitingCer) {
     let from = a.peer_addr();
     let stream = match tokio::time::timeout(node.cfg.cer_timeout, a.handshake()).await {
         Ok(Ok(s)) => s,
@@ -1152,11 +1283,19 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
         Err(_) => return,
     };
     let Stream { reader, writer, local, peer: remote, tls } = stream;
-    let mut fr = FrameReader::new(reader);
+    let mut fr = FrameReader::with_limits(reader, node.cer_limits.clone());
     let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
     let close = |out: &Outbox| out.close();
     let frame = match tokio::time::timeout(node.cfg.cer_timeout, fr.next()).await {
         Ok(Ok(Some(f))) => f,
+        Ok(Err(ReadError::TooLong { declared, limit, .. })) => {
+            // Not answered: nothing says the peer speaks Diameter yet, and the body would have
+            // to be read to stay in sync with it.
+            warn!(%remote, declared, limit, "first message longer than a CER can be: closed");
+            node.metrics.refused(FIRST_MESSAGE_TOO_LONG);
+            close(&out);
+            return;
+        }
         _ => {
             debug!(%remote, "no CER");
             close(&out);
@@ -1257,13 +1396,14 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted) {
         }
         Err(_) => return,
     }
+    drop(waiting);
     node.establish(peer, caps, false, remote, fr, out, closed_tx);
 }
 
 /// Initiator side: CER, CEA, open.
 async fn initiate(node: &Arc<Inner>, peer: &Arc<Peer>, s: Stream) -> Result<Arc<Conn>, String> {
     let Stream { reader, writer, local, peer: remote, tls } = s;
-    let mut fr = FrameReader::new(reader);
+    let mut fr = FrameReader::with_limits(reader, node.cer_limits.clone());
     let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
     let cer = node.cer_or_cea(
         Message::request(base::APP_ID, base::CMD_CAPABILITIES_EXCHANGE)
@@ -1283,6 +1423,9 @@ async fn initiate(node: &Arc<Inner>, peer: &Arc<Peer>, s: Stream) -> Result<Arc<
     let frame = match tokio::time::timeout(node.cfg.cer_timeout, fr.next()).await {
         Ok(Ok(Some(f))) => f,
         Ok(Ok(None)) => return fail(&out, "closed before CEA".into()),
+        Ok(Err(ReadError::TooLong { declared, .. })) => {
+            return fail(&out, format!("CEA of {declared} bytes, longer than max_cer_len"))
+        }
         Ok(Err(e)) => return fail(&out, format!("reading CEA: {e:?}")),
         Err(_) => return fail(&out, "no CEA in time".into()),
     };

@@ -129,6 +129,56 @@ pub enum ReadError {
         error: Error,
         header: Option<Header>,
     },
+    /// The header declares a message longer than the reader's [`SizeLimits`] allow for its
+    /// application. Nothing of it was buffered beyond what one read brought: the reader skips
+    /// the declared length as it arrives, so the stream stays in sync and the caller may answer
+    /// (5015) and read on, or close.
+    TooLong {
+        header: Header,
+        declared: usize,
+        limit: usize,
+    },
+}
+
+/// The largest message the 24-bit Message Length field can declare.
+pub const MAX_MESSAGE_LEN: usize = 0x00ff_ffff;
+
+/// Largest message a [`FrameReader`] takes, by the Application-Id in its header, checked when the
+/// header arrives (before the buffer grows for the body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeLimits {
+    default: usize,
+    per_app: Vec<(u32, usize)>,
+    /// The smallest limit: a message up to it is taken without looking its application up.
+    floor: usize,
+}
+
+impl SizeLimits {
+    /// `default` for every application.
+    pub fn new(default: usize) -> SizeLimits {
+        SizeLimits { default, per_app: Vec::new(), floor: default }
+    }
+    /// No limit but the header's own (16 MiB).
+    pub fn unlimited() -> SizeLimits {
+        SizeLimits::new(MAX_MESSAGE_LEN)
+    }
+    /// `max` for the messages of `application_id` (header Application-Id) instead of the default.
+    pub fn application(mut self, application_id: u32, max: usize) -> SizeLimits {
+        self.per_app.retain(|(a, _)| *a != application_id);
+        self.per_app.push((application_id, max));
+        self.floor = self.per_app.iter().map(|(_, m)| *m).fold(self.default, usize::min);
+        self
+    }
+    /// The limit of an application's messages.
+    pub fn max_for(&self, application_id: u32) -> usize {
+        self.per_app.iter().find(|(a, _)| *a == application_id).map_or(self.default, |(_, m)| *m)
+    }
+}
+
+impl Default for SizeLimits {
+    fn default() -> Self {
+        SizeLimits::unlimited()
+    }
 }
 
 /// The read buffer's size; a read asks for at least [`READ_MIN`] bytes of room.
@@ -141,33 +191,91 @@ const READ_MIN: usize = 16 * 1024;
 /// buffer is never shared with messages still in processing and is reused for every read.
 /// (Handing out slices of it instead made every read with a message in flight allocate a new
 /// 64 KiB buffer, which cost more than the copy.)
+///
+/// The buffer only grows past its 64 KiB for a message longer than that, and only after the
+/// message's header passed the [`SizeLimits`]: a peer cannot make it hold more than its limit.
 pub struct FrameReader {
     reader: BoxRead,
     buf: BytesMut,
+    limits: Arc<SizeLimits>,
+    /// Bytes of a refused message still to drop as they arrive.
+    skip: usize,
 }
 
 impl FrameReader {
+    /// A reader with no limit but the header's (16 MiB).
     pub fn new(reader: BoxRead) -> FrameReader {
-        FrameReader { reader, buf: BytesMut::with_capacity(READ_BUF) }
+        FrameReader::with_limits(reader, Arc::new(SizeLimits::unlimited()))
+    }
+
+    pub fn with_limits(reader: BoxRead, limits: Arc<SizeLimits>) -> FrameReader {
+        FrameReader { reader, buf: BytesMut::with_capacity(READ_BUF), limits, skip: 0 }
+    }
+
+    /// Changes the limits from the next message on (e.g. after the capabilities exchange).
+    pub fn set_limits(&mut self, limits: Arc<SizeLimits>) {
+        self.limits = limits;
+    }
+
+    /// A [`ReadError::TooLong`] when the message whose header starts the buffer (20 bytes
+    /// present), declaring `declared` bytes, is over its application's limit; the reader then
+    /// skips it.
+    fn refuse(&mut self, declared: usize) -> Option<ReadError> {
+        let (header, _) = Header::peek(&self.buf).ok()?;
+        let limit = self.limits.max_for(header.application_id);
+        if declared <= limit {
+            return None;
+        }
+        self.skip = declared;
+        self.drop_skipped();
+        Some(ReadError::TooLong { header, declared, limit })
+    }
+
+    fn drop_skipped(&mut self) {
+        let k = self.skip.min(self.buf.len());
+        self.buf.advance(k);
+        self.skip -= k;
     }
 
     /// The next whole message, `Ok(None)` at a clean end of stream.
     pub async fn next(&mut self) -> Result<Option<Bytes>, ReadError> {
         loop {
-            match frame_len(&self.buf) {
-                Ok(Some(n)) => {
-                    let frame = Bytes::copy_from_slice(&self.buf[..n]);
-                    self.buf.advance(n);
-                    return Ok(Some(frame));
-                }
-                Ok(None) => {}
-                Err(error) => {
-                    let header = if self.buf.len() >= HEADER_LEN {
-                        Header::peek(&self.buf).ok().map(|(h, _)| h)
-                    } else {
-                        None
-                    };
-                    return Err(ReadError::Framing { error, header });
+            if self.skip > 0 {
+                self.drop_skipped();
+            }
+            if self.skip == 0 {
+                match frame_len(&self.buf) {
+                    Ok(Some(n)) => {
+                        if n > self.limits.floor {
+                            if let Some(e) = self.refuse(n) {
+                                return Err(e);
+                            }
+                        }
+                        let frame = Bytes::copy_from_slice(&self.buf[..n]);
+                        self.buf.advance(n);
+                        return Ok(Some(frame));
+                    }
+                    Ok(None) => {
+                        // A partial message: judged on its header, before reading the body.
+                        if self.buf.len() >= HEADER_LEN {
+                            let declared =
+                                u32::from_be_bytes([0, self.buf[1], self.buf[2], self.buf[3]])
+                                    as usize;
+                            if declared > self.limits.floor {
+                                if let Some(e) = self.refuse(declared) {
+                                    return Err(e);
+                                }
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        let header = if self.buf.len() >= HEADER_LEN {
+                            Header::peek(&self.buf).ok().map(|(h, _)| h)
+                        } else {
+                            None
+                        };
+                        return Err(ReadError::Framing { error, header });
+                    }
                 }
             }
             if self.buf.capacity() - self.buf.len() < READ_MIN {
@@ -177,12 +285,69 @@ impl FrameReader {
             }
             let n = self.reader.read_buf(&mut self.buf).await.map_err(ReadError::Io)?;
             if n == 0 {
-                return if self.buf.is_empty() {
+                return if self.buf.is_empty() && self.skip == 0 {
                     Ok(None)
                 } else {
                     Err(ReadError::Io(io::ErrorKind::UnexpectedEof.into()))
                 };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(app: u32, len: usize, fill: u8) -> Vec<u8> {
+        let mut m = vec![fill; len];
+        m[..4].copy_from_slice(&(0x0100_0000 | len as u32).to_be_bytes());
+        m[4..8].copy_from_slice(&0x8000_0110u32.to_be_bytes());
+        m[8..12].copy_from_slice(&app.to_be_bytes());
+        m
+    }
+
+    fn reader(bytes: Vec<u8>, limits: SizeLimits) -> FrameReader {
+        FrameReader::with_limits(Box::new(std::io::Cursor::new(bytes)), Arc::new(limits))
+    }
+
+    #[tokio::test]
+    async fn a_message_over_its_application_limit_is_skipped_and_the_stream_goes_on() {
+        let limits = SizeLimits::new(1024).application(7, 200_000);
+        assert_eq!((limits.max_for(7), limits.max_for(8)), (200_000, 1024));
+        let mut wire = msg(8, 2048, 0xaa); // over the default
+        wire.extend(msg(8, 64, 1));
+        wire.extend(msg(7, 150_000, 2)); // under application 7's limit
+        wire.extend(msg(7, 300_000, 3)); // over it, longer than the read buffer
+        wire.extend(msg(8, 1024, 4));
+        let mut r = reader(wire, limits);
+        match r.next().await {
+            Err(ReadError::TooLong { header, declared: 2048, limit: 1024 }) => {
+                assert_eq!(header.application_id, 8)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.next().await.unwrap().unwrap().len(), 64);
+        assert_eq!(r.next().await.unwrap().unwrap().len(), 150_000);
+        assert!(matches!(
+            r.next().await,
+            Err(ReadError::TooLong { declared: 300_000, limit: 200_000, .. })
+        ));
+        // the refused message was dropped as it came, never held whole
+        assert!(r.buf.capacity() < 300_000, "{}", r.buf.capacity());
+        let last = r.next().await.unwrap().unwrap();
+        assert_eq!((last.len(), last[20]), (1024, 4));
+        assert!(r.next().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_declared_length_is_judged_before_the_body_arrives() {
+        // Only the header of a 16 MiB message: refused at once, nothing read for its body.
+        let mut wire = msg(0, 20, 0);
+        wire[1..4].copy_from_slice(&[0xff, 0xff, 0xfc]);
+        let mut r = reader(wire, SizeLimits::new(65_536));
+        assert!(matches!(r.next().await, Err(ReadError::TooLong { declared: 0xff_fffc, .. })));
+        // the stream ends inside the skipped message: an unexpected end, not a clean one
+        assert!(matches!(r.next().await, Err(ReadError::Io(_))));
     }
 }
