@@ -700,6 +700,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         }
     }
     let start = Instant::now() + Duration::from_millis(20);
+    let keep_alive_tps = keep_alive_rate(s, cfg.rate, preload_report.profiles);
+    let keep_alive_failed = Arc::new(AtomicU64::new(0));
+    let keep_alive = (keep_alive_tps > 0.0).then(|| {
+        let ids: Vec<String> = instances.values().flatten().cloned().collect();
+        let end = start + Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s);
+        let failed = keep_alive_failed.clone();
+        let (client, base) = (pre_client.clone(), base0.clone());
+        tokio::spawn(keep_alive_loop(client, base, ids, keep_alive_tps, end, failed))
+    });
+    preload_report.keep_alive_tps = keep_alive_tps;
     let maker = Arc::new(Maker {
         prepared,
         generators: s.generators.clone(),
@@ -819,6 +829,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         Some(n) => closed_loop(&maker, pick, &mut rng, n, secs, s.load.timeout_ms).await?,
     };
     let Dispatched { total, max_out, slot_waits, late_sends, unsent, max_lag } = d;
+    if let Some(k) = keep_alive {
+        k.abort();
+    }
+    preload_report.keep_alive_failed = keep_alive_failed.load(Ordering::Relaxed);
     let load_wall = start.elapsed().as_secs_f64().max(1e-9);
     let gen_cpu = self_cpu() - gen_cpu_start;
     done_flag.store(1, Ordering::Relaxed);
@@ -1034,6 +1048,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             h.steal_pct_mean, h.steal_pct_max, h.quiet_seconds, h.measured_seconds
         ));
     }
+    if preload_report.keep_alive_failed > 0 {
+        warnings.push(format!(
+            "{} keep-alive heartbeats were not answered 2xx: preloaded profiles may have been suspended",
+            preload_report.keep_alive_failed
+        ));
+    }
     if nf_cpu_s.is_none() {
         warnings.push(
             "NF CPU is not known (external --target): CPU per transaction and TPS per core are n/a"
@@ -1124,6 +1144,55 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         failures,
         warnings,
     })
+}
+
+/// Heartbeats per second the preloaded NF profiles need besides the mix's: the NRF suspends a
+/// profile it has not heard of for its heartbeat timer (plus a grace), and the mix's heartbeats
+/// scale with the run's rate (52/s at 51.6K keep 260 profiles alive; at `--scale 0.01` one
+/// comes every 500 s), after which discovery answers lose profiles. Each profile is refreshed
+/// twice per timer: what the mix gives at this rate is subtracted.
+fn keep_alive_rate(s: &Scenario, rate: f64, profiles: usize) -> f64 {
+    let heartbeats: f64 =
+        s.procedures.iter().filter(|p| p.name.starts_with("NFHeartbeat")).map(|p| p.tps).sum();
+    if profiles == 0 || heartbeats == 0.0 {
+        return 0.0;
+    }
+    let mix = heartbeats / s.total_tps() * rate;
+    let needed = profiles as f64 * 2.0 / profile::HEARTBEAT_TIMER_S as f64;
+    (needed - mix).max(0.0)
+}
+
+/// Sends `tps` heartbeats per second to the preloaded profiles `ids` in turn until `end`,
+/// outside the mix and unmeasured; counts those not answered 2xx.
+async fn keep_alive_loop(
+    client: SbiClient,
+    base: String,
+    ids: Vec<String>,
+    tps: f64,
+    end: Instant,
+    failed: Arc<AtomicU64>,
+) {
+    let body = Bytes::from_static(br#"[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]"#);
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / tps));
+    for id in ids.iter().cycle() {
+        if tick.tick().await >= end {
+            return;
+        }
+        // Each on its own task: a slow answer must not lower the rate.
+        let (client, failed, body) = (client.clone(), failed.clone(), body.clone());
+        let url = format!("{base}/nnrf-nfm/v1/nf-instances/{id}");
+        tokio::spawn(async move {
+            let rsp = client
+                .request(Method::PATCH, &url)
+                .header("content-type", "application/json-patch+json")
+                .body(body)
+                .send()
+                .await;
+            if !rsp.is_ok_and(|r| r.status().is_success()) {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
 }
 
 /// Each NF's latency histograms (`nf`, `url`), those that answer.
@@ -1392,4 +1461,39 @@ fn render_http(
         _ => None,
     };
     Some((url, body, variant))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_alive_makes_up_what_the_mixs_heartbeats_lack_at_this_rate() {
+        let s = Scenario::load("nrf-51.6k").unwrap();
+        // Full scale: 52/s of heartbeats keep 260 profiles (17.3/s needed) alive.
+        assert_eq!(keep_alive_rate(&s, s.load.rate, 260), 0.0);
+        // At 1 %: 0.52/s from the mix, the rest from the kit.
+        let k = keep_alive_rate(&s, s.load.rate * 0.01, 260);
+        assert!((k - (260.0 * 2.0 / 30.0 - 0.52)).abs() < 0.01, "{k}");
+        assert_eq!(keep_alive_rate(&s, 1.0, 0), 0.0, "nothing preloaded");
+        let bsf = Scenario::load("bsf-s9-54k-25m").unwrap();
+        assert_eq!(keep_alive_rate(&bsf, 10.0, 0), 0.0, "no heartbeats in the mix");
+    }
+
+    #[test]
+    fn chart_groups_put_the_busiest_on_lines_of_their_own() {
+        let s = Scenario::load("nrf-51.6k").unwrap();
+        let (names, of) = chart_groups(&s);
+        assert_eq!(names.len(), CHART_GROUPS);
+        assert_eq!(names[0], "NFDiscover");
+        assert_eq!(names.last().unwrap(), "other");
+        for (p, g) in s.procedures.iter().zip(&of) {
+            if p.name.starts_with("NFDiscover-") {
+                assert_eq!(*g, 0, "{}", p.name);
+            }
+        }
+        let bsf = Scenario::load("bsf-s9-54k-25m").unwrap();
+        let (names, _) = chart_groups(&bsf);
+        assert!(names.contains(&"AAR".to_owned()) && names.contains(&"Binding".to_owned()));
+    }
 }

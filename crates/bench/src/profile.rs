@@ -78,6 +78,9 @@ pub fn allowed_nf_types(service: &str) -> &'static [&'static str] {
     }
 }
 
+/// The preloaded profiles' heartbeat timer: the reference's 30 s (Table 4-2).
+pub const HEARTBEAT_TIMER_S: u64 = 30;
+
 /// AMFs per AMF set: the AMFs of a set share the set's GUAMI (any of them can serve the UEs of
 /// another that fails), so a discovery by GUAMI answers the set's AMFs: 6, as the NRF guide's
 /// Table 4-9 has for AMF.
@@ -101,7 +104,7 @@ pub fn build(spec: &ProfileSpec, id: &str, rng: &mut Rng) -> Value {
         "nfInstanceId": id,
         "nfType": spec.nf_type,
         "nfStatus": "REGISTERED",
-        "heartBeatTimer": 30,
+        "heartBeatTimer": HEARTBEAT_TIMER_S,
         "plmnList": [plmn()],
         "sNssais": [{"sst": 1, "sd": "000001"}, {"sst": 1, "sd": "000002"}],
         "fqdn": format!("{}-{i}.{}.5gc.mnc001.mcc001.3gppnetwork.org", spec.label.to_ascii_lowercase(), spec.nf_type.to_ascii_lowercase()),

@@ -77,6 +77,10 @@ pub struct PreloadReport {
     /// Rx sessions opened (AAR-I) before the load, and how long that took.
     pub rx_sessions: u64,
     pub rx_sessions_seconds: f64,
+    /// Heartbeats per second the kit sent besides the mix's, so that the NRF suspends no
+    /// preloaded profile (crate::engine's `keep_alive_rate`), and how many were not answered 2xx.
+    pub keep_alive_tps: f64,
+    pub keep_alive_failed: u64,
 }
 
 /// The Diameter simulators and the Rx sessions of the run.
@@ -320,6 +324,13 @@ pub fn markdown(r: &Report) -> String {
             s,
             "- preload: {} profiles, {} subscriptions in {:.1} s",
             r.preload.profiles, r.preload.subscriptions, r.preload.seconds
+        );
+    }
+    if r.preload.keep_alive_tps > 0.0 {
+        let _ = writeln!(
+            s,
+            "- keep-alive: {:.1} heartbeats/s besides the mix's, not measured (at this rate the mix's heartbeats would let the NRF suspend preloaded profiles); {} not answered 2xx",
+            r.preload.keep_alive_tps, r.preload.keep_alive_failed
         );
     }
     if let Some(b) = &r.preload.bindings {
