@@ -23,6 +23,7 @@ use crate::host;
 use crate::nf_latency;
 use crate::pace::Pacer;
 use crate::profile::{self, ProfileSpec};
+use crate::profile_count;
 use crate::report::{
     EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, RxReport, TargetReport,
     Totals,
@@ -82,6 +83,9 @@ struct Prepared {
     recycle: Option<String>,
     etag: Option<EtagUse>,
     conns: Arc<H2Pool>,
+    /// Profiles per answer, one per variant (one for a procedure without variants), for the
+    /// procedures with `expect_profiles`.
+    profile_counts: Vec<profile_count::Counts>,
 }
 
 /// What one request sends.
@@ -97,6 +101,8 @@ enum Work {
         condition: Option<(&'static HeaderName, HeaderValue)>,
         /// The URL its ETag is kept under (scenarios with entity tags only).
         etag_key: Option<String>,
+        /// The query variant picked.
+        variant: usize,
     },
     Rx(RxCall),
     Sh(crate::sh::ShCall),
@@ -111,6 +117,9 @@ struct Shared {
     peak_outstanding: AtomicUsize,
     /// The last ETag answered per URL (only when a procedure uses entity tags).
     etags: Option<Mutex<HashMap<String, HeaderValue>>>,
+    /// Each procedure's chart group ([`chart_groups`]), and how many groups there are.
+    group_of: Vec<usize>,
+    groups: usize,
 }
 
 impl Shared {
@@ -146,6 +155,10 @@ impl Shared {
             x.completed += u64::from(ok);
             x.errors += u64::from(!ok);
             stats::record(&mut x.hist, lat_us);
+            if x.groups.len() < self.groups {
+                x.groups.resize_with(self.groups, Default::default);
+            }
+            x.groups[self.group_of[pi]].record(lat_us);
         });
         if measured {
             let mut ps = self.procs[pi].lock().unwrap();
@@ -212,7 +225,7 @@ impl Maker {
                         self.pools.push(&pool, id);
                     }
                 }
-                rendered.map(|(path, body)| {
+                rendered.map(|(path, body, variant)| {
                     let etag_key = self.shared.etags.as_ref().map(|_| format!("{}{path}", p.base));
                     let condition = match p.etag {
                         None => None,
@@ -234,6 +247,7 @@ impl Maker {
                         taken: std::mem::take(&mut ctx.taken),
                         condition,
                         etag_key,
+                        variant,
                     }
                 })
             }
@@ -257,8 +271,13 @@ impl Maker {
                 let (ok, outcome) = call.send(sh, &p.expect).await;
                 shared.record(pi, measured, from, self.start, ok, &outcome);
             }
-            Work::Http { path, body, uuid, taken, condition, etag_key } => {
-                let want = Want { etag: etag_key.is_some(), location: p.produces.is_some() };
+            Work::Http { path, body, uuid, taken, condition, etag_key, variant } => {
+                let counts = p.profile_counts.get(variant).filter(|c| c.wanted());
+                let want = Want {
+                    etag: etag_key.is_some(),
+                    location: p.produces.is_some(),
+                    body: counts.is_some(),
+                };
                 let conditional = condition.as_ref().map(|(name, _)| name.as_str());
                 let rsp = p
                     .conns
@@ -286,6 +305,11 @@ impl Maker {
                     Err(Failure::Timeout) => (false, Cow::Borrowed("timeout")),
                     Err(Failure::Transport) => (false, Cow::Borrowed("transport")),
                 };
+                if let (Some(counts), Ok(Answer { status: 200, body: Some(b), .. })) =
+                    (counts, &rsp)
+                {
+                    counts.add(b);
+                }
                 if let (Some(etags), Some(key), Ok(r)) = (&shared.etags, etag_key, &rsp) {
                     keep_etag(etags, key, r, &p.method);
                 }
@@ -664,6 +688,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             recycle: p.recycle.clone(),
             etag: p.etag,
             conns,
+            profile_counts: match p.expect_profiles {
+                Some(_) => (0..p.variants.len().max(1)).map(|_| Default::default()).collect(),
+                None => Vec::new(),
+            },
         });
     }
     let tps: Vec<f64> = s.procedures.iter().map(|p| p.tps).collect();
@@ -672,6 +700,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         Mix::ShuffledDeck => Deck::new(&tps).map(Picker::Deck),
     }
     .context("no procedure has tps > 0")?;
+    let chart = chart_groups(s);
     let shared = Arc::new(Shared {
         procs: s.procedures.iter().map(|_| Mutex::new(ProcStats::default())).collect(),
         seconds: Mutex::new(Vec::new()),
@@ -680,6 +709,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         outstanding: AtomicUsize::new(0),
         peak_outstanding: AtomicUsize::new(0),
         etags: s.procedures.iter().any(|p| p.etag.is_some()).then(Mutex::default),
+        group_of: chart.1.clone(),
+        groups: chart.0.len(),
     });
     // The ETags of the preloaded data, as a client that had read it would hold them.
     if let (Some(etags), Some(u)) = (&shared.etags, &cfg.udr) {
@@ -692,6 +723,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         }
     }
     let start = Instant::now() + Duration::from_millis(20);
+    let keep_alive_tps = keep_alive_rate(s, cfg.rate, preload_report.profiles);
+    let keep_alive_failed = Arc::new(AtomicU64::new(0));
+    let keep_alive = (keep_alive_tps > 0.0).then(|| {
+        let ids: Vec<String> = instances.values().flatten().cloned().collect();
+        let end = start + Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s);
+        let failed = keep_alive_failed.clone();
+        let (client, base) = (pre_client.clone(), base0.clone());
+        tokio::spawn(keep_alive_loop(client, base, ids, keep_alive_tps, end, failed))
+    });
+    preload_report.keep_alive_tps = keep_alive_tps;
     let maker = Arc::new(Maker {
         prepared,
         generators: s.generators.clone(),
@@ -709,6 +750,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
+    // The NFs' histograms with each sample: their own latency per second on the chart.
+    let tick_scrapes: Arc<Mutex<Vec<Vec<nf_latency::Scrape>>>> = Arc::default();
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
     // The NFs' latency histograms at the same two marks (crate::nf_latency).
     let nf_hists: Arc<Mutex<[Vec<nf_latency::Scrape>; 2]>> = Arc::default();
@@ -727,11 +770,21 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             sim_counters.clone(),
         );
         let nf_hists = nf_hists.clone();
+        let tick_scrapes = tick_scrapes.clone();
         let progress = cfg.progress;
         let warmup = cfg.warmup_s;
         let end = cfg.warmup_s + cfg.duration_s;
         tokio::spawn(async move {
             samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
+            let first = scrape_each(&scraper, &nf_urls).await;
+            // Once a second only the NFs that publish histograms: a target that does not must
+            // not hold the sampler up.
+            let live: Vec<(String, String)> = nf_urls
+                .iter()
+                .filter(|(nf, _)| first.iter().any(|x| x.nf() == nf))
+                .cloned()
+                .collect();
+            tick_scrapes.lock().unwrap().push(first);
             let snap = || {
                 (
                     usage(&pids),
@@ -754,10 +807,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                         tokio::time::sleep_until(m).await;
                         let at = marks[next_mark].1;
                         window.lock().unwrap()[at] = Some(snap());
-                        let mut got = Vec::new();
-                        for (nf, url) in &nf_urls {
-                            got.extend(nf_latency::scrape(&scraper, nf, url).await);
-                        }
+                        let got = scrape_each(&scraper, &nf_urls).await;
                         nf_hists.lock().unwrap()[at] = got;
                         next_mark += 1;
                         continue;
@@ -765,6 +815,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     _ => tokio::time::sleep_until(tick_at).await,
                 }
                 samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
+                let got = scrape_each(&scraper, &live).await;
+                tick_scrapes.lock().unwrap().push(got);
                 if progress {
                     let idx = tick as usize - 1;
                     let mut line = String::new();
@@ -800,6 +852,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         Some(n) => closed_loop(&maker, pick, &mut rng, n, secs, s.load.timeout_ms).await?,
     };
     let Dispatched { total, max_out, slot_waits, late_sends, unsent, max_lag } = d;
+    if let Some(k) = keep_alive {
+        k.abort();
+    }
+    preload_report.keep_alive_failed = keep_alive_failed.load(Ordering::Relaxed);
     let load_wall = start.elapsed().as_secs_f64().max(1e-9);
     let gen_cpu = self_cpu() - gen_cpu_start;
     done_flag.store(1, Ordering::Relaxed);
@@ -807,6 +863,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
 
     // Numbers.
     let samples = samples.lock().unwrap().clone();
+    let tick_scrapes = std::mem::take(&mut *tick_scrapes.lock().unwrap());
     let seconds = std::mem::take(&mut *shared.seconds.lock().unwrap());
     let mut timeline = Vec::new();
     for (i, sec) in seconds.iter().enumerate().take(secs_total.max(1) + 1) {
@@ -820,6 +877,22 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 }
                 _ => (None, None, None, None),
             };
+        let group_p99_ms = chart
+            .0
+            .iter()
+            .zip(&sec.groups)
+            .filter_map(|(name, h)| Some((name.clone(), h.quantile_ms(0.99)?)))
+            .collect();
+        let client_p99 = (!sec.hist.is_empty()).then_some(l.p99_ms);
+        let mut nf_own_p99_ms = std::collections::BTreeMap::new();
+        if let (Some(a), Some(b)) = (tick_scrapes.get(i), tick_scrapes.get(i + 1)) {
+            for end in b {
+                let Some(begin) = a.iter().find(|x| x.nf() == end.nf()) else { continue };
+                if let Some(p99) = nf_latency::p99_between(begin, end, client_p99) {
+                    nf_own_p99_ms.insert(end.nf().to_owned(), p99);
+                }
+            }
+        }
         timeline.push(SecondReport {
             t: i as u64 + 1,
             warmup: ((i + 1) as f64) <= cfg.warmup_s,
@@ -834,6 +907,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             nf_rss_mb,
             gen_cpu_pct,
             steal_pct,
+            group_p99_ms,
+            nf_own_p99_ms,
         });
     }
     let host = host::report(&timeline, &seconds);
@@ -996,6 +1071,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             h.steal_pct_mean, h.steal_pct_max, h.quiet_seconds, h.measured_seconds
         ));
     }
+    if preload_report.keep_alive_failed > 0 {
+        warnings.push(format!(
+            "{} keep-alive heartbeats were not answered 2xx: preloaded profiles may have been suspended",
+            preload_report.keep_alive_failed
+        ));
+    }
     if nf_cpu_s.is_none() {
         warnings.push(
             "NF CPU is not known (external --target): CPU per transaction and TPS per core are n/a"
@@ -1008,6 +1089,15 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 "{}: {} requests skipped (nothing created yet to act on)",
                 p.name, p.skipped
             ));
+        }
+    }
+    let mut profile_counts = Vec::new();
+    for (p, prep) in s.procedures.iter().zip(&maker.prepared) {
+        for (vi, counts) in prep.profile_counts.iter().enumerate() {
+            let label = p.variants.get(vi).map_or("", |v| v.label.as_str());
+            let row = counts.row(&p.name, label, p.expect_profiles);
+            warnings.extend(profile_count::warning(&row));
+            profile_counts.push(row);
         }
     }
     if total == 0 {
@@ -1052,9 +1142,24 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             sessions_peak: r.sessions.peak(),
         }),
         sh: cfg.sh.as_ref().map(|s| s.report()),
+        profile_counts,
         nf_latency: {
             let h = nf_hists.lock().unwrap();
-            nf_latency::rows(&h[0], &h[1])
+            // The client's quantiles over the procedures of an operation bound the NF's.
+            let client = |nf: &str, op: &str| -> Option<(f64, f64)> {
+                let mut merged = stats::new_hist();
+                for (pi, p) in s.procedures.iter().enumerate() {
+                    let of_nf = p.nf.as_deref().unwrap_or(first_nf) == nf;
+                    if of_nf && nf_latency::maps_to(&p.name, p.nf_operation.as_deref(), op) {
+                        merged.add(&shared.procs[pi].lock().unwrap().hist).ok()?;
+                    }
+                }
+                (!merged.is_empty()).then(|| {
+                    let l = Latency::of(&merged);
+                    (l.p50_ms, l.p99_ms)
+                })
+            };
+            nf_latency::rows(&h[0], &h[1], &client)
         },
         host,
         timeline,
@@ -1062,6 +1167,64 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         failures,
         warnings,
     })
+}
+
+/// Heartbeats per second the preloaded NF profiles need besides the mix's: the NRF suspends a
+/// profile it has not heard of for its heartbeat timer (plus a grace), and the mix's heartbeats
+/// scale with the run's rate (52/s at 51.6K keep 260 profiles alive; at `--scale 0.01` one
+/// comes every 500 s), after which discovery answers lose profiles. Each profile is refreshed
+/// twice per timer: what the mix gives at this rate is subtracted.
+fn keep_alive_rate(s: &Scenario, rate: f64, profiles: usize) -> f64 {
+    let heartbeats: f64 =
+        s.procedures.iter().filter(|p| p.name.starts_with("NFHeartbeat")).map(|p| p.tps).sum();
+    if profiles == 0 || heartbeats == 0.0 {
+        return 0.0;
+    }
+    let mix = heartbeats / s.total_tps() * rate;
+    let needed = profiles as f64 * 2.0 / f64::from(profile::HEARTBEAT_TIMER_SECS);
+    (needed - mix).max(0.0)
+}
+
+/// Sends `tps` heartbeats per second to the preloaded profiles `ids` in turn until `end`,
+/// outside the mix and unmeasured; counts those not answered 2xx.
+async fn keep_alive_loop(
+    client: SbiClient,
+    base: String,
+    ids: Vec<String>,
+    tps: f64,
+    end: Instant,
+    failed: Arc<AtomicU64>,
+) {
+    let body = Bytes::from_static(br#"[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]"#);
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / tps));
+    for id in ids.iter().cycle() {
+        if tick.tick().await >= end {
+            return;
+        }
+        // Each on its own task: a slow answer must not lower the rate.
+        let (client, failed, body) = (client.clone(), failed.clone(), body.clone());
+        let url = format!("{base}/nnrf-nfm/v1/nf-instances/{id}");
+        tokio::spawn(async move {
+            let rsp = client
+                .request(Method::PATCH, &url)
+                .header("content-type", "application/json-patch+json")
+                .body(body)
+                .send()
+                .await;
+            if !rsp.is_ok_and(|r| r.status().is_success()) {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+}
+
+/// Each NF's latency histograms (`nf`, `url`), those that answer.
+async fn scrape_each(scraper: &SbiClient, urls: &[(String, String)]) -> Vec<nf_latency::Scrape> {
+    let mut got = Vec::new();
+    for (nf, url) in urls {
+        got.extend(nf_latency::scrape(scraper, nf, url).await);
+    }
+    got
 }
 
 /// What the load loop did, for the generator's report.
@@ -1226,6 +1389,40 @@ async fn closed_loop(
     })
 }
 
+/// Lines of the latency chart: procedures grouped by their name up to the first `-` or space
+/// (`NFDiscover-UDM` and `NFDiscover-SMF` are `NFDiscover`, `AAR-I` and `AAR-U` are `AAR`), the
+/// busiest [`CHART_GROUPS`] - 1 on lines of their own and the rest together as `other`.
+/// Returns the group names and each procedure's group.
+fn chart_groups(s: &Scenario) -> (Vec<String>, Vec<usize>) {
+    let key = |name: &str| name.split(['-', ' ']).next().unwrap_or(name).to_owned();
+    let mut tps: Vec<(String, f64)> = Vec::new();
+    for p in &s.procedures {
+        let k = key(&p.name);
+        match tps.iter_mut().find(|x| x.0 == k) {
+            Some(x) => x.1 += p.tps,
+            None => tps.push((k, p.tps)),
+        }
+    }
+    tps.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut names: Vec<String> = tps.iter().map(|x| x.0.clone()).collect();
+    if names.len() > CHART_GROUPS {
+        names.truncate(CHART_GROUPS - 1);
+        names.push("other".into());
+    }
+    let of = s
+        .procedures
+        .iter()
+        .map(|p| {
+            let k = key(&p.name);
+            names.iter().position(|n| *n == k).unwrap_or(names.len() - 1)
+        })
+        .collect();
+    (names, of)
+}
+
+/// Latency lines on the chart at most (a legend line each).
+const CHART_GROUPS: usize = 6;
+
 /// The outcome label of an HTTP status, without allocating for the usual ones.
 fn status_label(code: u16) -> Cow<'static, str> {
     Cow::Borrowed(match code {
@@ -1250,10 +1447,12 @@ fn render_http(
     rng: &mut Rng,
     n: u64,
     bindings: Option<&BindingPlan>,
-) -> Option<(String, Option<Bytes>)> {
+) -> Option<(String, Option<Bytes>, usize)> {
     let mut url = p.path.render(env, ctx, rng, true)?;
+    let mut variant = 0;
     if let Some(w) = &p.pick_variant {
-        let q = p.variants[w.pick(rng)].render(env, ctx, rng, false)?;
+        variant = w.pick(rng);
+        let q = p.variants[variant].render(env, ctx, rng, false)?;
         url.push('?');
         encode_query_into(&q, &mut url);
     }
@@ -1284,5 +1483,41 @@ fn render_http(
         }
         _ => None,
     };
-    Some((url, body))
+    Some((url, body, variant))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_alive_makes_up_what_the_mixs_heartbeats_lack_at_this_rate() {
+        let s = Scenario::load("nrf-51.6k").unwrap();
+        // Full scale: 52/s of heartbeats keep 260 profiles (2 per hour each needed) alive.
+        assert_eq!(keep_alive_rate(&s, s.load.rate, 260), 0.0);
+        // At 0.1 %: 0.052/s from the mix, the rest (of 0.144/s) from the kit.
+        let timer = f64::from(profile::HEARTBEAT_TIMER_SECS);
+        let k = keep_alive_rate(&s, s.load.rate * 0.001, 260);
+        assert!((k - (260.0 * 2.0 / timer - 0.052)).abs() < 0.005, "{k}");
+        assert_eq!(keep_alive_rate(&s, 1.0, 0), 0.0, "nothing preloaded");
+        let bsf = Scenario::load("bsf-s9-54k-25m").unwrap();
+        assert_eq!(keep_alive_rate(&bsf, 10.0, 0), 0.0, "no heartbeats in the mix");
+    }
+
+    #[test]
+    fn chart_groups_put_the_busiest_on_lines_of_their_own() {
+        let s = Scenario::load("nrf-51.6k").unwrap();
+        let (names, of) = chart_groups(&s);
+        assert_eq!(names.len(), CHART_GROUPS);
+        assert_eq!(names[0], "NFDiscover");
+        assert_eq!(names.last().unwrap(), "other");
+        for (p, g) in s.procedures.iter().zip(&of) {
+            if p.name.starts_with("NFDiscover-") {
+                assert_eq!(*g, 0, "{}", p.name);
+            }
+        }
+        let bsf = Scenario::load("bsf-s9-54k-25m").unwrap();
+        let (names, _) = chart_groups(&bsf);
+        assert!(names.contains(&"AAR".to_owned()) && names.contains(&"Binding".to_owned()));
+    }
 }

@@ -44,6 +44,8 @@ const READ_BUFFER: usize = 256 << 10;
 pub struct Want {
     pub etag: bool,
     pub location: bool,
+    /// Keep the body (the answers whose profiles are counted, crate::profile_count).
+    pub body: bool,
 }
 
 /// One request; the method, header values and body are cheap clones.
@@ -65,8 +67,10 @@ pub struct Answer {
     pub status: u16,
     pub etag: Option<HeaderValue>,
     pub location: Option<HeaderValue>,
-    /// Body bytes received (drained, not kept).
+    /// Body bytes received.
     pub body_len: usize,
+    /// The body, when asked for ([`Want::body`]); otherwise drained, not kept.
+    pub body: Option<Bytes>,
 }
 
 /// Why a request got no answer.
@@ -215,17 +219,22 @@ async fn exchange_on(
     };
     let (mut parts, mut body) = rsp.await?.into_parts();
     let mut body_len = 0;
+    let mut kept: Option<bytes::BytesMut> = call.want.body.then(bytes::BytesMut::new);
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
         body_len += chunk.len();
-        // Give the window back at once: the data is not kept.
+        // Give the window back at once: the data is copied out, if kept at all.
         let _ = body.flow_control().release_capacity(chunk.len());
+        if let Some(k) = kept.as_mut() {
+            k.extend_from_slice(&chunk);
+        }
     }
     Ok(Answer {
         status: parts.status.as_u16(),
         etag: if call.want.etag { parts.headers.remove(ETAG) } else { None },
         location: if call.want.location { parts.headers.remove(LOCATION) } else { None },
         body_len,
+        body: kept.map(bytes::BytesMut::freeze),
     })
 }
 
@@ -338,7 +347,7 @@ mod tests {
         .await;
         let c = H2Conn::new(&base, Duration::from_secs(5)).unwrap();
         let a = c
-            .send(call(&Method::PUT, "/a/b?x=1", Want { etag: true, location: true }))
+            .send(call(&Method::PUT, "/a/b?x=1", Want { etag: true, location: true, body: false }))
             .await
             .unwrap();
         assert_eq!((a.status, a.body_len), (201, 10));

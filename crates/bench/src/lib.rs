@@ -10,6 +10,7 @@ pub mod nf_latency;
 pub mod nfproc;
 pub mod pace;
 pub mod profile;
+pub mod profile_count;
 pub mod report;
 pub mod rx;
 pub mod scenario;

@@ -56,7 +56,7 @@ fn service(
         "scheme": "http",
         "nfServiceStatus": "REGISTERED",
         "ipEndPoints": [{"ipv4Address": addr, "transport": "TCP", "port": port}],
-        "allowedNfTypes": ["AMF", "SMF", "PCF", "NEF", "UDM", "AUSF"],
+        "allowedNfTypes": allowed_nf_types(name),
         "priority": 1,
         "capacity": 100,
         "load": 10,
@@ -72,6 +72,29 @@ fn service(
 /// to it for an NRF it starts (an NRF grants a proposal above its maximum its own
 /// `heartbeat_timer_secs`, 10 s by default), and warns when a running NRF grants less.
 pub const HEARTBEAT_TIMER_SECS: u32 = 3600;
+
+/// The NF types a service is offered to (a service's `allowedNfTypes`, which the NRF applies
+/// per service): the PCF's policy services go to their one consumer each, as deployed, so a
+/// discovery for one of them sees the PCFs serving it and no others (NRF guide Table 4-9: 10
+/// PCFs per answer, of 30); the other services to the usual consumers.
+pub fn allowed_nf_types(service: &str) -> &'static [&'static str] {
+    match service {
+        "npcf-smpolicycontrol" => &["SMF"],
+        "npcf-am-policy-control" | "npcf-ue-policy-control" => &["AMF"],
+        "npcf-policyauthorization" => &["AF", "NEF", "PCF"],
+        "npcf-bdtpolicycontrol" => &["NEF"],
+        _ => &["AMF", "SMF", "PCF", "NEF", "UDM", "AUSF"],
+    }
+}
+
+/// AMFs per AMF set: the AMFs of a set share the set's GUAMI (any of them can serve the UEs of
+/// another that fails), so a discovery by GUAMI answers the set's AMFs: 6, as the NRF guide's
+/// Table 4-9 has for AMF.
+pub const AMF_SET_SIZE: usize = 6;
+
+/// SMFs per cluster: a cluster serves one TAC and one PGW-C FQDN, and its first SMF also the
+/// `ims` DNN, so a discovery by TAI, by PGW or for `ims` answers 10 SMFs (Table 4-9).
+pub const SMF_CLUSTER_SIZE: usize = 10;
 
 /// SUPI range covering the whole generated range (`00101` + 10 digits).
 fn supi_ranges() -> Value {
@@ -101,23 +124,30 @@ pub fn build(spec: &ProfileSpec, id: &str, rng: &mut Rng) -> Value {
     let obj = p.as_object_mut().unwrap();
     match spec.nf_type {
         "AMF" => {
+            let set = i / AMF_SET_SIZE;
             obj.insert(
                 "amfInfo".into(),
                 json!({
-                    "amfSetId": format!("{:03x}", i % 10),
+                    "amfSetId": format!("{set:03x}"),
                     "amfRegionId": "01",
-                    "guamiList": [{"plmnId": plmn(), "amfId": format!("01{:04x}", i)}],
+                    "guamiList": [{"plmnId": plmn(), "amfId": format!("01{set:04x}")}],
                     "taiList": [{"plmnId": plmn(), "tac": format!("{:06}", i % 9)}],
                 }),
             );
         }
         "SMF" => {
+            let cluster = i / SMF_CLUSTER_SIZE;
+            let dnns = if i.is_multiple_of(SMF_CLUSTER_SIZE) {
+                json!([{"dnn": "internet"}, {"dnn": "ims"}])
+            } else {
+                json!([{"dnn": "internet"}])
+            };
             obj.insert(
                 "smfInfo".into(),
                 json!({
-                    "sNssaiSmfInfoList": [{"sNssai": {"sst": 1, "sd": "000001"}, "dnnSmfInfoList": [{"dnn": "internet"}, {"dnn": "ims"}]}],
-                    "taiList": [{"plmnId": plmn(), "tac": format!("{:06}", i % 9)}],
-                    "pgwFqdn": format!("pgw-{}.epc.mnc001.mcc001.3gppnetwork.org", i % 9),
+                    "sNssaiSmfInfoList": [{"sNssai": {"sst": 1, "sd": "000001"}, "dnnSmfInfoList": dnns}],
+                    "taiList": [{"plmnId": plmn(), "tac": format!("{cluster:06}")}],
+                    "pgwFqdn": format!("pgw-{cluster}.epc.mnc001.mcc001.3gppnetwork.org"),
                 }),
             );
         }
@@ -126,6 +156,11 @@ pub fn build(spec: &ProfileSpec, id: &str, rng: &mut Rng) -> Value {
         }
         "AUSF" => {
             obj.insert("ausfInfo".into(), json!({"groupId": group(1), "supiRanges": supi_ranges(), "routingIndicators": ["0000"]}));
+        }
+        // An SLF (a UDR serving Nudr_GroupIDmap alone) is in no UDR group: a discovery of the
+        // subscription data UDRs of a group does not find it.
+        "UDR" if spec.services.iter().all(|s| s == "nudr-group-id-map") => {
+            obj.insert("udrInfo".into(), json!({"supiRanges": supi_ranges()}));
         }
         "UDR" => {
             obj.insert(

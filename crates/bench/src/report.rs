@@ -45,6 +45,9 @@ pub struct Report {
     /// What the NFs measured themselves, per operation, from their `/metrics` histograms over
     /// the measured window (crate::nf_latency); empty when the targets do not publish them.
     pub nf_latency: Vec<crate::nf_latency::NfLatencyRow>,
+    /// Profiles per discovery answer, per procedure and variant, beside the reference's
+    /// (crate::profile_count).
+    pub profile_counts: Vec<crate::profile_count::ProfileCountRow>,
     /// Steal time over the measured window and the latency of its quiet seconds (crate::host).
     pub host: Option<crate::host::HostReport>,
     pub timeline: Vec<SecondReport>,
@@ -74,6 +77,10 @@ pub struct PreloadReport {
     /// Rx sessions opened (AAR-I) before the load, and how long that took.
     pub rx_sessions: u64,
     pub rx_sessions_seconds: f64,
+    /// Heartbeats per second the kit sent besides the mix's, so that the NRF suspends no
+    /// preloaded profile (crate::engine's `keep_alive_rate`), and how many were not answered 2xx.
+    pub keep_alive_tps: f64,
+    pub keep_alive_failed: u64,
 }
 
 /// The Diameter simulators and the Rx sessions of the run.
@@ -172,30 +179,91 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.prec$}"))
 }
 
-/// The side-by-side rows: (what, ours, reference).
+/// What our used cores hold, in the side-by-side rows.
+const OUR_CORES: &str = "the NF process, including its embedded store";
+/// What the reference's used cores hold when the scenario does not say.
+const THEIR_USED_CORES: &str = "its NF pods (not its database tier, not sidecars)";
+
+/// TPS per core: `tps / cores`, when there are cores.
+pub fn per_core(tps: f64, cores: Option<f64>) -> Option<f64> {
+    cores.filter(|c| *c > 0.0).map(|c| tps / c)
+}
+
+/// Our TPS counted as the reference counts its own: with the notifications the NF sent when
+/// its figure includes them, without otherwise.
+pub fn counted_tps(r: &Report) -> f64 {
+    match &r.reference {
+        Some(rf) if rf.counts_notifications => r.totals.achieved_tps_with_notify,
+        _ => r.totals.achieved_tps,
+    }
+}
+
+/// The reference's used cores: as given, or its TPS over its TPS per used core.
+pub fn reference_used_cores(rf: &Reference) -> Option<f64> {
+    rf.used_cores.or_else(|| rf.tps_per_used_core.filter(|t| *t > 0.0).map(|t| rf.tps_achieved / t))
+}
+
+/// The side-by-side rows: (what, ours, reference). Like for like first: CPU per used core on
+/// both sides, each saying what its cores hold; the reference's per requested core second.
 pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     let Some(rf) = &r.reference else { return Vec::new() };
     let t = &r.totals;
+    let tps = counted_tps(r);
+    let their_used = reference_used_cores(rf);
+    let their_per_used = rf.tps_per_used_core.or_else(|| per_core(rf.tps_achieved, their_used));
+    let used_include = rf.used_cores_include.as_deref().unwrap_or(THEIR_USED_CORES);
+    let requested_include =
+        rf.requested_include.as_deref().unwrap_or("requested cores of its whole NF deployment");
+    let notify = if rf.counts_notifications {
+        "answered OK plus the notifications the NF sent, as the reference counts"
+    } else {
+        "answered OK; notifications the NF sent are not counted, as the reference's figure leaves them out"
+    };
+    let scale = if (r.scale - 1.0).abs() > 1e-9 {
+        format!(
+            "; this run at {:.4} of the reference's offered rate ({:.1}/s offered){}",
+            r.scale,
+            r.rate,
+            if r.concurrency.is_some() { ", closed loop: the rate an outcome" } else { "" }
+        )
+    } else {
+        String::new()
+    };
     let mut rows = vec![
         (
-            "TPS achieved (answered OK, plus notifications received)".into(),
-            format!("{:.1}", t.achieved_tps_with_notify),
-            format!("{:.0}", rf.tps_achieved),
+            format!("TPS per used core (ours: {OUR_CORES}; reference: {used_include})"),
+            opt(per_core(tps, t.nf_cores_used), 0),
+            their_per_used.map_or("n/a (no utilisation published)".into(), |v| format!("{v:.0}")),
         ),
         (
-            "CPU cores (ours: used; reference: requested)".into(),
+            format!("CPU cores used (ours: {OUR_CORES}; reference: {used_include})"),
             opt(t.nf_cores_used, 3),
+            opt(their_used, 1),
+        ),
+        (
+            format!("TPS per requested core (reference: {requested_include}; ours requests none)"),
+            "n/a".into(),
+            format!("{:.0}", rf.tps_per_core),
+        ),
+        (
+            format!("CPU cores requested (reference: {requested_include})"),
+            "n/a".into(),
             format!("{:.0}", rf.cpu_requested),
         ),
         (
-            "TPS per core (ours: per NF core used)".into(),
-            opt(t.tps_per_core, 0),
-            match rf.tps_per_used_core {
-                Some(u) => format!("{:.0} (per requested), ~{u:.0} (per used)", rf.tps_per_core),
-                None => format!("{:.0} (per requested)", rf.tps_per_core),
-            },
+            format!("TPS achieved ({notify}{scale})"),
+            format!("{tps:.1}"),
+            format!("{:.0}", rf.tps_achieved),
         ),
     ];
+    let notified = t.achieved_tps_with_notify - t.achieved_tps;
+    if notified > 0.0 || rf.notifications_tps.is_some() {
+        rows.push((
+            format!("notifications sent per second (counted at the simulators{scale})"),
+            format!("{notified:.1}"),
+            opt(rf.notifications_tps, 0),
+        ));
+    }
     if let Some(name) = &rf.latency_procedure {
         let l = t.reference_latency.as_ref();
         let pct = [
@@ -256,6 +324,13 @@ pub fn markdown(r: &Report) -> String {
             s,
             "- preload: {} profiles, {} subscriptions in {:.1} s",
             r.preload.profiles, r.preload.subscriptions, r.preload.seconds
+        );
+    }
+    if r.preload.keep_alive_tps > 0.0 {
+        let _ = writeln!(
+            s,
+            "- keep-alive: {:.1} heartbeats/s besides the mix's, not measured (at this rate the mix's heartbeats would let the NRF suspend preloaded profiles); {} not answered 2xx",
+            r.preload.keep_alive_tps, r.preload.keep_alive_failed
         );
     }
     if let Some(b) = &r.preload.bindings {
@@ -343,18 +418,52 @@ pub fn markdown(r: &Report) -> String {
             )
         };
     }
-    if !r.nf_latency.is_empty() {
-        let _ = writeln!(s, "\n## NF own latency\n\nWhat each NF measured from a request reaching it to its answer, read from its `/metrics` histograms over the measured window (quantiles interpolated inside a bucket; the share at or under 5 ms is exact). The procedure latencies above also hold the generator's own queueing. The last three columns leave out the time the NF waited on other NFs (an NRF's SLF query or forwarded discovery; the simulators add the reference's delays there); \"-\" where the NF does not publish it.\n\n| NF | operation | answers | p50 ms | p99 ms | ≤ 5 ms % | less waits: p50 ms | p99 ms | ≤ 5 ms % |\n|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    if !r.profile_counts.is_empty() {
+        let _ = writeln!(s, "\n## Profiles per discovery answer\n\nThe `nfInstances` of the 200 answers, per query variant: the first {} answers of each, then one in {} (crate::profile_count), beside what the reference's answers held (NRF guide Table 4-9).\n\n| procedure | variant | answers counted | min | median | max | reference | |\n|---|---|--:|--:|--:|--:|--:|---|", crate::profile_count::ALWAYS, crate::profile_count::EVERY);
     }
-    for l in &r.nf_latency {
+    for c in &r.profile_counts {
+        let n = |v: Option<usize>| v.map_or("–".to_owned(), |v| v.to_string());
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.3} | {:.2} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            c.procedure,
+            c.variant,
+            c.answers,
+            n(c.min),
+            n(c.median),
+            n(c.max),
+            n(c.expected),
+            match (c.answers, c.as_expected) {
+                (0, _) => "none counted",
+                (_, true) if c.expected.is_some() => "as the reference",
+                (_, true) => "",
+                (_, false) => "DIFFERS",
+            }
+        );
+    }
+    if !r.nf_latency.is_empty() {
+        let _ = writeln!(s, "\n## NF own latency\n\nWhat each NF measured from a request reaching it to its answer, read from its `/metrics` histograms over the measured window. Each quantile falls in a bucket (its bounds in brackets); the estimate inside it never exceeds the client's same quantile over the kit's procedures of that operation (a request's time in the NF is part of what the client saw), marked * where that bound moved it below plain interpolation; the share at or under 5 ms is exact. The procedure latencies above also hold the generator's own queueing. The last three columns leave out the time the NF waited on other NFs (an NRF's SLF query or forwarded discovery; the simulators add the reference's delays there); \"-\" where the NF does not publish it.\n\n| NF | operation | answers | p50 ms | p99 ms | client p50 / p99 ms | ≤ 5 ms % | less waits: p50 ms | p99 ms | ≤ 5 ms % |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    }
+    for l in &r.nf_latency {
+        let bucket = |b: (f64, Option<f64>)| match b.1 {
+            Some(u) => format!("({}, {}]", fmt_num(b.0), fmt_num(u)),
+            None => format!("({}, +Inf)", fmt_num(b.0)),
+        };
+        let mark = if l.bounded_by_client { "*" } else { "" };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3}{mark} {} | {:.2}{mark} {} | {} | {:.2} | {} |",
             l.nf,
             l.operation,
             l.count,
             l.p50_ms,
+            bucket(l.p50_bucket_ms),
             l.p99_ms,
+            bucket(l.p99_bucket_ms),
+            match (l.client_p50_ms, l.client_p99_ms) {
+                (Some(a), Some(b)) => format!("{a:.3} / {b:.2}"),
+                _ => "– (no procedure maps to it)".to_owned(),
+            },
             l.under_5ms_pct,
             l.excl_waits.map_or_else(
                 || "- | - | -".to_owned(),
@@ -463,12 +572,28 @@ pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
 
 /// A line chart as inline SVG: `series` = (name, colour, points (x, y)).
 pub fn svg_line_chart(title: &str, y_label: &str, series: &[Series]) -> String {
+    svg_chart(title, y_label, series, None)
+}
+
+/// The run's time axis: warm-up seconds, then measured seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub warmup_s: f64,
+    pub end_s: f64,
+}
+
+/// A line chart as inline SVG, with the warm-up shaded and the measured window's ends marked
+/// when `window` is given.
+pub fn svg_chart(title: &str, y_label: &str, series: &[Series], window: Option<Window>) -> String {
     let (w, h, ml, mr, mt, mb) = (720.0, 260.0, 60.0, 150.0, 28.0, 36.0);
     let pts = series.iter().flat_map(|s| s.2.iter());
     let (mut xmax, mut ymax) = (1.0f64, 0.0f64);
     for &(x, y) in pts {
         xmax = xmax.max(x);
         ymax = ymax.max(y);
+    }
+    if let Some(win) = window {
+        xmax = xmax.max(win.end_s);
     }
     let ymax = nice_ceil(ymax);
     let sx = |x: f64| ml + x / xmax * (w - ml - mr);
@@ -479,6 +604,32 @@ pub fn svg_line_chart(title: &str, y_label: &str, series: &[Series]) -> String {
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><rect width="{w}" height="{h}" fill="#fff"/><text x="{ml}" y="18" font-size="14" font-weight="bold">{t}</text>"##,
         t = esc(title)
     );
+    if let Some(win) = window {
+        let (x0, x1, x2) = (sx(0.0), sx(win.warmup_s), sx(win.end_s));
+        let (top, bottom) = (mt, h - mb);
+        if win.warmup_s > 0.0 {
+            let _ = write!(
+                s,
+                r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#f2f2f2"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#777">warm-up</text>"##,
+                x1 - x0,
+                bottom - top,
+                x0 + 3.0,
+                top + 10.0
+            );
+        }
+        for x in [x1, x2] {
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{bottom}" stroke="#999" stroke-dasharray="4 3"/>"##
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#777" text-anchor="middle">measured</text>"##,
+            (x1 + x2) / 2.0,
+            top + 10.0
+        );
+    }
     for k in 0..=4 {
         let y = ymax * k as f64 / 4.0;
         let py = sy(y);
@@ -615,11 +766,58 @@ fn md_table_to_html(md: &str) -> String {
     out
 }
 
+/// Colours of the chart lines per procedure group, then of the NFs' own latency.
+const PALETTE: [&str; 8] =
+    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
 pub fn html(r: &Report) -> String {
     let tl = &r.timeline;
     let series = |f: &dyn Fn(&SecondReport) -> Option<f64>| -> Vec<(f64, f64)> {
         tl.iter().filter_map(|s| f(s).map(|v| (s.t as f64, v))).collect()
     };
+    let win = Some(Window { warmup_s: r.warmup_s, end_s: r.warmup_s + r.duration_s });
+    let svg_line_chart = |title: &str, y: &str, series: &[Series]| svg_chart(title, y, series, win);
+    // One line per procedure group (client side, end to end), one per NF for its own time.
+    let mut groups: Vec<String> = Vec::new();
+    let mut nfs: Vec<String> = Vec::new();
+    for sec in tl {
+        for g in sec.group_p99_ms.keys() {
+            if !groups.contains(g) {
+                groups.push(g.clone());
+            }
+        }
+        for n in sec.nf_own_p99_ms.keys() {
+            if !nfs.contains(n) {
+                nfs.push(n.clone());
+            }
+        }
+    }
+    let names: Vec<String> = groups
+        .iter()
+        .map(|g| format!("{g} p99"))
+        .chain(nfs.iter().map(|n| format!("{n} own p99")))
+        .collect();
+    let mut lines: Vec<Series> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        lines.push((
+            &names[i],
+            PALETTE[i % PALETTE.len()],
+            series(&|s| s.group_p99_ms.get(g).copied()),
+        ));
+    }
+    for (j, n) in nfs.iter().enumerate() {
+        let i = groups.len() + j;
+        lines.push((
+            &names[i],
+            PALETTE[i % PALETTE.len()],
+            series(&|s| s.nf_own_p99_ms.get(n).copied()),
+        ));
+    }
+    let per_group = svg_line_chart(
+        "Latency p99 per procedure group (client) and the NFs' own p99 (their /metrics)",
+        "ms",
+        &lines,
+    );
     let throughput = svg_line_chart(
         "Throughput",
         "requests/s",
@@ -631,8 +829,10 @@ pub fn html(r: &Report) -> String {
     );
     let latency = svg_line_chart(
         match r.concurrency {
-            Some(_) => "Latency percentiles (closed loop: from each actual send)",
-            None => "Latency percentiles (from intended send time)",
+            Some(_) => {
+                "Latency percentiles, all procedures together (closed loop: from each actual send)"
+            }
+            None => "Latency percentiles, all procedures together (from intended send time)",
         },
         "ms",
         &[
@@ -657,7 +857,7 @@ pub fn html(r: &Report) -> String {
 body{{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;margin:1em 0;font-size:13px}}\
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child{{text-align:left}}\
 .fail{{background:#fdd}}.ns{{background:#eee;color:#555}}p.li{{margin:.2em 0}}svg{{margin:.5em 0;border:1px solid #eee}}</style></head><body>\n\
-{body}\n<h2>Charts</h2>\n{throughput}\n{latency}\n{cpu}\n{rss}\n</body></html>\n",
+{body}\n<h2>Charts</h2>\n<p>Shaded: the warm-up; between the dashed lines: the measured window.</p>\n{throughput}\n{per_group}\n{latency}\n{cpu}\n{rss}\n</body></html>\n",
         name = esc(&r.scenario)
     )
 }
@@ -665,6 +865,125 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report of `tps` OK answers/s and `notified` notifications/s on `cores` NF cores, at
+    /// `scale`, against the reference `rf`.
+    fn report(tps: f64, notified: f64, cores: f64, scale: f64, rf: Reference) -> Report {
+        Report {
+            scenario: "s".into(),
+            description: String::new(),
+            command: String::new(),
+            started_at: String::new(),
+            fivecore_version: String::new(),
+            rate: 1000.0 * scale,
+            scale,
+            duration_s: 10.0,
+            warmup_s: 2.0,
+            load_mode: "open loop".into(),
+            concurrency: None,
+            targets: Vec::new(),
+            preload: PreloadReport::default(),
+            procedures: Vec::new(),
+            egress: Vec::new(),
+            totals: Totals {
+                achieved_tps: tps,
+                achieved_tps_with_notify: tps + notified,
+                nf_cores_used: Some(cores),
+                ..Totals::default()
+            },
+            generator: GeneratorReport::default(),
+            reference: Some(rf),
+            rx: None,
+            sh: None,
+            nf_latency: Vec::new(),
+            profile_counts: Vec::new(),
+            host: None,
+            timeline: Vec::new(),
+            criteria_passed: true,
+            failures: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn reference(counts_notifications: bool) -> Reference {
+        Reference {
+            scenario: "N1".into(),
+            tps_achieved: 54091.0,
+            cpu_requested: 700.0,
+            tps_per_core: 77.0,
+            tps_per_used_core: None,
+            used_cores: Some(389.9),
+            used_cores_include: Some("all NRF pods".into()),
+            requested_include: None,
+            counts_notifications,
+            notifications_tps: Some(750.0),
+            latency_procedure: None,
+            latency_p50_ms: None,
+            latency_p90_ms: None,
+            latency_p95_ms: None,
+            latency_p99_ms: None,
+            mean_latency_ms: Default::default(),
+            duration: "48 h".into(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn side_by_side_leads_with_cpu_per_used_core_on_both_sides() {
+        // The NRF guide counts notifications: ours too, 900 + 100 per 0.5 core = 2000.
+        let r = report(900.0, 100.0, 0.5, 0.01, reference(true));
+        let rows = comparison(&r);
+        let (what, ours, theirs) = &rows[0];
+        assert!(what.starts_with("TPS per used core"), "{what}");
+        assert!(what.contains("embedded store") && what.contains("all NRF pods"), "{what}");
+        // 54091 / 389.9 = 138.7 per used core.
+        assert_eq!((ours.as_str(), theirs.as_str()), ("2000", "139"));
+        assert_eq!((rows[1].1.as_str(), rows[1].2.as_str()), ("0.500", "389.9"));
+        assert!(rows[2].0.starts_with("TPS per requested core"));
+        assert_eq!(rows[2].2, "77");
+        let tps = rows.iter().find(|r| r.0.starts_with("TPS achieved")).unwrap();
+        assert_eq!(tps.1, "1000.0");
+        assert!(tps.0.contains("plus the notifications") && tps.0.contains("0.0100"), "{}", tps.0);
+        let notify = rows.iter().find(|r| r.0.starts_with("notifications")).unwrap();
+        assert_eq!((notify.1.as_str(), notify.2.as_str()), ("100.0", "750"));
+
+        // A guide that leaves notifications out (UDR T4a, T4c): so do we. Full scale: no scale
+        // is named. The used cores derive from TPS per used core when not given.
+        let mut rf = reference(false);
+        (rf.used_cores, rf.tps_per_used_core, rf.used_cores_include) = (None, Some(102.0), None);
+        rf.tps_achieved = 10_000.0;
+        let rows = comparison(&report(900.0, 100.0, 0.5, 1.0, rf));
+        assert_eq!((rows[0].1.as_str(), rows[0].2.as_str()), ("1800", "102"));
+        assert!(rows[0].0.contains("not its database tier, not sidecars"), "{}", rows[0].0);
+        assert_eq!(rows[1].2, "98.0");
+        let tps = rows.iter().find(|r| r.0.starts_with("TPS achieved")).unwrap();
+        assert_eq!(tps.1, "900.0");
+        assert!(tps.0.contains("not counted") && !tps.0.contains("this run at"), "{}", tps.0);
+    }
+
+    #[test]
+    fn charts_mark_the_warm_up_and_the_measured_window() {
+        let w = Window { warmup_s: 2.0, end_s: 12.0 };
+        let svg = svg_chart("t", "ms", &[("a", "#000", vec![(1.0, 1.0), (12.0, 2.0)])], Some(w));
+        assert!(svg.contains("warm-up") && svg.contains("measured"), "{svg}");
+        assert_eq!(svg.matches("stroke-dasharray").count(), 2);
+        let mut r = report(10.0, 0.0, 0.1, 1.0, reference(false));
+        r.timeline = (1..=12)
+            .map(|t| SecondReport {
+                t,
+                warmup: t <= 2,
+                group_p99_ms: [("NFDiscover".to_owned(), 3.0), ("NFRegister".to_owned(), 9.0)]
+                    .into_iter()
+                    .collect(),
+                nf_own_p99_ms: [("nrf".to_owned(), 1.0)].into_iter().collect(),
+                ..SecondReport::default()
+            })
+            .collect();
+        let html = html(&r);
+        for line in ["NFDiscover p99", "NFRegister p99", "nrf own p99"] {
+            assert!(html.contains(line), "{line}");
+        }
+    }
 
     #[test]
     fn nice_ceilings() {

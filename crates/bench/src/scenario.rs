@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const BUILTIN: &[(&str, &str)] = &[
     ("nrf-51.6k", include_str!("../../../scenarios/nrf-51.6k.toml")),
     ("nrf-5k", include_str!("../../../scenarios/nrf-5k.toml")),
+    ("nrf-51.6k-5k", include_str!("../../../scenarios/nrf-51.6k-5k.toml")),
     ("bsf-s1-15k-gr2", include_str!("../../../scenarios/bsf-s1-15k-gr2.toml")),
     ("bsf-s2-30k", include_str!("../../../scenarios/bsf-s2-30k.toml")),
     ("bsf-s3-35k-gr3", include_str!("../../../scenarios/bsf-s3-35k-gr3.toml")),
@@ -420,6 +421,12 @@ pub struct Simulator {
     /// SLF only: the NF types `remote_share` applies to.
     #[serde(default)]
     pub remote_nf_types: Vec<String>,
+    /// Peer NRF only: its SearchResult holds this many profiles of `answer_nf_type` (another
+    /// NRF set holding the NFs a forwarded discovery asks for); 0, the default: an empty one.
+    #[serde(default)]
+    pub answer_profiles: usize,
+    /// Peer NRF only: the NF type of the profiles it answers with.
+    pub answer_nf_type: Option<String>,
     /// Diameter simulators: Origin-Host and Origin-Realm.
     pub origin_host: Option<String>,
     pub origin_realm: Option<String>,
@@ -477,6 +484,14 @@ pub struct Procedure {
     /// 404/405/501, the report marks it "not served by this build" instead of failing.
     pub optional_feature: Option<String>,
     pub criteria: Option<Criteria>,
+    /// NFDiscover: the number of profiles the reference's answers held for this target type
+    /// (NRF guide Table 4-9). The kit counts the profiles of the answers (crate::profile_count)
+    /// and warns when they differ.
+    pub expect_profiles: Option<usize>,
+    /// The NF's service operation (its `/metrics` label, e.g. `Nnrf_NFManagement_NFUpdate`)
+    /// this procedure is a request of, when its name does not say (crate::nf_latency::maps_to):
+    /// its latency bounds the NF's own.
+    pub nf_operation: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -584,6 +599,19 @@ pub struct Reference {
     pub tps_per_core: f64,
     /// Achieved TPS per core the reference's utilisation tables show in use, when they do.
     pub tps_per_used_core: Option<f64>,
+    /// The cores those tables show in use (pods x CPU per pod x average use), when they do.
+    pub used_cores: Option<f64>,
+    /// What the reference's used cores include (which pods; not its database tier, not its
+    /// sidecars), said in the report's row.
+    pub used_cores_include: Option<String>,
+    /// What its requested cores include.
+    pub requested_include: Option<String>,
+    /// Whether `tps_achieved` counts the notifications the NF sent (the NRF guide: "all Ingress
+    /// and NfStatusNotify traffic"); the report then counts ours the same way.
+    #[serde(default)]
+    pub counts_notifications: bool,
+    /// The notifications per second the reference's NF sent, when it says.
+    pub notifications_tps: Option<f64>,
     /// Procedure the latency percentiles are for (a name prefix).
     pub latency_procedure: Option<String>,
     pub latency_p50_ms: Option<f64>,
@@ -774,6 +802,17 @@ impl Scenario {
             }
             if let Some(c) = &p.criteria {
                 check_criteria(&what, c)?;
+            }
+            if p.expect_profiles.is_some()
+                && (p.rx.is_some() || p.sh.is_some() || p.method != "GET")
+            {
+                bail!("{what}: expect_profiles is for discovery (GET) procedures");
+            }
+        }
+        for sim in &self.simulators {
+            let answers = sim.answer_profiles > 0 || sim.answer_nf_type.is_some();
+            if answers && (sim.kind != SimKind::PeerNrf || sim.answer_nf_type.is_none()) {
+                bail!("simulator {}: answer_profiles and answer_nf_type are for a peer_nrf simulator, together", sim.name);
             }
         }
         check_criteria("criteria", &self.criteria)?;
@@ -993,7 +1032,7 @@ mod tests {
 
     #[test]
     fn nrf_scenarios_carry_the_reference_call_mix() {
-        for name in ["nrf-5k", "nrf-51.6k"] {
+        for name in ["nrf-5k", "nrf-51.6k", "nrf-51.6k-5k"] {
             let s = Scenario::load(name).unwrap();
             let profiles: usize = s.preload.profiles.iter().map(|p| p.count).sum();
             assert_eq!(profiles, 260, "{name}: §3.8 total");
@@ -1007,8 +1046,38 @@ mod tests {
                 s.procedures.iter().any(|p| p.row == "P" && p.optional_feature.is_some()),
                 "access token declared"
             );
-            assert!(s.reference.is_some());
+            let r = s.reference.as_ref().unwrap();
+            // The guide counts "all Ingress and NfStatusNotify traffic"; its used cores are
+            // every NRF pod's share (Tables 4-11, 4-20, 4-30).
+            assert!(r.counts_notifications && r.notifications_tps.is_some());
+            let per_used = r.tps_achieved / r.used_cores.unwrap();
+            assert!((per_used - r.tps_per_used_core.unwrap()).abs() < 1.0, "{name}: {per_used}");
+            // Every discovery line says how many profiles the reference's answers held
+            // (Table 4-9), and its p99 bound where it comes from.
+            for p in s.procedures.iter().filter(|p| p.row == "E") {
+                let t = p.name.trim_start_matches("NFDiscover-");
+                let want = match t {
+                    "AMF" | "AUSF" | "UDM" | "LMF" | "GMLC" => 6,
+                    "PCF" | "SMF" => 10,
+                    "UDR" => 12,
+                    _ => 3,
+                };
+                assert_eq!(p.expect_profiles, Some(want), "{name}: {}", p.name);
+                let bound = p.criteria.as_ref().unwrap().max_p99_ms;
+                let slf = ["UDM", "UDR", "AUSF"].contains(&t);
+                assert!(slf || bound == 20.0, "{name}: {} p99 bound {bound}", p.name);
+                assert_eq!(
+                    slf,
+                    bound >= r.latency_p99_ms.unwrap().min(320.0),
+                    "{name}: {}",
+                    p.name
+                );
+            }
+            let peer = s.simulators.iter().find(|x| x.kind == SimKind::PeerNrf).unwrap();
+            assert_eq!((peer.answer_profiles, peer.answer_nf_type.as_deref()), (6, Some("UDM")));
         }
+        let n2 = Scenario::load("nrf-51.6k-5k").unwrap();
+        assert_eq!(n2.reference.unwrap().tps_achieved, 54020.0);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! - notification sink: any request, 204 (NfStatusNotify callbacks);
 //! - SLF: `GET /nudr-group-id-map/v1/nf-group-ids?nf-type=..&subscriberId=..` answers a
 //!   NfGroupIdMapResult (TS 29.504 §6.3) mapping the subscriber to group `<type>-grp-0`;
-//! - peer NRF: `GET /nnrf-disc/v1/nf-instances` answers an empty SearchResult.
+//! - peer NRF: `GET /nnrf-disc/v1/nf-instances` answers a SearchResult holding
+//!   `answer_profiles` profiles of `answer_nf_type` (another NRF set's NFs), empty without.
 //!
 //! The NFs speak h2c (prior knowledge) to them, served straight on the `h2` crate
 //! (`sim_h2.rs`): the SLF alone takes about as many requests as the whole offered load of the
@@ -69,6 +70,8 @@ pub(crate) struct Sim {
     pub(crate) latency: Duration,
     pub(crate) counters: Arc<SimCounters>,
     remote: Remote,
+    /// The peer NRF's SearchResult.
+    search_result: Bytes,
 }
 
 /// An answer, decided when the request arrives and sent once the latency has passed.
@@ -93,10 +96,10 @@ impl Sim {
         let reply = match self.kind {
             SimKind::NotificationSink => Some(Reply { status: StatusCode::NO_CONTENT, body: None }),
             SimKind::Slf => self.slf(method, uri),
-            SimKind::PeerNrf => uri.path().ends_with("/nnrf-disc/v1/nf-instances").then(|| {
-                let body = Bytes::from_static(br#"{"validityPeriod":60,"nfInstances":[]}"#);
-                Reply { status: StatusCode::OK, body: Some(body) }
-            }),
+            SimKind::PeerNrf => uri
+                .path()
+                .ends_with("/nnrf-disc/v1/nf-instances")
+                .then(|| Reply { status: StatusCode::OK, body: Some(self.search_result.clone()) }),
             SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => None,
         };
         reply.unwrap_or_else(|| {
@@ -205,6 +208,7 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
         latency: Duration::from_millis(sim.latency_ms),
         counters: counters.clone(),
         remote: Remote { share: sim.remote_share, nf_types: sim.remote_nf_types.clone() },
+        search_result: search_result(sim),
     });
     let task = tokio::spawn(async move {
         loop {
@@ -228,6 +232,32 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
         counters,
         task,
     })
+}
+
+/// Size of each profile a peer NRF answers with: the NRF guide's UDM profile (Table 4-8).
+const PEER_PROFILE_BYTES: usize = 3200;
+
+/// A peer NRF's SearchResult: `answer_profiles` profiles of `answer_nf_type`, built once.
+fn search_result(sim: &Simulator) -> Bytes {
+    let nf_type = sim.answer_nf_type.as_deref().unwrap_or("UDM");
+    let services = crate::profile::default_services(nf_type);
+    let mut rng = crate::sched::Rng::new(0x5e72);
+    let profiles: Vec<serde_json::Value> = (0..sim.answer_profiles)
+        .map(|i| {
+            let spec = crate::profile::ProfileSpec {
+                nf_type,
+                label: "set2",
+                index: i,
+                target_size: PEER_PROFILE_BYTES,
+                services: &services,
+                endpoint: None,
+            };
+            let id = rng.uuid();
+            crate::profile::build(&spec, &id, &mut rng)
+        })
+        .collect();
+    let body = serde_json::json!({"validityPeriod": 60, "nfInstances": profiles});
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 /// Whether the client opened with the HTTP/2 preface (h2c with prior knowledge), looking at
@@ -348,6 +378,8 @@ mod tests {
             description: String::new(),
             remote_share: 0.12,
             remote_nf_types: vec!["UDM".into()],
+            answer_profiles: 0,
+            answer_nf_type: None,
             origin_host: None,
             origin_realm: None,
         }
@@ -456,8 +488,22 @@ mod tests {
         let mut rsp = String::new();
         tcp.read_to_string(&mut rsp).await.unwrap();
         assert!(rsp.starts_with("HTTP/1.1 200"), "{rsp}");
-        assert!(rsp.ends_with(r#"{"validityPeriod":60,"nfInstances":[]}"#), "{rsp}");
+        let body = rsp.split("\r\n\r\n").nth(1).unwrap_or_default();
+        assert_eq!(crate::profile_count::count(body.as_bytes()), Some(0), "{rsp}");
         assert_eq!(s.counters.received.load(Ordering::Relaxed), 1);
+    }
+
+    /// A peer NRF standing for another NRF set answers with that set's profiles.
+    #[test]
+    fn a_peer_nrf_answers_the_profiles_it_holds() {
+        let mut sim = simulator(SimKind::PeerNrf, 0);
+        sim.answer_profiles = 6;
+        sim.answer_nf_type = Some("UDM".into());
+        let body = search_result(&sim);
+        assert_eq!(crate::profile_count::count(&body), Some(6));
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(v["nfInstances"].as_array().unwrap().iter().all(|p| p["nfType"] == "UDM"));
+        assert_eq!(v["validityPeriod"], 60);
     }
 
     #[tokio::test]
@@ -469,6 +515,8 @@ mod tests {
             description: String::new(),
             remote_share: 0.12,
             remote_nf_types: vec!["UDM".into()],
+            answer_profiles: 0,
+            answer_nf_type: None,
             origin_host: None,
             origin_realm: None,
         };

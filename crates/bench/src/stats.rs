@@ -84,6 +84,54 @@ impl ProcStats {
     }
 }
 
+/// Steps per doubling of a [`Coarse`] histogram: bounds 2^(1/16) (4.4 %) apart.
+const COARSE_STEPS: f64 = 16.0;
+/// Buckets of a [`Coarse`] histogram: 1 µs to 2^32 µs (71 minutes).
+const COARSE_BUCKETS: usize = 32 * COARSE_STEPS as usize + 1;
+
+/// A small latency histogram (µs, bounds 4.4 % apart, 2 KB) for one chart line in one second,
+/// where an HdrHistogram per line and second (160 KB) would not do.
+#[derive(Debug, Clone)]
+pub struct Coarse {
+    counts: Box<[u32]>,
+    total: u64,
+}
+
+impl Default for Coarse {
+    fn default() -> Self {
+        Self { counts: vec![0; COARSE_BUCKETS].into_boxed_slice(), total: 0 }
+    }
+}
+
+impl Coarse {
+    fn bucket(us: u64) -> usize {
+        let b = ((us.max(1) as f64).log2() * COARSE_STEPS).ceil() as usize;
+        b.min(COARSE_BUCKETS - 1)
+    }
+
+    pub fn record(&mut self, us: u64) {
+        self.counts[Self::bucket(us)] += 1;
+        self.total += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The `q` quantile, ms: the upper bound of its bucket (at most 4.4 % above the truth).
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        let rank = ((q * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, n) in self.counts.iter().enumerate() {
+            seen += u64::from(*n);
+            if seen >= rank {
+                return Some(2f64.powf(b as f64 / COARSE_STEPS) / 1000.0);
+            }
+        }
+        None
+    }
+}
+
 /// One second of the run (by completion time, except `offered`: by intended send time).
 #[derive(Debug, Clone)]
 pub struct Second {
@@ -91,11 +139,13 @@ pub struct Second {
     pub completed: u64,
     pub errors: u64,
     pub hist: Histogram<u64>,
+    /// Latency per chart group of procedures (crate::engine's `groups`).
+    pub groups: Vec<Coarse>,
 }
 
 impl Default for Second {
     fn default() -> Self {
-        Self { offered: 0, completed: 0, errors: 0, hist: new_hist() }
+        Self { offered: 0, completed: 0, errors: 0, hist: new_hist(), groups: Vec::new() }
     }
 }
 
@@ -119,6 +169,11 @@ pub struct SecondReport {
     /// CPU time the hypervisor took from the machine (steal), percent of one CPU summed over
     /// the CPUs, when the kernel reports it (crate::host).
     pub steal_pct: Option<f64>,
+    /// p99 of each group of procedures answered in this second (by group name), ms.
+    pub group_p99_ms: BTreeMap<String, f64>,
+    /// p99 the NFs measured themselves in this second, all their SBI operations together (by
+    /// NF), ms, from their `/metrics` read once a second; never above the second's `p99_ms`.
+    pub nf_own_p99_ms: BTreeMap<String, f64>,
 }
 
 #[cfg(test)]
@@ -140,6 +195,21 @@ mod tests {
         assert_eq!(Latency::of(&new_hist()), Latency::default());
         record(&mut h, u64::MAX);
         assert!(h.max() >= MAX_US);
+    }
+
+    #[test]
+    fn coarse_quantiles_are_within_their_step() {
+        let mut c = Coarse::default();
+        assert!(c.is_empty() && c.quantile_ms(0.99).is_none());
+        for us in 1..=1000u64 {
+            c.record(us * 10); // 10 µs .. 10 ms
+        }
+        let p99 = c.quantile_ms(0.99).unwrap();
+        assert!((9.9..=9.9 * 1.045).contains(&p99), "{p99}");
+        let p50 = c.quantile_ms(0.5).unwrap();
+        assert!((5.0..=5.0 * 1.045).contains(&p50), "{p50}");
+        c.record(u64::MAX);
+        assert!(c.quantile_ms(1.0).unwrap() > 4e6);
     }
 
     #[test]
