@@ -48,6 +48,8 @@ pub struct Report {
     /// Steal time over the measured window and the latency of its quiet seconds (crate::host).
     pub host: Option<crate::host::HostReport>,
     pub timeline: Vec<SecondReport>,
+    /// Answers by kind, served latency, silent seconds, recovery after a cool-down.
+    pub overload: crate::overload::OverloadReport,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
     pub warnings: Vec<String>,
@@ -450,6 +452,9 @@ pub fn markdown(r: &Report) -> String {
         for n in &rf.notes {
             let _ = writeln!(s, "\n- {n}");
         }
+    }
+    if r.overload.notable() {
+        r.overload.markdown(&r.timeline, &mut s);
     }
     s
 }
