@@ -171,9 +171,12 @@ impl OverloadReport {
 mod tests {
     use super::*;
 
+    /// Second `t` of a run with 1 s of warm-up and 4 s measured.
     fn sec(t: u64, offered: u64, ok: u64, shed: u64) -> SecondReport {
         SecondReport {
             t,
+            warmup: t <= 1,
+            cooldown: t > 5,
             offered,
             answers: AnswerCounts { http_2xx: ok, http_503: shed, ..Default::default() },
             ..Default::default()

@@ -1033,7 +1033,7 @@ mod tests {
         let bsf: Vec<Scenario> = Scenario::builtin()
             .unwrap()
             .into_iter()
-            .filter(|s| s.name.starts_with("bsf-"))
+            .filter(|s| s.name.starts_with("bsf-s"))
             .collect();
         assert_eq!(bsf.len(), 12, "S1-S12");
         for (n, s) in bsf.iter().enumerate() {
