@@ -32,7 +32,7 @@ use crate::rx::{BoundUes, RxCall, RxSims};
 use crate::scenario::{EtagUse, Generators, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
-use crate::stats::{self, Latency, ProcStats, Second, SecondReport};
+use crate::stats::{self, AnswerCounts, AnswerKind, Latency, ProcStats, Second, SecondReport};
 use crate::template::{encode_query_into, Env, Pools, ReqCtx, Template};
 
 /// A send this far behind its intended time counts as late.
@@ -120,6 +120,9 @@ struct Shared {
     /// Each procedure's chart group ([`chart_groups`]), and how many groups there are.
     group_of: Vec<usize>,
     groups: usize,
+    /// Answers of the measured window by kind, and the latency of those served (2xx): what an
+    /// overload run reports as goodput and the p99 of the requests actually served.
+    window: Mutex<(AnswerCounts, hdrhistogram::Histogram<u64>)>,
 }
 
 impl Shared {
@@ -145,8 +148,7 @@ impl Shared {
         measured: bool,
         from: Instant,
         start: Instant,
-        ok: bool,
-        outcome: &str,
+        (ok, outcome, kind): (bool, &str, AnswerKind),
     ) {
         let done_at = Instant::now();
         let lat_us = done_at.saturating_duration_since(from).as_micros() as u64;
@@ -154,12 +156,20 @@ impl Shared {
         self.second(done_sec, |x| {
             x.completed += u64::from(ok);
             x.errors += u64::from(!ok);
+            x.answers.add(kind);
             stats::record(&mut x.hist, lat_us);
             if x.groups.len() < self.groups {
                 x.groups.resize_with(self.groups, Default::default);
             }
             x.groups[self.group_of[pi]].record(lat_us);
         });
+        if measured {
+            let mut w = self.window.lock().unwrap();
+            w.0.add(kind);
+            if kind == AnswerKind::Served {
+                stats::record(&mut w.1, lat_us);
+            }
+        }
         if measured {
             let mut ps = self.procs[pi].lock().unwrap();
             ps.sent += 1;
@@ -264,12 +274,14 @@ impl Maker {
             Work::Rx(call) => {
                 let rx = self.rx.as_ref().expect("Rx work comes with the simulators");
                 let (ok, outcome) = call.send(rx, &p.expect).await;
-                shared.record(pi, measured, from, self.start, ok, &outcome);
+                let kind = diameter_kind(ok, &outcome);
+                shared.record(pi, measured, from, self.start, (ok, &outcome, kind));
             }
             Work::Sh(call) => {
                 let sh = self.sh.as_ref().expect("Sh work comes with the simulators");
                 let (ok, outcome) = call.send(sh, &p.expect).await;
-                shared.record(pi, measured, from, self.start, ok, &outcome);
+                let kind = diameter_kind(ok, &outcome);
+                shared.record(pi, measured, from, self.start, (ok, &outcome, kind));
             }
             Work::Http { path, body, uuid, taken, condition, etag_key, variant } => {
                 let counts = p.profile_counts.get(variant).filter(|c| c.wanted());
@@ -292,6 +304,11 @@ impl Maker {
                         want,
                     })
                     .await;
+                let kind = match &rsp {
+                    Ok(r) => AnswerKind::of_status(r.status),
+                    Err(Failure::Timeout) => AnswerKind::Timeout,
+                    Err(Failure::Transport) => AnswerKind::Transport,
+                };
                 let (ok, outcome) = match &rsp {
                     Ok(r) => {
                         let code = r.status;
@@ -332,9 +349,18 @@ impl Maker {
                         }
                     }
                 }
-                shared.record(pi, measured, from, self.start, ok, &outcome);
+                shared.record(pi, measured, from, self.start, (ok, &outcome, kind));
             }
         }
+    }
+}
+
+/// A Diameter exchange has no HTTP status: the expected result counts as served.
+fn diameter_kind(ok: bool, outcome: &str) -> AnswerKind {
+    match (ok, outcome) {
+        (true, _) => AnswerKind::Served,
+        (false, "timeout") => AnswerKind::Timeout,
+        _ => AnswerKind::Other,
     }
 }
 
@@ -635,7 +661,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             Some(c) => c.clone(),
             None => {
                 let timeout = Duration::from_millis(s.load.timeout_ms);
-                let c = Arc::new(H2Pool::new(&base, s.load.connections, timeout)?);
+                let c = Arc::new(H2Pool::with_reconnect(
+                    &base,
+                    s.load.connections,
+                    timeout,
+                    s.load.reconnect,
+                )?);
                 // Only NFs with HTTP procedures are connected to.
                 if s.procedures.iter().any(|q| {
                     q.rx.is_none() && q.sh.is_none() && q.nf.as_ref().unwrap_or(first_nf) == &nf
@@ -711,6 +742,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         etags: s.procedures.iter().any(|p| p.etag.is_some()).then(Mutex::default),
         group_of: chart.1.clone(),
         groups: chart.0.len(),
+        window: Mutex::new((AnswerCounts::default(), stats::new_hist())),
     });
     // The ETags of the preloaded data, as a client that had read it would hold them.
     if let (Some(etags), Some(u)) = (&shared.etags, &cfg.udr) {
@@ -746,7 +778,9 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         shared: shared.clone(),
         start,
     });
-    let secs_total = (cfg.warmup_s + cfg.duration_s).ceil() as usize;
+    // The cool-down (open loop only) follows the measured window.
+    let cooldown_s = if cfg.concurrency.is_none() { s.load.cooldown_s.max(0.0) } else { 0.0 };
+    let secs_total = (cfg.warmup_s + cfg.duration_s + cooldown_s).ceil() as usize;
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
@@ -823,11 +857,13 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     shared.second(idx, |sec| {
                         let l = Latency::of(&sec.hist);
                         line = format!(
-                            "[{tick:>4}s{}] offered {:>7}/s achieved {:>7}/s errors {:>5} p50 {:>8.2} ms p99 {:>8.2} ms",
+                            "[{tick:>4}s{}] offered {:>7}/s achieved {:>7}/s errors {:>5} (503 {}, timeout {}) p50 {:>8.2} ms p99 {:>8.2} ms",
                             if (tick as f64) <= warmup { " warm-up" } else { "" },
                             sec.offered,
                             sec.completed,
                             sec.errors,
+                            sec.answers.http_503,
+                            sec.answers.timeout,
                             l.p50_ms,
                             l.p99_ms
                         );
@@ -846,7 +882,12 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let secs = cfg.warmup_s + cfg.duration_s;
     let d = match cfg.concurrency {
         None => {
-            open_loop(&maker, pick, rng, cfg.rate, secs, s.load.max_outstanding, s.load.timeout_ms)
+            let schedule = Schedule {
+                rate: cfg.rate,
+                step: (cooldown_s > 0.0).then_some((secs, cfg.rate * s.load.cooldown_scale)),
+            };
+            let all = secs + cooldown_s;
+            open_loop(&maker, pick, rng, schedule, all, s.load.max_outstanding, s.load.timeout_ms)
                 .await?
         }
         Some(n) => closed_loop(&maker, pick, &mut rng, n, secs, s.load.timeout_ms).await?,
@@ -896,9 +937,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         timeline.push(SecondReport {
             t: i as u64 + 1,
             warmup: ((i + 1) as f64) <= cfg.warmup_s,
+            cooldown: (i as f64) >= cfg.warmup_s + cfg.duration_s,
             offered: sec.offered,
             achieved: sec.completed,
             errors: sec.errors,
+            answers: sec.answers,
             p50_ms: l.p50_ms,
             p90_ms: l.p90_ms,
             p99_ms: l.p99_ms,
@@ -1162,6 +1205,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             nf_latency::rows(&h[0], &h[1], &client)
         },
         host,
+        overload: {
+            let w = shared.window.lock().unwrap();
+            crate::overload::OverloadReport::new(
+                w.0,
+                Latency::of(&w.1),
+                &timeline,
+                (cfg.warmup_s, cfg.duration_s),
+                (cooldown_s, cfg.rate * s.load.cooldown_scale),
+            )
+        },
         timeline,
         criteria_passed: failures.is_empty(),
         failures,
@@ -1244,14 +1297,13 @@ async fn open_loop(
     maker: &Arc<Maker>,
     mut pick: Picker,
     mut rng: Rng,
-    rate: f64,
+    schedule: Schedule,
     secs: f64,
     max_out: usize,
     timeout_ms: u64,
 ) -> Result<Dispatched> {
     let shared = &maker.shared;
     let start = maker.start;
-    let schedule = Schedule { rate };
     let total = schedule.total(secs);
     let sem = Arc::new(Semaphore::new(max_out));
     let mut slot_waits = 0u64;
@@ -1259,7 +1311,7 @@ async fn open_loop(
     let mut max_lag = Duration::ZERO;
     // A generator that fell this far behind (all slots taken by slow answers) stops: the
     // requests still due are counted as never sent, and the run fails.
-    let give_up = start + shared.measure_to + Duration::from_millis(timeout_ms);
+    let give_up = start + Duration::from_secs_f64(secs) + Duration::from_millis(timeout_ms);
     let mut unsent = 0u64;
     let mut pacer = Pacer::new().context("the dispatcher's timer")?;
     for n in 0..total {

@@ -87,14 +87,30 @@ pub struct H2Conn {
     timeout: Duration,
     /// The live connection and its generation (so a failure seen by many requests reopens it
     /// once).
-    current: Mutex<Option<(u64, SendRequest<Bytes>)>>,
+    current: Mutex<Option<Live>>,
     reopen: tokio::sync::Mutex<()>,
     generation: AtomicU64,
+    /// A timed-out request closes the connection (`load.reconnect`).
+    reconnect: bool,
+}
+
+/// The open connection: its generation, its request handle, and its I/O task (aborting it
+/// closes the socket).
+struct Live {
+    generation: u64,
+    send: SendRequest<Bytes>,
+    io: tokio::task::AbortHandle,
 }
 
 impl H2Conn {
     /// A connection to `base` (`http://host:port`), opened at the first request.
     pub fn new(base: &str, timeout: Duration) -> Result<Self> {
+        Self::with_reconnect(base, timeout, false)
+    }
+
+    /// A connection that, with `reconnect`, is closed by a request that times out and
+    /// reopened by the next.
+    pub fn with_reconnect(base: &str, timeout: Duration, reconnect: bool) -> Result<Self> {
         let uri: Uri = base.parse().with_context(|| format!("target URL {base}"))?;
         if uri.scheme() != Some(&Scheme::HTTP) {
             bail!("target URL {base}: the kit speaks h2c (http://) only");
@@ -111,6 +127,7 @@ impl H2Conn {
             current: Mutex::new(None),
             reopen: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
+            reconnect,
         })
     }
 
@@ -119,12 +136,16 @@ impl H2Conn {
         self.sender().await.map(|_| ())
     }
 
+    fn live(&self) -> Option<(u64, SendRequest<Bytes>)> {
+        self.current.lock().unwrap().as_ref().map(|l| (l.generation, l.send.clone()))
+    }
+
     async fn sender(&self) -> Result<(u64, SendRequest<Bytes>)> {
-        if let Some(s) = self.current.lock().unwrap().clone() {
+        if let Some(s) = self.live() {
             return Ok(s);
         }
         let _one = self.reopen.lock().await;
-        if let Some(s) = self.current.lock().unwrap().clone() {
+        if let Some(s) = self.live() {
             return Ok(s);
         }
         let tcp = TcpStream::connect(&self.addr)
@@ -140,31 +161,45 @@ impl H2Conn {
             .with_context(|| format!("HTTP/2 handshake with {}", self.addr))?;
         // The connection's I/O runs in its own task; it ends when every handle is dropped or
         // the peer closes.
-        tokio::spawn(async move {
+        let io = tokio::spawn(async move {
             let _ = conn.await;
-        });
+        })
+        .abort_handle();
         let g = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        *self.current.lock().unwrap() = Some((g, send.clone()));
+        *self.current.lock().unwrap() = Some(Live { generation: g, send: send.clone(), io });
         Ok((g, send))
     }
 
     /// Forgets connection `generation` after a transport failure; the next request reopens.
-    fn broken(&self, generation: u64) {
+    /// With `close`, the connection is closed too (its other requests fail).
+    fn broken(&self, generation: u64, close: bool) {
         let mut cur = self.current.lock().unwrap();
-        if cur.as_ref().is_some_and(|(g, _)| *g == generation) {
-            *cur = None;
+        if cur.as_ref().is_some_and(|l| l.generation == generation) {
+            if let Some(l) = cur.take() {
+                if close {
+                    l.io.abort();
+                }
+            }
         }
     }
 
     /// Sends one request and waits for its whole answer, within the timeout.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, Failure> {
-        match tokio::time::timeout(self.timeout, self.exchange(call)).await {
+        // The generation the request went out on (0: none yet), for `reconnect`.
+        let generation = AtomicU64::new(0);
+        match tokio::time::timeout(self.timeout, self.exchange(call, &generation)).await {
             Ok(r) => r,
-            Err(_) => Err(Failure::Timeout),
+            Err(_) => {
+                let g = generation.load(Ordering::Relaxed);
+                if self.reconnect && g > 0 {
+                    self.broken(g, true);
+                }
+                Err(Failure::Timeout)
+            }
         }
     }
 
-    async fn exchange(&self, call: Call<'_>) -> Result<Answer, Failure> {
+    async fn exchange(&self, call: Call<'_>, used: &AtomicU64) -> Result<Answer, Failure> {
         // A rendered path that is no valid URI path fails that request alone.
         let path =
             PathAndQuery::from_maybe_shared(call.path.clone()).map_err(|_| Failure::Transport)?;
@@ -175,11 +210,12 @@ impl H2Conn {
             .build()
             .map_err(|_| Failure::Transport)?;
         let (generation, send) = self.sender().await.map_err(|_| Failure::Transport)?;
+        used.store(generation, Ordering::Relaxed);
         let r = exchange_on(send, uri, call).await;
         if let Err(e) = &r {
             // A stream reset ends that request; anything else ends the connection.
             if !e.is_reset() || e.is_go_away() {
-                self.broken(generation);
+                self.broken(generation, false);
             }
         }
         r.map_err(|_| Failure::Transport)
@@ -246,8 +282,18 @@ pub struct H2Pool {
 
 impl H2Pool {
     pub fn new(base: &str, connections: usize, timeout: Duration) -> Result<Self> {
+        Self::with_reconnect(base, connections, timeout, false)
+    }
+
+    /// A pool whose connections are closed by a request that times out (`load.reconnect`).
+    pub fn with_reconnect(
+        base: &str,
+        connections: usize,
+        timeout: Duration,
+        reconnect: bool,
+    ) -> Result<Self> {
         let conns = (0..connections.max(1))
-            .map(|_| H2Conn::new(base, timeout))
+            .map(|_| H2Conn::with_reconnect(base, timeout, reconnect))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { conns, next: AtomicU64::new(0) })
     }
@@ -420,6 +466,28 @@ mod tests {
         // SETTINGS_INITIAL_WINDOW_SIZE (0x4), SETTINGS_MAX_FRAME_SIZE (0x5).
         assert_eq!(settings.get(&0x4), Some(&STREAM_WINDOW));
         assert_eq!(settings.get(&0x5), Some(&MAX_FRAME_SIZE));
+    }
+
+    #[tokio::test]
+    async fn with_reconnect_a_timeout_closes_the_connection_and_the_next_request_reopens() {
+        let base = server(|p| match p.uri.path() {
+            "/never" => Act::Hold,
+            _ => Act::Answer(StatusCode::NO_CONTENT, ""),
+        })
+        .await;
+        let c = std::sync::Arc::new(
+            H2Conn::with_reconnect(&base, Duration::from_millis(300), true).unwrap(),
+        );
+        assert_eq!(c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap().status, 204);
+        // Two held requests on the same connection: the first to time out closes it.
+        let (a, b) = tokio::join!(
+            c.send(call(&Method::GET, "/never", Want::default())),
+            c.send(call(&Method::GET, "/never", Want::default())),
+        );
+        assert!(a.is_err() && b.is_err());
+        assert!([a.unwrap_err(), b.unwrap_err()].contains(&Failure::Timeout));
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 2));
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ pub mod h2client;
 pub mod host;
 pub mod nf_latency;
 pub mod nfproc;
+pub mod overload;
 pub mod pace;
 pub mod profile;
 pub mod profile_count;
@@ -82,6 +83,27 @@ pub struct BenchArgs {
     /// load.concurrency): no arrival schedule, the rate is an outcome.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
+    /// HTTP/2 connections per NF (overrides load.connections).
+    #[arg(long, value_name = "N")]
+    pub connections: Option<usize>,
+    /// Open loop: requests outstanding at most (overrides load.max_outstanding).
+    #[arg(long, value_name = "N")]
+    pub max_outstanding: Option<usize>,
+    /// Per-request timeout, ms (overrides load.timeout_ms).
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// A request that times out closes its connection and the next request opens a new one, as
+    /// consumers that give up and reconnect do (sets load.reconnect).
+    #[arg(long)]
+    pub reconnect: bool,
+    /// Open loop: seconds at a lower rate after the measured window, to time the recovery
+    /// (overrides load.cooldown_s).
+    #[arg(long, value_name = "S")]
+    pub cooldown: Option<f64>,
+    /// The cool-down rate as a fraction of the rate (overrides load.cooldown_scale; default 0.25:
+    /// half the capacity after a run at twice it).
+    #[arg(long, value_name = "F")]
+    pub cooldown_scale: Option<f64>,
     /// Report directory (default bench-out/<scenario>-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -126,6 +148,19 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
     let mut scenario = Scenario::load(&name)?;
+    let load = &mut scenario.load;
+    load.connections = args.connections.unwrap_or(load.connections);
+    load.max_outstanding = args.max_outstanding.unwrap_or(load.max_outstanding);
+    load.timeout_ms = args.timeout_ms.unwrap_or(load.timeout_ms);
+    load.reconnect |= args.reconnect;
+    load.cooldown_s = args.cooldown.unwrap_or(load.cooldown_s);
+    load.cooldown_scale = args.cooldown_scale.unwrap_or(load.cooldown_scale);
+    if load.connections == 0 || load.max_outstanding == 0 || load.timeout_ms == 0 {
+        bail!("--connections, --max-outstanding and --timeout-ms must be > 0");
+    }
+    if load.cooldown_s < 0.0 || !(load.cooldown_scale > 0.0 && load.cooldown_scale <= 10.0) {
+        bail!("--cooldown must be >= 0 and --cooldown-scale in (0, 10]");
+    }
     let plan = bindings::BindingPlan::new(&scenario, args.bindings)?;
     if args.bindings.is_some() && plan.is_none() {
         bail!("--bindings: scenario {} preloads no bindings", scenario.name);

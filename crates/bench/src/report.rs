@@ -51,6 +51,8 @@ pub struct Report {
     /// Steal time over the measured window and the latency of its quiet seconds (crate::host).
     pub host: Option<crate::host::HostReport>,
     pub timeline: Vec<SecondReport>,
+    /// Answers by kind, served latency, silent seconds, recovery after a cool-down.
+    pub overload: crate::overload::OverloadReport,
     pub criteria_passed: bool,
     pub failures: Vec<String>,
     pub warnings: Vec<String>,
@@ -560,6 +562,9 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "\n- {n}");
         }
     }
+    if r.overload.notable() {
+        r.overload.markdown(&r.timeline, &mut s);
+    }
     s
 }
 
@@ -899,6 +904,7 @@ mod tests {
             profile_counts: Vec::new(),
             host: None,
             timeline: Vec::new(),
+            overload: Default::default(),
             criteria_passed: true,
             failures: Vec::new(),
             warnings: Vec::new(),

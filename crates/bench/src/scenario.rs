@@ -39,6 +39,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("udr-t4b-smdata-etag-10k", include_str!("../../../scenarios/udr-t4b-smdata-etag-10k.toml")),
     ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
     ("udr-t3-sh-25k-soap-2k", include_str!("../../../scenarios/udr-t3-sh-25k-soap-2k.toml")),
+    ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -104,6 +105,22 @@ pub struct Load {
     /// Unset: the open loop at `rate`.
     #[serde(default)]
     pub concurrency: Option<usize>,
+    /// A client that gives up on a connection: a request that times out closes its connection
+    /// (every request on it fails) and the next request opens a new one, as consumers that
+    /// time out and reconnect do (issue #20).
+    #[serde(default)]
+    pub reconnect: bool,
+    /// Open loop: seconds of load after the measured window at `cooldown_scale` times the
+    /// rate, not measured per procedure; the report gives the seconds until the NF answered
+    /// the lower rate in full again (`recovery_s`).
+    #[serde(default)]
+    pub cooldown_s: f64,
+    #[serde(default = "default_cooldown_scale")]
+    pub cooldown_scale: f64,
+}
+
+fn default_cooldown_scale() -> f64 {
+    0.25
 }
 
 /// How the dispatcher picks the procedure of each request.
@@ -1085,7 +1102,7 @@ mod tests {
         let bsf: Vec<Scenario> = Scenario::builtin()
             .unwrap()
             .into_iter()
-            .filter(|s| s.name.starts_with("bsf-"))
+            .filter(|s| s.name.starts_with("bsf-s"))
             .collect();
         assert_eq!(bsf.len(), 12, "S1-S12");
         for (n, s) in bsf.iter().enumerate() {

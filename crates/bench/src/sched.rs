@@ -178,21 +178,35 @@ impl Picker {
     }
 }
 
-/// Intended send times at a fixed rate.
+/// Intended send times at a fixed rate, optionally stepping to another rate after `step.0`
+/// seconds (an overload run's cool-down).
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule {
     pub rate: f64,
+    /// (seconds from the start, rate from then on).
+    pub step: Option<(f64, f64)>,
 }
 
 impl Schedule {
+    /// Requests due before the step.
+    fn before_step(&self) -> Option<(u64, f64, f64)> {
+        self.step.filter(|(_, r)| *r > 0.0).map(|(at, r)| ((at * self.rate).round() as u64, at, r))
+    }
+
     /// Offset from the start at which request `n` (0-based) is due.
     pub fn due(&self, n: u64) -> Duration {
-        Duration::from_secs_f64(n as f64 / self.rate)
+        match self.before_step() {
+            Some((n_at, at, r)) if n >= n_at => Duration::from_secs_f64(at + (n - n_at) as f64 / r),
+            _ => Duration::from_secs_f64(n as f64 / self.rate),
+        }
     }
 
     /// Requests in a run of `secs` seconds.
     pub fn total(&self, secs: f64) -> u64 {
-        (secs * self.rate).round() as u64
+        match self.before_step() {
+            Some((n_at, at, r)) if secs > at => n_at + ((secs - at) * r).round() as u64,
+            _ => (secs * self.rate).round() as u64,
+        }
     }
 }
 
@@ -201,8 +215,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stepped_schedule_changes_rate_at_the_step() {
+        let s = Schedule { rate: 1000.0, step: Some((2.0, 100.0)) };
+        assert_eq!(s.total(2.0), 2000);
+        assert_eq!(s.total(3.0), 2100);
+        assert_eq!(s.due(1999), Duration::from_secs_f64(1.999));
+        assert_eq!(s.due(2000), Duration::from_secs(2));
+        assert_eq!(s.due(2001), Duration::from_secs_f64(2.01));
+        assert_eq!(s.due(2100), Duration::from_secs(3));
+    }
+
+    #[test]
     fn arrival_times_are_evenly_spaced_at_the_rate() {
-        let s = Schedule { rate: 200.0 };
+        let s = Schedule { rate: 200.0, step: None };
         assert_eq!(s.due(0), Duration::ZERO);
         assert_eq!(s.due(1), Duration::from_millis(5));
         assert_eq!(s.due(200), Duration::from_secs(1));
@@ -214,7 +239,7 @@ mod tests {
                 "{n}: {gap:?}"
             );
         }
-        let slow = Schedule { rate: 0.5 };
+        let slow = Schedule { rate: 0.5, step: None };
         assert_eq!(slow.due(3), Duration::from_secs(6));
     }
 

@@ -138,6 +138,8 @@ pub struct Second {
     pub offered: u64,
     pub completed: u64,
     pub errors: u64,
+    /// Answers by kind, whatever the procedure expected (an overload run reads these).
+    pub answers: AnswerCounts,
     pub hist: Histogram<u64>,
     /// Latency per chart group of procedures (crate::engine's `groups`).
     pub groups: Vec<Coarse>,
@@ -145,7 +147,82 @@ pub struct Second {
 
 impl Default for Second {
     fn default() -> Self {
-        Self { offered: 0, completed: 0, errors: 0, hist: new_hist(), groups: Vec::new() }
+        Self {
+            offered: 0,
+            completed: 0,
+            errors: 0,
+            answers: AnswerCounts::default(),
+            hist: new_hist(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// What came back for a request, by kind: what an overload run must tell apart (served, shed
+/// with 503, failed otherwise, no answer at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// HTTP 2xx, or a Diameter answer the procedure expected.
+    Served,
+    /// HTTP 503 (shed).
+    Shed,
+    /// HTTP 5xx other than 503.
+    OtherServerError,
+    /// Any other answer (4xx, 3xx, an unexpected Diameter result).
+    Other,
+    Timeout,
+    Transport,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct AnswerCounts {
+    pub http_2xx: u64,
+    pub http_503: u64,
+    pub http_5xx_other: u64,
+    pub other: u64,
+    pub timeout: u64,
+    pub transport: u64,
+}
+
+impl AnswerCounts {
+    pub fn add(&mut self, kind: AnswerKind) {
+        match kind {
+            AnswerKind::Served => self.http_2xx += 1,
+            AnswerKind::Shed => self.http_503 += 1,
+            AnswerKind::OtherServerError => self.http_5xx_other += 1,
+            AnswerKind::Other => self.other += 1,
+            AnswerKind::Timeout => self.timeout += 1,
+            AnswerKind::Transport => self.transport += 1,
+        }
+    }
+
+    pub fn merge(&mut self, o: &AnswerCounts) {
+        self.http_2xx += o.http_2xx;
+        self.http_503 += o.http_503;
+        self.http_5xx_other += o.http_5xx_other;
+        self.other += o.other;
+        self.timeout += o.timeout;
+        self.transport += o.transport;
+    }
+
+    /// Answers of any kind (a timeout or a transport failure is no answer).
+    pub fn answered(&self) -> u64 {
+        self.http_2xx + self.http_503 + self.http_5xx_other + self.other
+    }
+
+    pub fn total(&self) -> u64 {
+        self.answered() + self.timeout + self.transport
+    }
+}
+
+impl AnswerKind {
+    pub fn of_status(code: u16) -> Self {
+        match code {
+            200..=299 => AnswerKind::Served,
+            503 => AnswerKind::Shed,
+            500..=599 => AnswerKind::OtherServerError,
+            _ => AnswerKind::Other,
+        }
     }
 }
 
@@ -154,9 +231,14 @@ pub struct SecondReport {
     /// Seconds since the load started.
     pub t: u64,
     pub warmup: bool,
+    /// After the measured window, at the cool-down rate.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cooldown: bool,
     pub offered: u64,
     pub achieved: u64,
     pub errors: u64,
+    /// Answers that arrived in this second, by kind.
+    pub answers: AnswerCounts,
     pub p50_ms: f64,
     pub p90_ms: f64,
     pub p99_ms: f64,
@@ -174,6 +256,16 @@ pub struct SecondReport {
     /// p99 the NFs measured themselves in this second, all their SBI operations together (by
     /// NF), ms, from their `/metrics` read once a second; never above the second's `p99_ms`.
     pub nf_own_p99_ms: BTreeMap<String, f64>,
+}
+
+impl SecondReport {
+    pub fn phase(&self) -> &'static str {
+        match (self.warmup, self.cooldown) {
+            (true, _) => "warm-up",
+            (_, true) => "cool-down",
+            _ => "measured",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ pub struct Skeleton {
 impl Skeleton {
     /// Makes the NF's identity and SBI client and opens its store.
     pub async fn open(spec: Spec) -> Result<Skeleton, StartError> {
+        raise_descriptor_limit();
         let instance_id =
             spec.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let mut client_config = spec.client.clone();
@@ -229,6 +230,19 @@ impl Serving {
         close_store(&self.skeleton.store).await;
         served.map_err(StartError::from)
     }
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit before the store opens its files, once per
+/// process (`fivecore up` opens several NFs): the SBI server's connection cap is derived from it.
+fn raise_descriptor_limit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| match sbi::descriptors::raise_nofile_limit() {
+        Ok((old, new)) if old != new => {
+            tracing::info!(old, new, "raised the open-file limit (RLIMIT_NOFILE)")
+        }
+        Ok((_, limit)) => tracing::info!(limit, "open-file limit (RLIMIT_NOFILE)"),
+        Err(e) => tracing::warn!(error = %e, "cannot read or raise RLIMIT_NOFILE"),
+    });
 }
 
 async fn close_store(store: &SqliteStore) {

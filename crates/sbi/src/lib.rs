@@ -7,6 +7,8 @@
 
 pub mod body;
 pub mod client;
+mod connection;
+pub mod descriptors;
 pub mod headers;
 pub mod layer;
 pub mod observe;

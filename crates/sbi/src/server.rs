@@ -5,18 +5,20 @@
 use std::convert::Infallible;
 use std::future::{Future, Ready};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use serde::Deserialize;
 use tokio::net::{TcpListener, TcpStream};
 use tower::util::Oneshot;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
+use crate::connection::{self, Connections};
+use crate::descriptors;
 use crate::layer::content::ContentLayer;
 use crate::layer::metrics::{MetricsLayer, SbiMetrics};
 use crate::layer::overload::{OverloadConfig, OverloadLayer};
@@ -42,6 +44,18 @@ pub struct ServerConfig {
     pub overload: OverloadConfig,
     /// Seconds open connections get to finish their requests at shutdown.
     pub shutdown_grace_secs: u64,
+    /// Connections served at once; one more is accepted and closed at once (counted in
+    /// `sbi_connections_refused_total`). 0 derives it from the soft RLIMIT_NOFILE:
+    /// the limit less `descriptor_reserve`.
+    pub max_connections: usize,
+    /// Descriptors the derived `max_connections` leaves for the store, Diameter peers and
+    /// connections to other NFs.
+    pub descriptor_reserve: u64,
+    /// Seconds a connection may go without starting a request before it is closed gracefully
+    /// (HTTP/2 GOAWAY, HTTP/1.1 close; requests in progress finish); 0 keeps idle connections.
+    pub idle_timeout_secs: u64,
+    /// Seconds a client has to send a request head (HTTP/1.1) or the HTTP/2 preface.
+    pub header_read_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +67,10 @@ impl Default for ServerConfig {
             http2: Http2Config::default(),
             overload: OverloadConfig::default(),
             shutdown_grace_secs: 5,
+            max_connections: 0,
+            descriptor_reserve: descriptors::DEFAULT_RESERVE,
+            idle_timeout_secs: 60,
+            header_read_timeout_secs: 10,
         }
     }
 }
@@ -144,6 +162,15 @@ impl SbiServer {
         self.listener.local_addr().unwrap_or(self.config.listen)
     }
 
+    /// The connection cap this server applies (`max_connections`, or derived from the
+    /// descriptor limit when 0).
+    pub fn max_connections(&self) -> usize {
+        match self.config.max_connections {
+            0 => descriptors::default_max_connections(self.config.descriptor_reserve),
+            n => n,
+        }
+    }
+
     /// Serves until `shutdown` completes, then stops accepting and gives open connections
     /// `shutdown_grace_secs` to finish (HTTP/2 GOAWAY, HTTP/1.1 close).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
@@ -156,51 +183,80 @@ impl SbiServer {
             .layer(ContentLayer::new(self.config.max_body_bytes))
             .layer(TapLayer::new(self.tap.clone()))
             .service(Dispatch);
-        let service = SbiService { stack, observability: self.observability.clone() };
-        let builders = Arc::new(ConnectionBuilders::new(&self.config.http2));
-        let graceful = GracefulShutdown::new();
+        let max_connections = self.max_connections();
+        let connections = Connections::new(max_connections, &self.observability);
+        let timing = connection::Timing {
+            idle: (self.config.idle_timeout_secs > 0)
+                .then(|| Duration::from_secs(self.config.idle_timeout_secs)),
+            header_read: Duration::from_secs(self.config.header_read_timeout_secs.max(1)),
+        };
+        let builders = Arc::new(ConnectionBuilders::new(&self.config.http2, timing.header_read));
         tokio::pin!(shutdown);
-        tracing::info!(addr = %self.local_addr(), tls = self.tls.is_some(), nf = %self.identity.nf_type, "SBI server listening");
+        tracing::info!(addr = %self.local_addr(), tls = self.tls.is_some(), nf = %self.identity.nf_type, max_connections, "SBI server listening");
+        let mut accept_failures = 0u64;
         loop {
             let (tcp, peer) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok(a) => a,
                     Err(e) => {
-                        // Typically EMFILE: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
+                        // Typically EMFILE/ENFILE (the cap should keep us below the limit; other
+                        // processes share ENFILE): back off instead of spinning, and say so once
+                        // per run of failures, not 20 times a second.
+                        accept_failures += 1;
+                        if accept_failures == 1 {
+                            tracing::warn!(error = %e, "accept failed; retrying every 50 ms");
+                        }
+                        connections.accept_failed();
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 },
                 () = &mut shutdown => break,
             };
+            if accept_failures > 0 {
+                tracing::info!(failures = accept_failures, "accept works again");
+                accept_failures = 0;
+            }
+            // At the cap the connection is closed at once: the client learns now instead of
+            // timing out in the backlog, and the descriptors kept for the store stay free.
+            let Some(permit) = connections.admit() else {
+                drop(tcp);
+                continue;
+            };
             let _ = tcp.set_nodelay(true);
-            let svc = service.clone();
+            let svc = SbiService {
+                stack: stack.clone(),
+                observability: self.observability.clone(),
+                activity: Arc::default(),
+            };
             let builders = builders.clone();
-            let watcher = graceful.watcher();
             let tls = self.tls.clone();
+            let activity = svc.activity.clone();
+            let mut stop = connections.stop_signal();
             tokio::spawn(async move {
+                let _permit = permit;
+                let idle = timing.idle;
                 let result = match tls {
-                    None => match sniff_h2_preface(&tcp).await {
-                        Ok(true) => watcher
-                            .watch(builders.h2.serve_connection(TokioIo::new(tcp), svc))
-                            .await
-                            .map_err(BoxError::from),
-                        Ok(false) => watcher
-                            .watch(builders.h1.serve_connection(TokioIo::new(tcp), svc))
-                            .await
-                            .map_err(BoxError::from),
+                    None => match sniff_h2_preface(&tcp, timing.header_read).await {
+                        Ok(true) => {
+                            let conn = builders.h2.serve_connection(TokioIo::new(tcp), svc);
+                            connection::drive(conn, &activity, idle, &mut stop).await
+                        }
+                        Ok(false) => {
+                            let conn = builders.h1.serve_connection(TokioIo::new(tcp), svc);
+                            connection::drive(conn, &activity, idle, &mut stop).await
+                        }
                         Err(e) => Err(BoxError::from(e)),
                     },
                     Some(acceptor) => match handshake(acceptor, tcp).await {
-                        Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => watcher
-                            .watch(builders.h2.serve_connection(TokioIo::new(tls), svc))
-                            .await
-                            .map_err(BoxError::from),
-                        Ok(tls) => watcher
-                            .watch(builders.h1.serve_connection(TokioIo::new(tls), svc))
-                            .await
-                            .map_err(BoxError::from),
+                        Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                            let conn = builders.h2.serve_connection(TokioIo::new(tls), svc);
+                            connection::drive(conn, &activity, idle, &mut stop).await
+                        }
+                        Ok(tls) => {
+                            let conn = builders.h1.serve_connection(TokioIo::new(tls), svc);
+                            connection::drive(conn, &activity, idle, &mut stop).await
+                        }
                         Err(e) => Err(BoxError::from(e)),
                     },
                 };
@@ -211,7 +267,7 @@ impl SbiServer {
         }
         drop(self.listener);
         let grace = Duration::from_secs(self.config.shutdown_grace_secs);
-        if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+        if !connections.drain(grace).await {
             tracing::warn!("connections still open after the shutdown grace period");
         }
         Ok(())
@@ -228,7 +284,7 @@ async fn handshake(
     }
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The HTTP/2 connection preface (RFC 9113 §3.4) starts with this; no HTTP/1 method does.
 const H2_PREFACE_START: &[u8] = b"PRI * HTTP/2.0";
@@ -236,7 +292,7 @@ const H2_PREFACE_START: &[u8] = b"PRI * HTTP/2.0";
 /// Tells h2c with prior knowledge from HTTP/1.1 by peeking at the first bytes, leaving them in
 /// the socket. (hyper-util's auto builder does the same through a rewinding wrapper, which cost
 /// a third more instructions per request in our measurements: docs/BENCHMARKS.md.)
-async fn sniff_h2_preface(tcp: &TcpStream) -> std::io::Result<bool> {
+async fn sniff_h2_preface(tcp: &TcpStream, within: Duration) -> std::io::Result<bool> {
     let mut buf = [0u8; H2_PREFACE_START.len()];
     let read = async {
         loop {
@@ -258,9 +314,9 @@ async fn sniff_h2_preface(tcp: &TcpStream) -> std::io::Result<bool> {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     };
-    match tokio::time::timeout(Duration::from_secs(30), read).await {
+    match tokio::time::timeout(within, read).await {
         Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no request in 30 s")),
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no request in time")),
     }
 }
 
@@ -271,9 +327,9 @@ struct ConnectionBuilders {
 }
 
 impl ConnectionBuilders {
-    fn new(h2: &Http2Config) -> Self {
+    fn new(h2: &Http2Config, header_read: Duration) -> Self {
         let mut b1 = hyper::server::conn::http1::Builder::new();
-        b1.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+        b1.timer(TokioTimer::new()).header_read_timeout(header_read);
         let mut b2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
         b2.timer(TokioTimer::new())
             .max_concurrent_streams(h2.max_concurrent_streams)
@@ -293,6 +349,8 @@ impl ConnectionBuilders {
 struct SbiService<S> {
     stack: S,
     observability: Observability,
+    /// Requests started on this connection, for its idle timeout ([`connection::drive`]).
+    activity: Arc<AtomicU64>,
 }
 
 impl<S> hyper::service::Service<Request<Incoming>> for SbiService<S>
@@ -305,6 +363,8 @@ where
     type Future = Either<Ready<Result<Response, Infallible>>, Oneshot<S, Request<Incoming>>>;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
+        // Only this connection's task calls this: a load and a store, no locked instruction.
+        self.activity.store(self.activity.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if req.method() == http::Method::GET {
             if let Some(resp) = self.observability.answer(req.uri().path()) {
                 return Either::Left { inner: std::future::ready(Ok(resp)) };

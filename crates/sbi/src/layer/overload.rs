@@ -5,14 +5,21 @@
 //! that matters most gets through while the NF sheds. Answers also carry 3gpp-Sbi-Lci (§6.3),
 //! at most once per `lci_interval_ms` (the clock is consulted on one answer in 32), so consumers
 //! can balance load before overload.
+//!
+//! `max_in_flight` alone bounds memory, not latency: at twice the capacity a store-bound NF
+//! (the BSF's single writer) kept 4,096 requests queued and every served answer waited about
+//! 4,096 / capacity (~0.8 s at 5K/s). So the limit in force follows the answers' own latency
+//! (`target_latency_ms`, AIMD over 100 ms windows): the queue stays near capacity × target,
+//! and what does not fit is shed at once, which costs a fraction of serving it.
 
 use std::convert::Infallible;
 use std::future::Ready;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use http::{header, HeaderValue, Request, StatusCode};
 use serde::Deserialize;
 use tower::{Layer, Service};
@@ -20,7 +27,7 @@ use tower::{Layer, Service};
 use super::{AfterResponse, Either, OnResponse};
 use crate::headers::{self, LCI, OCI};
 use crate::problem::{cause, ProblemDetails};
-use crate::router::Response;
+use crate::router::{Response, UpstreamWait};
 
 /// `[sbi.overload]` in an NF's configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -38,6 +45,13 @@ pub struct OverloadConfig {
     pub oci_validity_secs: u64,
     /// Minimum time between two 3gpp-Sbi-Lci headers, milliseconds; 0 disables Lci.
     pub lci_interval_ms: u64,
+    /// Queue-delay bound, milliseconds: when more than 1 % of a 100 ms window's answers took
+    /// longer (less the time waiting on other NFs), the in-flight limit is cut by a fifth;
+    /// in windows where the limit was reached and answers were quick it grows by a sixteenth,
+    /// up to `max_in_flight`. So at twice the capacity the NF keeps about capacity × this much
+    /// work in progress, sheds the rest at once, and its served latency stays near this bound
+    /// instead of growing to `max_in_flight` / capacity. 0 keeps the limit at `max_in_flight`.
+    pub target_latency_ms: u64,
 }
 
 impl Default for OverloadConfig {
@@ -49,6 +63,7 @@ impl Default for OverloadConfig {
             retry_after_secs: 1,
             oci_validity_secs: 5,
             lci_interval_ms: 1000,
+            target_latency_ms: 200,
         }
     }
 }
@@ -57,6 +72,14 @@ pub struct Guard {
     config: OverloadConfig,
     nf_instance: String,
     in_flight: AtomicUsize,
+    /// The in-flight limit in force: `max_in_flight`, or lower while answers are slow.
+    limit: AtomicUsize,
+    /// The latency window (100 ms): its number, answers in it, answers over the target, and
+    /// whether a request was shed in it.
+    lat_window: AtomicU64,
+    lat_answers: AtomicU64,
+    lat_slow: AtomicU64,
+    lat_shed: std::sync::atomic::AtomicBool,
     /// Requests admitted since start; read only when shedding, so admitting costs one addition.
     admitted: AtomicU64,
     /// The shedding window (one second): its start, the admitted count then, and sheds since.
@@ -66,15 +89,27 @@ pub struct Guard {
     /// Answers since start; the clock is read for Lci on one answer in [`LCI_CHECK_EVERY`].
     answers: AtomicU64,
     lci_last_ms: AtomicU64,
+    /// The shed answer's ProblemDetails, serialised once: a shed request must cost as little
+    /// as possible (docs/sbi.md "Overload guard").
+    shed_body: Bytes,
+    retry_after: HeaderValue,
+    /// The last 3gpp-Sbi-Oci made, with the second and reduction it was made for: it changes
+    /// at most once per second and reduction step, not per shed answer.
+    oci: Mutex<(u64, u8, Option<HeaderValue>)>,
 }
+
+/// The window over which answers' latency is judged.
+const LATENCY_WINDOW_MS: u64 = 100;
+/// The in-flight limit is never cut below this (or `max_in_flight` if lower).
+const MIN_LIMIT: usize = 16;
 
 /// Reading the clock on every answer costs more than the rest of this layer; a coarser check is
 /// enough for a header sent at most once per `lci_interval_ms`.
 const LCI_CHECK_EVERY: u64 = 32;
 
 impl Guard {
-    /// The share of requests shed in the current one-second window, in percent (1..=100).
-    fn reduction_pct(&self) -> u8 {
+    /// The second, and the share of requests shed in its window, in percent (1..=100).
+    fn reduction_pct(&self) -> (u64, u8) {
         let now_s = now_ms() / 1000;
         let admitted = self.admitted.load(Ordering::Relaxed);
         if self.window_s.swap(now_s, Ordering::Relaxed) != now_s {
@@ -83,33 +118,93 @@ impl Guard {
         }
         let shed = self.window_shed.fetch_add(1, Ordering::Relaxed) + 1;
         let admitted = admitted.saturating_sub(self.window_admitted.load(Ordering::Relaxed));
-        ((shed * 100) / (admitted + shed).max(1)).clamp(1, 100) as u8
+        (now_s, ((shed * 100) / (admitted + shed).max(1)).clamp(1, 100) as u8)
     }
 
     fn shed_answer(&self, own: Option<crate::router::ProblemRenderer>) -> Response {
         // Ask consumers to cut the share of traffic we are currently refusing.
-        let reduction = self.reduction_pct();
-        let p = ProblemDetails::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            cause::NF_CONGESTION,
-            format!("overloaded: more than {} requests in progress", self.config.max_in_flight),
-        );
+        let (now_s, reduction) = self.reduction_pct();
         let mut resp = match own {
-            Some(render) => render(p),
-            None => p.into_response(),
+            // A route answering in its own media type (SOAP) renders the problem itself.
+            Some(render) => render(ProblemDetails::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                cause::NF_CONGESTION,
+                "overloaded: too many requests in progress",
+            )),
+            None => {
+                let mut resp = http::Response::new(crate::Body::from(self.shed_body.clone()));
+                *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(crate::body::PROBLEM_JSON),
+                );
+                resp
+            }
         };
         let h = resp.headers_mut();
-        h.insert(header::RETRY_AFTER, HeaderValue::from(self.config.retry_after_secs));
-        let oci = headers::format_oci(
-            SystemTime::now(),
-            Duration::from_secs(self.config.oci_validity_secs),
-            reduction,
-            &self.nf_instance,
-        );
-        if let Ok(v) = HeaderValue::from_str(&oci) {
+        h.insert(header::RETRY_AFTER, self.retry_after.clone());
+        if let Some(v) = self.oci(now_s, reduction) {
             h.insert(&OCI, v);
         }
         resp
+    }
+
+    /// The Oci header for this second and reduction (rounded to 5 % steps above 5 %, so a
+    /// changing share does not make a new header per answer).
+    fn oci(&self, now_s: u64, reduction: u8) -> Option<HeaderValue> {
+        let reduction = if reduction > 5 { reduction.div_ceil(5) * 5 } else { reduction };
+        let mut cached = self.oci.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.0 != now_s || cached.1 != reduction || cached.2.is_none() {
+            let oci = headers::format_oci(
+                SystemTime::now(),
+                Duration::from_secs(self.config.oci_validity_secs),
+                reduction,
+                &self.nf_instance,
+            );
+            *cached = (now_s, reduction, HeaderValue::from_str(&oci).ok());
+        }
+        cached.2.clone()
+    }
+
+    /// Counts one answer's own latency in the current 100 ms window; the first answer of a new
+    /// window judges the one before and moves the limit.
+    fn observe(&self, took: Duration) {
+        let now = now_ms() / LATENCY_WINDOW_MS;
+        let prev = self.lat_window.load(Ordering::Relaxed);
+        if prev != now
+            && self
+                .lat_window
+                .compare_exchange(prev, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let answers = self.lat_answers.swap(0, Ordering::Relaxed);
+            let slow = self.lat_slow.swap(0, Ordering::Relaxed);
+            let shed = self.lat_shed.swap(false, Ordering::Relaxed);
+            self.adjust(answers, slow, shed);
+        }
+        self.lat_answers.fetch_add(1, Ordering::Relaxed);
+        if took > Duration::from_millis(self.config.target_latency_ms) {
+            self.lat_slow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// AIMD on the in-flight limit: cut by a fifth when over 1 % of a window's answers were
+    /// slow, grow by a sixteenth when the limit was reached and answers were quick.
+    fn adjust(&self, answers: u64, slow: u64, shed: bool) {
+        let max = self.config.max_in_flight;
+        let min = max.min(MIN_LIMIT);
+        let limit = self.limit.load(Ordering::Relaxed);
+        let next = if answers > 0 && slow * 100 > answers {
+            (limit - limit / 5).max(min)
+        } else if shed {
+            (limit + limit / 16 + 1).min(max)
+        } else {
+            return;
+        };
+        if next != limit {
+            self.limit.store(next, Ordering::Relaxed);
+            tracing::debug!(limit = next, answers, slow, "overload guard: in-flight limit moved");
+        }
     }
 
     fn maybe_lci(&self, resp: &mut Response) {
@@ -129,7 +224,8 @@ impl Guard {
         {
             return;
         }
-        let load = self.in_flight.load(Ordering::Relaxed) * 100 / self.config.max_in_flight.max(1);
+        let load = self.in_flight.load(Ordering::Relaxed) * 100
+            / self.limit.load(Ordering::Relaxed).max(1);
         let lci = headers::format_lci(SystemTime::now(), load.min(100) as u8, &self.nf_instance);
         if let Ok(v) = HeaderValue::from_str(&lci) {
             resp.headers_mut().insert(&LCI, v);
@@ -141,8 +237,9 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Releases an in-flight slot when the request ends, however it ends (including cancellation).
-pub struct Slot(Arc<Guard>);
+/// Releases an in-flight slot when the request ends, however it ends (including cancellation);
+/// holds when the request was admitted when the limit follows latency.
+pub struct Slot(Arc<Guard>, Option<Instant>);
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Release);
@@ -156,11 +253,27 @@ pub struct OverloadLayer {
 
 impl OverloadLayer {
     pub fn new(config: OverloadConfig, nf_instance: impl Into<String>) -> Self {
+        let problem = ProblemDetails::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            cause::NF_CONGESTION,
+            "overloaded: more requests in progress than can be answered in time",
+        );
+        // Serialising a struct of strings and integers cannot fail.
+        let shed_body = Bytes::from(serde_json::to_vec(&problem).unwrap_or_default());
+        let max_in_flight = config.max_in_flight;
         OverloadLayer {
             guard: Arc::new(Guard {
+                shed_body,
+                retry_after: HeaderValue::from(config.retry_after_secs),
+                oci: Mutex::new((0, 0, None)),
                 config,
                 nf_instance: nf_instance.into(),
                 in_flight: AtomicUsize::new(0),
+                limit: AtomicUsize::new(max_in_flight),
+                lat_window: AtomicU64::new(0),
+                lat_answers: AtomicU64::new(0),
+                lat_slow: AtomicU64::new(0),
+                lat_shed: std::sync::atomic::AtomicBool::new(false),
                 admitted: AtomicU64::new(0),
                 window_s: AtomicU64::new(0),
                 window_admitted: AtomicU64::new(0),
@@ -174,6 +287,11 @@ impl OverloadLayer {
     /// Requests currently being worked on.
     pub fn in_flight(&self) -> usize {
         self.guard.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The in-flight limit in force (`max_in_flight`, or lower while answers are slow).
+    pub fn limit(&self) -> usize {
+        self.guard.limit.load(Ordering::Relaxed)
     }
 }
 
@@ -205,18 +323,22 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let g = &self.guard;
-        let mut limit = g.config.max_in_flight;
+        let mut limit = g.limit.load(Ordering::Relaxed);
         if headers::message_priority(req.headers()) <= g.config.priority_threshold {
             limit += g.config.priority_reserve;
         }
         let n = g.in_flight.fetch_add(1, Ordering::Acquire) + 1;
         if n > limit {
             g.in_flight.fetch_sub(1, Ordering::Release);
+            if !g.lat_shed.load(Ordering::Relaxed) {
+                g.lat_shed.store(true, Ordering::Relaxed);
+            }
             let own = req.extensions().get::<crate::router::Matched>().and_then(|m| m.problems);
             return Either::Left { inner: std::future::ready(Ok(g.shed_answer(own))) };
         }
         g.admitted.fetch_add(1, Ordering::Relaxed);
-        let slot = Slot(g.clone());
+        let started = (g.config.target_latency_ms > 0).then(Instant::now);
+        let slot = Slot(g.clone(), started);
         Either::Right { inner: AfterResponse::new(self.inner.call(req), slot) }
     }
 }
@@ -224,6 +346,42 @@ where
 /// Adds Lci when due; the slot is released when the answer is ready (or the request dropped).
 impl OnResponse for Slot {
     fn on_response(self, resp: &mut Response) {
+        if let Some(started) = self.1 {
+            let waited = resp.extensions().get::<UpstreamWait>().map_or(Duration::ZERO, |w| w.0);
+            self.0.observe(started.elapsed().saturating_sub(waited));
+        }
         self.0.maybe_lci(resp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_falls_while_answers_are_slow_and_climbs_back_when_shedding_quickly() {
+        let layer = OverloadLayer::new(
+            OverloadConfig { max_in_flight: 1000, target_latency_ms: 50, ..Default::default() },
+            "nf",
+        );
+        let g = &layer.guard;
+        // 2 of 100 answers slow: cut by a fifth, down to the floor at most.
+        g.adjust(100, 2, true);
+        assert_eq!(layer.limit(), 800);
+        for _ in 0..50 {
+            g.adjust(100, 50, true);
+        }
+        assert_eq!(layer.limit(), MIN_LIMIT);
+        // 1 % slow is tolerated; quick answers without shedding leave the limit alone.
+        g.adjust(100, 1, false);
+        g.adjust(0, 0, false);
+        assert_eq!(layer.limit(), MIN_LIMIT);
+        // Quick answers while shedding: it grows by a sixteenth (+1) per window, to the maximum.
+        g.adjust(100, 0, true);
+        assert_eq!(layer.limit(), MIN_LIMIT + 2);
+        for _ in 0..200 {
+            g.adjust(100, 0, true);
+        }
+        assert_eq!(layer.limit(), 1000);
     }
 }
