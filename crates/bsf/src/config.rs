@@ -2,7 +2,6 @@
 //! is a working BSF; unknown keys are errors so a typo never falls back to a default silently.
 //! docs/bsf.md explains each setting.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use nrf_client::NrfClientConfig;
@@ -96,22 +95,9 @@ pub struct RxConfig {
     /// store until then). Default true.
     #[serde(default = "default_true")]
     pub binding_index: bool,
-    /// Longest first message (CER) a connecting peer may declare, bytes; longer closes the
-    /// connection before its body is read. Default 65536 (a CER is well under 2 KiB).
-    #[serde(default = "default_rx_max_cer_bytes")]
-    pub max_cer_bytes: usize,
-    /// Longest message after CER, bytes; a longer request is answered 5015
-    /// DIAMETER_INVALID_MESSAGE_LENGTH and its body skipped unread. Default 1048576.
-    #[serde(default = "default_rx_max_message_bytes")]
-    pub max_message_bytes: usize,
-    /// `max_message_bytes` per Application-Id (`[bsf.rx.max_message_bytes_per_application]`,
-    /// e.g. `16777236 = 65536`). Default none.
+    /// The Diameter node's size and connection limits (`[bsf.rx.limits]`, docs/diameter.md).
     #[serde(default)]
-    pub max_message_bytes_per_application: BTreeMap<String, usize>,
-    /// Connections accepted but not through CER/CEA yet; beyond it a new one is closed at once.
-    /// Open peers do not count. Default 64.
-    #[serde(default = "default_rx_max_connections_before_cer")]
-    pub max_connections_before_cer: usize,
+    pub limits: nf::DiameterLimits,
 }
 
 /// How the Rx side of the BSF reaches the PCF (TS 29.213 §7.3.1: a DRA is a proxy or a redirect
@@ -150,10 +136,7 @@ impl Default for RxConfig {
             watchdog_secs: default_rx_watchdog_secs(),
             mode: RxMode::default(),
             binding_index: true,
-            max_cer_bytes: default_rx_max_cer_bytes(),
-            max_message_bytes: default_rx_max_message_bytes(),
-            max_message_bytes_per_application: BTreeMap::new(),
-            max_connections_before_cer: default_rx_max_connections_before_cer(),
+            limits: nf::DiameterLimits::default(),
         }
     }
 }
@@ -238,21 +221,6 @@ impl Default for AuditConfig {
     }
 }
 
-impl RxConfig {
-    /// `max_message_bytes_per_application` with its keys read as Application-Ids.
-    pub fn message_limits_per_application(&self) -> Result<Vec<(u32, usize)>, String> {
-        self.max_message_bytes_per_application
-            .iter()
-            .map(|(app, max)| match app.parse::<u32>() {
-                Ok(id) => Ok((id, *max)),
-                Err(_) => Err(format!(
-                    "bsf.rx.max_message_bytes_per_application: {app:?} is not an Application-Id"
-                )),
-            })
-            .collect()
-    }
-}
-
 impl BsfConfig {
     /// Rejects settings that cannot work, naming the field.
     pub fn validate(&self) -> Result<(), String> {
@@ -281,22 +249,7 @@ impl BsfConfig {
             if rx.watchdog_secs < 6 {
                 return Err("bsf.rx: watchdog_secs must be at least 6 (RFC 3539)".into());
             }
-            // A Diameter header is 20 bytes; the Message Length field holds 24 bits.
-            let sizes = std::iter::once(("max_cer_bytes", rx.max_cer_bytes))
-                .chain(std::iter::once(("max_message_bytes", rx.max_message_bytes)))
-                .chain(
-                    rx.message_limits_per_application()?
-                        .into_iter()
-                        .map(|(_, m)| ("max_message_bytes_per_application", m)),
-                );
-            for (key, n) in sizes {
-                if !(20..=0x00ff_ffff).contains(&n) {
-                    return Err(format!("bsf.rx.{key}: {n} is not between 20 and 16777215"));
-                }
-            }
-            if rx.max_connections_before_cer == 0 {
-                return Err("bsf.rx: max_connections_before_cer must be at least 1".into());
-            }
+            rx.limits.validate("bsf.rx.limits")?;
         }
         Ok(())
     }
@@ -325,15 +278,6 @@ fn default_rx_request_timeout_ms() -> u64 {
 }
 fn default_rx_watchdog_secs() -> u64 {
     30
-}
-fn default_rx_max_cer_bytes() -> usize {
-    64 * 1024
-}
-fn default_rx_max_message_bytes() -> usize {
-    1 << 20
-}
-fn default_rx_max_connections_before_cer() -> usize {
-    64
 }
 
 fn default_max_subscriptions() -> usize {
@@ -410,44 +354,31 @@ mod tests {
 
     #[test]
     fn rx_diameter_limits() {
+        // The keys, defaults and checks are nf::DiameterLimits' (tested there): here, that they
+        // are read from [bsf.rx.limits] and checked with the BSF's configuration.
         let d = RxConfig::default();
-        assert_eq!((d.max_cer_bytes, d.max_message_bytes), (65_536, 1_048_576));
-        assert_eq!(d.max_connections_before_cer, 64);
+        assert_eq!(d.limits, nf::DiameterLimits::default());
         let c: BsfConfig = toml::from_str(
             "[rx]
 enabled = true
+[rx.limits]
 max_cer_bytes = 8192
-max_message_bytes = 32768
-             max_connections_before_cer = 16
-             [rx.max_message_bytes_per_application]
+max_connections_before_cer = 16
+[rx.limits.max_message_bytes_per_application]
 16777236 = 65536
 ",
         )
         .unwrap();
         assert!(c.validate().is_ok());
-        assert_eq!(c.rx.message_limits_per_application().unwrap(), vec![(16_777_236, 65_536)]);
-        assert_eq!((c.rx.max_cer_bytes, c.rx.max_connections_before_cer), (8192, 16));
-        for bad in [
+        assert_eq!(c.rx.limits.per_application("x").unwrap(), vec![(16_777_236, 65_536)]);
+        assert_eq!((c.rx.limits.max_cer_bytes, c.rx.limits.max_connections_before_cer), (8192, 16));
+        let c: BsfConfig = toml::from_str(
             "[rx]
 enabled = true
+[rx.limits]
 max_cer_bytes = 10",
-            "[rx]
-enabled = true
-max_message_bytes = 16777216",
-            "[rx]
-enabled = true
-max_connections_before_cer = 0",
-            "[rx]
-enabled = true
-[rx.max_message_bytes_per_application]
-rx = 4096",
-            "[rx]
-enabled = true
-[rx.max_message_bytes_per_application]
-16777236 = 4",
-        ] {
-            let c: BsfConfig = toml::from_str(bad).unwrap();
-            assert!(c.validate().is_err(), "{bad}");
-        }
+        )
+        .unwrap();
+        assert!(c.validate().unwrap_err().starts_with("bsf.rx.limits.max_cer_bytes"));
     }
 }

@@ -168,12 +168,9 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
     nc.routes = vec![Route::new("*", RouteAction::Local).application(rx::APP_ID)];
     nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
     nc.watchdog_interval = Duration::from_secs(cfg.watchdog_secs);
-    nc.max_cer_len = cfg.max_cer_bytes;
-    nc.max_message_len = cfg.max_message_bytes;
-    nc.max_message_len_per_application = cfg
-        .message_limits_per_application()
+    cfg.limits
+        .apply("bsf.rx.limits", &mut nc)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    nc.max_connections_before_cer = cfg.max_connections_before_cer;
     // A proxy passes a retransmitted (T-flagged) request on; detecting duplicates is the PCF's
     // job (RFC 6733 §5.5.4). Caching every answer here would hold ~2M answers at the 54K mix.
     nc.duplicate_ttl = None;

@@ -295,8 +295,11 @@ async fn rx_diameter_limits_come_from_the_config() {
             listen: "127.0.0.1:0".parse().unwrap(),
             origin_host: BSF_HOST.into(),
             origin_realm: BSF_REALM.into(),
-            max_cer_bytes: 4096,
-            max_connections_before_cer: 1,
+            limits: nf::DiameterLimits {
+                max_cer_bytes: 4096,
+                max_connections_before_cer: 1,
+                ..nf::DiameterLimits::default()
+            },
             ..RxConfig::default()
         },
         ..BsfConfig::default()

@@ -651,3 +651,26 @@ async fn as_behind_freediameter() {
     assert_eq!(repository(&pnr), [("mmtel".into(), 2, Some("<from-near/>".to_owned()))]);
     u.stop().await;
 }
+
+/// `[udr.sh.limits]` reach the node: a first message declaring more than `max_cer_bytes` is
+/// closed at once (before its body), and an AS still connects and is served.
+#[tokio::test]
+async fn sh_diameter_limits_come_from_the_config() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = sh_config();
+    config.sh.limits.max_cer_bytes = 4096;
+    let u = TestUdr::start(dir.path(), config).await;
+    // A CER header declaring 8 KiB, and 16 bytes of it.
+    let mut header = vec![1u8, 0, 0x20, 0, 0x80, 0, 1, 1];
+    header.resize(36, 0);
+    let mut big = tokio::net::TcpStream::connect(sh_addr(&u)).await.unwrap();
+    big.write_all(&header).await.unwrap();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(2), big.read(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0) | Err(_))), "closed at once, not at the CER timeout: {read:?}");
+    provision(&u, alice()).await;
+    let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
+    ok(&a.pur(ALICE, "presence", 0, Some("<p>on</p>")).await);
+    u.stop().await;
+}

@@ -63,6 +63,9 @@ pub struct ShConfig {
     /// Diameter watchdog interval (Tw), seconds (at least 6). Default 30.
     #[serde(default = "default_watchdog_secs")]
     pub watchdog_secs: u64,
+    /// The Diameter node's size and connection limits (`[udr.sh.limits]`, docs/diameter.md).
+    #[serde(default)]
+    pub limits: nf::DiameterLimits,
 }
 
 /// An outbound Diameter peer.
@@ -111,6 +114,7 @@ impl Default for ShConfig {
             max_pnr_in_flight: default_max_pnr_in_flight(),
             request_timeout_ms: default_request_timeout_ms(),
             watchdog_secs: default_watchdog_secs(),
+            limits: nf::DiameterLimits::default(),
         }
     }
 }
@@ -118,6 +122,7 @@ impl Default for ShConfig {
 impl ShConfig {
     /// Checks what serde cannot.
     pub fn validate(&self) -> Result<(), String> {
+        self.limits.validate("udr.sh.limits")?;
         if self.origin_host.is_empty() || self.origin_realm.is_empty() {
             return Err("udr.sh: origin_host and origin_realm must not be empty".into());
         }

@@ -130,6 +130,9 @@ pub async fn start(udr: Arc<Udr>) -> std::io::Result<ShServer> {
         .collect();
     nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
     nc.watchdog_interval = Duration::from_secs(cfg.watchdog_secs);
+    cfg.limits
+        .apply("udr.sh.limits", &mut nc)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let u = udr.clone();
     let node = DiameterNode::builder(nc)
         .handler(sh::APP_ID, move |req: Message| {
