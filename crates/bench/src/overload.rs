@@ -16,7 +16,9 @@ const RECOVERED_SHARE: f64 = 0.99;
 pub struct OverloadReport {
     /// Answers to the requests due in the measured window, by kind.
     pub answers: AnswerCounts,
-    /// 2xx answers per second of the measured window.
+    /// 2xx answers received per second of the measured window (by arrival, not by due time: a
+    /// client that queues what the NF cannot take gets its answers later, and counting them
+    /// against the seconds they were due would show a rate the NF never served).
     pub goodput_tps: f64,
     /// Shares of all requests of the window: shed (503), other 5xx, no answer (timeout or
     /// transport failure).
@@ -84,8 +86,9 @@ impl OverloadReport {
                     .then(|| rest[0].t - 1 - from)
             })
             .flatten();
+        let received_2xx: u64 = measured.iter().map(|s| s.answers.http_2xx).sum();
         OverloadReport {
-            goodput_tps: answers.http_2xx as f64 / duration_s.max(1e-9),
+            goodput_tps: received_2xx as f64 / (measured.len() as f64).max(1.0),
             shed_share: answers.http_503 as f64 / total,
             other_5xx_share: answers.http_5xx_other as f64 / total,
             unanswered_share: (answers.timeout + answers.transport) as f64 / total,
@@ -112,7 +115,7 @@ impl OverloadReport {
         let l = &self.served_latency;
         let _ = writeln!(
             out,
-            "\n## Answers by kind (overload view)\n\nRequests due in the measured window: {} answered 2xx ({:.1}/s), {} shed with 503 ({:.2} %), {} other 5xx ({:.2} %), {} other answers, {} timed out, {} transport failures ({:.2} % unanswered). Served (2xx) latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms. Seconds without any answer: {} (longest run {} s).",
+            "\n## Answers by kind (overload view)\n\nRequests due in the measured window: {} answered 2xx (goodput: {:.1} 2xx received per second of the window), {} shed with 503 ({:.2} %), {} other 5xx ({:.2} %), {} other answers, {} timed out, {} transport failures ({:.2} % unanswered). Served (2xx) latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms. Seconds without any answer: {} (longest run {} s).",
             a.http_2xx,
             self.goodput_tps,
             a.http_503,
@@ -203,6 +206,11 @@ mod tests {
         let r = OverloadReport::new(answers, Latency::default(), &tl, (1.0, 4.0), (4.0, 25.0));
         assert_eq!((r.silent_seconds, r.longest_silence_s), (2, 2));
         assert_eq!(r.goodput_tps, 25.0);
+        // Goodput is what arrived in the window's seconds: requests due in it but answered
+        // after it (a client queueing the excess) do not raise it.
+        let queued = AnswerCounts { http_2xx: 400, ..Default::default() };
+        let q = OverloadReport::new(queued, Latency::default(), &tl, (1.0, 4.0), (4.0, 25.0));
+        assert_eq!(q.goodput_tps, 25.0);
         assert_eq!((r.shed_share, r.unanswered_share), (0.25, 0.5));
         // t = 6 (the first cool-down second) fell short, t = 7 on were whole: 1 s.
         assert_eq!(r.recovery_s, Some(1));
