@@ -141,7 +141,8 @@ pub fn list() -> Result<String> {
 
 fn run_inner(args: BenchArgs) -> Result<bool> {
     if args.list {
-        print!("{}", list()?);
+        // Not print!: it panics when stdout is a closed pipe (`fivecore bench --list | head`).
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), list()?.as_bytes());
         return Ok(true);
     }
     let Some(name) = args.scenario.clone() else {

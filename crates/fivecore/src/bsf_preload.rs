@@ -27,7 +27,8 @@ type Input = Box<dyn BufRead + Send>;
 pub fn run(args: &PreloadArgs) -> ExitCode {
     match load(args) {
         Ok(report) => {
-            println!("{}", summary(&report));
+            // Not println!: it panics when stdout is a closed pipe; the bindings are loaded.
+            let _ = writeln!(std::io::stdout(), "{}", summary(&report));
             if let Some(bad) = &report.stopped_at {
                 eprintln!(
                     "fivecore bsf preload: stopped at line {}: {}; the {} bindings before it are \

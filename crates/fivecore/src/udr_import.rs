@@ -142,7 +142,8 @@ fn import(opts: Options, store: store::SqliteConfig, input: Input, total: Option
             eprintln!("{}", summary(&report, opts.kind, &path));
             // For scripts and the benchmark kit: the same figures as one JSON line, the way
             // `fivecore bsf preload` reports.
-            println!("{}", summary_json(&report));
+            // Not println!: it panics when stdout is a closed pipe; the rows are imported.
+            let _ = writeln!(std::io::stdout(), "{}", summary_json(&report));
             if let Some(line) = report.stopped_at {
                 eprintln!(
                     "fivecore udr import: stopped at the bad row on line {line}; the rows before \
