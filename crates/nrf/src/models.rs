@@ -159,6 +159,8 @@ impl NfProfile {
                 "one of fqdn, ipv4Addresses, ipv6Addresses is required",
             ));
         }
+        // Each service's own attributes (status, a map key equal to its serviceInstanceId) are
+        // checked with the other formats (profile_formats); here, what spans services.
         if let Some(services) = &self.nf_services {
             for (i, s) in services.iter().enumerate() {
                 if services[..i].iter().any(|o| o.service_instance_id == s.service_instance_id) {
@@ -167,25 +169,9 @@ impl NfProfile {
                         "duplicate serviceInstanceId",
                     ));
                 }
-                if !NF_STATUSES.contains(&s.nf_service_status.as_str()) {
-                    bad.push(InvalidParam::new(
-                        format!("/nfServices/{i}/nfServiceStatus"),
-                        "unknown status",
-                    ));
-                }
             }
         }
-        for (key, s) in self.nf_service_list.iter().flatten() {
-            let at = |field: &str| format!("/nfServiceList/{}/{field}", pointer_escape(key));
-            if *key != s.service_instance_id {
-                bad.push(InvalidParam::new(
-                    at("serviceInstanceId"),
-                    "differs from its key in nfServiceList",
-                ));
-            }
-            if !NF_STATUSES.contains(&s.nf_service_status.as_str()) {
-                bad.push(InvalidParam::new(at("nfServiceStatus"), "unknown status"));
-            }
+        for s in self.nf_service_list.iter().flat_map(|m| m.values()) {
             // Both forms are one set: the same instance id may not name two services.
             if let Some(i) = self.nf_services.iter().flatten().position(|o| {
                 o.service_instance_id == s.service_instance_id && o.service_name != s.service_name
@@ -342,13 +328,6 @@ fn diff_into(old: &Value, new: &Value, path: &mut String, out: &mut Vec<ChangeIt
             new_value: Some(b.clone()),
         }),
     }
-}
-
-/// `key` as one JSON-pointer reference token (RFC 6901).
-pub fn pointer_escape(key: &str) -> String {
-    let mut out = String::new();
-    push_pointer(&mut out, key);
-    out.split_off(1)
 }
 
 fn push_pointer(path: &mut String, key: &str) {
