@@ -5,6 +5,7 @@
 //! other NFs; [`problem`], [`headers`], [`query`] and [`body`] hold the TS 29.500 rules that both
 //! sides share; [`observe`] serves `/metrics` and the health endpoints.
 
+mod backpressure;
 pub mod body;
 pub mod client;
 mod connection;

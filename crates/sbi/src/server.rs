@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::util::Oneshot;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
+use crate::backpressure::{BodyPending, ConnGate, Gated};
 use crate::connection::{self, Connections};
 use crate::descriptors;
 use crate::layer::content::ContentLayer;
@@ -75,8 +76,13 @@ impl Default for ServerConfig {
     }
 }
 
-/// HTTP/2 settings. The defaults suit large NRF answers (an NRF discovery result with ten SMF
-/// profiles is about 65 KB) and consumers that keep hundreds of streams on one connection.
+/// HTTP/2 settings. The windows suit large NRF answers (an NRF discovery result with ten SMF
+/// profiles is about 65 KB). `max_concurrent_streams` bounds what one connection can have
+/// outstanding: with backpressure, requests beyond what the NF takes wait in the client, and a
+/// client's connections × this limit / capacity is how long its last request waits (64
+/// connections × 128 at 17K/s: 0.5 s). At 1,024, 64 reconnecting connections with 2 s timeouts
+/// queued 3.6 s of work and gave up on most of it; at 256 an NRF at 11K/s still lost half its
+/// answers to them (docs/sbi.md, "Overload guard").
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Http2Config {
@@ -92,7 +98,7 @@ pub struct Http2Config {
 impl Default for Http2Config {
     fn default() -> Self {
         Http2Config {
-            max_concurrent_streams: 1024,
+            max_concurrent_streams: 128,
             initial_stream_window: 1024 * 1024,
             initial_connection_window: 16 * 1024 * 1024,
             max_frame_size: 64 * 1024,
@@ -175,11 +181,14 @@ impl SbiServer {
     /// `shutdown_grace_secs` to finish (HTTP/2 GOAWAY, HTTP/1.1 close).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> std::io::Result<()> {
         let metrics = SbiMetrics::register(&self.observability);
+        let overload = OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id);
+        overload.register(&self.observability);
+        let gate = overload.backpressure();
         let stack = ServiceBuilder::new()
             .layer(RequestIdLayer::new())
             .layer(MetricsLayer::new(&metrics, &self.router.operations()))
             .layer(RouteLayer::new(self.router.clone()))
-            .layer(OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id))
+            .layer(overload)
             .layer(ContentLayer::new(self.config.max_body_bytes))
             .layer(TapLayer::new(self.tap.clone()))
             .service(Dispatch);
@@ -224,11 +233,14 @@ impl SbiServer {
                 continue;
             };
             let _ = tcp.set_nodelay(true);
+            let conn_gate = gate.as_ref().map(|_| Arc::new(ConnGate::default()));
             let svc = SbiService {
                 stack: stack.clone(),
                 observability: self.observability.clone(),
                 activity: Arc::default(),
+                conn_gate: conn_gate.clone(),
             };
+            let (io_gate, io_conn) = (gate.clone(), conn_gate.unwrap_or_default());
             let builders = builders.clone();
             let tls = self.tls.clone();
             let activity = svc.activity.clone();
@@ -239,22 +251,34 @@ impl SbiServer {
                 let result = match tls {
                     None => match sniff_h2_preface(&tcp, timing.header_read).await {
                         Ok(true) => {
-                            let conn = builders.h2.serve_connection(TokioIo::new(tcp), svc);
+                            let conn = builders.h2.serve_connection(
+                                TokioIo::new(Gated::new(tcp, io_gate, io_conn)),
+                                svc,
+                            );
                             connection::drive(conn, &activity, idle, &mut stop).await
                         }
                         Ok(false) => {
-                            let conn = builders.h1.serve_connection(TokioIo::new(tcp), svc);
+                            let conn = builders.h1.serve_connection(
+                                TokioIo::new(Gated::new(tcp, io_gate, io_conn)),
+                                svc,
+                            );
                             connection::drive(conn, &activity, idle, &mut stop).await
                         }
                         Err(e) => Err(BoxError::from(e)),
                     },
                     Some(acceptor) => match handshake(acceptor, tcp).await {
                         Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
-                            let conn = builders.h2.serve_connection(TokioIo::new(tls), svc);
+                            let conn = builders.h2.serve_connection(
+                                TokioIo::new(Gated::new(tls, io_gate, io_conn)),
+                                svc,
+                            );
                             connection::drive(conn, &activity, idle, &mut stop).await
                         }
                         Ok(tls) => {
-                            let conn = builders.h1.serve_connection(TokioIo::new(tls), svc);
+                            let conn = builders.h1.serve_connection(
+                                TokioIo::new(Gated::new(tls, io_gate, io_conn)),
+                                svc,
+                            );
                             connection::drive(conn, &activity, idle, &mut stop).await
                         }
                         Err(e) => Err(BoxError::from(e)),
@@ -351,6 +375,8 @@ struct SbiService<S> {
     observability: Observability,
     /// Requests started on this connection, for its idle timeout ([`connection::drive`]).
     activity: Arc<AtomicU64>,
+    /// The connection's read gate, when the overload guard holds its limit by backpressure.
+    conn_gate: Option<Arc<ConnGate>>,
 }
 
 impl<S> hyper::service::Service<Request<Incoming>> for SbiService<S>
@@ -362,9 +388,15 @@ where
     type Error = Infallible;
     type Future = Either<Ready<Result<Response, Infallible>>, Oneshot<S, Request<Incoming>>>;
 
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         // Only this connection's task calls this: a load and a store, no locked instruction.
         self.activity.store(self.activity.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if let Some(conn) = &self.conn_gate {
+            // The connection keeps reading until this body is in (the content layer drops it).
+            if !hyper::body::Body::is_end_stream(req.body()) {
+                req.extensions_mut().insert(BodyPending::new(conn));
+            }
+        }
         if req.method() == http::Method::GET {
             if let Some(resp) = self.observability.answer(req.uri().path()) {
                 return Either::Left { inner: std::future::ready(Ok(resp)) };

@@ -1,7 +1,8 @@
 //! Connections over real sockets: the connection cap refuses the one too many and recovers when
 //! a place frees; the descriptor limit is raised; idle and abandoned connections are closed,
 //! busy ones are not; a shed request is a 503 NF_CONGESTION with Retry-After on a connection
-//! that goes on serving.
+//! that goes on serving; with backpressure, connections stop reading at the limit instead, go on
+//! reading the bodies of requests already admitted, and read again after `hold_max_ms`.
 
 mod common;
 
@@ -172,7 +173,13 @@ async fn idle_connections_are_closed_and_busy_ones_are_not() {
 
 #[tokio::test]
 async fn a_shed_request_is_a_503_with_retry_after_and_the_connection_serves_on() {
-    let overload = OverloadConfig { max_in_flight: 4, priority_reserve: 0, ..Default::default() };
+    // The 503 path: without backpressure every request beyond the limit is answered at once.
+    let overload = OverloadConfig {
+        max_in_flight: 4,
+        priority_reserve: 0,
+        backpressure: false,
+        ..Default::default()
+    };
     let srv = start(ServerConfig { overload, ..Default::default() }).await;
     let c = h2_connect(srv.addr).await.unwrap();
     let held: Vec<_> = (0..4)
@@ -208,5 +215,136 @@ async fn a_shed_request_is_a_503_with_retry_after_and_the_connection_serves_on()
         assert_eq!(h.await.unwrap().unwrap(), 204);
     }
     assert_eq!(h2_get(&c, srv.addr, "/ntest/v1/items/x").await.unwrap(), 404);
+    srv.stop().await;
+}
+
+/// Waits until the server reports `n` requests in flight.
+async fn wait_in_flight(srv: &common::Running, n: f64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = srv.observability.encode();
+        if metric(&text, "sbi_requests_in_flight") == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never {n} in flight:\n{text}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Sends `n` GETs of `path` on its own connection, each answer's status in a task.
+async fn burst(
+    addr: SocketAddr,
+    path: &'static str,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<u16>> {
+    let c = h2_connect(addr).await.unwrap();
+    (0..n)
+        .map(|_| {
+            let send = c.send.clone();
+            tokio::spawn(async move {
+                let h = H2 { send, closed: tokio::spawn(async {}) };
+                h2_get(&h, addr, path).await.map_or(0, |s| s.as_u16())
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_backpressure_a_connection_stops_reading_at_the_limit_instead_of_shedding() {
+    // max_in_flight 8: connections stop reading at 7 in flight (an eighth is kept for what was
+    // read before they stopped).
+    let overload = OverloadConfig {
+        max_in_flight: 8,
+        target_latency_ms: 0,
+        hold_max_ms: 60_000,
+        ..Default::default()
+    };
+    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    let first = burst(srv.addr, "/ntest/v1/slow", 7).await;
+    wait_in_flight(&srv, 7.0).await;
+    // Another consumer's requests are not read, so not shed: nothing is answered.
+    let second = burst(srv.addr, "/ntest/v1/slow", 20).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(first.iter().chain(&second).all(|h| !h.is_finished()), "something was answered");
+    assert_eq!(metric(&srv.observability.encode(), "sbi_requests_in_flight"), 7.0);
+    assert!(metric(&srv.observability.encode(), "sbi_reads_held_total") >= 1.0);
+    // As the work in flight is answered the held connection reads, and everything is served.
+    srv.state.gate.add_permits(1000);
+    for h in first.into_iter().chain(second) {
+        assert_eq!(h.await.unwrap(), 204);
+    }
+    srv.stop().await;
+}
+
+#[tokio::test]
+async fn a_held_connection_reads_the_bodies_of_requests_it_admitted() {
+    let overload = OverloadConfig {
+        max_in_flight: 8,
+        target_latency_ms: 0,
+        hold_max_ms: 60_000,
+        ..Default::default()
+    };
+    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    // Seven creates whose heads arrive first: admitted, they fill the limit.
+    let c = h2_connect(srv.addr).await.unwrap();
+    let mut bodies = Vec::new();
+    let mut answers = Vec::new();
+    for i in 0..7 {
+        let req = Request::post(format!("http://{}/ntest/v1/items", srv.addr))
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        let mut send = c.send.clone().ready().await.unwrap();
+        let (rsp, body) = send.send_request(req, false).unwrap();
+        bodies.push((i, body));
+        answers.push(rsp);
+    }
+    wait_in_flight(&srv, 7.0).await;
+    // Their bodies come later, on a connection the gate would otherwise hold: they are read.
+    for (i, mut body) in bodies {
+        body.send_data(Bytes::from(format!(r#"{{"name":"n{i}","count":{i}}}"#)), true).unwrap();
+    }
+    for rsp in answers {
+        let rsp = tokio::time::timeout(Duration::from_secs(10), rsp).await.unwrap().unwrap();
+        assert_eq!(rsp.status(), StatusCode::CREATED);
+    }
+    srv.stop().await;
+}
+
+#[tokio::test]
+async fn a_connection_held_for_hold_max_reads_again_and_sheds_beyond_max_in_flight() {
+    let overload = OverloadConfig {
+        max_in_flight: 8,
+        priority_reserve: 0,
+        target_latency_ms: 0,
+        hold_max_ms: 100,
+        ..Default::default()
+    };
+    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    let first = burst(srv.addr, "/ntest/v1/slow", 7).await;
+    wait_in_flight(&srv, 7.0).await;
+    // Work stuck in flight: after 100 ms the held connection reads; one more fits under
+    // max_in_flight, the rest are answered 503 at once instead of waiting without a word.
+    let t0 = Instant::now();
+    let mut second = burst(srv.addr, "/ntest/v1/slow", 20).await;
+    let mut shed = 0;
+    while shed < 19 {
+        let i = second.iter().position(|h| h.is_finished());
+        match i {
+            Some(i) => {
+                assert_eq!(second.swap_remove(i).await.unwrap(), 503);
+                shed += 1;
+            }
+            None => {
+                assert!(t0.elapsed() < Duration::from_secs(10), "only {shed} shed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    assert!(t0.elapsed() >= Duration::from_millis(100), "shed before the hold ended");
+    srv.state.gate.add_permits(1000);
+    for h in first.into_iter().chain(second) {
+        assert_eq!(h.await.unwrap(), 204);
+    }
     srv.stop().await;
 }

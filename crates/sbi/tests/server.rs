@@ -268,6 +268,8 @@ async fn overload_guard_sheds_a_flood_and_recovers() {
         max_in_flight: 8,
         priority_reserve: 2,
         priority_threshold: 7,
+        // The 503 path, and the reserve it keeps for priority messages.
+        backpressure: false,
         ..Default::default()
     };
     let srv = start(ServerConfig { overload, ..Default::default() }).await;

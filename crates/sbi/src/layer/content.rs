@@ -84,7 +84,11 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let limit = self.max_body_bytes;
         let fut: LayerFuture = Box::pin(async move {
-            match body::collect(b, limit).await {
+            let collected = body::collect(b, limit).await;
+            // The body is in (or refused): its connection may be held again.
+            let mut head = head;
+            drop(head.extensions.remove::<crate::backpressure::BodyPending>());
+            match collected {
                 Ok(bytes) => inner.call(Request::from_parts(head, bytes)).await,
                 Err(p) => Ok(answer(p.with_instance(head.uri.path().to_owned()))),
             }

@@ -11,6 +11,13 @@
 //! 4,096 / capacity (~0.8 s at 5K/s). So the limit in force follows the answers' own latency
 //! (`target_latency_ms`, AIMD over 100 ms windows): the queue stays near capacity × target,
 //! and what does not fit is shed at once, which costs a fraction of serving it.
+//!
+//! A 503 still costs the NF most of what a request costs in the HTTP/2 stack (HPACK, stream
+//! state, the answer): at twice the capacity, shedding half the offered load took ~40 % of the
+//! core and goodput fell to half the capacity. So by default (`backpressure`) the limit in force
+//! is not enforced with 503s but by not reading: while it is reached, connections stop reading
+//! new requests ([`crate::backpressure`]), the excess waits in TCP and in the client, where it
+//! costs the NF nothing, and 503 is kept for `max_in_flight`, the bound on memory.
 
 use std::convert::Infallible;
 use std::future::Ready;
@@ -52,6 +59,17 @@ pub struct OverloadConfig {
     /// work in progress, sheds the rest at once, and its served latency stays near this bound
     /// instead of growing to `max_in_flight` / capacity. 0 keeps the limit at `max_in_flight`.
     pub target_latency_ms: u64,
+    /// Hold the latency-following limit by not reading new requests while it is reached
+    /// (HTTP/2 and TCP flow control push back on the client), shedding with 503 only beyond
+    /// `max_in_flight`. Off: every request beyond the limit in force is answered 503 at once,
+    /// which tells a consumer sooner to go elsewhere but costs the NF a third of serving it.
+    pub backpressure: bool,
+    /// Longest a connection stops reading while nothing new is admitted, milliseconds: then it
+    /// reads again and what exceeds `max_in_flight` is answered 503. Keeps connections from
+    /// going silent while the work in flight is stuck (handlers waiting on other NFs), and lets
+    /// a health probe through. While requests are admitted, held connections are woken in
+    /// turn, oldest first, as room frees.
+    pub hold_max_ms: u64,
 }
 
 impl Default for OverloadConfig {
@@ -64,6 +82,8 @@ impl Default for OverloadConfig {
             oci_validity_secs: 5,
             lci_interval_ms: 1000,
             target_latency_ms: 200,
+            backpressure: true,
+            hold_max_ms: 500,
         }
     }
 }
@@ -96,6 +116,10 @@ pub struct Guard {
     /// The last 3gpp-Sbi-Oci made, with the second and reduction it was made for: it changes
     /// at most once per second and reduction step, not per shed answer.
     oci: Mutex<(u64, u8, Option<HeaderValue>)>,
+    /// Connections that stopped reading while the limit was reached (`backpressure`).
+    pub(crate) gate: crate::backpressure::ReadGate,
+    /// Times a connection stopped reading (`sbi_reads_held`).
+    holds: AtomicU64,
 }
 
 /// The window over which answers' latency is judged.
@@ -108,6 +132,38 @@ const MIN_LIMIT: usize = 16;
 const LCI_CHECK_EVERY: u64 = 32;
 
 impl Guard {
+    /// Where connections stop reading: the limit in force, less an eighth of `max_in_flight`
+    /// so that what they read before stopping is admitted, not shed.
+    fn gate_limit(&self) -> usize {
+        let max = self.config.max_in_flight;
+        self.limit.load(Ordering::Relaxed).min(max - max / 8).max(1)
+    }
+
+    /// Whether new requests may be read.
+    pub(crate) fn open(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) < self.gate_limit()
+    }
+
+    /// Requests admitted since start: a held connection whose hold ran out reads again only
+    /// if none was admitted meanwhile (the work in flight is stuck); otherwise its turn comes.
+    pub(crate) fn admitted(&self) -> u64 {
+        self.admitted.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn hold_max(&self) -> Duration {
+        Duration::from_millis(self.config.hold_max_ms.max(1))
+    }
+
+    /// A connection stopped reading: for the limit's growth this counts as shedding.
+    pub(crate) fn held_back(&self, started: bool) {
+        if started {
+            self.holds.fetch_add(1, Ordering::Relaxed);
+        }
+        if !self.lat_shed.load(Ordering::Relaxed) {
+            self.lat_shed.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// The second, and the share of requests shed in its window, in percent (1..=100).
     fn reduction_pct(&self) -> (u64, u8) {
         let now_s = now_ms() / 1000;
@@ -242,7 +298,16 @@ fn now_ms() -> u64 {
 pub struct Slot(Arc<Guard>, Option<Instant>);
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Release);
+        let g = &self.0;
+        let left = g.in_flight.fetch_sub(1, Ordering::SeqCst) - 1;
+        if g.gate.has_waiters() {
+            // Reopen with some room below the limit, so that a connection woken has room
+            // for what it reads.
+            let limit = g.gate_limit();
+            if left <= limit - limit / 8 {
+                g.gate.wake_one();
+            }
+        }
     }
 }
 
@@ -280,8 +345,25 @@ impl OverloadLayer {
                 window_shed: AtomicU64::new(0),
                 answers: AtomicU64::new(0),
                 lci_last_ms: AtomicU64::new(0),
+                gate: crate::backpressure::ReadGate::default(),
+                holds: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Exports the work in flight, the limit in force and the holds at scrape time (reading
+    /// three atomics then costs the requests nothing).
+    pub fn register(&self, obs: &crate::observe::Observability) {
+        let guard = self.guard.clone();
+        obs.with_registry(|r| r.register_collector(Box::new(GuardCollector(guard))));
+    }
+
+    /// The read gate connections consult, when the guard holds its limit by backpressure.
+    pub(crate) fn backpressure(&self) -> Option<crate::backpressure::Backpressure> {
+        self.guard
+            .config
+            .backpressure
+            .then(|| crate::backpressure::Backpressure::new(self.guard.clone()))
     }
 
     /// Requests currently being worked on.
@@ -323,7 +405,13 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let g = &self.guard;
-        let mut limit = g.limit.load(Ordering::Relaxed);
+        // With backpressure the limit in force is held by not reading; what was read before
+        // the gate closed is admitted up to `max_in_flight`.
+        let mut limit = if g.config.backpressure {
+            g.config.max_in_flight
+        } else {
+            g.limit.load(Ordering::Relaxed)
+        };
         if headers::message_priority(req.headers()) <= g.config.priority_threshold {
             limit += g.config.priority_reserve;
         }
@@ -340,6 +428,50 @@ where
         let started = (g.config.target_latency_ms > 0).then(Instant::now);
         let slot = Slot(g.clone(), started);
         Either::Right { inner: AfterResponse::new(self.inner.call(req), slot) }
+    }
+}
+
+#[derive(Debug)]
+struct GuardCollector(Arc<Guard>);
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("in_flight", &self.in_flight).finish_non_exhaustive()
+    }
+}
+
+impl prometheus_client::collector::Collector for GuardCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let g = &self.0;
+        for (name, help, value) in [
+            (
+                "sbi_requests_in_flight",
+                "SBI requests being worked on",
+                g.in_flight.load(Ordering::Relaxed),
+            ),
+            (
+                "sbi_in_flight_limit",
+                "The overload guard's in-flight limit in force (follows latency)",
+                g.limit.load(Ordering::Relaxed),
+            ),
+        ] {
+            let m = ConstGauge::new(value as i64);
+            m.encode(encoder.encode_descriptor(name, help, None, m.metric_type())?)?;
+        }
+        let held = ConstCounter::new(g.holds.load(Ordering::Relaxed));
+        held.encode(encoder.encode_descriptor(
+            "sbi_reads_held",
+            "Times a connection stopped reading new requests at the in-flight limit (backpressure)",
+            None,
+            held.metric_type(),
+        )?)?;
+        Ok(())
     }
 }
 
