@@ -307,6 +307,7 @@ impl Maker {
                 let kind = match &rsp {
                     Ok(r) => AnswerKind::of_status(r.status),
                     Err(Failure::Timeout) => AnswerKind::Timeout,
+                    Err(Failure::NotSent) => AnswerKind::NotSent,
                     Err(Failure::Transport) => AnswerKind::Transport,
                 };
                 let (ok, outcome) = match &rsp {
@@ -320,6 +321,7 @@ impl Maker {
                         (p.expect.contains(&u32::from(code)), label)
                     }
                     Err(Failure::Timeout) => (false, Cow::Borrowed("timeout")),
+                    Err(Failure::NotSent) => (false, Cow::Borrowed("timeout before sending")),
                     Err(Failure::Transport) => (false, Cow::Borrowed("transport")),
                 };
                 if let (Some(counts), Ok(Answer { status: 200, body: Some(b), .. })) =
@@ -661,9 +663,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             Some(c) => c.clone(),
             None => {
                 let timeout = Duration::from_millis(s.load.timeout_ms);
-                let c = Arc::new(H2Pool::with_reconnect(
+                let c = Arc::new(H2Pool::growing(
                     &base,
                     s.load.connections,
+                    max_connections(&s.load, cfg.concurrency),
                     timeout,
                     s.load.reconnect,
                 )?);
@@ -765,6 +768,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         tokio::spawn(keep_alive_loop(client, base, ids, keep_alive_tps, end, failed))
     });
     preload_report.keep_alive_tps = keep_alive_tps;
+    let http_pools: Vec<Arc<H2Pool>> = by_nf.values().cloned().collect();
     let maker = Arc::new(Maker {
         prepared,
         generators: s.generators.clone(),
@@ -857,13 +861,14 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     shared.second(idx, |sec| {
                         let l = Latency::of(&sec.hist);
                         line = format!(
-                            "[{tick:>4}s{}] offered {:>7}/s achieved {:>7}/s errors {:>5} (503 {}, timeout {}) p50 {:>8.2} ms p99 {:>8.2} ms",
+                            "[{tick:>4}s{}] offered {:>7}/s achieved {:>7}/s errors {:>5} (503 {}, timeout {}, not sent {}) p50 {:>8.2} ms p99 {:>8.2} ms",
                             if (tick as f64) <= warmup { " warm-up" } else { "" },
                             sec.offered,
                             sec.completed,
                             sec.errors,
                             sec.answers.http_503,
                             sec.answers.timeout,
+                            sec.answers.not_sent,
                             l.p50_ms,
                             l.p99_ms
                         );
@@ -1159,6 +1164,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             Some(_) => "closed loop".into(),
         },
         concurrency: cfg.concurrency,
+        connections: http_pools.iter().map(|p| p.active()).max().unwrap_or(0),
         duration_s: cfg.duration_s,
         warmup_s: cfg.warmup_s,
         targets: cfg.targets.clone(),
@@ -1538,8 +1544,32 @@ fn render_http(
     Some((url, body, variant))
 }
 
+/// The most connections the kit opens to one NF: the scenario's for a fixed pool; else enough
+/// for every request it may have outstanding even if the NF allowed only 16 streams per
+/// connection (the pool opens them only while the open ones have all their streams in use).
+pub fn max_connections(load: &crate::scenario::Load, concurrency: Option<usize>) -> usize {
+    if load.fixed_connections {
+        return load.connections;
+    }
+    let outstanding = concurrency.unwrap_or(load.max_outstanding);
+    load.connections.max(outstanding.div_ceil(16).min(1024))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_pool_may_grow_to_fit_what_may_be_outstanding_unless_fixed() {
+        let mut load: crate::scenario::Load =
+            toml::from_str("rate = 1\nduration_s = 1\nwarmup_s = 0\nmax_outstanding = 4096")
+                .unwrap();
+        load.connections = 4;
+        assert_eq!(max_connections(&load, None), 256);
+        assert_eq!(max_connections(&load, Some(32)), 4);
+        load.fixed_connections = true;
+        assert_eq!(max_connections(&load, Some(100_000)), 4);
+    }
+
     use super::*;
 
     #[test]

@@ -12,7 +12,7 @@
 //! needs are kept. Its connections also take 1 MiB frames and read through a 256 KiB buffer
 //! (below), which an NF holding connections to many producers should not spend.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -76,7 +76,12 @@ pub struct Answer {
 /// Why a request got no answer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Failure {
+    /// No answer within the timeout to a request that was sent.
     Timeout,
+    /// The request never left the client: it waited for a stream (the NF's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS) or a connection being opened until the timeout, or
+    /// until its connection was closed.
+    NotSent,
     Transport,
 }
 
@@ -90,8 +95,12 @@ pub struct H2Conn {
     current: Mutex<Option<Live>>,
     reopen: tokio::sync::Mutex<()>,
     generation: AtomicU64,
-    /// A timed-out request closes the connection (`load.reconnect`).
+    /// A request that was sent and timed out closes the connection (`load.reconnect`).
     reconnect: bool,
+    /// Requests in progress on this connection, and the streams the NF allows on it (its
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once known), for the pool's growth.
+    outstanding: AtomicUsize,
+    max_streams: AtomicUsize,
 }
 
 /// The open connection: its generation, its request handle, and its I/O task (aborting it
@@ -128,6 +137,8 @@ impl H2Conn {
             reopen: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
             reconnect,
+            outstanding: AtomicUsize::new(0),
+            max_streams: AtomicUsize::new(usize::MAX),
         })
     }
 
@@ -165,6 +176,15 @@ impl H2Conn {
             let _ = conn.await;
         })
         .abort_handle();
+        // The NF's SETTINGS (its stream limit, which the pool grows by) come right after the
+        // handshake; wait a little for them rather than guess.
+        for _ in 0..100 {
+            if send.current_max_send_streams() != usize::MAX {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        self.max_streams.store(send.current_max_send_streams(), Ordering::Relaxed);
         let g = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         *self.current.lock().unwrap() = Some(Live { generation: g, send: send.clone(), io });
         Ok((g, send))
@@ -183,19 +203,35 @@ impl H2Conn {
         }
     }
 
+    /// Whether a new request would find a free stream (unknown before the first connect: yes).
+    fn has_room(&self) -> bool {
+        self.outstanding.load(Ordering::Relaxed) < self.max_streams.load(Ordering::Relaxed)
+    }
+
     /// Sends one request and waits for its whole answer, within the timeout.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, Failure> {
-        // The generation the request went out on (0: none yet), for `reconnect`.
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+        let r = self.send_counted(call).await;
+        self.outstanding.fetch_sub(1, Ordering::Relaxed);
+        r
+    }
+
+    async fn send_counted(&self, call: Call<'_>) -> Result<Answer, Failure> {
+        // The generation of the connection the request was sent on (0: not sent yet), for
+        // `reconnect`: a consumer that gives up on a request it sent suspects the connection;
+        // one whose request never left (all streams in use) has no reason to.
         let generation = AtomicU64::new(0);
         match tokio::time::timeout(self.timeout, self.exchange(call, &generation)).await {
             Ok(r) => r,
-            Err(_) => {
-                let g = generation.load(Ordering::Relaxed);
-                if self.reconnect && g > 0 {
-                    self.broken(g, true);
+            Err(_) => match generation.load(Ordering::Relaxed) {
+                0 => Err(Failure::NotSent),
+                g => {
+                    if self.reconnect {
+                        self.broken(g, true);
+                    }
+                    Err(Failure::Timeout)
                 }
-                Err(Failure::Timeout)
-            }
+            },
         }
     }
 
@@ -210,15 +246,19 @@ impl H2Conn {
             .build()
             .map_err(|_| Failure::Transport)?;
         let (generation, send) = self.sender().await.map_err(|_| Failure::Transport)?;
-        used.store(generation, Ordering::Relaxed);
-        let r = exchange_on(send, uri, call).await;
+        let r = exchange_on(send, uri, call, || used.store(generation, Ordering::Relaxed)).await;
         if let Err(e) = &r {
             // A stream reset ends that request; anything else ends the connection.
             if !e.is_reset() || e.is_go_away() {
                 self.broken(generation, false);
             }
         }
-        r.map_err(|_| Failure::Transport)
+        // A request still queued behind the stream limit when its connection closed never
+        // reached the NF.
+        r.map_err(|_| match used.load(Ordering::Relaxed) {
+            0 => Failure::NotSent,
+            _ => Failure::Transport,
+        })
     }
 }
 
@@ -226,6 +266,7 @@ async fn exchange_on(
     send: SendRequest<Bytes>,
     uri: Uri,
     call: Call<'_>,
+    sent: impl FnOnce(),
 ) -> Result<Answer, h2::Error> {
     let mut send = send.ready().await?;
     let mut req = Request::new(());
@@ -253,6 +294,10 @@ async fn exchange_on(
         }
         None => send.send_request(req, true)?.0,
     };
+    // h2 queues a stream beyond the peer's SETTINGS_MAX_CONCURRENT_STREAMS; this handle is
+    // ready again once its stream has left that queue, i.e. its HEADERS are on their way.
+    std::future::poll_fn(|cx| send.poll_ready(cx)).await?;
+    sent();
     let (mut parts, mut body) = rsp.await?.into_parts();
     let mut body_len = 0;
     let mut kept: Option<bytes::BytesMut> = call.want.body.then(bytes::BytesMut::new);
@@ -274,9 +319,13 @@ async fn exchange_on(
     })
 }
 
-/// `connections` connections to one NF, used round robin.
+/// Connections to one NF, used round robin: `connections` at first, more (up to `max`) while
+/// every open one has all the streams the NF allows in use, as HTTP/2 consumers do (Go's
+/// transport opens another connection at the peer's SETTINGS_MAX_CONCURRENT_STREAMS); exactly
+/// `connections` for a fixed pool.
 pub struct H2Pool {
     conns: Vec<H2Conn>,
+    active: AtomicUsize,
     next: AtomicU64,
 }
 
@@ -285,31 +334,62 @@ impl H2Pool {
         Self::with_reconnect(base, connections, timeout, false)
     }
 
-    /// A pool whose connections are closed by a request that times out (`load.reconnect`).
+    /// A fixed pool whose connections are closed by a request that times out
+    /// (`load.reconnect`).
     pub fn with_reconnect(
         base: &str,
         connections: usize,
         timeout: Duration,
         reconnect: bool,
     ) -> Result<Self> {
-        let conns = (0..connections.max(1))
-            .map(|_| H2Conn::with_reconnect(base, timeout, reconnect))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Self { conns, next: AtomicU64::new(0) })
+        Self::growing(base, connections, connections, timeout, reconnect)
     }
 
-    /// Opens every connection.
+    /// `connections` at first, at most `max` (connections are opened at their first request).
+    pub fn growing(
+        base: &str,
+        connections: usize,
+        max: usize,
+        timeout: Duration,
+        reconnect: bool,
+    ) -> Result<Self> {
+        let first = connections.max(1);
+        let conns = (0..max.max(first))
+            .map(|_| H2Conn::with_reconnect(base, timeout, reconnect))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { conns, active: AtomicUsize::new(first), next: AtomicU64::new(0) })
+    }
+
+    /// Opens the first connections.
     pub async fn open(&self) -> Result<()> {
-        for c in &self.conns {
+        for c in &self.conns[..self.active()] {
             c.open().await?;
         }
         Ok(())
     }
 
-    /// The next connection, round robin.
+    /// Connections in use (the most this pool has grown to).
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The next connection with a free stream, round robin; a new one when none has and the
+    /// pool may grow; else the next in turn (its request waits in h2 for a stream).
     pub fn pick(&self) -> &H2Conn {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) as usize % self.conns.len();
-        &self.conns[i]
+        let n = self.active();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        for k in 0..n {
+            let c = &self.conns[(start + k) % n];
+            if c.has_room() {
+                return c;
+            }
+        }
+        if n < self.conns.len()
+            && self.active.compare_exchange(n, n + 1, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            return &self.conns[n];
+        }
+        &self.conns[start % n]
     }
 }
 
@@ -330,13 +410,25 @@ mod tests {
 
     /// An h2c server on a real socket, doing with each request what `act` says.
     async fn server(act: fn(&http::request::Parts) -> Act) -> String {
+        server_with_streams(act, 1024).await
+    }
+
+    /// A server announcing `max_streams` (SETTINGS_MAX_CONCURRENT_STREAMS).
+    async fn server_with_streams(
+        act: fn(&http::request::Parts) -> Act,
+        max_streams: u32,
+    ) -> String {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", l.local_addr().unwrap());
         tokio::spawn(async move {
             loop {
                 let (tcp, _) = l.accept().await.unwrap();
                 tokio::spawn(async move {
-                    let mut conn = h2::server::handshake(tcp).await.unwrap();
+                    let mut conn = h2::server::Builder::new()
+                        .max_concurrent_streams(max_streams)
+                        .handshake(tcp)
+                        .await
+                        .unwrap();
                     let mut held = Vec::new();
                     while let Some(Ok((req, mut respond))) = conn.accept().await {
                         let (parts, _) = req.into_parts();
@@ -488,6 +580,69 @@ mod tests {
         assert!([a.unwrap_err(), b.unwrap_err()].contains(&Failure::Timeout));
         let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
         assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 2));
+    }
+
+    #[tokio::test]
+    async fn a_request_the_stream_limit_kept_from_leaving_is_not_sent_and_closes_nothing() {
+        let base = server_with_streams(
+            |p| match p.uri.path() {
+                "/never" => Act::Hold,
+                _ => Act::Answer(StatusCode::NO_CONTENT, ""),
+            },
+            1,
+        )
+        .await;
+        let c = H2Conn::with_reconnect(&base, Duration::from_millis(300), true).unwrap();
+        assert_eq!(c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap().status, 204);
+        // The one stream the server allows is held; the second request waits behind it in the
+        // client and never leaves: not sent. Only the sent one's timeout closes the connection.
+        // (Both time out in the same tick, the sent one first: the connection it closes is
+        // still open when the other's timeout is seen.)
+        let (a, b) = tokio::join!(
+            c.send(call(&Method::GET, "/never", Want::default())),
+            c.send(call(&Method::GET, "/ok", Want::default()))
+        );
+        assert_eq!(a.unwrap_err(), Failure::Timeout);
+        assert_eq!(b.unwrap_err(), Failure::NotSent);
+        let ok = c.send(call(&Method::GET, "/ok", Want::default())).await.unwrap();
+        assert_eq!((ok.status, c.generation.load(Ordering::Relaxed)), (204, 2));
+    }
+
+    #[tokio::test]
+    async fn the_pool_opens_another_connection_when_its_streams_are_all_in_use_unless_fixed() {
+        let base = server_with_streams(
+            |p| match p.uri.path() {
+                "/never" => Act::Hold,
+                _ => Act::Answer(StatusCode::NO_CONTENT, ""),
+            },
+            1,
+        )
+        .await;
+        let pool = std::sync::Arc::new(
+            H2Pool::growing(&base, 1, 3, Duration::from_millis(500), false).unwrap(),
+        );
+        pool.open().await.unwrap();
+        // One held request per connection fills it: each next one opens a new connection, up
+        // to the three allowed; a fourth waits on one of them.
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let p = pool.clone();
+            held.push(tokio::spawn(async move {
+                p.pick().send(call(&Method::GET, "/never", Want::default())).await
+            }));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(pool.active(), 3);
+        for h in held {
+            assert!(h.await.unwrap().is_err());
+        }
+        let fixed = H2Pool::with_reconnect(&base, 1, Duration::from_millis(200), false).unwrap();
+        let (a, b) = tokio::join!(
+            fixed.pick().send(call(&Method::GET, "/never", Want::default())),
+            fixed.pick().send(call(&Method::GET, "/ok", Want::default()))
+        );
+        assert_eq!((a.unwrap_err(), b.unwrap_err()), (Failure::Timeout, Failure::NotSent));
+        assert_eq!(fixed.active(), 1);
     }
 
     #[tokio::test]

@@ -76,6 +76,11 @@ pub struct BenchArgs {
     /// Pin the NFs the kit starts to these CPUs (taskset list, e.g. 0-1).
     #[arg(long, value_name = "LIST")]
     pub nf_cpus: Option<String>,
+    /// Limit each NF the kit starts to this many cores (a cgroup CPU quota, e.g. 0.5), so that
+    /// twice its capacity is within the generator's reach; measure the capacity with the same
+    /// quota. Needs write access to the cgroup tree.
+    #[arg(long, value_name = "CORES")]
+    pub nf_cpu_quota: Option<f64>,
     /// Pin the generator (and its simulators) to these CPUs.
     #[arg(long, value_name = "LIST")]
     pub gen_cpus: Option<String>,
@@ -83,7 +88,8 @@ pub struct BenchArgs {
     /// load.concurrency): no arrival schedule, the rate is an outcome.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
-    /// HTTP/2 connections per NF (overrides load.connections).
+    /// HTTP/2 connections per NF, exactly (overrides load.connections and fixes the pool: no
+    /// more are opened when their streams are all in use).
     #[arg(long, value_name = "N")]
     pub connections: Option<usize>,
     /// Open loop: requests outstanding at most (overrides load.max_outstanding).
@@ -151,6 +157,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let mut scenario = Scenario::load(&name)?;
     let load = &mut scenario.load;
     load.connections = args.connections.unwrap_or(load.connections);
+    load.fixed_connections |= args.connections.is_some();
     load.max_outstanding = args.max_outstanding.unwrap_or(load.max_outstanding);
     load.timeout_ms = args.timeout_ms.unwrap_or(load.timeout_ms);
     load.reconnect |= args.reconnect;
@@ -216,6 +223,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             started_by_kit: false,
             pid: None,
             cpus: None,
+            cpu_quota: None,
         });
     }
     let exe = match &args.nf_exe {
@@ -285,13 +293,21 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 udr_preloaded = Some(loaded);
                 settle_disk(progress).await?;
             }
-            let c = nfproc::spawn(&exe, nf, args.nf_cpus.as_deref(), &out, config.as_deref(), dir)?;
+            let c = nfproc::spawn(
+                &exe,
+                nf,
+                (args.nf_cpus.as_deref(), args.nf_cpu_quota),
+                &out,
+                config.as_deref(),
+                dir,
+            )?;
             targets.push(TargetReport {
                 nf: nf.clone(),
                 url: c.url.clone(),
                 started_by_kit: true,
                 pid: Some(c.pid()),
                 cpus: args.nf_cpus.clone(),
+                cpu_quota: args.nf_cpu_quota,
             });
             children.push(c);
         }
@@ -474,7 +490,14 @@ pub async fn run_against(
     let targets: Vec<TargetReport> = targets
         .into_iter()
         .filter(|(nf, _)| !nf.ends_with(DIAMETER_TARGET))
-        .map(|(nf, url)| TargetReport { nf, url, started_by_kit: false, pid: None, cpus: None })
+        .map(|(nf, url)| TargetReport {
+            nf,
+            url,
+            started_by_kit: false,
+            pid: None,
+            cpus: None,
+            cpu_quota: None,
+        })
         .collect();
     let mut preloaded = None;
     if let Some(plan) = bindings::BindingPlan::new(&scenario, None)? {

@@ -1,5 +1,6 @@
 //! NFs started as child processes: `<fivecore> <nf> --listen 127.0.0.1:<port> --data-dir <tmp>`,
-//! optionally under `taskset -c LIST`; stopped with SIGTERM, then SIGKILL.
+//! optionally under `taskset -c LIST` and a CPU quota (a cgroup of its own); stopped with
+//! SIGTERM, then SIGKILL.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,64 @@ pub struct ChildNf {
     pub child: Child,
     _data_dir: tempfile::TempDir,
     pub log_path: PathBuf,
+    /// Removed after the child has been stopped (fields drop after `Drop::drop`).
+    _quota: Option<CpuQuota>,
+}
+
+/// A cgroup limiting one NF to a share of a core (`--nf-cpu-quota`), so that twice its
+/// capacity is within reach of a load generator on one core: the NF's capacity is measured
+/// under the same quota. cgroup v2 (`cpu.max`) or v1 (`cpu.cfs_quota_us`); needs write access
+/// to the cgroup tree (root, or a delegated subtree).
+pub struct CpuQuota {
+    dir: PathBuf,
+}
+
+impl CpuQuota {
+    /// A short period (the kernel's default is 100 ms): at a quarter of a core, a 100 ms period
+    /// froze the NF for 75 ms at a time, which its clients saw as latency spikes; 10 ms spreads
+    /// the same share evenly.
+    const PERIOD_US: u64 = 10_000;
+
+    /// Creates the cgroup, sets `cores` (e.g. 0.5) and moves `pid` into it.
+    pub fn apply(pid: u32, cores: f64) -> Result<Self> {
+        if !cores.is_finite() || cores <= 0.0 {
+            bail!("--nf-cpu-quota must be > 0 (cores)");
+        }
+        let quota = ((cores * Self::PERIOD_US as f64) as u64).max(1000);
+        let name = format!("fivecore-bench-{pid}");
+        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers");
+        let (dir, file, value) = if v2.exists() {
+            (
+                Path::new("/sys/fs/cgroup").join(&name),
+                "cpu.max",
+                format!("{quota} {}", Self::PERIOD_US),
+            )
+        } else {
+            (Path::new("/sys/fs/cgroup/cpu").join(&name), "cpu.cfs_quota_us", quota.to_string())
+        };
+        std::fs::create_dir(&dir).with_context(|| {
+            format!(
+                "creating cgroup {} (--nf-cpu-quota needs write access to the cgroup tree)",
+                dir.display()
+            )
+        })?;
+        let q = CpuQuota { dir };
+        if file == "cpu.cfs_quota_us" {
+            std::fs::write(q.dir.join("cpu.cfs_period_us"), Self::PERIOD_US.to_string())?;
+        }
+        std::fs::write(q.dir.join(file), value)
+            .with_context(|| format!("setting {}/{file}", q.dir.display()))?;
+        std::fs::write(q.dir.join("cgroup.procs"), pid.to_string())
+            .with_context(|| format!("moving pid {pid} into {}", q.dir.display()))?;
+        Ok(q)
+    }
+}
+
+impl Drop for CpuQuota {
+    fn drop(&mut self) {
+        // The NF has exited: the cgroup is empty and can go.
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 impl ChildNf {
@@ -48,7 +107,30 @@ impl Drop for ChildNf {
     }
 }
 
+/// A port for an NF to listen on, free now and below the kernel's ephemeral range. A port the
+/// kernel picks for bind(0) comes from that range, which outgoing connections also draw from: in
+/// the time between picking it and the NF binding it (a preload can take seconds), one of the
+/// kit's or another test's connections could take it ("Address already in use").
 pub fn free_port() -> Result<u16> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse::<u16>().ok()))
+        .unwrap_or(32768);
+    const FIRST: u16 = 10_000;
+    if low > FIRST + 1000 {
+        // A random start, so concurrent runs do not all try the same ports first.
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            ^ std::process::id().rotate_left(16);
+        let span = u32::from(low - FIRST);
+        for i in 0..span.min(2000) {
+            let port = FIRST + ((seed.wrapping_add(i.wrapping_mul(7919))) % span) as u16;
+            if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(l.local_addr()?.port());
+            }
+        }
+    }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -78,7 +160,7 @@ pub fn write_config(
 pub fn spawn(
     exe: &Path,
     nf: &str,
-    cpus: Option<&str>,
+    (cpus, quota): (Option<&str>, Option<f64>),
     log_dir: &Path,
     config: Option<&Path>,
     data_dir: tempfile::TempDir,
@@ -104,13 +186,22 @@ pub fn spawn(
         cmd.arg("--config").arg(path);
     }
     cmd.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
-    let child = cmd.spawn().with_context(|| format!("starting {} {nf}", exe.display()))?;
+    let mut child = cmd.spawn().with_context(|| format!("starting {} {nf}", exe.display()))?;
+    let quota = match quota.map(|q| CpuQuota::apply(child.id(), q)).transpose() {
+        Ok(q) => q,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     Ok(ChildNf {
         nf: nf.to_string(),
         url: format!("http://127.0.0.1:{port}"),
         child,
         _data_dir: data_dir,
         log_path,
+        _quota: quota,
     })
 }
 

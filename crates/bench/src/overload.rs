@@ -21,10 +21,12 @@ pub struct OverloadReport {
     /// against the seconds they were due would show a rate the NF never served).
     pub goodput_tps: f64,
     /// Shares of all requests of the window: shed (503), other 5xx, no answer (timeout or
-    /// transport failure).
+    /// transport failure; a request that never left the client is counted apart, in
+    /// `not_sent_share`: the NF never saw it).
     pub shed_share: f64,
     pub other_5xx_share: f64,
     pub unanswered_share: f64,
+    pub not_sent_share: f64,
     /// Latency of the served (2xx) requests only.
     pub served_latency: Latency,
     /// Seconds of the measured window in which no answer of any kind arrived, and the longest
@@ -92,6 +94,7 @@ impl OverloadReport {
             shed_share: answers.http_503 as f64 / total,
             other_5xx_share: answers.http_5xx_other as f64 / total,
             unanswered_share: (answers.timeout + answers.transport) as f64 / total,
+            not_sent_share: answers.not_sent as f64 / total,
             answers,
             served_latency,
             silent_seconds: silent,
@@ -106,7 +109,8 @@ impl OverloadReport {
     /// was an overload run (cool-down).
     pub fn notable(&self) -> bool {
         let a = &self.answers;
-        a.http_503 + a.http_5xx_other + a.timeout + a.transport > 0 || self.cooldown_s > 0.0
+        a.http_503 + a.http_5xx_other + a.timeout + a.not_sent + a.transport > 0
+            || self.cooldown_s > 0.0
     }
 
     /// The report.md section: the summary, then the answers of every second.
@@ -115,7 +119,7 @@ impl OverloadReport {
         let l = &self.served_latency;
         let _ = writeln!(
             out,
-            "\n## Answers by kind (overload view)\n\nRequests due in the measured window: {} answered 2xx (goodput: {:.1} 2xx received per second of the window), {} shed with 503 ({:.2} %), {} other 5xx ({:.2} %), {} other answers, {} timed out, {} transport failures ({:.2} % unanswered). Served (2xx) latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms. Seconds without any answer: {} (longest run {} s).",
+            "\n## Answers by kind (overload view)\n\nRequests due in the measured window: {} answered 2xx (goodput: {:.1} 2xx received per second of the window), {} shed with 503 ({:.2} %), {} other 5xx ({:.2} %), {} other answers, {} timed out, {} transport failures ({:.2} % unanswered); {} never sent ({:.2} %: held in the client by the NF's stream limit until they timed out or their connection closed; the NF never saw them). Served (2xx) latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms. Seconds without any answer: {} (longest run {} s).",
             a.http_2xx,
             self.goodput_tps,
             a.http_503,
@@ -126,6 +130,8 @@ impl OverloadReport {
             a.timeout,
             a.transport,
             self.unanswered_share * 100.0,
+            a.not_sent,
+            self.not_sent_share * 100.0,
             l.p50_ms,
             l.p99_ms,
             l.max_ms,
@@ -149,13 +155,13 @@ impl OverloadReport {
         }
         let _ = writeln!(
             out,
-            "\n| s | phase | offered | 2xx | 503 | other 5xx | other | timeout | transport | p99 ms (all answers) |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+            "\n| s | phase | offered | 2xx | 503 | other 5xx | other | timeout | not sent | transport | p99 ms (all answers) |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
         );
         for s in timeline {
             let x = &s.answers;
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
                 s.t,
                 s.phase(),
                 s.offered,
@@ -164,6 +170,7 @@ impl OverloadReport {
                 x.http_5xx_other,
                 x.other,
                 x.timeout,
+                x.not_sent,
                 x.transport,
                 s.p99_ms
             );

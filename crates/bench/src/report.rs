@@ -30,6 +30,9 @@ pub struct Report {
     /// loop` (`concurrency` requests outstanding, latency from each actual send).
     pub load_mode: String,
     pub concurrency: Option<usize>,
+    /// The most HTTP/2 connections open to one NF (the pool grows past the scenario's while
+    /// every connection has all the streams the NF allows in use, unless fixed).
+    pub connections: usize,
     /// `nf=url`, and whether the kit started it.
     pub targets: Vec<TargetReport>,
     pub preload: PreloadReport,
@@ -65,6 +68,8 @@ pub struct TargetReport {
     pub started_by_kit: bool,
     pub pid: Option<u32>,
     pub cpus: Option<String>,
+    /// Cores the NF was limited to (cgroup CPU quota), if any.
+    pub cpu_quota: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -303,18 +308,20 @@ pub fn markdown(r: &Report) -> String {
     );
     match r.concurrency {
         Some(n) => {
-            let _ = writeln!(s, "- closed loop: {n} requests outstanding, {:.2}/s sent (scale {:.4} of the reference; an outcome, not a setting), latency from each actual send, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.duration_s, r.warmup_s);
+            let _ = writeln!(s, "- closed loop: {n} requests outstanding over up to {} HTTP/2 connections per NF, {:.2}/s sent (scale {:.4} of the reference; an outcome, not a setting), latency from each actual send, {:.0} s measured after {:.0} s warm-up", r.connections, r.rate, r.scale, r.duration_s, r.warmup_s);
         }
         None => {
-            let _ = writeln!(s, "- open loop: offered rate {:.2}/s (scale {:.4} of the reference), latency from each request's due time, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.duration_s, r.warmup_s);
+            let _ = writeln!(s, "- open loop: offered rate {:.2}/s (scale {:.4} of the reference) over up to {} HTTP/2 connections per NF, latency from each request's due time, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.connections, r.duration_s, r.warmup_s);
         }
     }
     for t in &r.targets {
         let how = if t.started_by_kit {
             format!(
-                "started by the kit, pid {}, cpus {}",
+                "started by the kit, pid {}, cpus {}{}",
                 t.pid.unwrap_or(0),
-                t.cpus.as_deref().unwrap_or("any")
+                t.cpus.as_deref().unwrap_or("any"),
+                t.cpu_quota
+                    .map_or(String::new(), |q| format!(", limited to {q} cores (cgroup quota)"))
             )
         } else {
             "external".into()
@@ -886,6 +893,7 @@ mod tests {
             warmup_s: 2.0,
             load_mode: "open loop".into(),
             concurrency: None,
+            connections: 4,
             targets: Vec::new(),
             preload: PreloadReport::default(),
             procedures: Vec::new(),

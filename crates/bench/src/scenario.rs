@@ -40,6 +40,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
     ("udr-t3-sh-25k-soap-2k", include_str!("../../../scenarios/udr-t3-sh-25k-soap-2k.toml")),
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
+    ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,9 +92,15 @@ pub struct Load {
     /// Requests in flight at most; beyond it the scheduler waits (and the report says so).
     #[serde(default = "default_outstanding")]
     pub max_outstanding: usize,
-    /// Pooled HTTP/2 connections per NF (requests are spread over them round robin).
+    /// Pooled HTTP/2 connections per NF (requests are spread over them round robin). More
+    /// are opened while every one has all the streams the NF allows in use, as HTTP/2
+    /// consumers do, unless `fixed_connections`.
     #[serde(default = "default_connections")]
     pub connections: usize,
+    /// Exactly `connections`, never more: a fixed pool of busy connections, as SMFs and AMFs
+    /// hold towards a PCF or BSF (the overload runs). `--connections` sets it too.
+    #[serde(default)]
+    pub fixed_connections: bool,
     /// Per-request timeout.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,

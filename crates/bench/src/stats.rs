@@ -170,7 +170,11 @@ pub enum AnswerKind {
     OtherServerError,
     /// Any other answer (4xx, 3xx, an unexpected Diameter result).
     Other,
+    /// Timed out after it was sent.
     Timeout,
+    /// Never sent: held in the client by the NF's SETTINGS_MAX_CONCURRENT_STREAMS (or a
+    /// connection being opened) until it timed out or its connection closed.
+    NotSent,
     Transport,
 }
 
@@ -181,6 +185,9 @@ pub struct AnswerCounts {
     pub http_5xx_other: u64,
     pub other: u64,
     pub timeout: u64,
+    /// Never sent: held in the client (the NF's stream limit) until it timed out or its
+    /// connection closed.
+    pub not_sent: u64,
     pub transport: u64,
 }
 
@@ -192,6 +199,7 @@ impl AnswerCounts {
             AnswerKind::OtherServerError => self.http_5xx_other += 1,
             AnswerKind::Other => self.other += 1,
             AnswerKind::Timeout => self.timeout += 1,
+            AnswerKind::NotSent => self.not_sent += 1,
             AnswerKind::Transport => self.transport += 1,
         }
     }
@@ -202,6 +210,7 @@ impl AnswerCounts {
         self.http_5xx_other += o.http_5xx_other;
         self.other += o.other;
         self.timeout += o.timeout;
+        self.not_sent += o.not_sent;
         self.transport += o.transport;
     }
 
@@ -211,7 +220,7 @@ impl AnswerCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.answered() + self.timeout + self.transport
+        self.answered() + self.timeout + self.not_sent + self.transport
     }
 }
 
