@@ -218,6 +218,19 @@ async fn a_shed_request_is_a_503_with_retry_after_and_the_connection_serves_on()
     srv.stop().await;
 }
 
+/// A server with backpressure at a fixed limit: max_in_flight 8, so connections stop reading at
+/// 7 in flight (an eighth is kept for what was read before they stopped); no priority reserve.
+async fn start_held(hold_max_ms: u64) -> common::Running {
+    let overload = OverloadConfig {
+        max_in_flight: 8,
+        priority_reserve: 0,
+        target_latency_ms: 0,
+        hold_max_ms,
+        ..Default::default()
+    };
+    start(ServerConfig { overload, ..Default::default() }).await
+}
+
 /// Waits until the server reports `n` requests in flight.
 async fn wait_in_flight(srv: &common::Running, n: f64) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -251,15 +264,7 @@ async fn burst(
 
 #[tokio::test]
 async fn with_backpressure_a_connection_stops_reading_at_the_limit_instead_of_shedding() {
-    // max_in_flight 8: connections stop reading at 7 in flight (an eighth is kept for what was
-    // read before they stopped).
-    let overload = OverloadConfig {
-        max_in_flight: 8,
-        target_latency_ms: 0,
-        hold_max_ms: 60_000,
-        ..Default::default()
-    };
-    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    let srv = start_held(60_000).await;
     let first = burst(srv.addr, "/ntest/v1/slow", 7).await;
     wait_in_flight(&srv, 7.0).await;
     // Another consumer's requests are not read, so not shed: nothing is answered.
@@ -278,13 +283,7 @@ async fn with_backpressure_a_connection_stops_reading_at_the_limit_instead_of_sh
 
 #[tokio::test]
 async fn a_held_connection_reads_the_bodies_of_requests_it_admitted() {
-    let overload = OverloadConfig {
-        max_in_flight: 8,
-        target_latency_ms: 0,
-        hold_max_ms: 60_000,
-        ..Default::default()
-    };
-    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    let srv = start_held(60_000).await;
     // Seven creates whose heads arrive first: admitted, they fill the limit.
     let c = h2_connect(srv.addr).await.unwrap();
     let mut bodies = Vec::new();
@@ -313,14 +312,7 @@ async fn a_held_connection_reads_the_bodies_of_requests_it_admitted() {
 
 #[tokio::test]
 async fn a_connection_held_for_hold_max_reads_again_and_sheds_beyond_max_in_flight() {
-    let overload = OverloadConfig {
-        max_in_flight: 8,
-        priority_reserve: 0,
-        target_latency_ms: 0,
-        hold_max_ms: 100,
-        ..Default::default()
-    };
-    let srv = start(ServerConfig { overload, ..Default::default() }).await;
+    let srv = start_held(100).await;
     let first = burst(srv.addr, "/ntest/v1/slow", 7).await;
     wait_in_flight(&srv, 7.0).await;
     // Work stuck in flight: after 100 ms the held connection reads; one more fits under
