@@ -7,7 +7,8 @@ side-stepped through a third crate:
 - `sbi` depends on no NF crate and not on `store`;
 - `diameter` does not depend on `sbi`;
 - `bench` (the kit, a pure client) depends on no NF crate and not on `store`;
-- the shared crates an NF stands on (`store`, `nrf-client`, `nf`) depend on no NF crate.
+- the shared crates an NF stands on (`store`, `nrf-client`, `nf`) depend on no NF crate;
+- `policy` knows neither SBI nor Diameter nor a store.
 
 Usage: scripts/check-deps.py [--metadata FILE | --self-test]  (default: runs `cargo metadata --offline`).
 """
@@ -24,6 +25,8 @@ RULES = [
     ("fivecore-store", NF_CRATES | {"fivecore-sbi"}, "the store is below every NF"),
     ("fivecore-nrf-client", NF_CRATES, "every NF uses nrf-client"),
     ("fivecore-nf", NF_CRATES, "every NF stands on the skeleton"),
+    ("fivecore-policy", NF_CRATES | {"fivecore-sbi", "fivecore-diameter", "fivecore-store"},
+     "the policy engine sees requests as data: no SBI, no Diameter, no store"),
 ]
 
 

@@ -1,4 +1,4 @@
-//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|bench|version>`.
+//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|policy|bench|version>`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +30,8 @@ pub enum Command {
     Pcf(NfArgs),
     /// Data Director: SBI message copies into xDRs and feeds.
     Dd(NfArgs),
+    /// Policy projects: check, test, dry-run and replay before deploying (docs/policy.md).
+    Policy(PolicyArgs),
     /// Replay the reference call models against fivecore and report side by side.
     Bench(BenchArgs),
     /// Print the version.
@@ -199,3 +201,50 @@ pub struct PreloadArgs {
 
 /// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).
 pub use bench::BenchArgs;
+
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum PolicyCommand {
+    /// Parse and check a project; every error names its file and line. Exit 1 on errors.
+    Check {
+        /// The project directory (project.toml inside).
+        dir: PathBuf,
+    },
+    /// Run the project's own test cases (tests/*.toml): pass or fail per case, exit 1 on a failure.
+    Test { dir: PathBuf },
+    /// Dry run of one request: the decision, and which rules, table rows and scripts fired.
+    Eval {
+        dir: PathBuf,
+        /// The request, JSON (or TOML by extension).
+        #[arg(long, value_name = "FILE")]
+        request: PathBuf,
+        /// Subscriber data, JSON or TOML.
+        #[arg(long, value_name = "FILE")]
+        subscriber: Option<PathBuf>,
+        /// Subscriber state variables, a JSON or TOML object.
+        #[arg(long, value_name = "FILE")]
+        ssv: Option<PathBuf>,
+        /// SM, AM, UE, PA, GX or SY.
+        #[arg(long, default_value = "SM")]
+        service: String,
+        /// The requesting node.
+        #[arg(long, default_value = "")]
+        node: String,
+        /// The time to evaluate at (RFC 3339; default: now).
+        #[arg(long)]
+        now: Option<String>,
+    },
+    /// Evaluate recorded requests (JSON lines) under two versions; report every decision that
+    /// differs. Exit 1 when any differs.
+    Replay {
+        old: PathBuf,
+        new: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        sessions: PathBuf,
+    },
+}

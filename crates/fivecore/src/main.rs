@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod logging;
 mod nf;
+mod policy_cli;
 mod udr_import;
 mod up;
 
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         },
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
+        Command::Policy(args) => policy_cli::run(&args.command),
         Command::Bench(args) => bench::run(args),
     }
 }

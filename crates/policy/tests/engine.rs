@@ -1,0 +1,274 @@
+//! The engine from outside: scripts that loop for ever or allocate without bound are stopped by
+//! their limits and answered with the fallback, counted; a hot swap under concurrent
+//! evaluations loses and mixes nothing; check errors name file and line; the corpus's own
+//! cases pass.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use policy::testcase::load_cases;
+use policy::{Deployed, Input, Project, Service};
+use serde_json::{json, Value};
+
+fn corpus(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../policies").join(name)
+}
+
+/// Writes a project from (relative path, text) pairs.
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), files);
+    d
+}
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+fn now() -> chrono::DateTime<chrono::Utc> {
+    policy::testcase::default_now()
+}
+
+const MANIFEST: &str = r#"
+name = "limits"
+version = "1"
+services = ["SM"]
+[limits]
+script_max_operations = 100000
+script_timeout_us = 20000
+script_max_string_bytes = 65536
+script_max_array_len = 1000
+[fallback.SM]
+sessRules = { s1 = { authSessAmbr = { uplink = "1 Mbps", downlink = "1 Mbps" } } }
+"#;
+
+#[test]
+fn every_corpus_project_checks_and_passes_its_own_cases() {
+    for name in ["low", "medium", "high", "default"] {
+        let dir = corpus(name);
+        let p = Project::load(&dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let cases = load_cases(&dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(cases.len() >= 3, "{name}: {} cases", cases.len());
+        for c in &cases {
+            let r = c.run(&p);
+            assert!(r.passed(), "{name} {}:{} {}: {:?}", r.file, r.line, r.name, r.failures);
+        }
+    }
+}
+
+#[test]
+fn the_high_project_is_high_by_the_reference_definition() {
+    let p = Project::load(corpus("high")).unwrap();
+    let s = &p.stats;
+    assert!(s.table_rows >= 10_000, "{s:?}");
+    assert!(s.lists >= 3 && s.regexes >= 6 && s.scripts >= 1, "{s:?}");
+    // ≥ 5 wildcard match fields in its table: the header's exact columns.
+    let header = std::fs::read_to_string(corpus("high").join("tables/qos_plans.csv")).unwrap();
+    let header = header.lines().find(|l| !l.starts_with('#')).unwrap();
+    let exact = header
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.starts_with('=') && *c != "priority" && !c.contains('~'))
+        .count();
+    assert!(exact >= 5, "{header}");
+}
+
+fn run_script(script: &str) -> policy::Outcome {
+    let d = project(&[
+        ("project.toml", MANIFEST),
+        (
+            "rules/sm.toml",
+            "[[rule]]\nname = \"r\"\n[[rule.then]]\nscript = \"s\"\ninto = \"decision.x\"\n",
+        ),
+        ("scripts/s.rhai", script),
+    ]);
+    let p = Project::load(d.path()).unwrap();
+    let req = json!({"dnn": "internet"});
+    let t0 = Instant::now();
+    let o = p.evaluate(Service::Sm, Input::request(&req, now()));
+    assert!(t0.elapsed() < Duration::from_secs(2), "the limit took {:?}", t0.elapsed());
+    assert_eq!(p.counters(), (1, u64::from(o.error.is_some())));
+    o
+}
+
+#[test]
+fn a_script_that_loops_for_ever_is_stopped_and_the_fallback_answers() {
+    let o = run_script("let i = 0; loop { i += 1; }");
+    let e = o.error.as_deref().expect("stopped");
+    assert!(e.contains("operation limit") || e.contains("time limit"), "{e}");
+    assert_eq!(
+        o.decision,
+        json!({"sessRules": {"s1": {"authSessAmbr": {"uplink": "1 Mbps", "downlink": "1 Mbps"}}}})
+    );
+    // A slow loop that stays under the operation limit is stopped by the clock.
+    let o = run_script("let s = 0; for i in 0..99999 { s += i * 2; s -= i; } s");
+    assert!(o.error.is_none() || o.error.as_deref().unwrap().contains("limit"), "{:?}", o.error);
+}
+
+#[test]
+fn a_script_that_allocates_without_bound_is_stopped_by_the_size_limits() {
+    let o = run_script(r#"let s = "x"; loop { s += s; }"#);
+    assert!(o.error.as_deref().unwrap().contains("size limit"), "{:?}", o.error);
+    // Whichever limit comes first (a debug build on a busy machine may hit the clock first).
+    let o = run_script("let a = []; loop { a.push(1); }");
+    let e = o.error.as_deref().unwrap();
+    assert!(e.contains("limit"), "{e}");
+    // The process did not grow by anything like an unbounded string (RSS well under 100 MB).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(kb) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    {
+        assert!(kb < 100_000, "RSS {kb} kB");
+    }
+}
+
+#[test]
+fn a_script_has_no_modules_no_eval_and_no_files() {
+    // import finds nothing to load; eval is not even accepted by the check.
+    let o = run_script(r#"import "/etc/passwd" as y; 1"#);
+    assert!(o.error.is_some(), "{:?}", o.decision);
+    let d = project(&[
+        ("project.toml", MANIFEST),
+        ("rules/sm.toml", ""),
+        ("scripts/e.rhai", "eval(\"1\")"),
+    ]);
+    let e = Project::load(d.path()).unwrap_err();
+    assert!(e[0].message.contains("eval"), "{e:?}");
+    // A script that fails at compile time fails the check, with its line.
+    let d = project(&[
+        ("project.toml", MANIFEST),
+        ("rules/sm.toml", ""),
+        ("scripts/bad.rhai", "let a = 1;\nlet b = ;\n"),
+    ]);
+    let e = Project::load(d.path()).unwrap_err();
+    assert_eq!((e[0].file.as_str(), e[0].line), ("scripts/bad.rhai", 2), "{e:?}");
+}
+
+#[test]
+fn check_errors_name_the_file_and_the_line() {
+    let d = project(&[
+        ("project.toml", "name = \"x\"\nversion = \"1\"\nservices = [\"SM\"]\n"),
+        (
+            "rules/sm.toml",
+            "[[rule]]\nname = \"a\"\nwhen = [\n  \"request.dnn == 'x'\",\n  \"request.supi in list:nope\",\n]\n\n[[rule]]\nname = \"b\"\n[[rule.then]]\nset = \"request.x\"\nvalue = 1\n",
+        ),
+        ("regex.toml", "ok = '^a'\nbad = '('\n"),
+        ("tables/t.csv", "request.dnn, =v\ninternet, 1\nims\n"),
+        ("rules/zz.toml", ""),
+    ]);
+    let mut e: Vec<String> =
+        Project::load(d.path()).unwrap_err().iter().map(|e| e.to_string()).collect();
+    e.sort();
+    let want = [
+        "regex.toml:2: regex `(`",
+        "rules/sm.toml:10: `request.x`: actions write under decision.",
+        "rules/sm.toml:5: no match list `nope` (lists/nope.txt)",
+        "rules/zz.toml: not a service",
+        "tables/t.csv:3:",
+    ];
+    assert_eq!(e.len(), want.len(), "{e:#?}");
+    for (got, want) in e.iter().zip(want) {
+        assert!(got.starts_with(want), "{got} does not start with {want}");
+    }
+}
+
+fn version(v: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("project.toml", format!("name = \"swap\"\nversion = \"{v}\"\nservices = [\"SM\"]\n")),
+        (
+            "rules/sm.toml",
+            format!(
+                "[[rule]]\nname = \"a\"\n[[rule.then]]\nset = \"decision.a\"\nvalue = \"{v}\"\n[[rule]]\nname = \"b\"\nwhen = [\"decision.a == '{v}'\"]\n[[rule.then]]\nset = \"decision.b\"\nvalue = \"{v}\"\n"
+            ),
+        ),
+    ]
+}
+
+fn write_version(dir: &Path, v: &str) {
+    for (rel, text) in version(v) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+#[test]
+fn a_hot_swap_under_concurrent_evaluations_loses_and_mixes_nothing() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_version(d1.path(), "1");
+    write_version(d2.path(), "2");
+    let deployed = Arc::new(Deployed::load(d1.path()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (deployed, stop) = (deployed.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let req = json!({});
+                let (mut n, mut seen) = (0u64, std::collections::BTreeSet::new());
+                while !stop.load(Ordering::Relaxed) {
+                    let (o, p) = deployed.evaluate(Service::Sm, Input::request(&req, now()));
+                    // Both rules of one version, never one of each, and the version reported
+                    // is the one that decided.
+                    let v = Value::String(p.version.clone());
+                    assert_eq!(o.decision, json!({"a": v, "b": v}));
+                    seen.insert(p.version.clone());
+                    n += 1;
+                }
+                (n, seen)
+            })
+        })
+        .collect();
+    for i in 0..200 {
+        let dir = if i % 2 == 0 { d2.path() } else { d1.path() };
+        deployed.deploy(dir).unwrap();
+    }
+    // A version that fails its check is refused; the one in force stays.
+    let bad = project(&[
+        ("project.toml", "name = \"swap\"\nversion = \"3\"\nservices = [\"SM\"]\n"),
+        ("rules/sm.toml", "[[rule]]\nname = 1\n"),
+    ]);
+    assert!(deployed.deploy(bad.path()).is_err());
+    assert_eq!(deployed.current().version, "1", "the last good deploy (i = 199) was version 1");
+    stop.store(true, Ordering::Relaxed);
+    let mut total = 0;
+    for w in workers {
+        let (n, seen) = w.join().unwrap();
+        total += n;
+        assert!(!seen.is_empty());
+    }
+    assert!(total > 0);
+}
+
+#[test]
+fn a_file_change_deploys_the_new_version_and_a_broken_one_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    write_version(d.path(), "1");
+    let deployed = Arc::new(Deployed::load(d.path()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = deployed.watch(Duration::from_millis(20), stop.clone());
+    let wait_for = |v: &str| {
+        let t0 = Instant::now();
+        while deployed.current().version != v {
+            assert!(t0.elapsed() < Duration::from_secs(10), "never version {v}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    // Later modification times than the first files', whatever the clock's resolution.
+    std::thread::sleep(Duration::from_millis(50));
+    write_version(d.path(), "2");
+    wait_for("2");
+    std::thread::sleep(Duration::from_millis(50));
+    write(d.path(), &[("rules/sm.toml", "[[rule]]\nname = \"a\"\nwhen = [\"request.x ?? 1\"]\n")]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(deployed.current().version, "2");
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+}
