@@ -177,8 +177,8 @@ impl H2Conn {
         })
         .abort_handle();
         // The NF's SETTINGS (its stream limit, which the pool grows by) come right after the
-        // handshake; wait a little for them rather than guess.
-        for _ in 0..100 {
+        // handshake; wait for them (up to half a second on a busy machine) rather than guess.
+        for _ in 0..500 {
             if send.current_max_send_streams() != usize::MAX {
                 break;
             }
@@ -622,6 +622,12 @@ mod tests {
             H2Pool::growing(&base, 1, 3, Duration::from_millis(500), false).unwrap(),
         );
         pool.open().await.unwrap();
+        let t0 = tokio::time::Instant::now();
+        while pool.conns[0].live().unwrap().1.current_max_send_streams() != 1 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "no SETTINGS from the server");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        pool.conns[0].max_streams.store(1, Ordering::Relaxed);
         // One held request per connection fills it: each next one opens a new connection, up
         // to the three allowed; a fourth waits on one of them.
         let mut held = Vec::new();
@@ -637,6 +643,14 @@ mod tests {
             assert!(h.await.unwrap().is_err());
         }
         let fixed = H2Pool::with_reconnect(&base, 1, Duration::from_millis(200), false).unwrap();
+        // Open it and wait for the server's SETTINGS (a busy machine may take longer than the
+        // connect's own wait), so h2 holds the second stream back.
+        fixed.open().await.unwrap();
+        let t0 = tokio::time::Instant::now();
+        while fixed.conns[0].live().unwrap().1.current_max_send_streams() != 1 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "no SETTINGS from the server");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let (a, b) = tokio::join!(
             fixed.pick().send(call(&Method::GET, "/never", Want::default())),
             fixed.pick().send(call(&Method::GET, "/ok", Want::default()))

@@ -92,6 +92,10 @@ impl Scripts {
         engine.set_max_call_levels(limits.script_max_call_depth);
         engine.set_max_expr_depths(64, 32);
         engine.set_optimization_level(rhai::OptimizationLevel::Full);
+        // The engine is shared by every worker thread: its string interner sits behind one
+        // write lock, and with it two threads evaluated no faster than one (session s20's
+        // script benchmark, scripts/script-engine-bench).
+        engine.set_max_strings_interned(0);
         engine.on_progress(|ops| {
             if ops % CLOCK_EVERY == 0 {
                 let late = DEADLINE.with(|d| d.get().is_some_and(|t| Instant::now() > t));
