@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use policy::testcase::{load_cases, read_data};
 use policy::{CheckError, Input, Project, Service, Step};
 use serde_json::{Map, Value};
@@ -130,9 +130,7 @@ fn run_to(cmd: &PolicyCommand, out: &mut impl Write) -> Result<ExitCode, String>
             };
             let now = match now {
                 None => Utc::now(),
-                Some(t) => DateTime::parse_from_rfc3339(t)
-                    .map_err(|e| format!("--now {t}: {e}"))?
-                    .with_timezone(&Utc),
+                Some(t) => policy::testcase::parse_time(t).map_err(|e| format!("--now {e}"))?,
             };
             let input = Input { request: &request, subscriber: &subscriber, ssv: &ssv, node, now };
             let mut trace = Vec::new();

@@ -52,22 +52,7 @@ impl<'a> Ctx<'a> {
             Root::Subscriber => p.walk(self.input.subscriber).map(Cow::Borrowed),
             Root::Const => p.walk(self.consts).map(Cow::Borrowed),
             Root::Decision => p.walk(&self.decision).map(Cow::Borrowed),
-            Root::Ssv => {
-                // The updates made so far in this evaluation hide the stored value.
-                let (first, rest) = match p.segs.split_first() {
-                    Some((Seg::Key(k), rest)) => (k, rest),
-                    _ => return None,
-                };
-                let mut v = self.ssv_updates.get(first).or_else(|| self.input.ssv.get(first))?;
-                for s in rest {
-                    v = match (s, v) {
-                        (Seg::Key(k), Value::Object(m)) => m.get(k)?,
-                        (Seg::Index(i), Value::Array(a)) => a.get(*i)?,
-                        _ => return None,
-                    };
-                }
-                Some(Cow::Borrowed(v))
-            }
+            Root::Ssv => ssv_get(&self.ssv_updates, self.input.ssv, p).map(Cow::Borrowed),
             Root::Node => Some(Cow::Owned(Value::String(self.input.node.to_string()))),
             Root::Now => {
                 let now = self.input.now;
@@ -86,6 +71,27 @@ impl<'a> Ctx<'a> {
             }
         }
     }
+}
+
+/// The state variable at `p` (an `ssv.` path): the updates made so far hide the stored value.
+pub(crate) fn ssv_get<'v>(
+    updates: &'v Map<String, Value>,
+    stored: &'v Map<String, Value>,
+    p: &Path,
+) -> Option<&'v Value> {
+    let (first, rest) = match p.segs.split_first() {
+        Some((Seg::Key(k), rest)) => (k, rest),
+        _ => return None,
+    };
+    let mut v = updates.get(first).or_else(|| stored.get(first))?;
+    for s in rest {
+        v = match (s, v) {
+            (Seg::Key(k), Value::Object(m)) => m.get(k)?,
+            (Seg::Index(i), Value::Array(a)) => a.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(v)
 }
 
 /// A value as text for list membership, prefixes and regexes: strings as they are, numbers and

@@ -9,7 +9,6 @@
 
 use std::io::BufRead;
 
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -73,10 +72,9 @@ pub fn replay(
                 .push((n, format!("service `{}`: SM, AM, UE, PA, GX or SY", rec.service)));
             continue;
         };
-        let now = match rec.now.as_deref().map(DateTime::parse_from_rfc3339) {
-            None => crate::testcase::default_now(),
-            Some(Ok(t)) => t.with_timezone(&Utc),
-            Some(Err(e)) => {
+        let now = match rec.now.as_deref().map(crate::testcase::parse_time).transpose() {
+            Ok(t) => t.unwrap_or_else(crate::testcase::default_now),
+            Err(e) => {
                 report.bad_lines.push((n, format!("now: {e}")));
                 continue;
             }

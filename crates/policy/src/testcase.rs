@@ -105,6 +105,13 @@ pub fn default_now() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-05T12:00:00Z").expect("a valid time").with_timezone(&Utc)
 }
 
+/// A time as cases, recordings and `eval` give it: RFC 3339, e.g. 2026-11-26T10:00:00Z.
+pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("`{s}`: {e} (RFC 3339, e.g. 2026-11-26T10:00:00Z)"))
+}
+
 /// Reads a JSON or TOML file: the request and subscriber files of cases, and of `eval`.
 pub fn read_data(path: &FsPath) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -181,11 +188,10 @@ pub fn load_cases(project_dir: &FsPath) -> Result<Vec<Case>, Vec<CheckError>> {
                     continue;
                 }
             };
-            let now = match d.now.as_deref().map(DateTime::parse_from_rfc3339) {
-                None => default_now(),
-                Some(Ok(t)) => t.with_timezone(&Utc),
-                Some(Err(e)) => {
-                    err(format!("now: {e} (RFC 3339, e.g. 2026-11-26T10:00:00Z)"));
+            let now = match d.now.as_deref().map(parse_time).transpose() {
+                Ok(t) => t.unwrap_or_else(default_now),
+                Err(e) => {
+                    err(format!("now: {e}"));
                     continue;
                 }
             };
@@ -273,14 +279,7 @@ impl Case {
         let get = |p: &Path| -> Option<Value> {
             match p.root {
                 Root::Decision => p.walk(&out.decision).cloned(),
-                Root::Ssv => {
-                    let (first, rest) = match p.segs.split_first() {
-                        Some((crate::path::Seg::Key(k), rest)) => (k, rest),
-                        _ => return None,
-                    };
-                    let v = out.ssv_updates.get(first).or_else(|| self.ssv.get(first))?;
-                    Path { root: Root::Ssv, segs: rest.to_vec() }.walk(v).cloned()
-                }
+                Root::Ssv => crate::input::ssv_get(&out.ssv_updates, &self.ssv, p).cloned(),
                 _ => None,
             }
         };
