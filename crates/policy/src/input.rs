@@ -54,23 +54,24 @@ impl<'a> Ctx<'a> {
             Root::Decision => p.walk(&self.decision).map(Cow::Borrowed),
             Root::Ssv => ssv_get(&self.ssv_updates, self.input.ssv, p).map(Cow::Borrowed),
             Root::Node => Some(Cow::Owned(Value::String(self.input.node.to_string()))),
-            Root::Now => {
-                let now = self.input.now;
-                let v = match p.segs.first() {
-                    Some(Seg::Key(k)) => match k.as_str() {
-                        "hour" => Value::from(now.hour()),
-                        "minute" => Value::from(now.minute()),
-                        "weekday" => Value::from(now.weekday().number_from_monday()),
-                        "date" => Value::String(now.format("%Y-%m-%d").to_string()),
-                        "epoch" => Value::from(now.timestamp()),
-                        _ => return None,
-                    },
-                    _ => return None,
-                };
-                Some(Cow::Owned(v))
-            }
+            Root::Now => match p.segs.first() {
+                Some(Seg::Key(k)) => now_field(self.input.now, k).map(Cow::Owned),
+                _ => None,
+            },
         }
     }
+}
+
+/// One of the time's fields as rules and scripts read it (`now.hour`, ...: path::NOW_FIELDS).
+pub(crate) fn now_field(now: DateTime<Utc>, name: &str) -> Option<Value> {
+    Some(match name {
+        "hour" => Value::from(now.hour()),
+        "minute" => Value::from(now.minute()),
+        "weekday" => Value::from(now.weekday().number_from_monday()),
+        "date" => Value::String(now.format("%Y-%m-%d").to_string()),
+        "epoch" => Value::from(now.timestamp()),
+        _ => return None,
+    })
 }
 
 /// The state variable at `p` (an `ssv.` path): the updates made so far hide the stored value.

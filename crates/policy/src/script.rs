@@ -16,8 +16,7 @@ use rhai::{Dynamic, Engine, Scope, AST};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::input::Ctx;
-use crate::path::{Path, Root, Seg};
+use crate::input::{now_field, Ctx};
 
 /// `[limits]` in project.toml.
 #[derive(Debug, Clone, Deserialize)]
@@ -166,29 +165,28 @@ impl Scripts {
             if !s.reads[k] {
                 continue;
             }
-            let v: Dynamic = match *n {
-                "request" => to_dynamic(ctx.input.request),
-                "subscriber" => to_dynamic(ctx.input.subscriber),
-                "ssv" => {
+            // In INPUTS' order.
+            let v: Dynamic = match k {
+                0 => to_dynamic(ctx.input.request),
+                1 => to_dynamic(ctx.input.subscriber),
+                2 => {
                     let mut m = ctx.input.ssv.clone();
                     for (k, v) in &ctx.ssv_updates {
                         m.insert(k.clone(), v.clone());
                     }
                     to_dynamic(&Value::Object(m))
                 }
-                "decision" => to_dynamic(&ctx.decision),
-                "constants" => self.constants.clone(),
-                "node" => Dynamic::from(ctx.input.node.to_string()),
-                _ => {
-                    let mut m = rhai::Map::new();
-                    for f in crate::path::NOW_FIELDS {
-                        let p = Path { root: Root::Now, segs: vec![Seg::Key((*f).to_string())] };
-                        if let Some(v) = ctx.get(&p) {
-                            m.insert((*f).into(), to_dynamic(&v));
-                        }
-                    }
-                    Dynamic::from_map(m)
-                }
+                3 => to_dynamic(&ctx.decision),
+                4 => self.constants.clone(),
+                5 => Dynamic::from(ctx.input.node.to_string()),
+                _ => Dynamic::from_map(
+                    crate::path::NOW_FIELDS
+                        .iter()
+                        .filter_map(|f| {
+                            Some(((*f).into(), to_dynamic(&now_field(ctx.input.now, f)?)))
+                        })
+                        .collect(),
+                ),
             };
             scope.push_dynamic(*n, v);
         }
