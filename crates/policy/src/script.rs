@@ -4,6 +4,9 @@
 //! `node` and `now` (a map: hour, minute, weekday, date, epoch), converted from JSON only when
 //! its text names them.
 //!
+//! Besides Rhai's own functions, scripts have the policy helpers of [`helpers`]: `sum`,
+//! `bitrate` and `bps`.
+//!
 //! Sandboxed: no modules, no `eval`, no file, network or environment access (Rhai has none
 //! unless registered). Per evaluation, limits from `[limits]` in project.toml: operations,
 //! wall-clock time, string, array and map sizes, call depth. A script that breaks one, or
@@ -17,6 +20,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::input::{now_field, Ctx};
+
+mod helpers;
 
 /// `[limits]` in project.toml.
 #[derive(Debug, Clone, Deserialize)]
@@ -60,6 +65,9 @@ struct Compiled {
     ast: AST,
     /// Which inputs the script names, so only those are converted.
     reads: [bool; 7],
+    /// For the request and the subscriber: the only members the script reads, when every use
+    /// of the name is `name.member` (a UDR's policy data is large; a script reads a few of it).
+    members: [Option<Vec<String>>; 2],
 }
 
 pub struct Scripts {
@@ -81,8 +89,7 @@ const INPUTS: [&str; 7] = ["request", "subscriber", "ssv", "decision", "constant
 impl Scripts {
     pub fn new(limits: &Limits) -> Self {
         let mut engine = Engine::new();
-        // No `import` (the default resolver reads files) and no `eval`.
-        engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
+        // No `import` (rhai is built without modules: `no_module`) and no `eval`.
         engine.disable_symbol("eval");
         engine.set_max_operations(limits.script_max_operations);
         engine.set_max_string_size(limits.script_max_string_bytes);
@@ -107,6 +114,7 @@ impl Scripts {
         // print and debug go nowhere: a script has no console.
         engine.on_print(|_| {});
         engine.on_debug(|_, _, _| {});
+        helpers::register(&mut engine);
         Scripts {
             engine,
             timeout: Duration::from_micros(limits.script_timeout_us.max(1)),
@@ -128,7 +136,8 @@ impl Scripts {
         for (i, n) in INPUTS.iter().enumerate() {
             reads[i] = text.contains(n);
         }
-        self.scripts.push(Compiled { name: name.to_string(), ast, reads });
+        let members = [members_read(text, INPUTS[0]), members_read(text, INPUTS[1])];
+        self.scripts.push(Compiled { name: name.to_string(), ast, reads, members });
         Ok(self.scripts.len() - 1)
     }
 
@@ -167,8 +176,8 @@ impl Scripts {
             }
             // In INPUTS' order.
             let v: Dynamic = match k {
-                0 => to_dynamic(ctx.input.request),
-                1 => to_dynamic(ctx.input.subscriber),
+                0 => convert_members(ctx.input.request, s.members[0].as_deref()),
+                1 => convert_members(ctx.input.subscriber, s.members[1].as_deref()),
                 2 => {
                     let mut m = ctx.input.ssv.clone();
                     for (k, v) in &ctx.ssv_updates {
@@ -188,12 +197,54 @@ impl Scripts {
                         .collect(),
                 ),
             };
-            scope.push_dynamic(*n, v);
+            // Read-only: a script changes its own copy at most, never what the next one reads.
+            scope.push_constant_dynamic(*n, v);
         }
         DEADLINE.with(|d| d.set(Some(Instant::now() + self.timeout)));
         let r = self.engine.eval_ast_with_scope::<Dynamic>(&mut scope, &s.ast);
         DEADLINE.with(|d| d.set(None));
         r.map_err(|e| format!("script {}: {}", s.name, describe(&e)))
+    }
+}
+
+/// The members of `name` a script reads, if every use of the name is `name.member`; `None`
+/// (convert it all) when one is anything else (`name[...]`, `name` alone, `name?.x`). A
+/// mention in a comment or a string only makes the set larger or `None`: never too small.
+fn members_read(text: &str, name: &str) -> Option<Vec<String>> {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = text.as_bytes();
+    let mut members: Vec<String> = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(name).map(|i| i + from) {
+        from = at + name.len();
+        if at > 0 && ident(bytes[at - 1]) || bytes.get(from).is_some_and(|b| ident(*b)) {
+            continue; // part of a longer word
+        }
+        if bytes.get(from) != Some(&b'.') {
+            return None;
+        }
+        let m: String =
+            text[from + 1..].bytes().take_while(|b| ident(*b)).map(char::from).collect();
+        if m.is_empty() {
+            return None;
+        }
+        if !members.contains(&m) {
+            members.push(m);
+        }
+    }
+    Some(members)
+}
+
+/// An input as a script sees it: only `members` of it when given and it is an object.
+fn convert_members(v: &Value, members: Option<&[String]>) -> Dynamic {
+    match (v, members) {
+        (Value::Object(o), Some(members)) => Dynamic::from_map(
+            members
+                .iter()
+                .filter_map(|m| Some((m.as_str().into(), to_dynamic(o.get(m)?))))
+                .collect(),
+        ),
+        _ => to_dynamic(v),
     }
 }
 
@@ -206,7 +257,8 @@ fn to_dynamic(v: &Value) -> Dynamic {
             Some(i) => Dynamic::from_int(i),
             None => Dynamic::from_float(n.as_f64().unwrap_or(f64::NAN)),
         },
-        Value::String(s) => Dynamic::from(s.clone()),
+        // Straight to Rhai's string: a short one sits inline, with no copy of the String first.
+        Value::String(s) => Dynamic::from(rhai::ImmutableString::from(s.as_str())),
         Value::Array(a) => Dynamic::from_array(a.iter().map(to_dynamic).collect()),
         Value::Object(o) => {
             Dynamic::from_map(o.iter().map(|(k, v)| (k.as_str().into(), to_dynamic(v))).collect())
@@ -245,6 +297,26 @@ fn from_dynamic(d: &Dynamic) -> Result<Value, String> {
         return Ok(Value::Object(out));
     }
     Err(format!("its result, a {}, is not JSON", d.type_name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::members_read;
+
+    #[test]
+    fn the_members_a_script_reads_or_none_when_it_reads_more() {
+        let m = |t: &str| members_read(t, "subscriber");
+        assert_eq!(
+            m("subscriber.usage.len() + subscriber.planRateMbps + subscriber.usage[0]"),
+            Some(vec!["usage".to_string(), "planRateMbps".to_string()])
+        );
+        assert_eq!(m("1 + 2"), Some(vec![]));
+        assert_eq!(m("let s = subscriber; s.plan"), None);
+        assert_eq!(m("subscriber[\"plan\"]"), None);
+        assert_eq!(m("subscriber?.plan"), None);
+        assert_eq!(m("subscriber. plan"), None);
+        assert_eq!(m("subscribers + my_subscriber.x + subscriber.a"), Some(vec!["a".to_string()]));
+    }
 }
 
 fn describe(e: &rhai::EvalAltResult) -> String {

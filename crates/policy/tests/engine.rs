@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chrono::Timelike;
 use policy::testcase::load_cases;
 use policy::{Deployed, Input, Project, Service};
 use serde_json::{json, Value};
@@ -132,16 +133,13 @@ fn a_script_that_allocates_without_bound_is_stopped_by_the_size_limits() {
 
 #[test]
 fn a_script_has_no_modules_no_eval_and_no_files() {
-    // import finds nothing to load; eval is not even accepted by the check.
-    let o = run_script(r#"import "/etc/passwd" as y; 1"#);
-    assert!(o.error.is_some(), "{:?}", o.decision);
-    let d = project(&[
-        ("project.toml", MANIFEST),
-        ("rules/sm.toml", ""),
-        ("scripts/e.rhai", "eval(\"1\")"),
-    ]);
-    let e = Project::load(d.path()).unwrap_err();
-    assert!(e[0].message.contains("eval"), "{e:?}");
+    // Neither import nor eval is accepted by the check.
+    for (text, word) in [(r#"import "/etc/passwd" as y; 1"#, "import"), ("eval(\"1\")", "eval")] {
+        let d =
+            project(&[("project.toml", MANIFEST), ("rules/sm.toml", ""), ("scripts/e.rhai", text)]);
+        let e = Project::load(d.path()).unwrap_err();
+        assert!(e[0].message.contains(word), "{e:?}");
+    }
     // A script that fails at compile time fails the check, with its line.
     let d = project(&[
         ("project.toml", MANIFEST),
@@ -150,6 +148,65 @@ fn a_script_has_no_modules_no_eval_and_no_files() {
     ]);
     let e = Project::load(d.path()).unwrap_err();
     assert_eq!((e[0].file.as_str(), e[0].line), ("scripts/bad.rhai", 2), "{e:?}");
+}
+
+#[test]
+fn scripts_read_their_inputs_and_cannot_change_them_for_the_next_script() {
+    // The first script copies the subscriber and changes its copy, and adds a member to its
+    // own view of the input (Rhai lets a constant map gain a member): the second still sees the
+    // subscriber as it came.
+    let d = project(&[
+        ("project.toml", MANIFEST),
+        (
+            "rules/sm.toml",
+            "[[rule]]\nname = \"a\"\n[[rule.then]]\nscript = \"copy\"\ninto = \"decision.a\"\n\
+             [[rule]]\nname = \"b\"\n[[rule.then]]\nscript = \"read\"\ninto = \"decision.b\"\n",
+        ),
+        (
+            "scripts/copy.rhai",
+            "let s = subscriber; s.plan = \"changed\"; s.usage.push(#{bytes: 1}); \
+             let u = subscriber.usage; u.push(2); subscriber.fresh = 1; \
+             [s.plan, s.usage.len(), u.len()]",
+        ),
+        (
+            "scripts/read.rhai",
+            "[subscriber.plan, subscriber.usage.len(), request.dnn, now.hour, \"fresh\" in subscriber]",
+        ),
+    ]);
+    let p = Project::load(d.path()).unwrap();
+    let req = json!({"dnn": "internet"});
+    let sub = json!({"plan": "gold", "usage": [{"bytes": 5}]});
+    let input = Input { subscriber: &sub, ..Input::request(&req, now()) };
+    let o = p.evaluate(Service::Sm, input);
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.decision["a"], json!(["changed", 2, 2]));
+    assert_eq!(o.decision["b"], json!(["gold", 1, "internet", now().hour(), false]));
+
+    // Changing an input's members, or the input, is an error: the fallback answers, counted.
+    for script in [
+        "subscriber.plan = \"x\"; 1",
+        "request.dnn = \"x\"; 1",
+        "subscriber.usage.push(1); 1",
+        "request = 1; 1",
+        "subscriber.usage[0].bytes = 1; 1",
+        "now.hour = 1; 1",
+    ] {
+        let o = run_script_with(script, &req, &sub);
+        assert!(o.error.is_some(), "{script} was allowed: {:?}", o.decision);
+    }
+}
+
+fn run_script_with(script: &str, req: &Value, sub: &Value) -> policy::Outcome {
+    let d = project(&[
+        ("project.toml", MANIFEST),
+        (
+            "rules/sm.toml",
+            "[[rule]]\nname = \"r\"\n[[rule.then]]\nscript = \"s\"\ninto = \"decision.x\"\n",
+        ),
+        ("scripts/s.rhai", script),
+    ]);
+    let p = Project::load(d.path()).unwrap();
+    p.evaluate(Service::Sm, Input { subscriber: sub, ..Input::request(req, now()) })
 }
 
 #[test]
