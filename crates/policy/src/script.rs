@@ -299,6 +299,19 @@ fn from_dynamic(d: &Dynamic) -> Result<Value, String> {
     Err(format!("its result, a {}, is not JSON", d.type_name()))
 }
 
+fn describe(e: &rhai::EvalAltResult) -> String {
+    use rhai::EvalAltResult as E;
+    match e {
+        E::ErrorTooManyOperations(_) => {
+            "ran past its operation limit (script_max_operations)".into()
+        }
+        E::ErrorTerminated(_, _) => "ran past its time limit (script_timeout_us)".into(),
+        E::ErrorDataTooLarge(what, _) => format!("built a {what} past its size limit"),
+        E::ErrorStackOverflow(_) => "called too deep (script_max_call_depth)".into(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::members_read;
@@ -316,18 +329,5 @@ mod tests {
         assert_eq!(m("subscriber?.plan"), None);
         assert_eq!(m("subscriber. plan"), None);
         assert_eq!(m("subscribers + my_subscriber.x + subscriber.a"), Some(vec!["a".to_string()]));
-    }
-}
-
-fn describe(e: &rhai::EvalAltResult) -> String {
-    use rhai::EvalAltResult as E;
-    match e {
-        E::ErrorTooManyOperations(_) => {
-            "ran past its operation limit (script_max_operations)".into()
-        }
-        E::ErrorTerminated(_, _) => "ran past its time limit (script_timeout_us)".into(),
-        E::ErrorDataTooLarge(what, _) => format!("built a {what} past its size limit"),
-        E::ErrorStackOverflow(_) => "called too deep (script_max_call_depth)".into(),
-        other => other.to_string(),
     }
 }
