@@ -23,8 +23,9 @@ pub struct Config {
     pub bsf: bsf::BsfConfig,
     /// The UDR (docs/udr.md).
     pub udr: udr::UdrConfig,
-    /// Sections of the NFs still to land; each NF's issue defines its own.
-    pub pcf: toml::Table,
+    /// The PCF (docs/pcf.md).
+    pub pcf: pcf::PcfConfig,
+    /// The section of the NF still to land; its issue defines it.
     pub dd: toml::Table,
 }
 
@@ -107,10 +108,14 @@ mod tests {
                 nf::bsf_run_config(&cfg, Some(dir)).sbi.listen,
                 nf::bsf_run_config(&cfg, Some(dir)).store.path,
             ),
+            (
+                nf::pcf_run_config(&cfg, Some(dir)).sbi.listen,
+                nf::pcf_run_config(&cfg, Some(dir)).store.path,
+            ),
         ];
-        let expected = [(7000, "nrf.db"), (7001, "udr.db"), (7002, "bsf.db")];
+        let expected = [(7000, "nrf.db"), (7001, "udr.db"), (7002, "bsf.db"), (7003, "pcf.db")];
         for (n, ((listen, path), (port, db))) in
-            [Nf::Nrf, Nf::Udr, Nf::Bsf].into_iter().zip(alone.into_iter().zip(expected))
+            [Nf::Nrf, Nf::Udr, Nf::Bsf, Nf::Pcf].into_iter().zip(alone.into_iter().zip(expected))
         {
             assert_eq!(listen.to_string(), format!("127.0.0.1:{port}"));
             assert_eq!(path, dir.join(db));

@@ -77,8 +77,8 @@ pub const ALL: [NfInfo; 5] = [
         db_file: "pcf.db",
         diameter: Some(("Gx/Rx/Sy/Sd", 3868)),
         diameter_served: false,
-        issue: None,
-        available: false,
+        issue: Some(23),
+        available: true,
     },
     NfInfo {
         nf: Nf::Dd,
@@ -146,7 +146,14 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             }
             serve_until_signal("UDR", udr::run(run, crate::up::shutdown_signal()))
         }
-        // Not reachable while only the NRF, the UDR and the BSF are available.
+        Nf::Pcf => {
+            let mut run = pcf_run_config(&config, Some(dir));
+            if let Some(listen) = args.listen {
+                run.sbi.listen = listen;
+            }
+            serve_until_signal("PCF", pcf::run(run, crate::up::shutdown_signal()))
+        }
+        // Not reachable while the Data Director is not available.
         _ => not_landed(&format!("the {}", info.name), info.issue),
     }
 }
@@ -172,6 +179,20 @@ pub fn udr_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
     let (sbi, store) = nf_sbi_and_store(config, Nf::Udr, data_dir);
     udr::RunConfig {
         udr: config.udr.clone(),
+        sbi,
+        client: config.client.clone(),
+        store,
+        instance_id: config.instance_id.clone(),
+    }
+}
+
+/// The PCF's run configuration from the file: its SBI port is 7003 unless one is configured,
+/// and its database is `pcf.db` (or the configured `[store] path` when not the default) under
+/// `data_dir` when given; without `[pcf] policy`, the built-in default project beside it.
+pub fn pcf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> pcf::RunConfig {
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Pcf, data_dir);
+    pcf::RunConfig {
+        pcf: config.pcf.clone(),
         sbi,
         client: config.client.clone(),
         store,

@@ -63,6 +63,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
     udr_config.instance_id = None;
     // And the UDR's Diameter Sh server (on `[udr.sh] listen`, 3870 by default).
     udr_config.udr.sh.enabled = true;
+    let mut pcf_config = nf::pcf_run_config(&config, dir);
+    pcf_config.store.path = db(nf::Nf::Pcf);
+    pcf_config.sbi.listen = listen(nf::Nf::Pcf);
+    pcf_config.instance_id = None;
     let result = runtime.block_on(async move {
         // Every NF binds its ports before anything is announced as serving; the first that
         // cannot (a port in use) stops `up` before it has said anything untrue.
@@ -75,12 +79,15 @@ pub fn run(args: &UpArgs) -> ExitCode {
         };
         bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
         udr_config.udr.nrf.get_or_insert_with(own_nrf);
+        pcf_config.pcf.nrf.get_or_insert_with(own_nrf);
         let udr = udr::bind(udr_config).await.map_err(|e| format!("UDR: {e}"))?;
         let bsf = bsf::bind(bsf_config).await.map_err(|e| format!("BSF: {e}"))?;
+        let pcf = pcf::bind(pcf_config).await.map_err(|e| format!("PCF: {e}"))?;
         let bound = [
             (nf::Nf::Nrf, nrf.local_addr(), None),
             (nf::Nf::Udr, udr.local_addr(), udr.sh_local_addr()),
             (nf::Nf::Bsf, bsf.local_addr(), bsf.rx_local_addr()),
+            (nf::Nf::Pcf, pcf.local_addr(), None),
         ];
 
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -117,6 +124,13 @@ pub fn run(args: &UpArgs) -> ExitCode {
                 Box::pin({
                     let stop = stopped(stop_rx.clone());
                     async move { udr.serve(stop).await.map_err(|e| e.to_string()) }
+                }),
+            ),
+            spawn(
+                "PCF",
+                Box::pin({
+                    let stop = stopped(stop_rx.clone());
+                    async move { pcf.serve(stop).await.map_err(|e| e.to_string()) }
                 }),
             ),
         ];

@@ -33,12 +33,10 @@ fn version_and_help() {
 
 #[test]
 fn an_nf_that_has_not_landed_exits_2_and_says_so() {
-    for sub in ["pcf", "dd"] {
-        let (code, out, err) = fivecore(&[sub, "--listen", "127.0.0.1:0", "--log-format", "json"]);
-        assert_eq!(code, 2, "{sub}");
-        assert!(out.is_empty());
-        assert!(err.contains("has not landed"), "{sub}: {err}");
-    }
+    let (code, out, err) = fivecore(&["dd", "--listen", "127.0.0.1:0", "--log-format", "json"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("has not landed"), "{err}");
 }
 
 /// A configuration putting `up`'s Diameter ports on ports the system chooses (with
@@ -91,19 +89,19 @@ fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
         }
     }
     let table = lines.concat();
-    assert!(lines[0].starts_with("fivecore up: starting the NRF, UDR, BSF"), "{table}");
+    assert!(lines[0].starts_with("fivecore up: starting the NRF, UDR, BSF, PCF"), "{table}");
     let row = |nf: &str| {
         lines.iter().find(|l| l.starts_with(nf)).unwrap_or_else(|| panic!("{nf}: {table}")).clone()
     };
-    let (nrf, udr, bsf) = (row("NRF"), row("UDR"), row("BSF"));
-    let sbi = [nrf.as_str(), &udr, &bsf].map(|r| table_port(r, "http://127.0.0.1:", 0));
+    let (nrf, udr, bsf, pcf) = (row("NRF"), row("UDR"), row("BSF"), row("PCF"));
+    let sbi = [nrf.as_str(), &udr, &bsf, &pcf].map(|r| table_port(r, "http://127.0.0.1:", 0));
     let sh = table_port(&udr, "127.0.0.1:", 1);
     let rx = table_port(&bsf, "127.0.0.1:", 1);
     assert!(udr.contains("(Sh)") && bsf.contains("(Rx proxy)"), "{table}");
-    for r in [&nrf, &udr, &bsf] {
+    for r in [&nrf, &udr, &bsf, &pcf] {
         assert!(r.trim_end().ends_with("serving"), "{r}");
     }
-    assert!(row("PCF").contains("not landed"), "{table}");
+    assert!(row("Data Director").contains("not landed"), "{table}");
     assert!(table.contains("/healthz/ready"), "{table}");
     // "serving" is printed once every port is bound: each accepts at once, no retry.
     for port in sbi.iter().chain([&sh, &rx]) {
@@ -118,7 +116,7 @@ fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    for nf_type in ["UDR", "BSF"] {
+    for nf_type in ["UDR", "BSF", "PCF"] {
         let url = format!("http://127.0.0.1:{}/nnrf-nfm/v1/nf-instances?nf-type={nf_type}", sbi[0]);
         loop {
             let r = rt.block_on(client.get(&url).send()).unwrap();
@@ -129,10 +127,18 @@ fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
+    // The PCF decides with the built-in default project, written beside its database.
+    let ctx = serde_json::json!({"supi": "imsi-001010000000001", "pduSessionId": 1,
+        "pduSessionType": "IPV4", "dnn": "internet", "sliceInfo": {"sst": 1},
+        "notificationUri": "http://127.0.0.1:9/notify"});
+    let url = format!("http://127.0.0.1:{}/npcf-smpolicycontrol/v1/sm-policies", sbi[3]);
+    let r = rt.block_on(client.post(&url).json(&ctx).send()).unwrap();
+    assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
+    assert!(String::from_utf8_lossy(r.body()).contains("sessRules"));
     sigterm(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    for db in ["nrf.db", "bsf.db", "udr.db"] {
+    for db in ["nrf.db", "bsf.db", "udr.db", "pcf.db", "policy-default/project.toml"] {
         assert!(std::path::Path::new(&format!("{data}/{db}")).exists(), "{db}");
     }
 }

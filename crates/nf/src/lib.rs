@@ -6,6 +6,7 @@
 //! [`NfError`] and use `?`; the route converts); [`diameter_limits`] the Diameter node limits
 //! every NF with a Diameter port exposes alike.
 
+pub mod common_data;
 pub mod diameter_limits;
 pub mod error;
 pub mod skeleton;

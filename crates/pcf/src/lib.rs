@@ -1,0 +1,202 @@
+//! The Policy Control Function (TS 29.512 Rel-17), SBI side.
+//!
+//! A newcomer's map: [`config`] is `[pcf]`; [`context`] holds the state; [`npcf_smpolicycontrol`]
+//! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`policy_admin`] shows and deploys
+//! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
+//! decision delta; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
+//! implementation; [`metrics`] exports the version in force and its counters. Decisions come
+//! from the `policy` crate (docs/policy.md). [`bind`] builds it all; [`Bound::serve`] / [`run`]
+//! serve until shutdown.
+
+pub mod config;
+pub mod context;
+pub mod default_policy;
+pub mod metrics;
+pub mod models;
+pub mod npcf_smpolicycontrol;
+pub mod policy_admin;
+pub mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::store::SqliteConfig;
+use http::Method;
+use nf::{Serving, Skeleton, Spec};
+use policy::Deployed;
+use sbi::client::ClientConfig;
+use sbi::{Router, ServerConfig};
+
+pub use config::PcfConfig;
+pub use context::Pcf;
+
+/// Everything `run` needs: the `[pcf]` section and the shared sections of the configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub pcf: PcfConfig,
+    pub sbi: ServerConfig,
+    pub client: ClientConfig,
+    pub store: SqliteConfig,
+    /// This PCF's nfInstanceId (User-Agent, NRF profile); generated when `None`.
+    pub instance_id: Option<String>,
+}
+
+/// Why the PCF could not start or serve: the skeleton's.
+pub type PcfError = nf::StartError;
+
+/// The versions of Npcf_SMPolicyControl served (TS 29.512 Rel-17's OpenAPI).
+const NPCF_SMPOLICYCONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.4")];
+
+/// The routes over `pcf`: the 3GPP services, and the policy admin endpoint when configured.
+pub fn router(pcf: Arc<Pcf>) -> Router {
+    use npcf_smpolicycontrol as sm;
+    let admin = pcf.config.policy_admin;
+    let mut b = Router::builder(pcf)
+        .route(
+            Method::POST,
+            "/npcf-smpolicycontrol/v1/sm-policies",
+            "Npcf_SMPolicyControl_Create",
+            sm::create,
+        )
+        .route(
+            Method::GET,
+            "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}",
+            "Npcf_SMPolicyControl_Get",
+            sm::get,
+        )
+        .route(
+            Method::POST,
+            "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/update",
+            "Npcf_SMPolicyControl_Update",
+            sm::update,
+        )
+        .route(
+            Method::POST,
+            "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete",
+            "Npcf_SMPolicyControl_Delete",
+            sm::delete,
+        );
+    if admin {
+        b = b
+            .route(
+                Method::GET,
+                "/policy-admin/v1/project",
+                "PolicyAdmin_Get",
+                policy_admin::project,
+            )
+            .route(
+                Method::POST,
+                "/policy-admin/v1/project/deploy",
+                "PolicyAdmin_Deploy",
+                policy_admin::deploy,
+            );
+    }
+    b.build()
+}
+
+/// A bound PCF with its store open and its policy project loaded, ready to serve.
+pub struct Bound {
+    serving: Serving,
+    pcf: Arc<Pcf>,
+}
+
+/// The NF skeleton's steps for the PCF: loads and checks the policy project (a project that
+/// fails its check stops the start, naming each error), opens the store (applying the PCF's
+/// schema), binds the SBI port, registers with the NRF (when `[pcf.nrf]` is configured) and
+/// watches the project's files when `policy_watch_ms` is set.
+pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
+    config.pcf.validate().map_err(PcfError::Config)?;
+    let dir = match &config.pcf.policy {
+        Some(d) => d.clone(),
+        None => {
+            let beside = config.store.path.parent().unwrap_or(std::path::Path::new("."));
+            let d = beside.join("policy-default");
+            default_policy::materialize(&d).map_err(|e| {
+                PcfError::Config(format!(
+                    "cannot write the default policy project to {}: {e}",
+                    d.display()
+                ))
+            })?;
+            d
+        }
+    };
+    let shown = dir.clone();
+    let policy = tokio::task::spawn_blocking(move || Deployed::load(&dir))
+        .await
+        .map_err(|e| PcfError::Config(format!("policy project load: {e}")))?
+        .map_err(|errors| {
+            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            PcfError::Config(format!(
+                "policy project {} fails its check: {}",
+                shown.display(),
+                list.join("; ")
+            ))
+        })?;
+    let policy = Arc::new(policy);
+    {
+        let p = policy.current();
+        tracing::info!(project = %p.name, version = %p.version, dir = %p.dir.display(), "policy project in force");
+    }
+    let skeleton = Skeleton::open(Spec {
+        nf_type: "PCF",
+        instance_id: config.instance_id.clone(),
+        sbi: config.sbi.clone(),
+        client: config.client.clone(),
+        store: config.store.clone(),
+        nrf: config.pcf.nrf.clone(),
+    })
+    .await?;
+    let store = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
+    let scheme = skeleton.scheme();
+    let pcf = Arc::new(Pcf::new(config.pcf.clone(), policy.clone(), Arc::new(store), scheme));
+    let associations = pcf.store.count_sm().await?;
+    tracing::info!(sm_policies = associations, "PCF state loaded");
+    skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
+    let mut serving = skeleton.bind(router(pcf.clone())).await?;
+    let addr = serving.local_addr();
+    let _ = pcf.local_authority.set(addr.to_string());
+    let profile = serving
+        .profile()
+        .versioned_service(
+            "npcf-smpolicycontrol",
+            scheme,
+            addr.port(),
+            NPCF_SMPOLICYCONTROL_VERSIONS,
+        )
+        .build();
+    serving.register(profile)?;
+    if config.pcf.policy_watch_ms > 0 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = policy.watch(Duration::from_millis(config.pcf.policy_watch_ms), stop.clone());
+        serving.on_stop(async move {
+            stop.store(true, Ordering::Relaxed);
+            let _ = tokio::task::spawn_blocking(move || watcher.join()).await;
+        });
+    }
+    Ok(Bound { serving, pcf })
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.serving.local_addr()
+    }
+
+    pub fn pcf(&self) -> &Arc<Pcf> {
+        &self.pcf
+    }
+
+    /// Serves until `shutdown`; then stops as every NF does (nf::skeleton).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), PcfError> {
+        self.serving.serve(shutdown).await
+    }
+}
+
+/// Runs the PCF until `shutdown` completes.
+pub async fn run(config: RunConfig, shutdown: impl Future<Output = ()>) -> Result<(), PcfError> {
+    let bound = bind(config).await?;
+    tracing::info!(addr = %bound.local_addr(), "PCF serving");
+    bound.serve(shutdown).await
+}

@@ -1,0 +1,75 @@
+//! The PCF's own metrics, read at scrape time (the request path only bumps atomics): the policy
+//! project in force and what it has evaluated, and the deploys.
+//!
+//! - `policy_project_info{project, version}` 1 for the version in force;
+//! - `policy_evaluations_total{version}`, `policy_fallbacks_total{version}`: decisions of the
+//!   version in force, and those the fallback answered (a new version starts its own series);
+//! - `policy_deploys_total{outcome="ok"|"refused"}`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use crate::context::Pcf;
+
+#[derive(Debug)]
+struct PolicyCollector(Arc<Pcf>);
+
+impl std::fmt::Debug for Pcf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pcf").finish_non_exhaustive()
+    }
+}
+
+pub fn register(pcf: Arc<Pcf>, r: &mut Registry) {
+    r.register_collector(Box::new(PolicyCollector(pcf)));
+}
+
+impl Collector for PolicyCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let pcf = &self.0;
+        let p = pcf.policy.current();
+        let info = ConstGauge::new(1i64);
+        let mut e = encoder.encode_descriptor(
+            "policy_project_info",
+            "The policy project in force (1), by project name and version",
+            None,
+            info.metric_type(),
+        )?;
+        let labels = [("project", p.name.as_str()), ("version", p.version.as_str())];
+        info.encode(e.encode_family(&labels)?)?;
+
+        let (evaluations, fallbacks) = p.counters();
+        for (name, help, value) in [
+            ("policy_evaluations", "Decisions made by the policy version in force", evaluations),
+            (
+                "policy_fallbacks",
+                "Decisions of the version in force answered by its fallback (a script failed)",
+                fallbacks,
+            ),
+        ] {
+            let c = ConstCounter::new(value);
+            let mut e = encoder.encode_descriptor(name, help, None, c.metric_type())?;
+            c.encode(e.encode_family(&[("version", p.version.as_str())])?)?;
+        }
+
+        let mut e = encoder.encode_descriptor(
+            "policy_deploys",
+            "Policy project deploys, by outcome (refused: the project failed its check)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (outcome, n) in
+            [("ok", &pcf.counters.deploys_ok), ("refused", &pcf.counters.deploys_refused)]
+        {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("outcome", outcome)])?)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,169 @@
+//! Npcf_SMPolicyControl (TS 29.512 §4.2, resources §5.3): Create (POST sm-policies), Get (GET
+//! sm-policies/{smPolicyId}), Update (POST sm-policies/{smPolicyId}/update) and Delete (POST
+//! sm-policies/{smPolicyId}/delete).
+//!
+//! Every decision comes from the policy project in force (`policy::Deployed`): the request the
+//! engine reads is the SmPolicyContextData (with an update's attributes over it), its state
+//! variables are the subscriber's SSV, the node is the SMF. A script that fails answers the
+//! project's fallback decision, counted; the association is kept either way.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
+use policy::{Input, Outcome, Project, Service};
+use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
+use serde_json::{json, Map, Value};
+
+use crate::context::Pcf;
+use crate::models;
+use crate::store::{new_policy_id, SmPolicy};
+
+/// Features of TS 29.512 §5.8 this PCF supports: none of the optional ones yet, so the
+/// negotiated list is empty ("0") whatever the SMF offers.
+const SUPPORTED_FEATURES: &str = "0";
+
+fn location(pcf: &Pcf, req: &SbiRequest, id: &str) -> String {
+    format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(Some(req)))
+}
+
+fn not_found(id: &str) -> NfError {
+    ProblemDetails::not_found(format!("no SM policy association {id}")).into()
+}
+
+/// The requesting node as the engine sees it: the SMF's instance id when the context has it.
+fn node(context: &Value) -> &str {
+    context.get("smfId").and_then(Value::as_str).unwrap_or("")
+}
+
+/// One decision on the project in force.
+fn decide(pcf: &Pcf, request: &Value, ssv: &Map<String, Value>) -> (Outcome, Arc<Project>) {
+    let input =
+        Input { request, subscriber: &Value::Null, ssv, node: node(request), now: Utc::now() };
+    let (outcome, project) = pcf.policy.evaluate(Service::Sm, input);
+    if let Some(e) = &outcome.error {
+        tracing::warn!(
+            policy = %project.name, version = %project.version, error = %e,
+            "SM policy script failed: the project's fallback decision answers"
+        );
+    }
+    (outcome, project)
+}
+
+/// The SmPolicyDecision of an outcome: the engine's decision, with the features negotiated.
+fn decision(outcome: Outcome, context: &Value) -> Value {
+    let mut d = match outcome.decision {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if context.get("suppFeat").is_some() {
+        d.insert("suppFeat".into(), Value::from(SUPPORTED_FEATURES));
+    }
+    Value::Object(d)
+}
+
+fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response {
+    let mut resp = http::Response::new(sbi::Body::from(bytes));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
+    resp
+}
+
+/// Npcf_SMPolicyControl_Create: 201 with the SmPolicyDecision and the association's URI in
+/// Location.
+pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let context: Value = req.json()?;
+    models::check_context(&context)?;
+    let supi = context["supi"].as_str().unwrap_or_default().to_string();
+    let ssv = pcf.store.ssv(&supi).await?;
+    let (mut outcome, project) = decide(&pcf, &context, &ssv);
+    let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
+    let decision = decision(outcome, &context);
+    let body = serde_json::to_vec(&decision)?;
+    let id = new_policy_id();
+    tracing::debug!(sm_policy = %id, %supi, policy_version = %project.version, "SM policy created");
+    let stored = SmPolicy {
+        id: id.clone(),
+        supi,
+        context: serde_json::to_vec(&context)?,
+        decision: body.clone(),
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+    };
+    pcf.store.create_sm(stored, ssv_updates).await?;
+    let mut resp = json_bytes(StatusCode::CREATED, body);
+    if let Ok(v) = HeaderValue::from_str(&location(&pcf, &req, &id)) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// Npcf_SMPolicyControl_Get (TS 29.512 §4.2.5): the SmPolicyControl, context and decision.
+pub async fn get(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let id = req.param("smPolicyId");
+    let Some(p) = pcf.store.get_sm(id).await? else { return Err(not_found(id)) };
+    let context: Value = serde_json::from_slice(&p.context)?;
+    let policy: Value = serde_json::from_slice(&p.decision)?;
+    Ok(json_response(StatusCode::OK, &json!({"context": context, "policy": policy}))?)
+}
+
+/// Npcf_SMPolicyControl_Update (TS 29.512 §4.2.4): the SMF reports triggers and what changed;
+/// the PCF decides again on the context with the change in it and answers 200 with what
+/// differs from the decision in force.
+pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let change: Value = req.json()?;
+    models::check_update(&change)?;
+    let id = req.param("smPolicyId").to_string();
+    let Some(stored) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
+    let mut context: Value = serde_json::from_slice(&stored.context)?;
+    models::merge_update(&mut context, &change);
+    // The engine reads the context with every attribute of the update over it (the reported
+    // triggers, usage reports, ...); the stored context keeps what is the session's.
+    let mut request = context.clone();
+    if let (Some(r), Some(c)) = (request.as_object_mut(), change.as_object()) {
+        for (k, v) in c {
+            r.insert(k.clone(), v.clone());
+        }
+    }
+    let ssv = pcf.store.ssv(&stored.supi).await?;
+    let (mut outcome, project) = decide(&pcf, &request, &ssv);
+    let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
+    let new = decision(outcome, &context);
+    let old: Value = serde_json::from_slice(&stored.decision)?;
+    let delta = models::delta(&old, &new);
+    let updated = SmPolicy {
+        id: id.clone(),
+        supi: stored.supi,
+        context: serde_json::to_vec(&context)?,
+        decision: serde_json::to_vec(&new)?,
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+    };
+    if !pcf.store.update_sm(updated, ssv_updates).await? {
+        return Err(not_found(&id));
+    }
+    tracing::debug!(sm_policy = %id, policy_version = %project.version, "SM policy updated");
+    Ok(json_response(StatusCode::OK, &delta)?)
+}
+
+/// Npcf_SMPolicyControl_Delete (TS 29.512 §4.2.6): 204; the body (SmPolicyDeleteData: usage
+/// reports, release cause) is checked as JSON when present.
+pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    if !req.body.is_empty() {
+        let body: Value = req.json()?;
+        if !body.is_object() {
+            return Err(ProblemDetails::bad_request(
+                sbi::problem::cause::INVALID_MSG_FORMAT,
+                "the body must be an SmPolicyDeleteData object",
+            )
+            .into());
+        }
+    }
+    let id = req.param("smPolicyId");
+    if !pcf.store.delete_sm(id).await? {
+        return Err(not_found(id));
+    }
+    tracing::debug!(sm_policy = %id, "SM policy deleted");
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}

@@ -1,0 +1,60 @@
+//! The PCF's persistence, behind its own trait: [`PcfStore`] is everything the handlers ask of
+//! the store. No signature names an engine: [`sqlite`] is the one implementation today, a
+//! MySQL-protocol one goes next to it (issue #25).
+//!
+//! An SM policy association is stored with the context the SMF gave (create, then each update
+//! merged in), the decision in force and the policy version that made it. A subscriber's state
+//! variables (SSV) are one JSON object per SUPI, written in the same transaction as the
+//! association whose decision set them, so an acknowledged decision never loses its state.
+
+pub mod sqlite;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use sqlite::SqlitePcfStore;
+
+/// What a store call returns.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = store::Result<T>> + Send + 'a>>;
+
+/// A stored SM policy association.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmPolicy {
+    pub id: String,
+    pub supi: String,
+    /// SmPolicyContextData, with the updates merged in.
+    pub context: Vec<u8>,
+    /// The SmPolicyDecision in force.
+    pub decision: Vec<u8>,
+    /// The policy project version that made the decision.
+    pub policy_version: String,
+    pub updated_ms: i64,
+}
+
+/// A subscriber's state variables to merge (a value of `null` removes one).
+pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
+
+pub trait PcfStore: Send + Sync {
+    /// The state variables of `supi` (an empty object when it has none).
+    fn ssv(&self, supi: &str) -> StoreFuture<'_, serde_json::Map<String, serde_json::Value>>;
+
+    /// Stores a new association and merges `ssv` into its subscriber's state, in one commit.
+    fn create_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, ()>;
+
+    fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>>;
+
+    /// Replaces an association's context and decision and merges `ssv`; false when the
+    /// association no longer exists (nothing changed).
+    fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
+
+    /// Removes an association; false when there was none.
+    fn delete_sm(&self, id: &str) -> StoreFuture<'_, bool>;
+
+    /// Associations stored (for the log line at start and for tests).
+    fn count_sm(&self) -> StoreFuture<'_, u64>;
+}
+
+/// A new association's id: time-ordered (UUID v7), so inserts land at the end of the index.
+pub fn new_policy_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}

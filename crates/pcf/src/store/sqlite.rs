@@ -1,0 +1,146 @@
+//! [`PcfStore`] on the embedded SQLite store: schema, migrations and SQL.
+
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::{Map, Value};
+use store::{Migration, SqliteStore};
+
+use super::{PcfStore, SmPolicy, SsvUpdates, StoreFuture};
+
+pub const MIGRATIONS: [Migration; 2] = [
+    Migration::new(
+        "pcf-0001-sm-policy",
+        "CREATE TABLE pcf_sm_policy (
+            sm_policy_id TEXT PRIMARY KEY NOT NULL,
+            supi TEXT NOT NULL,
+            context BLOB NOT NULL,
+            decision BLOB NOT NULL,
+            policy_version TEXT NOT NULL,
+            updated_ms INTEGER NOT NULL
+        );
+        CREATE INDEX pcf_sm_policy_supi ON pcf_sm_policy (supi)",
+    ),
+    Migration::new(
+        "pcf-0002-ssv",
+        "CREATE TABLE pcf_ssv (
+            supi TEXT PRIMARY KEY NOT NULL,
+            json BLOB NOT NULL
+        )",
+    ),
+];
+
+#[derive(Clone)]
+pub struct SqlitePcfStore {
+    db: SqliteStore,
+}
+
+impl SqlitePcfStore {
+    /// The PCF's store on an open SQLite store (the NF skeleton's), applying its migrations.
+    pub async fn on(db: SqliteStore) -> store::Result<Self> {
+        db.migrate(MIGRATIONS).await?;
+        Ok(SqlitePcfStore { db })
+    }
+}
+
+fn read_ssv(c: &rusqlite::Connection, supi: &str) -> store::Result<Map<String, Value>> {
+    let json: Option<Vec<u8>> =
+        c.query_row("SELECT json FROM pcf_ssv WHERE supi = ?1", [supi], |r| r.get(0)).optional()?;
+    Ok(json
+        .and_then(|j| serde_json::from_slice::<Value>(&j).ok())
+        .and_then(|v| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        })
+        .unwrap_or_default())
+}
+
+/// Merges `updates` into the subscriber's state (null removes a variable) in `tx`.
+fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Result<()> {
+    if updates.is_empty() {
+        return Ok(());
+    }
+    let mut m = read_ssv(tx, supi)?;
+    for (k, v) in updates {
+        if v.is_null() {
+            m.remove(&k);
+        } else {
+            m.insert(k, v);
+        }
+    }
+    let json = serde_json::to_vec(&m).map_err(store::Error::backend)?;
+    tx.execute(
+        "INSERT INTO pcf_ssv (supi, json) VALUES (?1, ?2)
+         ON CONFLICT (supi) DO UPDATE SET json = excluded.json",
+        params![supi, json],
+    )?;
+    Ok(())
+}
+
+impl PcfStore for SqlitePcfStore {
+    fn ssv(&self, supi: &str) -> StoreFuture<'_, Map<String, Value>> {
+        let supi = supi.to_string();
+        Box::pin(self.db.read(move |c| read_ssv(c, &supi)))
+    }
+
+    fn create_sm(&self, p: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| {
+            tx.execute(
+                "INSERT INTO pcf_sm_policy
+                 (sm_policy_id, supi, context, decision, policy_version, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![p.id, p.supi, p.context, p.decision, p.policy_version, p.updated_ms],
+            )?;
+            merge_ssv(tx, &p.supi, ssv)
+        }))
+    }
+
+    fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>> {
+        let id = id.to_string();
+        Box::pin(self.db.read(move |c| {
+            Ok(c.query_row(
+                "SELECT supi, context, decision, policy_version, updated_ms
+                 FROM pcf_sm_policy WHERE sm_policy_id = ?1",
+                [&id],
+                |r| {
+                    Ok(SmPolicy {
+                        id: id.clone(),
+                        supi: r.get(0)?,
+                        context: r.get(1)?,
+                        decision: r.get(2)?,
+                        policy_version: r.get(3)?,
+                        updated_ms: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+        }))
+    }
+
+    fn update_sm(&self, p: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
+        Box::pin(self.db.write(move |tx| {
+            let n = tx.execute(
+                "UPDATE pcf_sm_policy SET context = ?2, decision = ?3, policy_version = ?4,
+                 updated_ms = ?5 WHERE sm_policy_id = ?1",
+                params![p.id, p.context, p.decision, p.policy_version, p.updated_ms],
+            )?;
+            if n == 0 {
+                return Ok(false);
+            }
+            merge_ssv(tx, &p.supi, ssv)?;
+            Ok(true)
+        }))
+    }
+
+    fn delete_sm(&self, id: &str) -> StoreFuture<'_, bool> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            Ok(tx.execute("DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1", [&id])? > 0)
+        }))
+    }
+
+    fn count_sm(&self) -> StoreFuture<'_, u64> {
+        Box::pin(
+            self.db
+                .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM pcf_sm_policy", [], |r| r.get(0))?)),
+        )
+    }
+}

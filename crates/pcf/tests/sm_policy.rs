@@ -1,0 +1,360 @@
+//! Npcf_SMPolicyControl over a real socket (h2c), with the contexts an SMF sends, answers
+//! checked against the Rel-17 schemas; and the policy admin endpoint: the version in force in
+//! the answers and the metrics, a new version deployed, a broken one refused.
+
+use std::path::{Path, PathBuf};
+
+use pcf::{PcfConfig, RunConfig};
+use sbi::client::{ClientConfig, SbiClient, SbiResponse};
+use serde_json::{json, Value};
+use testkit::specs::Specs;
+use tokio::sync::oneshot;
+
+struct TestPcf {
+    base: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), pcf::PcfError>>>,
+}
+
+impl TestPcf {
+    async fn start(dir: &Path, policy: &Path) -> TestPcf {
+        let run = RunConfig {
+            pcf: PcfConfig { policy: Some(policy.to_path_buf()), ..PcfConfig::default() },
+            sbi: sbi::ServerConfig::default(),
+            client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
+            store: store::SqliteConfig {
+                readers: 1,
+                ..store::SqliteConfig::new(dir.join("pcf.db"))
+            },
+            instance_id: None,
+        };
+        let bound = pcf::bind(run).await.expect("PCF starts");
+        let base = format!("http://{}", bound.local_addr());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(bound.serve(async {
+            let _ = rx.await;
+        }));
+        TestPcf { base, stop: Some(tx), task: Some(task) }
+    }
+
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+
+    fn sm(&self, path: &str) -> String {
+        format!("{}/npcf-smpolicycontrol/v1/sm-policies{path}", self.base)
+    }
+}
+
+fn client() -> SbiClient {
+    SbiClient::new(&ClientConfig::default()).unwrap()
+}
+
+fn body(r: &SbiResponse) -> Value {
+    serde_json::from_slice(r.body()).unwrap_or(Value::Null)
+}
+
+fn specs() -> Specs {
+    Specs::load(&["TS29512_Npcf_SMPolicyControl", "TS29571_CommonData", "TS29122_CommonData"])
+}
+
+fn problem(specs: &Specs, r: &SbiResponse, status: u16, cause: &str) -> Value {
+    let v = body(r);
+    assert_eq!(r.status().as_u16(), status, "{v}");
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    assert_eq!(v["cause"], cause, "{v}");
+    specs.assert_valid("TS29571_CommonData", "ProblemDetails", &v);
+    v
+}
+
+/// The repository's default project, copied so a test can change it.
+fn default_project(into: &Path) -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../policies/default");
+    copy_dir(&src, into);
+    into.to_path_buf()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// SmPolicyContextData as Open5GS v2.8's SMF builds it (smf/npcf-build.c): the attributes and
+/// their shapes, with a PDU session of UE `n`.
+fn open5gs_context(n: u32) -> Value {
+    json!({
+        "supi": format!("imsi-99970000000{n:04}"),
+        "pduSessionId": 1,
+        "pduSessionType": "IPV4",
+        "dnn": "internet",
+        "notificationUri": format!("http://127.0.0.4:7777/nsmf-callback/v1/sm-policy-notify/{n}"),
+        "accessType": "3GPP_ACCESS",
+        "ratType": "NR",
+        "servingNetwork": {"mcc": "999", "mnc": "70"},
+        "userLocationInfo": {"nrLocation": {
+            "tai": {"plmnId": {"mcc": "999", "mnc": "70"}, "tac": "000001"},
+            "ncgi": {"plmnId": {"mcc": "999", "mnc": "70"}, "nrCellId": "000000010"},
+            "ueLocationTimestamp": "2026-11-26T10:00:00.000000Z"}},
+        "ueTimeZone": "+00:00",
+        "pei": "imeisv-4370816125816151",
+        "ipv4Address": format!("10.45.{}.{}", n / 256, n % 256),
+        "subsSessAmbr": {"uplink": "1 Gbps", "downlink": "2 Gbps"},
+        "subsDefQos": {"5qi": 9, "arp": {"priorityLevel": 8, "preemptCap": "NOT_PREEMPT",
+            "preemptVuln": "NOT_PREEMPTABLE"}, "priorityLevel": 8},
+        "sliceInfo": {"sst": 1},
+        "suppFeat": "4000000"
+    })
+}
+
+#[tokio::test]
+async fn an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let project = default_project(&d.path().join("policy"));
+    let pcf = TestPcf::start(d.path(), &project).await;
+    let c = client();
+
+    // Create: 201, Location, a decision from the project with the subscribed QoS and AMBR.
+    let r = c.post(&pcf.sm("")).json(&open5gs_context(1)).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status().as_u16(), 201, "{decision}");
+    let loc = r.header("location").expect("Location").to_string();
+    assert!(loc.starts_with(&pcf.sm("/")), "{loc}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &decision);
+    assert_eq!(
+        decision["sessRules"]["s1"]["authSessAmbr"],
+        json!({"uplink": "1 Gbps", "downlink": "2 Gbps"})
+    );
+    assert_eq!(decision["sessRules"]["s1"]["authDefQos"]["5qi"], 9);
+    assert_eq!(
+        decision["policyCtrlReqTriggers"],
+        json!(["PLMN_CH", "RES_MO_RE", "AC_TY_CH", "UE_IP_CH"])
+    );
+    assert_eq!(decision["suppFeat"], "0");
+
+    // Get: the context as sent and the decision in force.
+    let r = c.get(&loc).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let got = body(&r);
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyControl", &got);
+    assert_eq!(got["policy"], decision);
+    assert_eq!(got["context"]["supi"], "imsi-999700000000001");
+
+    // Update with a trigger that changes nothing the project reads: an empty delta.
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["RAT_TY_CH"], "ratType": "EUTRA"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", body(&r));
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &body(&r));
+    assert_eq!(body(&r), json!({}));
+    // The subscribed AMBR changes: the session rule is answered again, the rest is not.
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["SE_AMBR_CH"],
+            "subsSessAmbr": {"uplink": "500 Mbps", "downlink": "1 Gbps"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let delta = body(&r);
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &delta);
+    assert_eq!(
+        delta["sessRules"]["s1"]["authSessAmbr"],
+        json!({"uplink": "500 Mbps", "downlink": "1 Gbps"})
+    );
+    assert!(delta.get("policyCtrlReqTriggers").is_none(), "{delta}");
+    let got = body(&c.get(&loc).send().await.unwrap());
+    assert_eq!(got["context"]["ratType"], "EUTRA");
+    assert_eq!(got["policy"]["sessRules"]["s1"]["authSessAmbr"]["uplink"], "500 Mbps");
+
+    // Restart: the association is in the store.
+    pcf.stop().await;
+    let pcf = TestPcf::start(d.path(), &project).await;
+    let loc = loc.replace(&loc[..loc.find("/npcf").unwrap()], &pcf.base);
+    let r = c.get(&loc).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", body(&r));
+    assert_eq!(body(&r)["policy"]["sessRules"]["s1"]["authSessAmbr"]["uplink"], "500 Mbps");
+
+    // Delete: 204, then the association is gone for every operation.
+    let r = c.post(&format!("{loc}/delete")).json(&json!({})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    problem(&specs, &c.get(&loc).send().await.unwrap(), 404, "RESOURCE_NOT_FOUND");
+    let r = c.post(&format!("{loc}/delete")).send().await.unwrap();
+    problem(&specs, &r, 404, "RESOURCE_NOT_FOUND");
+    let r = c.post(&format!("{loc}/update")).json(&json!({})).send().await.unwrap();
+    problem(&specs, &r, 404, "RESOURCE_NOT_FOUND");
+    pcf.stop().await;
+}
+
+#[tokio::test]
+async fn bad_contexts_and_triggers_are_answered_400_naming_each_field() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let project = default_project(&d.path().join("policy"));
+    let pcf = TestPcf::start(d.path(), &project).await;
+    let c = client();
+
+    let mut ctx = open5gs_context(2);
+    ctx.as_object_mut().unwrap().remove("supi");
+    ctx["sliceInfo"] = json!({"sst": 1, "sd": "12345"});
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    let v = problem(&specs, &r, 400, "MANDATORY_IE_MISSING");
+    let params: Vec<&str> =
+        v["invalidParams"].as_array().unwrap().iter().filter_map(|p| p["param"].as_str()).collect();
+    assert_eq!(params, ["/supi", "/sliceInfo/sd"]);
+
+    let mut ctx = open5gs_context(3);
+    ctx["subsSessAmbr"]["uplink"] = json!("fast");
+    ctx["notificationUri"] = json!("not a uri");
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    let v = problem(&specs, &r, 400, "MANDATORY_IE_INCORRECT");
+    assert_eq!(v["invalidParams"].as_array().unwrap().len(), 2, "{v}");
+
+    // Not JSON at all.
+    let r = c
+        .post(&pcf.sm(""))
+        .header("content-type", "application/json")
+        .body(b"{".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    let r = c.post(&pcf.sm("")).json(&open5gs_context(4)).send().await.unwrap();
+    let loc = r.header("location").unwrap().to_string();
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["UE_IP_CH", "NOT_A_TRIGGER"], "ipv4Address": "10.0.0.300"}))
+        .send()
+        .await
+        .unwrap();
+    let v = problem(&specs, &r, 400, "MANDATORY_IE_INCORRECT");
+    let params: Vec<&str> =
+        v["invalidParams"].as_array().unwrap().iter().filter_map(|p| p["param"].as_str()).collect();
+    assert_eq!(params, ["/repPolicyCtrlReqTriggers/1", "/ipv4Address"]);
+    // Nothing of the refused update was kept.
+    let got = body(&c.get(&loc).send().await.unwrap());
+    assert_eq!(got["context"]["ipv4Address"], "10.45.0.4");
+    pcf.stop().await;
+}
+
+/// The default project as version `version`, its default uplink `ul`, and a rule that arms
+/// the usage report trigger for a subscriber whose state says it had a session before.
+fn version(dir: &Path, version: &str, ul: &str) {
+    let p = dir.join("project.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let text = text
+        .replace("version = \"1.0.0\"", &format!("version = \"{version}\""))
+        .replace("defaultUl = \"100 Mbps\"", &format!("defaultUl = \"{ul}\""));
+    std::fs::write(&p, text).unwrap();
+    let sm = dir.join("rules/sm.toml");
+    let mut rules = std::fs::read_to_string(&sm).unwrap();
+    rules.push_str(
+        "\n[[rule]]\nname = \"returning\"\nwhen = [\"ssv.lastDnn exists\"]\n[[rule.then]]\n\
+         append = \"decision.policyCtrlReqTriggers\"\nvalue = \"US_RE\"\n\
+         [[rule]]\nname = \"remember\"\n[[rule.then]]\nssv = \"lastDnn\"\nfrom = \"request.dnn\"\n",
+    );
+    std::fs::write(&sm, rules).unwrap();
+}
+
+#[tokio::test]
+async fn the_admin_endpoint_deploys_a_new_version_and_refuses_a_broken_one() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let project = default_project(&d.path().join("policy"));
+    let pcf = TestPcf::start(d.path(), &project).await;
+    let c = client();
+    let admin = format!("{}/policy-admin/v1/project", pcf.base);
+
+    let v = body(&c.get(&admin).send().await.unwrap());
+    assert_eq!((v["name"].as_str(), v["version"].as_str()), (Some("default"), Some("1.0.0")));
+    let metrics = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(
+        metrics.contains("policy_project_info{project=\"default\",version=\"1.0.0\"} 1"),
+        "{metrics}"
+    );
+
+    // Version 2 in another directory: deployed, and the next decision is its own.
+    let v2 = d.path().join("policy-v2");
+    copy_dir(&project, &v2);
+    version(&v2, "2.0.0", "300 Mbps");
+    let r = c
+        .post(&format!("{admin}/deploy"))
+        .json(&json!({"dir": v2.display().to_string()}))
+        .send()
+        .await
+        .unwrap();
+    let v = body(&r);
+    assert_eq!(r.status().as_u16(), 200, "{v}");
+    assert_eq!(
+        (v["version"].as_str(), v["previousVersion"].as_str()),
+        (Some("2.0.0"), Some("1.0.0"))
+    );
+    let mut ctx = open5gs_context(5);
+    ctx.as_object_mut().unwrap().remove("subsSessAmbr");
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status().as_u16(), 201, "{decision}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &decision);
+    assert_eq!(decision["sessRules"]["s1"]["authSessAmbr"]["uplink"], "300 Mbps");
+    assert!(!decision["policyCtrlReqTriggers"].as_array().unwrap().contains(&json!("US_RE")));
+    // The state variable the first decision set is the subscriber's, persisted: the second
+    // session of the same subscriber sees it.
+    ctx["pduSessionId"] = json!(2);
+    let decision = body(&c.post(&pcf.sm("")).json(&ctx).send().await.unwrap());
+    assert!(
+        decision["policyCtrlReqTriggers"].as_array().unwrap().contains(&json!("US_RE")),
+        "{decision}"
+    );
+
+    // A broken version 3: refused with the file and line, version 2 stays in force.
+    let v3 = d.path().join("policy-v3");
+    copy_dir(&v2, &v3);
+    std::fs::write(
+        v3.join("rules/sm.toml"),
+        "[[rule]]\nname = \"x\"\nwhen = [\"request.dnn frobnicates 3\"]\n",
+    )
+    .unwrap();
+    let r = c
+        .post(&format!("{admin}/deploy"))
+        .json(&json!({"dir": v3.display().to_string()}))
+        .send()
+        .await
+        .unwrap();
+    let v = problem(&specs, &r, 400, "POLICY_CHECK_FAILED");
+    assert!(v["invalidParams"][0]["param"].as_str().unwrap().starts_with("rules/sm.toml:"), "{v}");
+    assert_eq!(body(&c.get(&admin).send().await.unwrap())["version"], "2.0.0");
+    let r = c.post(&format!("{admin}/deploy")).json(&json!({"dir": 7})).send().await.unwrap();
+    problem(&specs, &r, 400, "MANDATORY_IE_INCORRECT");
+
+    let metrics = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(
+        metrics.contains("policy_project_info{project=\"default\",version=\"2.0.0\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("policy_evaluations_total{version=\"2.0.0\"} 2"), "{metrics}");
+    assert!(metrics.contains("policy_deploys_total{outcome=\"ok\"} 1"), "{metrics}");
+    assert!(metrics.contains("policy_deploys_total{outcome=\"refused\"} 1"), "{metrics}");
+    pcf.stop().await;
+}
