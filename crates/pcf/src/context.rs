@@ -1,7 +1,5 @@
-//! The PCF's state: its configuration, the policy project in force, the store, and the
-//! counters its metrics export.
+//! The PCF's state: its configuration, the policy project in force and the store.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
 use policy::Deployed;
@@ -18,16 +16,6 @@ pub struct Pcf {
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
-    pub counters: Counters,
-}
-
-/// What the PCF counts besides the engine's own counters (policy::Project::counters).
-#[derive(Default)]
-pub struct Counters {
-    /// Deploys through the admin endpoint or a file change that put a version in force.
-    pub deploys_ok: AtomicU64,
-    /// Deploys refused because the project failed its check.
-    pub deploys_refused: AtomicU64,
 }
 
 impl Pcf {
@@ -37,14 +25,7 @@ impl Pcf {
         store: Arc<dyn PcfStore>,
         scheme: &'static str,
     ) -> Self {
-        Pcf {
-            config,
-            policy,
-            store,
-            scheme,
-            local_authority: OnceLock::new(),
-            counters: Counters::default(),
-        }
+        Pcf { config, policy, store, scheme, local_authority: OnceLock::new() }
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.

@@ -6,7 +6,6 @@
 //!   version in force, and those the fallback answered (a new version starts its own series);
 //! - `policy_deploys_total{outcome="ok"|"refused"}`.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
@@ -64,10 +63,9 @@ impl Collector for PolicyCollector {
             None,
             prometheus_client::metrics::MetricType::Counter,
         )?;
-        for (outcome, n) in
-            [("ok", &pcf.counters.deploys_ok), ("refused", &pcf.counters.deploys_refused)]
-        {
-            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+        let (ok, refused) = pcf.policy.deploys();
+        for (outcome, n) in [("ok", ok), ("refused", refused)] {
+            let c = ConstCounter::new(n);
             c.encode(e.encode_family(&[("outcome", outcome)])?)?;
         }
         Ok(())

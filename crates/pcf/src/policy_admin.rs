@@ -6,7 +6,6 @@
 //! 400 naming each error's file and line, and the version in force stays.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use http::StatusCode;
@@ -69,13 +68,11 @@ pub async fn deploy(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         .map_err(|e| NfError::internal(format!("deploy task: {e}")))?;
     match deployed {
         Ok(p) => {
-            pcf.counters.deploys_ok.fetch_add(1, Ordering::Relaxed);
             let mut v = describe(&p);
             v["previousVersion"] = Value::from(before);
             Ok(json_response(StatusCode::OK, &v)?)
         }
         Err(errors) => {
-            pcf.counters.deploys_refused.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(errors = errors.len(), version = %before, "policy deploy refused; the version in force stays");
             let params = errors
                 .iter()

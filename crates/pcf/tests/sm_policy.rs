@@ -18,8 +18,13 @@ struct TestPcf {
 
 impl TestPcf {
     async fn start(dir: &Path, policy: &Path) -> TestPcf {
+        let config = PcfConfig { policy: Some(policy.to_path_buf()), ..PcfConfig::default() };
+        Self::start_with(dir, config).await
+    }
+
+    async fn start_with(dir: &Path, config: PcfConfig) -> TestPcf {
         let run = RunConfig {
-            pcf: PcfConfig { policy: Some(policy.to_path_buf()), ..PcfConfig::default() },
+            pcf: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
             store: store::SqliteConfig {
@@ -356,5 +361,58 @@ async fn the_admin_endpoint_deploys_a_new_version_and_refuses_a_broken_one() {
     assert!(metrics.contains("policy_evaluations_total{version=\"2.0.0\"} 2"), "{metrics}");
     assert!(metrics.contains("policy_deploys_total{outcome=\"ok\"} 1"), "{metrics}");
     assert!(metrics.contains("policy_deploys_total{outcome=\"refused\"} 1"), "{metrics}");
+    pcf.stop().await;
+}
+
+#[tokio::test]
+async fn a_changed_project_file_is_deployed_and_a_broken_change_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let project = default_project(&d.path().join("policy"));
+    let config =
+        PcfConfig { policy: Some(project.clone()), policy_watch_ms: 20, ..PcfConfig::default() };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let admin = format!("{}/policy-admin/v1/project", pcf.base);
+    let version_now = || async { body(&c.get(&admin).send().await.unwrap())["version"].clone() };
+    let wait_for = |want: &'static str| {
+        let version_now = &version_now;
+        async move {
+            for _ in 0..250 {
+                if version_now().await == want {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            panic!("version {want} never came in force");
+        }
+    };
+    assert_eq!(version_now().await, "1.0.0");
+    // Modification times have a coarse clock on some file systems: the watch compares the
+    // newest time and the file count, so a new file makes the change certain.
+    version(&project, "1.1.0", "150 Mbps");
+    std::fs::write(project.join("CHANGES.txt"), "1.1.0: default uplink 150 Mbps\n").unwrap();
+    wait_for("1.1.0").await;
+    let mut ctx = open5gs_context(9);
+    ctx.as_object_mut().unwrap().remove("subsSessAmbr");
+    let decision = body(&c.post(&pcf.sm("")).json(&ctx).send().await.unwrap());
+    assert_eq!(decision["sessRules"]["s1"]["authSessAmbr"]["uplink"], "150 Mbps");
+    // A broken edit: refused, 1.1.0 stays and keeps deciding.
+    std::fs::write(project.join("rules/sm.toml"), "[[rule]]\nname = 3\n").unwrap();
+    std::fs::remove_file(project.join("CHANGES.txt")).unwrap();
+    let metrics_url = format!("{}/metrics", pcf.base);
+    let mut refused = false;
+    for _ in 0..250 {
+        let m =
+            String::from_utf8(c.get(&metrics_url).send().await.unwrap().body().to_vec()).unwrap();
+        if m.contains("policy_deploys_total{outcome=\"refused\"} 1") {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(refused, "the broken edit was never seen");
+    assert_eq!(version_now().await, "1.1.0");
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201);
     pcf.stop().await;
 }

@@ -6,7 +6,7 @@
 //! the project's files ([`Deployed::watch`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -16,11 +16,24 @@ use crate::{CheckError, Input, Outcome, Project, Service};
 
 pub struct Deployed {
     current: ArcSwap<Project>,
+    /// Deploys that put a version in force, and those refused (the project failed its check),
+    /// whether through [`Deployed::deploy`] or [`Deployed::watch`].
+    deploys_ok: AtomicU64,
+    deploys_refused: AtomicU64,
 }
 
 impl Deployed {
     pub fn new(p: Project) -> Self {
-        Deployed { current: ArcSwap::from_pointee(p) }
+        Deployed {
+            current: ArcSwap::from_pointee(p),
+            deploys_ok: AtomicU64::new(0),
+            deploys_refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Deploys since start: (put in force, refused).
+    pub fn deploys(&self) -> (u64, u64) {
+        (self.deploys_ok.load(Ordering::Relaxed), self.deploys_refused.load(Ordering::Relaxed))
     }
 
     /// Loads the project in `dir` as the first version.
@@ -42,7 +55,14 @@ impl Deployed {
     /// Loads and checks the project in `dir` and puts it in force; on a failed check nothing
     /// changes and the errors are returned.
     pub fn deploy(&self, dir: impl AsRef<Path>) -> Result<Arc<Project>, Vec<CheckError>> {
-        let p = Arc::new(Project::load(dir)?);
+        let p = match Project::load(dir) {
+            Ok(p) => Arc::new(p),
+            Err(e) => {
+                self.deploys_refused.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        self.deploys_ok.fetch_add(1, Ordering::Relaxed);
         let old = self.current.swap(p.clone());
         tracing::info!(project = %p.name, version = %p.version, was = %old.version, "policy project in force");
         Ok(p)
