@@ -9,7 +9,7 @@ use sbi::{InvalidParam, ProblemDetails};
 use serde_json::Value;
 
 /// Collects the wrong fields of one body.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Errors {
     params: Vec<InvalidParam>,
     missing: bool,
@@ -27,6 +27,11 @@ impl Errors {
 
     pub fn is_empty(&self) -> bool {
         self.params.is_empty()
+    }
+
+    /// Wrong fields found so far (a checker may stop listing at a cap).
+    pub fn len(&self) -> usize {
+        self.params.len()
     }
 
     /// `Ok` when nothing was wrong, else the 400 listing every wrong field.

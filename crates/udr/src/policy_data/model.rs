@@ -9,8 +9,7 @@
 
 use std::fmt::Write as _;
 
-use sbi::problem::cause;
-use sbi::{InvalidParam, ProblemDetails};
+use sbi::ProblemDetails;
 use serde_json::Value;
 
 /// What a JSON value must be.
@@ -55,35 +54,8 @@ const fn req(name: &'static str, ty: Ty) -> Field {
     Field { name, ty, required: true }
 }
 
-/// Every wrong attribute found, then one ProblemDetails.
-#[derive(Debug, Default)]
-pub struct Errors {
-    params: Vec<InvalidParam>,
-    missing: bool,
-}
-
-impl Errors {
-    pub fn bad(&mut self, at: impl Into<String>, why: impl Into<String>) {
-        self.params.push(InvalidParam::new(at, why));
-    }
-    pub fn missing(&mut self, at: impl Into<String>) {
-        self.missing = true;
-        self.params.push(InvalidParam::new(at, "mandatory attribute is missing"));
-    }
-    pub fn is_empty(&self) -> bool {
-        self.params.is_empty()
-    }
-    /// 400 `MANDATORY_IE_MISSING` when a mandatory attribute is absent, else
-    /// `MANDATORY_IE_INCORRECT`, listing every wrong attribute.
-    pub fn finish(self) -> Result<(), ProblemDetails> {
-        if self.params.is_empty() {
-            return Ok(());
-        }
-        let c =
-            if self.missing { cause::MANDATORY_IE_MISSING } else { cause::MANDATORY_IE_INCORRECT };
-        Err(ProblemDetails::invalid_params(c, self.params))
-    }
-}
+/// Every wrong attribute found, then one ProblemDetails: the one collector every NF uses.
+pub use nf::common_data::Errors;
 
 /// Most invalidParams listed in one answer; a body wrong everywhere is not echoed whole.
 const MAX_ERRORS: usize = 32;
@@ -91,7 +63,7 @@ const MAX_ERRORS: usize = 32;
 /// Checks `v` against `ty`, `at` being its JSON pointer (the caller's buffer, extended and
 /// restored on the way down, so a valid document costs no allocation however large).
 pub fn check(v: &Value, ty: &Ty, at: &mut String, errs: &mut Errors) {
-    if errs.params.len() >= MAX_ERRORS {
+    if errs.len() >= MAX_ERRORS {
         return;
     }
     match (ty, v) {
