@@ -190,6 +190,12 @@ impl Serving {
         Ok(true)
     }
 
+    /// The NRF client of the NF's first registration (for discovery), when an NRF is
+    /// configured and a profile was registered.
+    pub fn nrf_client(&self) -> Option<NrfClient> {
+        self.nrf.first().cloned()
+    }
+
     /// A Diameter node of the NF: its metrics are served on `/metrics`, and it says DPR to its
     /// peers when the NF stops.
     pub fn diameter(&mut self, node: DiameterNode) {

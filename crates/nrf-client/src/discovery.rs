@@ -140,6 +140,44 @@ impl SearchResult {
     pub fn contains(&self, id: &str) -> bool {
         self.instance_ids().any(|i| i.eq_ignore_ascii_case(id))
     }
+
+    /// The apiRoots of `service` in the profiles, in the NRF's order (a consumer tries the
+    /// first and fails over to the next).
+    pub fn api_roots(&self, service: &str) -> Vec<String> {
+        self.nf_instances.iter().filter_map(|p| service_api_root(p, service)).collect()
+    }
+}
+
+/// The apiRoot of `service` in an NFProfile: its apiPrefix, else its first IP endpoint, else
+/// the service's or the NF's FQDN, else the NF's first IPv4 address. The service is looked up
+/// in `nfServiceList` (Rel-16 and later) and `nfServices` (earlier peers, free5GC).
+pub fn service_api_root(profile: &Value, service: &str) -> Option<String> {
+    let listed = profile.get("nfServiceList").and_then(Value::as_object).into_iter().flatten();
+    let array = profile.get("nfServices").and_then(Value::as_array).into_iter().flatten();
+    let svc = listed
+        .map(|(_, s)| s)
+        .chain(array)
+        .find(|s| s.get("serviceName").and_then(Value::as_str) == Some(service))?;
+    if let Some(prefix) = svc.get("apiPrefix").and_then(Value::as_str) {
+        return Some(prefix.trim_end_matches('/').to_owned());
+    }
+    let scheme = svc.get("scheme").and_then(Value::as_str).unwrap_or("http");
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    if let Some(ep) = svc.get("ipEndPoints").and_then(Value::as_array).and_then(|a| a.first()) {
+        let port = ep.get("port").and_then(Value::as_u64).unwrap_or(default_port);
+        if let Some(ip) = ep.get("ipv4Address").and_then(Value::as_str) {
+            return Some(format!("{scheme}://{ip}:{port}"));
+        }
+        if let Some(ip) = ep.get("ipv6Address").and_then(Value::as_str) {
+            return Some(format!("{scheme}://[{ip}]:{port}"));
+        }
+    }
+    let fqdn = svc.get("fqdn").or_else(|| profile.get("fqdn")).and_then(Value::as_str);
+    if let Some(fqdn) = fqdn {
+        return Some(format!("{scheme}://{fqdn}:{default_port}"));
+    }
+    let ip = profile.get("ipv4Addresses")?.as_array()?.first()?.as_str()?;
+    Some(format!("{scheme}://{ip}:{default_port}"))
 }
 
 /// How long an answer may be reused: the shorter of `validityPeriod` and `Cache-Control:
@@ -255,6 +293,26 @@ impl DiscoveryCache {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+}
+
+#[cfg(test)]
+mod api_root_tests {
+    use super::service_api_root;
+    use serde_json::json;
+
+    #[test]
+    fn the_api_root_of_a_service_in_either_list() {
+        let p = json!({"ipv4Addresses": ["10.0.0.9"], "nfServiceList": {"a": {"serviceName": "nudr-dr",
+            "scheme": "http", "ipEndPoints": [{"ipv4Address": "10.0.0.1", "port": 7001}]}}});
+        assert_eq!(service_api_root(&p, "nudr-dr").as_deref(), Some("http://10.0.0.1:7001"));
+        assert_eq!(service_api_root(&p, "nudr-group-id-map"), None);
+        let p = json!({"ipv4Addresses": ["10.0.0.9"], "nfServices": [{"serviceName": "nudr-dr",
+            "scheme": "https"}]});
+        assert_eq!(service_api_root(&p, "nudr-dr").as_deref(), Some("https://10.0.0.9:443"));
+        let p = json!({"nfServices": [{"serviceName": "nudr-dr", "scheme": "http",
+            "apiPrefix": "http://udr.example:8080/"}]});
+        assert_eq!(service_api_root(&p, "nudr-dr").as_deref(), Some("http://udr.example:8080"));
     }
 }
 

@@ -41,7 +41,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
 pub use config::NrfClientConfig;
-pub use discovery::{DiscoveryQuery, SearchResult, Snssai};
+pub use discovery::{service_api_root, DiscoveryQuery, SearchResult, Snssai};
 pub use fsm::NfState;
 pub use notify::Notification;
 

@@ -34,6 +34,66 @@ pub struct PcfConfig {
     /// Absent: the PCF does not register.
     #[serde(default)]
     pub nrf: Option<NrfClientConfig>,
+
+    /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
+    #[serde(default)]
+    pub udr: UdrConfig,
+}
+
+/// `[pcf.udr]`: where the subscriber's policy data comes from, and what to do without it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdrConfig {
+    /// Read the subscriber's policy data at all. Default true (it is read when a UDR is
+    /// configured here or an NRF can find one).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// The UDR's apiRoot (`http://udr:7001`). Unset: discovered through `[pcf.nrf]`.
+    #[serde(default)]
+    pub api_root: Option<String>,
+    /// How long a read may take before the next UDR is tried or the read fails, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub timeout_ms: u64,
+    /// When no UDR answers: `fallback` (the project's fallback decision, counted; default) or
+    /// `reject` (503 TARGET_NF_NOT_REACHABLE, so the SMF can try another PCF).
+    #[serde(default)]
+    pub on_unreachable: OnUnreachable,
+    /// When the UDR does not know the subscriber: `decide` without policy data (default) or
+    /// `reject` with 400 USER_UNKNOWN.
+    #[serde(default)]
+    pub on_unknown_subscriber: OnUnknown,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnreachable {
+    #[default]
+    Fallback,
+    Reject,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnknown {
+    #[default]
+    Decide,
+    Reject,
+}
+
+fn default_udr_timeout_ms() -> u64 {
+    1000
+}
+
+impl Default for UdrConfig {
+    fn default() -> Self {
+        UdrConfig {
+            enabled: true,
+            api_root: None,
+            timeout_ms: default_udr_timeout_ms(),
+            on_unreachable: OnUnreachable::default(),
+            on_unknown_subscriber: OnUnknown::default(),
+        }
+    }
 }
 
 fn default_true() -> bool {
@@ -48,6 +108,7 @@ impl Default for PcfConfig {
             policy_watch_ms: 0,
             policy_admin: true,
             nrf: None,
+            udr: UdrConfig::default(),
         }
     }
 }
@@ -58,6 +119,16 @@ impl PcfConfig {
             if !(root.starts_with("http://") || root.starts_with("https://")) {
                 return Err(format!("[pcf] api_root {root:?} must start with http:// or https://"));
             }
+        }
+        if let Some(root) = &self.udr.api_root {
+            if !(root.starts_with("http://") || root.starts_with("https://")) {
+                return Err(format!(
+                    "[pcf.udr] api_root {root:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if self.udr.timeout_ms == 0 {
+            return Err("[pcf.udr] timeout_ms must be > 0".into());
         }
         Ok(())
     }

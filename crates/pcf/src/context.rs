@@ -6,6 +6,7 @@ use policy::Deployed;
 use sbi::SbiRequest;
 
 use crate::config::PcfConfig;
+use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
 
 pub struct Pcf {
@@ -13,6 +14,8 @@ pub struct Pcf {
     /// The policy project in force, swapped atomically by a deploy.
     pub policy: Arc<Deployed>,
     pub store: Arc<dyn PcfStore>,
+    /// The subscriber's policy data (the UDR, N36).
+    pub policy_data: PolicyData,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -23,9 +26,10 @@ impl Pcf {
         config: PcfConfig,
         policy: Arc<Deployed>,
         store: Arc<dyn PcfStore>,
+        policy_data: PolicyData,
         scheme: &'static str,
     ) -> Self {
-        Pcf { config, policy, store, scheme, local_authority: OnceLock::new() }
+        Pcf { config, policy, store, policy_data, scheme, local_authority: OnceLock::new() }
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.

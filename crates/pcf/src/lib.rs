@@ -1,7 +1,8 @@
 //! The Policy Control Function (TS 29.512 Rel-17), SBI side.
 //!
 //! A newcomer's map: [`config`] is `[pcf]`; [`context`] holds the state; [`npcf_smpolicycontrol`]
-//! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`policy_admin`] shows and deploys
+//! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`nudr_policy_data`] reads the
+//! subscriber's policy data from the UDR (N36); [`policy_admin`] shows and deploys
 //! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
 //! decision delta; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
 //! implementation; [`metrics`] exports the version in force and its counters. Decisions come
@@ -14,6 +15,7 @@ pub mod default_policy;
 pub mod metrics;
 pub mod models;
 pub mod npcf_smpolicycontrol;
+pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod store;
 
@@ -151,7 +153,16 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     .await?;
     let store = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
     let scheme = skeleton.scheme();
-    let pcf = Arc::new(Pcf::new(config.pcf.clone(), policy.clone(), Arc::new(store), scheme));
+    let policy_data =
+        nudr_policy_data::PolicyData::new(config.pcf.udr.clone(), skeleton.client().clone())
+            .map_err(PcfError::Config)?;
+    let pcf = Arc::new(Pcf::new(
+        config.pcf.clone(),
+        policy.clone(),
+        Arc::new(store),
+        policy_data,
+        scheme,
+    ));
     let associations = pcf.store.count_sm().await?;
     tracing::info!(sm_policies = associations, "PCF state loaded");
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
@@ -168,6 +179,14 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         )
         .build();
     serving.register(profile)?;
+    if let Some(nrf) = serving.nrf_client() {
+        pcf.policy_data.use_nrf(nrf);
+    }
+    match (&config.pcf.udr.api_root, pcf.policy_data.is_on()) {
+        (_, false) => tracing::warn!("no policy data source: decisions read no subscriber data ([pcf.udr] off, or no api_root and no [pcf.nrf])"),
+        (Some(root), true) => tracing::info!(udr = %root, "policy data from the configured UDR"),
+        (None, true) => tracing::info!("policy data from UDRs the NRF finds"),
+    }
     if config.pcf.policy_watch_ms > 0 {
         let stop = Arc::new(AtomicBool::new(false));
         let watcher = policy.watch(Duration::from_millis(config.pcf.policy_watch_ms), stop.clone());

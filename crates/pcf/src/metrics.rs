@@ -4,8 +4,11 @@
 //! - `policy_project_info{project, version}` 1 for the version in force;
 //! - `policy_evaluations_total{version}`, `policy_fallbacks_total{version}`: decisions of the
 //!   version in force, and those the fallback answered (a new version starts its own series);
-//! - `policy_deploys_total{outcome="ok"|"refused"}`.
+//! - `policy_deploys_total{outcome="ok"|"refused"}`;
+//! - `pcf_policy_data_reads_total{result="found"|"unknown"|"unreachable"}`: reads of the
+//!   subscriber's policy data from the UDR.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
@@ -67,6 +70,20 @@ impl Collector for PolicyCollector {
         for (outcome, n) in [("ok", ok), ("refused", refused)] {
             let c = ConstCounter::new(n);
             c.encode(e.encode_family(&[("outcome", outcome)])?)?;
+        }
+
+        let st = &pcf.policy_data.stats;
+        let mut e = encoder.encode_descriptor(
+            "pcf_policy_data_reads",
+            "Reads of subscribers' policy data from the UDR, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in
+            [("found", &st.found), ("unknown", &st.unknown), ("unreachable", &st.unreachable)]
+        {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("result", result)])?)?;
         }
         Ok(())
     }

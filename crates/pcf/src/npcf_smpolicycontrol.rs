@@ -16,13 +16,21 @@ use policy::{Input, Outcome, Project, Service};
 use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Map, Value};
 
+use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
 use crate::models;
+use crate::nudr_policy_data::Fetched;
 use crate::store::{new_policy_id, SmPolicy};
 
 /// Features of TS 29.512 §5.8 this PCF supports: none of the optional ones yet, so the
 /// negotiated list is empty ("0") whatever the SMF offers.
 const SUPPORTED_FEATURES: &str = "0";
+
+/// TS 29.512 §5.7.3: the UDR does not know the subscriber.
+pub const USER_UNKNOWN: &str = "USER_UNKNOWN";
+
+/// TS 29.500 §5.2.7.2: no UDR could be reached for the policy data.
+pub const TARGET_NF_NOT_REACHABLE: &str = "TARGET_NF_NOT_REACHABLE";
 
 fn location(pcf: &Pcf, req: &SbiRequest, id: &str) -> String {
     format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(Some(req)))
@@ -37,10 +45,50 @@ fn node(context: &Value) -> &str {
     context.get("smfId").and_then(Value::as_str).unwrap_or("")
 }
 
-/// One decision on the project in force.
-fn decide(pcf: &Pcf, request: &Value, ssv: &Map<String, Value>) -> (Outcome, Arc<Project>) {
+/// One decision on the project in force for `supi`: its state variables from the store, its
+/// SmPolicyData from the UDR, then the SM rules; or the fallback, or a refusal, when the data
+/// source says so (`[pcf.udr]`).
+async fn decide(
+    pcf: &Pcf,
+    request: &Value,
+    supi: &str,
+) -> Result<(Outcome, Arc<Project>), NfError> {
+    let (ssv, data) = tokio::join!(pcf.store.ssv(supi), pcf.policy_data.sm_data(supi));
+    let ssv = ssv?;
+    let udr = pcf.policy_data.config();
+    let subscriber = match data {
+        Fetched::Found(v) => v,
+        Fetched::Off => Value::Null,
+        Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
+            return Err(ProblemDetails::new(
+                StatusCode::BAD_REQUEST,
+                USER_UNKNOWN,
+                format!("the UDR has no policy data for {supi}"),
+            )
+            .into());
+        }
+        Fetched::Unknown => Value::Null,
+        Fetched::Unreachable(why) => {
+            if udr.on_unreachable == OnUnreachable::Reject {
+                return Err(ProblemDetails::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    TARGET_NF_NOT_REACHABLE,
+                    format!("no UDR answered for the policy data: {why}"),
+                )
+                .into());
+            }
+            let project = pcf.policy.current();
+            let outcome = Outcome {
+                decision: project.fallback(Service::Sm).clone(),
+                ssv_updates: Map::new(),
+                fired: Vec::new(),
+                error: Some(format!("policy data not read: {why}")),
+            };
+            return Ok((outcome, project));
+        }
+    };
     let input =
-        Input { request, subscriber: &Value::Null, ssv, node: node(request), now: Utc::now() };
+        Input { request, subscriber: &subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
     let (outcome, project) = pcf.policy.evaluate(Service::Sm, input);
     if let Some(e) = &outcome.error {
         tracing::warn!(
@@ -48,7 +96,7 @@ fn decide(pcf: &Pcf, request: &Value, ssv: &Map<String, Value>) -> (Outcome, Arc
             "SM policy script failed: the project's fallback decision answers"
         );
     }
-    (outcome, project)
+    Ok((outcome, project))
 }
 
 /// The SmPolicyDecision of an outcome: the engine's decision, with the features negotiated.
@@ -76,8 +124,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let context: Value = req.json()?;
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
-    let ssv = pcf.store.ssv(&supi).await?;
-    let (mut outcome, project) = decide(&pcf, &context, &ssv);
+    let (mut outcome, project) = decide(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
@@ -126,8 +173,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             r.insert(k.clone(), v.clone());
         }
     }
-    let ssv = pcf.store.ssv(&stored.supi).await?;
-    let (mut outcome, project) = decide(&pcf, &request, &ssv);
+    let (mut outcome, project) = decide(&pcf, &request, &stored.supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;

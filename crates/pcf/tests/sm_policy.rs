@@ -2,126 +2,13 @@
 //! checked against the Rel-17 schemas; and the policy admin endpoint: the version in force in
 //! the answers and the metrics, a new version deployed, a broken one refused.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use pcf::{PcfConfig, RunConfig};
-use sbi::client::{ClientConfig, SbiClient, SbiResponse};
-use serde_json::{json, Value};
-use testkit::specs::Specs;
-use tokio::sync::oneshot;
+use std::path::Path;
 
-struct TestPcf {
-    base: String,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<Result<(), pcf::PcfError>>>,
-}
-
-impl TestPcf {
-    async fn start(dir: &Path, policy: &Path) -> TestPcf {
-        let config = PcfConfig { policy: Some(policy.to_path_buf()), ..PcfConfig::default() };
-        Self::start_with(dir, config).await
-    }
-
-    async fn start_with(dir: &Path, config: PcfConfig) -> TestPcf {
-        let run = RunConfig {
-            pcf: config,
-            sbi: sbi::ServerConfig::default(),
-            client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("pcf.db"))
-            },
-            instance_id: None,
-        };
-        let bound = pcf::bind(run).await.expect("PCF starts");
-        let base = format!("http://{}", bound.local_addr());
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(bound.serve(async {
-            let _ = rx.await;
-        }));
-        TestPcf { base, stop: Some(tx), task: Some(task) }
-    }
-
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.task.take() {
-            t.await.unwrap().unwrap();
-        }
-    }
-
-    fn sm(&self, path: &str) -> String {
-        format!("{}/npcf-smpolicycontrol/v1/sm-policies{path}", self.base)
-    }
-}
-
-fn client() -> SbiClient {
-    SbiClient::new(&ClientConfig::default()).unwrap()
-}
-
-fn body(r: &SbiResponse) -> Value {
-    serde_json::from_slice(r.body()).unwrap_or(Value::Null)
-}
-
-fn specs() -> Specs {
-    Specs::load(&["TS29512_Npcf_SMPolicyControl", "TS29571_CommonData", "TS29122_CommonData"])
-}
-
-fn problem(specs: &Specs, r: &SbiResponse, status: u16, cause: &str) -> Value {
-    let v = body(r);
-    assert_eq!(r.status().as_u16(), status, "{v}");
-    assert_eq!(r.header("content-type"), Some("application/problem+json"));
-    assert_eq!(v["cause"], cause, "{v}");
-    specs.assert_valid("TS29571_CommonData", "ProblemDetails", &v);
-    v
-}
-
-/// The repository's default project, copied so a test can change it.
-fn default_project(into: &Path) -> PathBuf {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../policies/default");
-    copy_dir(&src, into);
-    into.to_path_buf()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
-/// SmPolicyContextData as Open5GS v2.8's SMF builds it (smf/npcf-build.c): the attributes and
-/// their shapes, with a PDU session of UE `n`.
-fn open5gs_context(n: u32) -> Value {
-    json!({
-        "supi": format!("imsi-99970000000{n:04}"),
-        "pduSessionId": 1,
-        "pduSessionType": "IPV4",
-        "dnn": "internet",
-        "notificationUri": format!("http://127.0.0.4:7777/nsmf-callback/v1/sm-policy-notify/{n}"),
-        "accessType": "3GPP_ACCESS",
-        "ratType": "NR",
-        "servingNetwork": {"mcc": "999", "mnc": "70"},
-        "userLocationInfo": {"nrLocation": {
-            "tai": {"plmnId": {"mcc": "999", "mnc": "70"}, "tac": "000001"},
-            "ncgi": {"plmnId": {"mcc": "999", "mnc": "70"}, "nrCellId": "000000010"},
-            "ueLocationTimestamp": "2026-11-26T10:00:00.000000Z"}},
-        "ueTimeZone": "+00:00",
-        "pei": "imeisv-4370816125816151",
-        "ipv4Address": format!("10.45.{}.{}", n / 256, n % 256),
-        "subsSessAmbr": {"uplink": "1 Gbps", "downlink": "2 Gbps"},
-        "subsDefQos": {"5qi": 9, "arp": {"priorityLevel": 8, "preemptCap": "NOT_PREEMPT",
-            "preemptVuln": "NOT_PREEMPTABLE"}, "priorityLevel": 8},
-        "sliceInfo": {"sst": 1},
-        "suppFeat": "4000000"
-    })
-}
+use common::*;
+use pcf::PcfConfig;
+use serde_json::json;
 
 #[tokio::test]
 async fn an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart() {

@@ -88,6 +88,12 @@ impl Project {
         self.run(service, input, Some(trace))
     }
 
+    /// The decision `[fallback.<service>]` gives: what an NF answers when it cannot evaluate
+    /// (its data source is down) as when a script fails.
+    pub fn fallback(&self, service: Service) -> &Value {
+        &self.fallbacks[service.index()]
+    }
+
     pub fn counters(&self) -> (u64, u64) {
         (
             self.counters.evaluations.load(Ordering::Relaxed),

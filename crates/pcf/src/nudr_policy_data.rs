@@ -1,0 +1,137 @@
+//! The PCF's policy data source: Nudr_DataRepository policy data on the UDR (TS 29.519, N36),
+//! read as `subscriber` for the engine. SM decisions read `ues/{supi}/sm-data` (SmPolicyData).
+//!
+//! The UDR is `[pcf.udr] api_root` when set, else found through the NRF (NFDiscover of a UDR
+//! with nudr-dr for the SUPI; the answer cached as the NRF's validity period allows), trying
+//! the next UDR found when one cannot be reached. What the PCF does with the answer:
+//! - 200: the SmPolicyData is the subscriber's data;
+//! - 404: an unknown subscriber. `on_unknown_subscriber = "decide"` decides without data (the
+//!   project's rules see no `subscriber`); `"reject"` answers 400 USER_UNKNOWN (TS 29.512
+//!   §5.7.3);
+//! - no answer (unreachable, timeout, 5xx): `on_unreachable = "fallback"` answers the project's
+//!   fallback decision (counted); `"reject"` answers 503 TARGET_NF_NOT_REACHABLE.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use http::{StatusCode, Uri};
+use nrf_client::{DiscoveryQuery, NrfClient};
+use sbi::client::SbiClient;
+use serde_json::Value;
+
+use crate::config::UdrConfig;
+
+/// What a read of a subscriber's policy data found.
+#[derive(Debug)]
+pub enum Fetched {
+    Found(Value),
+    /// The UDR has no such subscriber (404).
+    Unknown,
+    /// No UDR answered (why, for the log).
+    Unreachable(String),
+    /// The data source is off (`[pcf.udr] enabled = false`, or no UDR to ask).
+    Off,
+}
+
+/// Reads by outcome, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub found: AtomicU64,
+    pub unknown: AtomicU64,
+    pub unreachable: AtomicU64,
+}
+
+pub struct PolicyData {
+    config: UdrConfig,
+    client: SbiClient,
+    fixed: Vec<Uri>,
+    nrf: OnceLock<NrfClient>,
+    pub stats: Stats,
+}
+
+impl PolicyData {
+    pub fn new(config: UdrConfig, client: SbiClient) -> Result<Self, String> {
+        let fixed = match &config.api_root {
+            Some(root) => vec![root
+                .parse::<Uri>()
+                .map_err(|e| format!("[pcf.udr] api_root {root:?}: {e}"))?],
+            None => Vec::new(),
+        };
+        Ok(PolicyData { config, client, fixed, nrf: OnceLock::new(), stats: Stats::default() })
+    }
+
+    /// Discovery goes through this NRF client (the PCF's own registration).
+    pub fn use_nrf(&self, nrf: NrfClient) {
+        let _ = self.nrf.set(nrf);
+    }
+
+    /// Whether reads are made at all: enabled, with a UDR configured or an NRF to find one.
+    pub fn is_on(&self) -> bool {
+        self.config.enabled && (!self.fixed.is_empty() || self.nrf.get().is_some())
+    }
+
+    pub fn config(&self) -> &UdrConfig {
+        &self.config
+    }
+
+    async fn udrs(&self, supi: &str) -> Result<Vec<Uri>, String> {
+        if !self.fixed.is_empty() {
+            return Ok(self.fixed.clone());
+        }
+        let Some(nrf) = self.nrf.get() else { return Ok(Vec::new()) };
+        let query = DiscoveryQuery::new("UDR", "PCF").service("nudr-dr").supi(supi);
+        let found = nrf.discover(&query).await.map_err(|e| format!("UDR discovery: {e}"))?;
+        let roots: Vec<Uri> =
+            found.api_roots("nudr-dr").iter().filter_map(|r| r.parse().ok()).collect();
+        if roots.is_empty() {
+            return Err("the NRF knows no UDR serving nudr-dr for this subscriber".into());
+        }
+        Ok(roots)
+    }
+
+    /// The subscriber's SmPolicyData.
+    pub async fn sm_data(&self, supi: &str) -> Fetched {
+        if !self.config.enabled {
+            return Fetched::Off;
+        }
+        let udrs = match self.udrs(supi).await {
+            Ok(u) if u.is_empty() => return Fetched::Off,
+            Ok(u) => u,
+            Err(e) => return self.count(Fetched::Unreachable(e)),
+        };
+        let path = format!("/nudr-dr/v2/policy-data/ues/{supi}/sm-data");
+        let sent = self
+            .client
+            .get(&path)
+            .max_rsp_time(Duration::from_millis(self.config.timeout_ms))
+            .send_with_alternates(&udrs)
+            .await;
+        let fetched = match sent {
+            Ok(r) if r.status() == StatusCode::OK => match r.json::<Value>() {
+                Ok(v) => Fetched::Found(v),
+                Err(e) => {
+                    Fetched::Unreachable(format!("the UDR's SmPolicyData does not decode: {e}"))
+                }
+            },
+            Ok(r) if r.status() == StatusCode::NOT_FOUND => Fetched::Unknown,
+            Ok(r) => Fetched::Unreachable(format!("the UDR answered {}", r.status())),
+            Err(e) => Fetched::Unreachable(e.to_string()),
+        };
+        self.count(fetched)
+    }
+
+    fn count(&self, f: Fetched) -> Fetched {
+        let c = match &f {
+            Fetched::Found(_) => &self.stats.found,
+            Fetched::Unknown => &self.stats.unknown,
+            Fetched::Unreachable(why) => {
+                tracing::warn!(%why, "policy data not read");
+                &self.stats.unreachable
+            }
+            Fetched::Off => return f,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+        f
+    }
+}

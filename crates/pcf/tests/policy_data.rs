@@ -1,0 +1,243 @@
+//! The PCF reads the subscriber's policy data (SmPolicyData) from a real UDR it finds through a
+//! real NRF, and decides with it; an unknown subscriber and an unreachable UDR get what
+//! `[pcf.udr]` says.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use pcf::config::{OnUnknown, OnUnreachable, UdrConfig};
+use pcf::PcfConfig;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+struct Served {
+    base: String,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+fn store(dir: &Path, db: &str) -> store::SqliteConfig {
+    store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join(db)) }
+}
+
+async fn start_nrf(dir: &Path) -> Served {
+    let run = nrf::RunConfig {
+        nrf: nrf::NrfConfig::default(),
+        sbi: sbi::ServerConfig::default(),
+        client: sbi::client::ClientConfig::default(),
+        store: store(dir, "nrf.db"),
+        instance_id: None,
+    };
+    let bound = nrf::bind(run).await.unwrap();
+    let base = format!("http://{}", bound.local_addr());
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        bound
+            .serve(async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+    });
+    Served { base, stop, task }
+}
+
+fn nrf_client_config(nrf: &str) -> nrf_client::NrfClientConfig {
+    nrf_client::NrfClientConfig {
+        api_roots: vec![nrf.to_string()],
+        register_retry_initial_ms: 50,
+        ..Default::default()
+    }
+}
+
+async fn start_udr(dir: &Path, nrf: &str) -> Served {
+    let run = udr::RunConfig {
+        udr: udr::UdrConfig { nrf: Some(nrf_client_config(nrf)), ..Default::default() },
+        sbi: sbi::ServerConfig::default(),
+        client: sbi::client::ClientConfig::default(),
+        store: store(dir, "udr.db"),
+        instance_id: None,
+    };
+    let bound = udr::bind(run).await.unwrap();
+    let base = format!("http://{}", bound.local_addr());
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        bound
+            .serve(async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+    });
+    Served { base, stop, task }
+}
+
+/// The policy data of a gold subscriber on slice 1-000001, DNN internet (TS 29.519 SmPolicyData).
+fn gold_sm_data() -> Value {
+    json!({"smPolicySnssaiData": {"1-000001": {
+        "snssai": {"sst": 1, "sd": "000001"},
+        "smPolicyDnnData": {"internet": {"dnn": "internet", "subscCats": ["gold"]}}}}})
+}
+
+/// The default project, with gold subscribers' downlink raised from their policy data.
+fn gold_project(into: &Path) -> std::path::PathBuf {
+    let p = default_project(into);
+    let sm = p.join("rules/sm.toml");
+    let mut rules = std::fs::read_to_string(&sm).unwrap();
+    rules.push_str(
+        "\n[[rule]]\nname = \"gold\"\n\
+         when = [\"subscriber.smPolicySnssaiData.1-000001.smPolicyDnnData.internet.subscCats[0] == 'gold'\"]\n\
+         [[rule.then]]\nset = \"decision.sessRules.s1.authSessAmbr.downlink\"\nvalue = \"5 Gbps\"\n",
+    );
+    std::fs::write(&sm, rules).unwrap();
+    p
+}
+
+fn context(n: u32) -> Value {
+    let mut c = open5gs_context(n);
+    c["sliceInfo"] = json!({"sst": 1, "sd": "000001"});
+    c
+}
+
+async fn wait_registered(nrf: &str, nf_type: &str) {
+    let c = client();
+    let url = format!("{nrf}/nnrf-nfm/v1/nf-instances?nf-type={nf_type}");
+    for _ in 0..200 {
+        let r = c.get(&url).send().await.unwrap();
+        if r.status() == 200 && String::from_utf8_lossy(r.body()).contains("/nf-instances/") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{nf_type} never registered");
+}
+
+#[tokio::test]
+async fn decisions_read_the_policy_data_of_a_udr_found_through_the_nrf() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let nrf = start_nrf(d.path()).await;
+    let udr = start_udr(d.path(), &nrf.base).await;
+    let c = client();
+    let ue = "imsi-999700000000001";
+    let url = format!("{}/nudr-dr/v2/policy-data/ues/{ue}/sm-data", udr.base);
+    let r = c.put(&url).json(&gold_sm_data()).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
+    wait_registered(&nrf.base, "UDR").await;
+
+    let config = PcfConfig {
+        policy: Some(gold_project(&d.path().join("policy"))),
+        nrf: Some(nrf_client_config(&nrf.base)),
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    // The gold subscriber's decision comes from its policy data.
+    let r = c.post(&pcf.sm("")).json(&context(1)).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status(), 201, "{decision}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &decision);
+    assert_eq!(decision["sessRules"]["s1"]["authSessAmbr"]["downlink"], "5 Gbps");
+    // A subscriber the UDR does not know: decided without data (the default).
+    let r = c.post(&pcf.sm("")).json(&context(2)).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status(), 201, "{decision}");
+    assert_eq!(decision["sessRules"]["s1"]["authSessAmbr"]["downlink"], "2 Gbps");
+    // The policy data changes: the next update decides with the new data.
+    let loc = r.header("location").unwrap().to_string();
+    let r =
+        c.put(&url.replace("0000000001", "0000000002")).json(&gold_sm_data()).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["RES_MO_RE"]}))
+        .send()
+        .await
+        .unwrap();
+    let delta = body(&r);
+    assert_eq!(r.status(), 200, "{delta}");
+    assert_eq!(delta["sessRules"]["s1"]["authSessAmbr"]["downlink"], "5 Gbps");
+    let metrics = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(metrics.contains("pcf_policy_data_reads_total{result=\"found\"} 2"), "{metrics}");
+    assert!(metrics.contains("pcf_policy_data_reads_total{result=\"unknown\"} 1"), "{metrics}");
+    pcf.stop().await;
+
+    // With on_unknown_subscriber = reject, the unknown subscriber is refused.
+    let config = PcfConfig {
+        policy: Some(d.path().join("policy")),
+        udr: UdrConfig {
+            api_root: Some(udr.base.clone()),
+            on_unknown_subscriber: OnUnknown::Reject,
+            ..UdrConfig::default()
+        },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let r = c.post(&pcf.sm("")).json(&context(3)).send().await.unwrap();
+    problem(&specs, &r, 400, "USER_UNKNOWN");
+    pcf.stop().await;
+    udr.stop().await;
+    nrf.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_udr_gets_the_fallback_or_503_as_configured() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let project = default_project(&d.path().join("policy"));
+    // A port nothing listens on.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let udr = |on: OnUnreachable| UdrConfig {
+        api_root: Some(format!("http://{closed}")),
+        timeout_ms: 300,
+        on_unreachable: on,
+        ..UdrConfig::default()
+    };
+    let config = PcfConfig {
+        policy: Some(project.clone()),
+        udr: udr(OnUnreachable::Fallback),
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let r = c.post(&pcf.sm("")).json(&context(4)).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status(), 201, "{decision}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &decision);
+    // The default project's [fallback.SM].
+    assert_eq!(
+        decision["sessRules"]["s1"]["authSessAmbr"],
+        json!({"uplink": "1 Mbps", "downlink": "1 Mbps"})
+    );
+    let metrics = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(metrics.contains("pcf_policy_data_reads_total{result=\"unreachable\"} 1"), "{metrics}");
+    pcf.stop().await;
+
+    let config = PcfConfig {
+        policy: Some(project),
+        udr: udr(OnUnreachable::Reject),
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let r = c.post(&pcf.sm("")).json(&context(5)).send().await.unwrap();
+    problem(&specs, &r, 503, "TARGET_NF_NOT_REACHABLE");
+    pcf.stop().await;
+}
