@@ -35,6 +35,11 @@ pub struct PcfConfig {
     #[serde(default)]
     pub nrf: Option<NrfClientConfig>,
 
+    /// How long one request may hold a subscriber before the next request of the same
+    /// subscriber goes ahead anyway (collision control), ms. Default 3000.
+    #[serde(default = "default_collision_lease_ms")]
+    pub collision_lease_ms: u64,
+
     /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
     #[serde(default)]
     pub udr: UdrConfig,
@@ -80,6 +85,10 @@ pub enum OnUnknown {
     Reject,
 }
 
+fn default_collision_lease_ms() -> u64 {
+    3000
+}
+
 fn default_udr_timeout_ms() -> u64 {
     1000
 }
@@ -108,6 +117,7 @@ impl Default for PcfConfig {
             policy_watch_ms: 0,
             policy_admin: true,
             nrf: None,
+            collision_lease_ms: default_collision_lease_ms(),
             udr: UdrConfig::default(),
         }
     }

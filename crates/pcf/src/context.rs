@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use policy::Deployed;
 use sbi::SbiRequest;
 
+use crate::collision::Collisions;
 use crate::config::PcfConfig;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
@@ -16,6 +17,8 @@ pub struct Pcf {
     pub store: Arc<dyn PcfStore>,
     /// The subscriber's policy data (the UDR, N36).
     pub policy_data: PolicyData,
+    /// One request per subscriber at a time.
+    pub collisions: Collisions,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -29,7 +32,22 @@ impl Pcf {
         policy_data: PolicyData,
         scheme: &'static str,
     ) -> Self {
-        Pcf { config, policy, store, policy_data, scheme, local_authority: OnceLock::new() }
+        Pcf {
+            config,
+            policy,
+            store,
+            policy_data,
+            collisions: Collisions::default(),
+            scheme,
+            local_authority: OnceLock::new(),
+        }
+    }
+
+    /// Holds `supi` for this request (collision control).
+    pub async fn hold(&self, supi: &str) -> crate::collision::Held<'_> {
+        self.collisions
+            .hold(supi, std::time::Duration::from_millis(self.config.collision_lease_ms))
+            .await
     }
 
     /// The apiRoot consumers reach us at: configured, else the request's authority.

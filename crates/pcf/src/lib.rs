@@ -4,11 +4,12 @@
 //! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`nudr_policy_data`] reads the
 //! subscriber's policy data from the UDR (N36); [`policy_admin`] shows and deploys
 //! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
-//! decision delta; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
+//! decision delta; [`collision`] serializes one subscriber's requests; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
 //! implementation; [`metrics`] exports the version in force and its counters. Decisions come
 //! from the `policy` crate (docs/policy.md). [`bind`] builds it all; [`Bound::serve`] / [`run`]
 //! serve until shutdown.
 
+pub mod collision;
 pub mod config;
 pub mod context;
 pub mod default_policy;

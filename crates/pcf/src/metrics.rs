@@ -6,7 +6,9 @@
 //!   version in force, and those the fallback answered (a new version starts its own series);
 //! - `policy_deploys_total{outcome="ok"|"refused"}`;
 //! - `pcf_policy_data_reads_total{result="found"|"unknown"|"unreachable"}`: reads of the
-//!   subscriber's policy data from the UDR.
+//!   subscriber's policy data from the UDR;
+//! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
+//!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -84,6 +86,23 @@ impl Collector for PolicyCollector {
         {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+
+        let col = &pcf.collisions;
+        for (name, help, n) in [
+            (
+                "pcf_collision_waits",
+                "Requests that waited for another request of the same subscriber",
+                &col.waited,
+            ),
+            (
+                "pcf_collision_lease_expired",
+                "Requests that went ahead because another of the same subscriber held it past collision_lease_ms",
+                &col.lease_expired,
+            ),
+        ] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
         }
         Ok(())
     }

@@ -124,6 +124,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let context: Value = req.json()?;
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
+    let _held = pcf.hold(&supi).await;
     let (mut outcome, project) = decide(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
@@ -162,6 +163,10 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let change: Value = req.json()?;
     models::check_update(&change)?;
     let id = req.param("smPolicyId").to_string();
+    // The subscriber is known only from the association: read it, hold the subscriber, and
+    // read again (a request that held it first may have changed or deleted the association).
+    let Some(first) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
+    let _held = pcf.hold(&first.supi).await;
     let Some(stored) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
     models::merge_update(&mut context, &change);
@@ -194,7 +199,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 }
 
 /// Npcf_SMPolicyControl_Delete (TS 29.512 §4.2.6): 204; the body (SmPolicyDeleteData: usage
-/// reports, release cause) is checked as JSON when present.
+/// reports, release cause) is checked as JSON when present. A delete is one statement and
+/// reads no state, so it needs no hold: an update it overtakes finds the association gone
+/// when it writes, and answers 404.
 pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     if !req.body.is_empty() {
         let body: Value = req.json()?;

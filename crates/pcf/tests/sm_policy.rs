@@ -303,3 +303,76 @@ async fn a_changed_project_file_is_deployed_and_a_broken_change_is_refused() {
     assert_eq!(r.status().as_u16(), 201);
     pcf.stop().await;
 }
+
+/// The default project, counting each subscriber's SM policy decisions in a state variable.
+fn counting_project(into: &Path) -> std::path::PathBuf {
+    let p = default_project(into);
+    std::fs::create_dir_all(p.join("scripts")).unwrap();
+    std::fs::write(
+        p.join("scripts/count.rhai"),
+        "let n = ssv.sessions; if n == () { 1 } else { n + 1 }",
+    )
+    .unwrap();
+    let sm = p.join("rules/sm.toml");
+    let mut rules = std::fs::read_to_string(&sm).unwrap();
+    rules.push_str(
+        "\n[[rule]]\nname = \"count\"\n[[rule.then]]\nscript = \"count\"\ninto = \"decision.count\"\n\
+         [[rule.then]]\nssv = \"sessions\"\nfrom = \"decision.count\"\n\
+         [[rule.then]]\nremove = \"decision.count\"\n",
+    );
+    std::fs::write(&sm, rules).unwrap();
+    p
+}
+
+fn stored_ssv(db: &Path, supi: &str) -> serde_json::Value {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let json: Vec<u8> =
+        c.query_row("SELECT json FROM pcf_ssv WHERE supi = ?1", [supi], |r| r.get(0)).unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_subscribers_concurrent_requests_are_decided_one_at_a_time() {
+    let d = tempfile::tempdir().unwrap();
+    let project = counting_project(&d.path().join("policy"));
+    let pcf = TestPcf::start(d.path(), &project).await;
+    let c = client();
+    let n = 24;
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let (c, url) = (c.clone(), pcf.sm(""));
+        let mut ctx = open5gs_context(7);
+        ctx["pduSessionId"] = json!(i + 1);
+        tasks.push(tokio::spawn(async move { c.post(&url).json(&ctx).send().await.unwrap() }));
+    }
+    let mut locations = Vec::new();
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+        assert!(body(&r).get("count").is_none());
+        locations.push(r.header("location").unwrap().to_string());
+    }
+    // Updates of the same subscriber's sessions, concurrent with each other, count too.
+    let mut tasks = Vec::new();
+    for loc in &locations[..8] {
+        let (c, url) = (c.clone(), format!("{loc}/update"));
+        tasks.push(tokio::spawn(async move {
+            c.post(&url)
+                .json(&json!({"repPolicyCtrlReqTriggers": ["RES_MO_RE"]}))
+                .send()
+                .await
+                .unwrap()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().status().as_u16(), 200);
+    }
+    let metrics = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    pcf.stop().await;
+    // Not one read-modify-write of the counter was lost.
+    assert_eq!(stored_ssv(&d.path().join("pcf.db"), "imsi-999700000000007")["sessions"], n + 8);
+    assert!(metrics.contains("pcf_collision_lease_expired_total 0"), "{metrics}");
+}
