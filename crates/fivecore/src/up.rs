@@ -67,6 +67,8 @@ pub fn run(args: &UpArgs) -> ExitCode {
     pcf_config.store.path = db(nf::Nf::Pcf);
     pcf_config.sbi.listen = listen(nf::Nf::Pcf);
     pcf_config.instance_id = None;
+    // The whole core: the PCF registers its bindings at the BSF it finds through the NRF.
+    pcf_config.pcf.bsf.enabled = true;
     let result = runtime.block_on(async move {
         // Every NF binds its ports before anything is announced as serving; the first that
         // cannot (a port in use) stops `up` before it has said anything untrue.

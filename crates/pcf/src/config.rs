@@ -43,6 +43,32 @@ pub struct PcfConfig {
     /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
     #[serde(default)]
     pub udr: UdrConfig,
+
+    /// PCF bindings at the BSF (`[pcf.bsf]`, N7-Nbsf).
+    #[serde(default)]
+    pub bsf: BsfConfig,
+}
+
+/// `[pcf.bsf]`: registering this PCF's bindings at the BSF.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsfConfig {
+    /// Register a binding for each SM policy association with a UE address, deregister it at
+    /// delete. Default false (the reference's "BSF (N7-Nbsf)" toggle); `fivecore up` turns it on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The BSF's apiRoot. Unset: discovered through `[pcf.nrf]`.
+    #[serde(default)]
+    pub api_root: Option<String>,
+    /// How long a register or deregister may take, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl Default for BsfConfig {
+    fn default() -> Self {
+        BsfConfig { enabled: false, api_root: None, timeout_ms: default_udr_timeout_ms() }
+    }
 }
 
 /// `[pcf.udr]`: where the subscriber's policy data comes from, and what to do without it.
@@ -119,6 +145,7 @@ impl Default for PcfConfig {
             nrf: None,
             collision_lease_ms: default_collision_lease_ms(),
             udr: UdrConfig::default(),
+            bsf: BsfConfig::default(),
         }
     }
 }
@@ -137,8 +164,15 @@ impl PcfConfig {
                 ));
             }
         }
-        if self.udr.timeout_ms == 0 {
-            return Err("[pcf.udr] timeout_ms must be > 0".into());
+        if let Some(root) = &self.bsf.api_root {
+            if !(root.starts_with("http://") || root.starts_with("https://")) {
+                return Err(format!(
+                    "[pcf.bsf] api_root {root:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 {
+            return Err("[pcf.udr] and [pcf.bsf] timeout_ms must be > 0".into());
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ use sbi::SbiRequest;
 
 use crate::collision::Collisions;
 use crate::config::PcfConfig;
+use crate::nbsf_management::Bindings;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
 
@@ -19,6 +20,8 @@ pub struct Pcf {
     pub policy_data: PolicyData,
     /// One request per subscriber at a time.
     pub collisions: Collisions,
+    /// PCF bindings at the BSF.
+    pub bindings: Bindings,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -30,6 +33,7 @@ impl Pcf {
         policy: Arc<Deployed>,
         store: Arc<dyn PcfStore>,
         policy_data: PolicyData,
+        bindings: Bindings,
         scheme: &'static str,
     ) -> Self {
         Pcf {
@@ -38,6 +42,7 @@ impl Pcf {
             store,
             policy_data,
             collisions: Collisions::default(),
+            bindings,
             scheme,
             local_authority: OnceLock::new(),
         }

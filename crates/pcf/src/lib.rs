@@ -2,7 +2,8 @@
 //!
 //! A newcomer's map: [`config`] is `[pcf]`; [`context`] holds the state; [`npcf_smpolicycontrol`]
 //! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`nudr_policy_data`] reads the
-//! subscriber's policy data from the UDR (N36); [`policy_admin`] shows and deploys
+//! subscriber's policy data from the UDR (N36); [`nbsf_management`] registers the PCF's
+//! bindings at the BSF; [`producers`] finds UDRs and BSFs; [`policy_admin`] shows and deploys
 //! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
 //! decision delta; [`collision`] serializes one subscriber's requests; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
 //! implementation; [`metrics`] exports the version in force and its counters. Decisions come
@@ -15,9 +16,11 @@ pub mod context;
 pub mod default_policy;
 pub mod metrics;
 pub mod models;
+pub mod nbsf_management;
 pub mod npcf_smpolicycontrol;
 pub mod nudr_policy_data;
 pub mod policy_admin;
+pub mod producers;
 pub mod store;
 
 use std::future::Future;
@@ -157,11 +160,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let policy_data =
         nudr_policy_data::PolicyData::new(config.pcf.udr.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
+    let bindings =
+        nbsf_management::Bindings::new(config.pcf.bsf.clone(), skeleton.client().clone())
+            .map_err(PcfError::Config)?;
     let pcf = Arc::new(Pcf::new(
         config.pcf.clone(),
         policy.clone(),
         Arc::new(store),
         policy_data,
+        bindings,
         scheme,
     ));
     let associations = pcf.store.count_sm().await?;
@@ -181,7 +188,14 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         .build();
     serving.register(profile)?;
     if let Some(nrf) = serving.nrf_client() {
-        pcf.policy_data.use_nrf(nrf);
+        pcf.policy_data.use_nrf(nrf.clone());
+        pcf.bindings.use_nrf(nrf);
+    }
+    pcf.bindings.set_own(serving.instance_id(), serving.advertised_ipv4(), addr.port());
+    if config.pcf.bsf.enabled && !pcf.bindings.is_on() {
+        tracing::warn!(
+            "[pcf.bsf] enabled, but no api_root and no [pcf.nrf]: no binding is registered"
+        );
     }
     match (&config.pcf.udr.api_root, pcf.policy_data.is_on()) {
         (_, false) => tracing::warn!("no policy data source: decisions read no subscriber data ([pcf.udr] off, or no api_root and no [pcf.nrf])"),

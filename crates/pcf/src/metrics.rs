@@ -7,6 +7,7 @@
 //! - `policy_deploys_total{outcome="ok"|"refused"}`;
 //! - `pcf_policy_data_reads_total{result="found"|"unknown"|"unreachable"}`: reads of the
 //!   subscriber's policy data from the UDR;
+//! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -86,6 +87,23 @@ impl Collector for PolicyCollector {
         {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+
+        let b = &pcf.bindings.stats;
+        let mut e = encoder.encode_descriptor(
+            "pcf_bsf_bindings",
+            "PCF binding registrations and deregistrations at the BSF, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (op, result, n) in [
+            ("register", "ok", &b.registered),
+            ("register", "failed", &b.register_failed),
+            ("deregister", "ok", &b.deregistered),
+            ("deregister", "failed", &b.deregister_failed),
+        ] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("operation", op), ("result", result)])?)?;
         }
 
         let col = &pcf.collisions;

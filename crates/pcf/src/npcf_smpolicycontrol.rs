@@ -130,6 +130,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
     let id = new_policy_id();
+    let binding = pcf.bindings.register(&context).await;
     tracing::debug!(sm_policy = %id, %supi, policy_version = %project.version, "SM policy created");
     let stored = SmPolicy {
         id: id.clone(),
@@ -138,6 +139,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         decision: body.clone(),
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
+        binding,
     };
     pcf.store.create_sm(stored, ssv_updates).await?;
     let mut resp = json_bytes(StatusCode::CREATED, body);
@@ -190,6 +192,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
+        binding: stored.binding,
     };
     if !pcf.store.update_sm(updated, ssv_updates).await? {
         return Err(not_found(&id));
@@ -214,8 +217,9 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         }
     }
     let id = req.param("smPolicyId");
-    if !pcf.store.delete_sm(id).await? {
-        return Err(not_found(id));
+    let Some(deleted) = pcf.store.delete_sm(id).await? else { return Err(not_found(id)) };
+    if let Some(uri) = deleted.binding {
+        pcf.bindings.deregister(&uri).await;
     }
     tracing::debug!(sm_policy = %id, "SM policy deleted");
     Ok(empty_response(StatusCode::NO_CONTENT))

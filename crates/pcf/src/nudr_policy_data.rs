@@ -12,15 +12,15 @@
 //!   fallback decision (counted); `"reject"` answers 503 TARGET_NF_NOT_REACHABLE.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use http::{StatusCode, Uri};
-use nrf_client::{DiscoveryQuery, NrfClient};
+use http::StatusCode;
+use nrf_client::NrfClient;
 use sbi::client::SbiClient;
 use serde_json::Value;
 
 use crate::config::UdrConfig;
+use crate::producers::Producers;
 
 /// What a read of a subscriber's policy data found.
 #[derive(Debug)]
@@ -45,49 +45,28 @@ pub struct Stats {
 pub struct PolicyData {
     config: UdrConfig,
     client: SbiClient,
-    fixed: Vec<Uri>,
-    nrf: OnceLock<NrfClient>,
+    udrs: Producers,
     pub stats: Stats,
 }
 
 impl PolicyData {
     pub fn new(config: UdrConfig, client: SbiClient) -> Result<Self, String> {
-        let fixed = match &config.api_root {
-            Some(root) => vec![root
-                .parse::<Uri>()
-                .map_err(|e| format!("[pcf.udr] api_root {root:?}: {e}"))?],
-            None => Vec::new(),
-        };
-        Ok(PolicyData { config, client, fixed, nrf: OnceLock::new(), stats: Stats::default() })
+        let udrs = Producers::new("UDR", "nudr-dr", config.api_root.as_deref())?;
+        Ok(PolicyData { config, client, udrs, stats: Stats::default() })
     }
 
     /// Discovery goes through this NRF client (the PCF's own registration).
     pub fn use_nrf(&self, nrf: NrfClient) {
-        let _ = self.nrf.set(nrf);
+        self.udrs.use_nrf(nrf);
     }
 
     /// Whether reads are made at all: enabled, with a UDR configured or an NRF to find one.
     pub fn is_on(&self) -> bool {
-        self.config.enabled && (!self.fixed.is_empty() || self.nrf.get().is_some())
+        self.config.enabled && self.udrs.known()
     }
 
     pub fn config(&self) -> &UdrConfig {
         &self.config
-    }
-
-    async fn udrs(&self, supi: &str) -> Result<Vec<Uri>, String> {
-        if !self.fixed.is_empty() {
-            return Ok(self.fixed.clone());
-        }
-        let Some(nrf) = self.nrf.get() else { return Ok(Vec::new()) };
-        let query = DiscoveryQuery::new("UDR", "PCF").service("nudr-dr").supi(supi);
-        let found = nrf.discover(&query).await.map_err(|e| format!("UDR discovery: {e}"))?;
-        let roots: Vec<Uri> =
-            found.api_roots("nudr-dr").iter().filter_map(|r| r.parse().ok()).collect();
-        if roots.is_empty() {
-            return Err("the NRF knows no UDR serving nudr-dr for this subscriber".into());
-        }
-        Ok(roots)
     }
 
     /// The subscriber's SmPolicyData.
@@ -95,7 +74,7 @@ impl PolicyData {
         if !self.config.enabled {
             return Fetched::Off;
         }
-        let udrs = match self.udrs(supi).await {
+        let udrs = match self.udrs.find(Some(supi)).await {
             Ok(u) if u.is_empty() => return Fetched::Off,
             Ok(u) => u,
             Err(e) => return self.count(Fetched::Unreachable(e)),

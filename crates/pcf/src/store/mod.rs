@@ -29,6 +29,15 @@ pub struct SmPolicy {
     /// The policy project version that made the decision.
     pub policy_version: String,
     pub updated_ms: i64,
+    /// The PCF binding registered at the BSF for this association (its URI), if any.
+    pub binding: Option<String>,
+}
+
+/// What a delete removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// The association's PCF binding at the BSF, to deregister.
+    pub binding: Option<String>,
 }
 
 /// A subscriber's state variables to merge (a value of `null` removes one).
@@ -43,12 +52,12 @@ pub trait PcfStore: Send + Sync {
 
     fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>>;
 
-    /// Replaces an association's context and decision and merges `ssv`; false when the
-    /// association no longer exists (nothing changed).
+    /// Replaces an association's context and decision and merges `ssv` (its binding stays);
+    /// false when the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
 
-    /// Removes an association; false when there was none.
-    fn delete_sm(&self, id: &str) -> StoreFuture<'_, bool>;
+    /// Removes an association; None when there was none.
+    fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;
 
     /// Associations stored (for the log line at start and for tests).
     fn count_sm(&self) -> StoreFuture<'_, u64>;

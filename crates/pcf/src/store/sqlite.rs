@@ -4,9 +4,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
-use super::{PcfStore, SmPolicy, SsvUpdates, StoreFuture};
+use super::{Deleted, PcfStore, SmPolicy, SsvUpdates, StoreFuture};
 
-pub const MIGRATIONS: [Migration; 2] = [
+pub const MIGRATIONS: [Migration; 3] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -26,6 +26,7 @@ pub const MIGRATIONS: [Migration; 2] = [
             json BLOB NOT NULL
         )",
     ),
+    Migration::new("pcf-0003-sm-binding", "ALTER TABLE pcf_sm_policy ADD COLUMN binding_uri TEXT"),
 ];
 
 #[derive(Clone)]
@@ -85,9 +86,17 @@ impl PcfStore for SqlitePcfStore {
         Box::pin(self.db.write(move |tx| {
             tx.execute(
                 "INSERT INTO pcf_sm_policy
-                 (sm_policy_id, supi, context, decision, policy_version, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![p.id, p.supi, p.context, p.decision, p.policy_version, p.updated_ms],
+                 (sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    p.id,
+                    p.supi,
+                    p.context,
+                    p.decision,
+                    p.policy_version,
+                    p.updated_ms,
+                    p.binding
+                ],
             )?;
             merge_ssv(tx, &p.supi, ssv)
         }))
@@ -97,7 +106,7 @@ impl PcfStore for SqlitePcfStore {
         let id = id.to_string();
         Box::pin(self.db.read(move |c| {
             Ok(c.query_row(
-                "SELECT supi, context, decision, policy_version, updated_ms
+                "SELECT supi, context, decision, policy_version, updated_ms, binding_uri
                  FROM pcf_sm_policy WHERE sm_policy_id = ?1",
                 [&id],
                 |r| {
@@ -108,6 +117,7 @@ impl PcfStore for SqlitePcfStore {
                         decision: r.get(2)?,
                         policy_version: r.get(3)?,
                         updated_ms: r.get(4)?,
+                        binding: r.get(5)?,
                     })
                 },
             )
@@ -130,10 +140,16 @@ impl PcfStore for SqlitePcfStore {
         }))
     }
 
-    fn delete_sm(&self, id: &str) -> StoreFuture<'_, bool> {
+    fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
         Box::pin(self.db.write(move |tx| {
-            Ok(tx.execute("DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1", [&id])? > 0)
+            Ok(tx
+                .query_row(
+                    "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING binding_uri",
+                    [&id],
+                    |r| Ok(Deleted { binding: r.get(0)? }),
+                )
+                .optional()?)
         }))
     }
 

@@ -1,0 +1,101 @@
+//! With `[pcf.bsf] enabled`, an SM policy association with a UE address is bound at a real BSF
+//! (found through the configured apiRoot), so a consumer finds this PCF by the UE's address;
+//! the delete removes the binding. A BSF that cannot be reached fails no SM create.
+
+mod common;
+
+use common::*;
+use pcf::config::BsfConfig;
+use pcf::PcfConfig;
+use serde_json::{json, Value};
+use testkit::specs::Specs;
+use tokio::sync::oneshot;
+
+async fn start_bsf(
+    dir: &std::path::Path,
+) -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let run = bsf::RunConfig {
+        bsf: bsf::BsfConfig::default(),
+        sbi: sbi::ServerConfig::default(),
+        client: sbi::client::ClientConfig::default(),
+        store: store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("bsf.db")) },
+        instance_id: None,
+    };
+    let bound = bsf::bind(run).await.unwrap();
+    let base = format!("http://{}", bound.local_addr());
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        bound
+            .serve(async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+    });
+    (base, stop, task)
+}
+
+fn metrics(text: &str, line: &str) -> bool {
+    text.lines().any(|l| l == line)
+}
+
+#[tokio::test]
+async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
+    let specs = Specs::load(&["TS29521_Nbsf_Management", "TS29571_CommonData"]);
+    let d = tempfile::tempdir().unwrap();
+    let (bsf, bsf_stop, bsf_task) = start_bsf(d.path()).await;
+    let config = PcfConfig {
+        policy: Some(default_project(&d.path().join("policy"))),
+        bsf: BsfConfig { enabled: true, api_root: Some(bsf.clone()), ..BsfConfig::default() },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let ctx = open5gs_context(11);
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+    let loc = r.header("location").unwrap().to_string();
+
+    // A consumer (an AF, the Rx proxy) finds this PCF by the UE's address.
+    let find = format!("{bsf}/nbsf-management/v1/pcfBindings?ipv4Addr=10.45.0.11");
+    let r = c.get(&find).send().await.unwrap();
+    let binding: Value = body(&r);
+    assert_eq!(r.status().as_u16(), 200, "{binding}");
+    specs.assert_valid("TS29521_Nbsf_Management", "PcfBinding", &binding);
+    assert_eq!(binding["supi"], ctx["supi"]);
+    assert_eq!(binding["dnn"], "internet");
+    assert_eq!(binding["snssai"], json!({"sst": 1}));
+    let port: u64 = pcf.base.rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(binding["pcfIpEndPoints"][0]["port"], port);
+    assert!(binding["pcfId"].is_string());
+
+    // Deleted with the association.
+    let r = c.post(&format!("{loc}/delete")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let r = c.get(&find).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204, "{}", body(&r));
+
+    // A session without a UE address has nothing to bind.
+    let mut no_addr = open5gs_context(12);
+    no_addr.as_object_mut().unwrap().remove("ipv4Address");
+    let r = c.post(&pcf.sm("")).json(&no_addr).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+
+    // The BSF goes away: the SMF's sessions still get their policy.
+    let _ = bsf_stop.send(());
+    bsf_task.await.unwrap();
+    let r = c.post(&pcf.sm("")).json(&open5gs_context(13)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+    let text = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "pcf_bsf_bindings_total{operation=\"register\",result=\"ok\"} 1",
+        "pcf_bsf_bindings_total{operation=\"deregister\",result=\"ok\"} 1",
+        "pcf_bsf_bindings_total{operation=\"register\",result=\"failed\"} 1",
+    ] {
+        assert!(metrics(&text, line), "{line} not in {text}");
+    }
+    pcf.stop().await;
+}
