@@ -8,6 +8,7 @@ use sbi::SbiRequest;
 use crate::collision::Collisions;
 use crate::config::PcfConfig;
 use crate::nbsf_management::Bindings;
+use crate::notify::Notifier;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
 
@@ -22,6 +23,8 @@ pub struct Pcf {
     pub collisions: Collisions,
     /// PCF bindings at the BSF.
     pub bindings: Bindings,
+    /// UpdateNotify to SMFs.
+    pub notifier: Notifier,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -34,6 +37,7 @@ impl Pcf {
         store: Arc<dyn PcfStore>,
         policy_data: PolicyData,
         bindings: Bindings,
+        notifier: Notifier,
         scheme: &'static str,
     ) -> Self {
         Pcf {
@@ -43,6 +47,7 @@ impl Pcf {
             policy_data,
             collisions: Collisions::default(),
             bindings,
+            notifier,
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -3,7 +3,8 @@
 //! A newcomer's map: [`config`] is `[pcf]`; [`context`] holds the state; [`npcf_smpolicycontrol`]
 //! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`nudr_policy_data`] reads the
 //! subscriber's policy data from the UDR (N36); [`nbsf_management`] registers the PCF's
-//! bindings at the BSF; [`producers`] finds UDRs and BSFs; [`policy_admin`] shows and deploys
+//! bindings at the BSF; [`nudr_notify`] takes the UDR's change notifications and [`notify`]
+//! sends the SMF its UpdateNotify; [`producers`] finds UDRs and BSFs; [`policy_admin`] shows and deploys
 //! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
 //! decision delta; [`collision`] serializes one subscriber's requests; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
 //! implementation; [`metrics`] exports the version in force and its counters. Decisions come
@@ -17,7 +18,9 @@ pub mod default_policy;
 pub mod metrics;
 pub mod models;
 pub mod nbsf_management;
+pub mod notify;
 pub mod npcf_smpolicycontrol;
+pub mod nudr_notify;
 pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod producers;
@@ -84,6 +87,12 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
             "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete",
             "Npcf_SMPolicyControl_Delete",
             sm::delete,
+        )
+        .route(
+            Method::POST,
+            nudr_notify::CALLBACK_PATH,
+            "Nudr_DataRepository_PolicyDataChangeNotify",
+            nudr_notify::policy_data_change,
         );
     if admin {
         b = b
@@ -169,6 +178,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         Arc::new(store),
         policy_data,
         bindings,
+        notify::Notifier::new(
+            skeleton.client().clone(),
+            Duration::from_millis(config.pcf.udr.timeout_ms),
+        ),
         scheme,
     ));
     let associations = pcf.store.count_sm().await?;

@@ -7,6 +7,10 @@
 //! - `policy_deploys_total{outcome="ok"|"refused"}`;
 //! - `pcf_policy_data_reads_total{result="found"|"unknown"|"unreachable"}`: reads of the
 //!   subscriber's policy data from the UDR;
+//! - `pcf_policy_data_subscriptions_total{result="ok"|"failed"}`,
+//!   `pcf_policy_data_notifications_total`: subscriptions made at the UDR, and the change
+//!   notifications received;
+//! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
@@ -85,6 +89,35 @@ impl Collector for PolicyCollector {
         for (result, n) in
             [("found", &st.found), ("unknown", &st.unknown), ("unreachable", &st.unreachable)]
         {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+
+        let mut e = encoder.encode_descriptor(
+            "pcf_policy_data_subscriptions",
+            "Policy data subscriptions made at the UDR, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in [("ok", &st.subscribed), ("failed", &st.subscribe_failed)] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+        let c = ConstCounter::new(st.notified.load(Ordering::Relaxed));
+        c.encode(encoder.encode_descriptor(
+            "pcf_policy_data_notifications",
+            "PolicyDataChangeNotifications received from the UDR",
+            None,
+            c.metric_type(),
+        )?)?;
+        let ns = &pcf.notifier.stats;
+        let mut e = encoder.encode_descriptor(
+            "pcf_sm_update_notify",
+            "SM policy UpdateNotify sent to SMFs, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in [("ok", &ns.sent), ("failed", &ns.failed)] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
         }

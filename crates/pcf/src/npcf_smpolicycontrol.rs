@@ -48,13 +48,12 @@ fn node(context: &Value) -> &str {
 /// One decision on the project in force for `supi`: its state variables from the store, its
 /// SmPolicyData from the UDR, then the SM rules; or the fallback, or a refusal, when the data
 /// source says so (`[pcf.udr]`).
-async fn decide(
-    pcf: &Pcf,
-    request: &Value,
-    supi: &str,
-) -> Result<(Outcome, Arc<Project>), NfError> {
-    let (ssv, data) = tokio::join!(pcf.store.ssv(supi), pcf.policy_data.sm_data(supi));
-    let ssv = ssv?;
+async fn decide(pcf: &Pcf, request: &Value, supi: &str) -> Result<Decided, NfError> {
+    let (kept, data) = tokio::join!(pcf.store.subscriber(supi), pcf.policy_data.sm_data(supi));
+    let kept = kept?;
+    let ssv = kept.ssv;
+    let subscribed = kept.udr_subscription.is_some();
+    let data_found = matches!(data, Fetched::Found(_));
     let udr = pcf.policy_data.config();
     let subscriber = match data {
         Fetched::Found(v) => v,
@@ -84,7 +83,7 @@ async fn decide(
                 fired: Vec::new(),
                 error: Some(format!("policy data not read: {why}")),
             };
-            return Ok((outcome, project));
+            return Ok(Decided { outcome, project, subscribe: false });
         }
     };
     let input =
@@ -96,7 +95,15 @@ async fn decide(
             "SM policy script failed: the project's fallback decision answers"
         );
     }
-    Ok((outcome, project))
+    Ok(Decided { outcome, project, subscribe: data_found && !subscribed })
+}
+
+/// A decision and what goes with it.
+struct Decided {
+    outcome: Outcome,
+    project: Arc<Project>,
+    /// The subscriber's data came from the UDR and it has no subscription there yet.
+    subscribe: bool,
 }
 
 /// The SmPolicyDecision of an outcome: the engine's decision, with the features negotiated.
@@ -125,12 +132,19 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let (mut outcome, project) = decide(&pcf, &context, &supi).await?;
+    let Decided { mut outcome, project, subscribe } = decide(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
     let id = new_policy_id();
-    let binding = pcf.bindings.register(&context).await;
+    let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
+    let (binding, udr_subscription) = tokio::join!(pcf.bindings.register(&context), async {
+        if subscribe {
+            pcf.policy_data.subscribe(&supi, &callback).await
+        } else {
+            None
+        }
+    });
     tracing::debug!(sm_policy = %id, %supi, policy_version = %project.version, "SM policy created");
     let stored = SmPolicy {
         id: id.clone(),
@@ -141,7 +155,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         updated_ms: Utc::now().timestamp_millis(),
         binding,
     };
-    pcf.store.create_sm(stored, ssv_updates).await?;
+    pcf.store.create_sm(stored, ssv_updates, udr_subscription).await?;
     let mut resp = json_bytes(StatusCode::CREATED, body);
     if let Ok(v) = HeaderValue::from_str(&location(&pcf, &req, &id)) {
         resp.headers_mut().insert(header::LOCATION, v);
@@ -180,7 +194,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             r.insert(k.clone(), v.clone());
         }
     }
-    let (mut outcome, project) = decide(&pcf, &request, &stored.supi).await?;
+    let Decided { mut outcome, project, .. } = decide(&pcf, &request, &stored.supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;
@@ -218,9 +232,77 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     }
     let id = req.param("smPolicyId");
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Err(not_found(id)) };
-    if let Some(uri) = deleted.binding {
-        pcf.bindings.deregister(&uri).await;
-    }
+    let unbind = async {
+        if let Some(uri) = &deleted.binding {
+            pcf.bindings.deregister(uri).await;
+        }
+    };
+    let unsubscribe = async {
+        if let Some(uri) = &deleted.udr_subscription {
+            pcf.policy_data.unsubscribe(uri).await;
+        }
+    };
+    tokio::join!(unbind, unsubscribe);
     tracing::debug!(sm_policy = %id, "SM policy deleted");
     Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// Decides again every SM policy association of `supi` (its policy data changed) and tells
+/// the SMF of each whose decision changed (TS 29.512 §4.2.3.2, UpdateNotify: POST
+/// `{notificationUri}/update` with an SmPolicyNotification holding what changed).
+pub async fn redecide(pcf: &Arc<Pcf>, supi: &str) {
+    let mut notify = Vec::new();
+    {
+        let _held = pcf.hold(supi).await;
+        let associations = match pcf.store.sm_of(supi).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(%supi, error = %e, "policy data changed, associations not read");
+                return;
+            }
+        };
+        for stored in associations {
+            match redecide_one(pcf, stored).await {
+                Ok(Some(n)) => notify.push(n),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(%supi, error = %e, "policy data changed, not decided again")
+                }
+            }
+        }
+    }
+    // Sent once the subscriber is let go: an SMF's answer holds up none of its requests.
+    for (uri, body) in notify {
+        pcf.notifier.update_notify(&uri, &body).await;
+    }
+}
+
+/// One association decided again: the UpdateNotify to send, if its decision changed.
+async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<(String, Value)>, NfError> {
+    let context: Value = serde_json::from_slice(&stored.context)?;
+    let Decided { mut outcome, project, .. } = decide(pcf, &context, &stored.supi).await?;
+    let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
+    let new = decision(outcome, &context);
+    let old: Value = serde_json::from_slice(&stored.decision)?;
+    let delta = models::delta(&old, &new);
+    if delta.as_object().is_none_or(|d| d.is_empty()) {
+        return Ok(None);
+    }
+    let Some(smf) = context.get("notificationUri").and_then(Value::as_str).map(str::to_string)
+    else {
+        return Ok(None);
+    };
+    let id = stored.id.clone();
+    let updated = SmPolicy {
+        decision: serde_json::to_vec(&new)?,
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+        ..stored
+    };
+    if !pcf.store.update_sm(updated, ssv_updates).await? {
+        return Ok(None);
+    }
+    let resource = format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(None));
+    let body = json!({"resourceUri": resource, "smPolicyDecision": delta});
+    Ok(Some((format!("{}/update", smf.trim_end_matches('/')), body)))
 }

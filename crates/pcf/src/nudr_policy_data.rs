@@ -10,6 +10,10 @@
 //!   §5.7.3);
 //! - no answer (unreachable, timeout, 5xx): `on_unreachable = "fallback"` answers the project's
 //!   fallback decision (counted); `"reject"` answers 503 TARGET_NF_NOT_REACHABLE.
+//!
+//! A subscriber whose data was found is subscribed to at the UDR (subs-to-notify) with its
+//! first association, and unsubscribed with its last; a change notified re-decides its
+//! associations (`npcf_smpolicycontrol::redecide`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -40,6 +44,10 @@ pub struct Stats {
     pub found: AtomicU64,
     pub unknown: AtomicU64,
     pub unreachable: AtomicU64,
+    pub subscribed: AtomicU64,
+    pub subscribe_failed: AtomicU64,
+    /// PolicyDataChangeNotifications received.
+    pub notified: AtomicU64,
 }
 
 pub struct PolicyData {
@@ -67,6 +75,70 @@ impl PolicyData {
 
     pub fn config(&self) -> &UdrConfig {
         &self.config
+    }
+
+    /// Subscribes to changes of the subscriber's SmPolicyData (TS 29.519 subs-to-notify), the
+    /// notifications to go to `callback`; the subscription's URI, or None (counted, logged: the
+    /// subscriber's sessions then see a change at their next update only).
+    pub async fn subscribe(&self, supi: &str, callback: &str) -> Option<String> {
+        let udrs = match self.udrs.find(Some(supi)).await {
+            Ok(u) if !u.is_empty() => u,
+            _ => return None,
+        };
+        let root = udrs[0].to_string();
+        let body = serde_json::json!({
+            "notificationUri": callback,
+            "monitoredResourceUris": [format!(
+                "{}/nudr-dr/v2/policy-data/ues/{supi}/sm-data",
+                root.trim_end_matches('/')
+            )],
+        });
+        let sent = self
+            .client
+            .post("/nudr-dr/v2/policy-data/subs-to-notify")
+            .json(&body)
+            .max_rsp_time(Duration::from_millis(self.config.timeout_ms))
+            .send_with_alternates(&udrs)
+            .await;
+        match sent {
+            Ok(r) if r.status() == StatusCode::CREATED => {
+                let loc = r.header("location").map(str::to_string);
+                if loc.is_some() {
+                    self.stats.subscribed.fetch_add(1, Ordering::Relaxed);
+                }
+                loc
+            }
+            other => {
+                let why = match other {
+                    Ok(r) => format!("the UDR answered {}", r.status()),
+                    Err(e) => e.to_string(),
+                };
+                tracing::warn!(%supi, %why, "no policy data subscription at the UDR");
+                self.stats.subscribe_failed.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Removes a subscription [`PolicyData::subscribe`] made (the subscriber's last session
+    /// ended).
+    pub async fn unsubscribe(&self, uri: &str) {
+        let sent = self
+            .client
+            .delete(uri)
+            .max_rsp_time(Duration::from_millis(self.config.timeout_ms))
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() || r.status() == StatusCode::NOT_FOUND => {}
+            other => {
+                let why = match other {
+                    Ok(r) => format!("the UDR answered {}", r.status()),
+                    Err(e) => e.to_string(),
+                };
+                tracing::warn!(%uri, %why, "policy data subscription not removed at the UDR");
+            }
+        }
     }
 
     /// The subscriber's SmPolicyData.

@@ -241,3 +241,92 @@ async fn an_unreachable_udr_gets_the_fallback_or_503_as_configured() {
     problem(&specs, &r, 503, "TARGET_NF_NOT_REACHABLE");
     pcf.stop().await;
 }
+
+#[tokio::test]
+async fn a_change_of_policy_data_redecides_and_notifies_the_smf() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let nrf = start_nrf(d.path()).await;
+    let udr = start_udr(d.path(), &nrf.base).await;
+    let c = client();
+    let ue = "imsi-999700000000021";
+    let url = format!("{}/nudr-dr/v2/policy-data/ues/{ue}/sm-data", udr.base);
+    // A subscriber with policy data, not gold yet.
+    let mut data = gold_sm_data();
+    data["smPolicySnssaiData"]["1-000001"]["smPolicyDnnData"]["internet"]["subscCats"] =
+        json!(["silver"]);
+    assert_eq!(c.put(&url).json(&data).send().await.unwrap().status(), 201);
+    let config = PcfConfig {
+        policy: Some(gold_project(&d.path().join("policy"))),
+        udr: UdrConfig { api_root: Some(udr.base.clone()), ..UdrConfig::default() },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let mut smf = testkit::sink::Sink::start().await;
+    let mut ctx = context(21);
+    ctx["notificationUri"] = json!(smf.url);
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    let decision = body(&r);
+    assert_eq!(r.status(), 201, "{decision}");
+    assert_eq!(decision["sessRules"]["s1"]["authSessAmbr"]["downlink"], "2 Gbps");
+    let loc = r.header("location").unwrap().to_string();
+    // A second session of the subscriber shares its one subscription.
+    let mut ctx2 = ctx.clone();
+    ctx2["pduSessionId"] = json!(2);
+    let r = c.post(&pcf.sm("")).json(&ctx2).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let loc2 = r.header("location").unwrap().to_string();
+    let subs = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(subs.contains("pcf_policy_data_subscriptions_total{result=\"ok\"} 1"), "{subs}");
+
+    // The operator makes the subscriber gold at the UDR (a PUT of its SmPolicyData; TS 29.519's
+    // PATCH may not change subscCats): the PCF hears it, decides again,
+    // and tells the SMF of each session what changed.
+    let r = c.put(&url).json(&gold_sm_data()).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", String::from_utf8_lossy(r.body()));
+    let mut resources = Vec::new();
+    for _ in 0..2 {
+        let n = smf.next().await;
+        specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyNotification", &n);
+        assert_eq!(
+            n["smPolicyDecision"]["sessRules"]["s1"]["authSessAmbr"]["downlink"], "5 Gbps",
+            "{n}"
+        );
+        assert!(
+            n["smPolicyDecision"].get("policyCtrlReqTriggers").is_none(),
+            "only the change: {n}"
+        );
+        resources.push(n["resourceUri"].as_str().unwrap().to_string());
+    }
+    resources.sort();
+    let mut want = vec![loc.clone(), loc2.clone()];
+    want.sort();
+    assert_eq!(resources, want);
+    // The decision in force is the new one.
+    let got = body(&c.get(&loc).send().await.unwrap());
+    assert_eq!(got["policy"]["sessRules"]["s1"]["authSessAmbr"]["downlink"], "5 Gbps");
+
+    // The subscriber's last session ends: its subscription at the UDR goes with it.
+    assert_eq!(c.post(&format!("{loc}/delete")).send().await.unwrap().status(), 204);
+    assert_eq!(c.post(&format!("{loc2}/delete")).send().await.unwrap().status(), 204);
+    // A later change reaches no SMF.
+    data["smPolicySnssaiData"]["1-000001"]["smPolicyDnnData"]["internet"]["subscCats"] =
+        json!(["bronze"]);
+    let r = c.put(&url).json(&data).send().await.unwrap();
+    assert!(r.status().is_success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    smf.quiet().await;
+    let m = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(m.contains("pcf_sm_update_notify_total{result=\"ok\"} 2"), "{m}");
+    // The UDR sent one notification (the gold change), none for the bronze one: unsubscribed.
+    assert!(m.contains("pcf_policy_data_notifications_total 1"), "{m}");
+    pcf.stop().await;
+    udr.stop().await;
+    nrf.stop().await;
+}

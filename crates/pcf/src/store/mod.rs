@@ -33,22 +33,42 @@ pub struct SmPolicy {
     pub binding: Option<String>,
 }
 
+/// What the PCF keeps of a subscriber besides its associations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Subscriber {
+    pub ssv: serde_json::Map<String, serde_json::Value>,
+    pub udr_subscription: Option<String>,
+}
+
 /// What a delete removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deleted {
     /// The association's PCF binding at the BSF, to deregister.
     pub binding: Option<String>,
+    /// The subscriber's policy data subscription at the UDR, when this was the subscriber's
+    /// last association (its row is gone with it): to unsubscribe.
+    pub udr_subscription: Option<String>,
 }
 
 /// A subscriber's state variables to merge (a value of `null` removes one).
 pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
 
 pub trait PcfStore: Send + Sync {
-    /// The state variables of `supi` (an empty object when it has none).
-    fn ssv(&self, supi: &str) -> StoreFuture<'_, serde_json::Map<String, serde_json::Value>>;
+    /// What the PCF keeps of `supi`: its state variables (empty when it has none) and its
+    /// policy data subscription, read together from one snapshot.
+    fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber>;
 
-    /// Stores a new association and merges `ssv` into its subscriber's state, in one commit.
-    fn create_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, ()>;
+    /// Stores a new association and merges `ssv` into its subscriber's state, in one commit;
+    /// with `udr_subscription`, records the subscriber's policy data subscription too.
+    fn create_sm(
+        &self,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+    ) -> StoreFuture<'_, ()>;
+
+    /// Every SM policy association of the subscriber (to decide again when its data changes).
+    fn sm_of(&self, supi: &str) -> StoreFuture<'_, Vec<SmPolicy>>;
 
     fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>>;
 
@@ -56,7 +76,8 @@ pub trait PcfStore: Send + Sync {
     /// false when the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
 
-    /// Removes an association; None when there was none.
+    /// Removes an association (and, with the subscriber's last, its policy data subscription
+    /// row); None when there was none.
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;
 
     /// Associations stored (for the log line at start and for tests).

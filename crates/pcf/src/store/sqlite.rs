@@ -4,9 +4,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
-use super::{Deleted, PcfStore, SmPolicy, SsvUpdates, StoreFuture};
+use super::{Deleted, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber};
 
-pub const MIGRATIONS: [Migration; 3] = [
+pub const MIGRATIONS: [Migration; 4] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -27,7 +27,29 @@ pub const MIGRATIONS: [Migration; 3] = [
         )",
     ),
     Migration::new("pcf-0003-sm-binding", "ALTER TABLE pcf_sm_policy ADD COLUMN binding_uri TEXT"),
+    Migration::new(
+        "pcf-0004-udr-subscription",
+        "CREATE TABLE pcf_udr_subscription (
+            supi TEXT PRIMARY KEY NOT NULL,
+            uri TEXT NOT NULL
+        )",
+    ),
 ];
+
+const SM_COLUMNS: &str =
+    "sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri";
+
+fn sm_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SmPolicy> {
+    Ok(SmPolicy {
+        id: r.get(0)?,
+        supi: r.get(1)?,
+        context: r.get(2)?,
+        decision: r.get(3)?,
+        policy_version: r.get(4)?,
+        updated_ms: r.get(5)?,
+        binding: r.get(6)?,
+    })
+}
 
 #[derive(Clone)]
 pub struct SqlitePcfStore {
@@ -77,13 +99,33 @@ fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Re
 }
 
 impl PcfStore for SqlitePcfStore {
-    fn ssv(&self, supi: &str) -> StoreFuture<'_, Map<String, Value>> {
+    fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber> {
         let supi = supi.to_string();
-        Box::pin(self.db.read(move |c| read_ssv(c, &supi)))
+        Box::pin(self.db.read(move |c| {
+            let ssv = read_ssv(c, &supi)?;
+            let udr_subscription = c
+                .query_row("SELECT uri FROM pcf_udr_subscription WHERE supi = ?1", [&supi], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            Ok(Subscriber { ssv, udr_subscription })
+        }))
     }
 
-    fn create_sm(&self, p: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
+    fn create_sm(
+        &self,
+        p: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+    ) -> StoreFuture<'_, ()> {
         Box::pin(self.db.write(move |tx| {
+            if let Some(uri) = &udr_subscription {
+                tx.execute(
+                    "INSERT INTO pcf_udr_subscription (supi, uri) VALUES (?1, ?2)
+                     ON CONFLICT (supi) DO UPDATE SET uri = excluded.uri",
+                    params![p.supi, uri],
+                )?;
+            }
             tx.execute(
                 "INSERT INTO pcf_sm_policy
                  (sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri)
@@ -105,23 +147,18 @@ impl PcfStore for SqlitePcfStore {
     fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>> {
         let id = id.to_string();
         Box::pin(self.db.read(move |c| {
-            Ok(c.query_row(
-                "SELECT supi, context, decision, policy_version, updated_ms, binding_uri
-                 FROM pcf_sm_policy WHERE sm_policy_id = ?1",
-                [&id],
-                |r| {
-                    Ok(SmPolicy {
-                        id: id.clone(),
-                        supi: r.get(0)?,
-                        context: r.get(1)?,
-                        decision: r.get(2)?,
-                        policy_version: r.get(3)?,
-                        updated_ms: r.get(4)?,
-                        binding: r.get(5)?,
-                    })
-                },
-            )
-            .optional()?)
+            let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy WHERE sm_policy_id = ?1");
+            Ok(c.query_row(&sql, [&id], sm_row).optional()?)
+        }))
+    }
+
+    fn sm_of(&self, supi: &str) -> StoreFuture<'_, Vec<SmPolicy>> {
+        let supi = supi.to_string();
+        Box::pin(self.db.read(move |c| {
+            let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy WHERE supi = ?1");
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map([&supi], sm_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         }))
     }
 
@@ -143,13 +180,29 @@ impl PcfStore for SqlitePcfStore {
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
         Box::pin(self.db.write(move |tx| {
-            Ok(tx
+            let gone: Option<(String, Option<String>)> = tx
                 .query_row(
-                    "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING binding_uri",
+                    "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING supi, binding_uri",
                     [&id],
-                    |r| Ok(Deleted { binding: r.get(0)? }),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
-                .optional()?)
+                .optional()?;
+            let Some((supi, binding)) = gone else { return Ok(None) };
+            let left: i64 =
+                tx.query_row("SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| {
+                    r.get(0)
+                })?;
+            let udr_subscription = if left == 0 {
+                tx.query_row(
+                    "DELETE FROM pcf_udr_subscription WHERE supi = ?1 RETURNING uri",
+                    [&supi],
+                    |r| r.get(0),
+                )
+                .optional()?
+            } else {
+                None
+            };
+            Ok(Some(Deleted { binding, udr_subscription }))
         }))
     }
 

@@ -1,0 +1,43 @@
+//! The callback of the PCF's policy data subscriptions (TS 29.519 §5.3.2,
+//! `policyDataChangeNotification`): `POST /npcf-callback/v1/policy-data-change` with an array
+//! of PolicyDataChangeNotification. It answers 204 at once; each subscriber named (`ueId`) has
+//! its SM policy associations decided again in the background, and the SMFs of those whose
+//! decision changed get an UpdateNotify.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use http::StatusCode;
+use nf::Answer;
+use sbi::{empty_response, InvalidParam, ProblemDetails, SbiRequest};
+use serde_json::Value;
+
+use crate::context::Pcf;
+
+/// The callback path the PCF gives the UDR.
+pub const CALLBACK_PATH: &str = "/npcf-callback/v1/policy-data-change";
+
+pub async fn policy_data_change(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let body: Value = req.json()?;
+    let Some(list) = body.as_array() else {
+        return Err(ProblemDetails::invalid_params(
+            sbi::problem::cause::MANDATORY_IE_INCORRECT,
+            vec![InvalidParam::new("", "must be an array of PolicyDataChangeNotification")],
+        )
+        .into());
+    };
+    let mut ues: Vec<String> = Vec::new();
+    for n in list {
+        if let Some(ue) = n.get("ueId").and_then(Value::as_str) {
+            if !ues.iter().any(|u| u == ue) {
+                ues.push(ue.to_string());
+            }
+        }
+    }
+    pcf.policy_data.stats.notified.fetch_add(list.len() as u64, Ordering::Relaxed);
+    for ue in ues {
+        let pcf = pcf.clone();
+        tokio::spawn(async move { crate::npcf_smpolicycontrol::redecide(&pcf, &ue).await });
+    }
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
