@@ -1,24 +1,33 @@
-//! The Policy Control Function (TS 29.512 Rel-17), SBI side.
+//! The Policy Control Function (TS 29.512, TS 29.507 Rel-17), SBI side.
 //!
-//! A newcomer's map: [`config`] is `[pcf]`; [`context`] holds the state; [`npcf_smpolicycontrol`]
-//! is Npcf_SMPolicyControl (Create, Get, Update, Delete); [`nudr_policy_data`] reads the
-//! subscriber's policy data from the UDR (N36); [`nbsf_management`] registers the PCF's
-//! bindings at the BSF; [`nudr_notify`] takes the UDR's change notifications and [`notify`]
-//! sends the SMF its UpdateNotify; [`producers`] finds UDRs and BSFs; [`policy_admin`] shows and deploys
-//! the policy project in force; [`models`] checks the TS 29.512 bodies and makes an update's
-//! decision delta; [`collision`] serializes one subscriber's requests; [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite
-//! implementation; [`metrics`] exports the version in force and its counters. Decisions come
-//! from the `policy` crate (docs/policy.md). [`bind`] builds it all; [`Bound::serve`] / [`run`]
-//! serve until shutdown.
+//! A newcomer's map:
+//! - [`config`] is `[pcf]`; [`context`] holds the state;
+//! - [`npcf_smpolicycontrol`] is Npcf_SMPolicyControl (Create, Get, Update, Delete, and the
+//!   UpdateNotify a policy data change sends), [`npcf_ampolicycontrol`] Npcf_AMPolicyControl;
+//!   [`decide`] is the one decision step they share;
+//! - [`nudr_policy_data`] reads the subscriber's policy data from the UDR (N36) and subscribes
+//!   to it, [`nudr_notify`] takes the UDR's change notifications, [`notify`] sends the SMF its
+//!   UpdateNotify, [`nbsf_management`] registers the PCF's bindings at the BSF, [`producers`]
+//!   finds UDRs and BSFs;
+//! - [`policy_admin`] shows and deploys the policy project in force; [`collision`] serializes
+//!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
+//!   update's decision delta;
+//! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
+//!   [`metrics`] exports the version in force and the PCF's counters.
+//!
+//! Decisions come from the `policy` crate (docs/policy.md). [`bind`] builds it all;
+//! [`Bound::serve`] / [`run`] serve until shutdown.
 
 pub mod collision;
 pub mod config;
 pub mod context;
+pub mod decide;
 pub mod default_policy;
 pub mod metrics;
 pub mod models;
 pub mod nbsf_management;
 pub mod notify;
+pub mod npcf_ampolicycontrol;
 pub mod npcf_smpolicycontrol;
 pub mod nudr_notify;
 pub mod nudr_policy_data;
@@ -58,9 +67,12 @@ pub type PcfError = nf::StartError;
 
 /// The versions of Npcf_SMPolicyControl served (TS 29.512 Rel-17's OpenAPI).
 const NPCF_SMPOLICYCONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.4")];
+/// And of Npcf_AMPolicyControl (TS 29.507 Rel-17).
+const NPCF_AM_POLICY_CONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.1")];
 
 /// The routes over `pcf`: the 3GPP services, and the policy admin endpoint when configured.
 pub fn router(pcf: Arc<Pcf>) -> Router {
+    use npcf_ampolicycontrol as am;
     use npcf_smpolicycontrol as sm;
     let admin = pcf.config.policy_admin;
     let mut b = Router::builder(pcf)
@@ -87,6 +99,30 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
             "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete",
             "Npcf_SMPolicyControl_Delete",
             sm::delete,
+        )
+        .route(
+            Method::POST,
+            "/npcf-am-policy-control/v1/policies",
+            "Npcf_AMPolicyControl_Create",
+            am::create,
+        )
+        .route(
+            Method::GET,
+            "/npcf-am-policy-control/v1/policies/{polAssoId}",
+            "Npcf_AMPolicyControl_Get",
+            am::get,
+        )
+        .route(
+            Method::POST,
+            "/npcf-am-policy-control/v1/policies/{polAssoId}/update",
+            "Npcf_AMPolicyControl_Update",
+            am::update,
+        )
+        .route(
+            Method::DELETE,
+            "/npcf-am-policy-control/v1/policies/{polAssoId}",
+            "Npcf_AMPolicyControl_Delete",
+            am::delete,
         )
         .route(
             Method::POST,
@@ -197,6 +233,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             scheme,
             addr.port(),
             NPCF_SMPOLICYCONTROL_VERSIONS,
+        )
+        .versioned_service(
+            "npcf-am-policy-control",
+            scheme,
+            addr.port(),
+            NPCF_AM_POLICY_CONTROL_VERSIONS,
         )
         .build();
     serving.register(profile)?;

@@ -62,6 +62,116 @@ pub const POLICY_CONTROL_REQUEST_TRIGGERS: [&str; 48] = [
     "NWDAF_DATA_CHG",
 ];
 
+/// TS 29.507 §5.6.3.3 RequestTrigger, Rel-17.
+pub const AM_REQUEST_TRIGGERS: [&str; 11] = [
+    "LOC_CH",
+    "PRA_CH",
+    "SERV_AREA_CH",
+    "RFSP_CH",
+    "ALLOWED_NSSAI_CH",
+    "UE_AMBR_CH",
+    "UE_SLICE_MBR_CH",
+    "SMF_SELECT_CH",
+    "ACCESS_TYPE_CH",
+    "NWDAF_DATA_CH",
+    "TARGET_NSSAI",
+];
+
+/// TS 29.571 SupportedFeatures: hexadecimal digits.
+fn check_supp_feat(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The checks of a PolicyAssociationRequest and an update's attributes alike.
+fn check_am_common(o: &Map<String, Value>, errs: &mut Errors) {
+    if let Some(v) = o.get("notificationUri") {
+        if !v.as_str().is_some_and(check_http_uri) {
+            errs.bad("/notificationUri", "must be an absolute http or https URI");
+        }
+    }
+    if let Some(v) = o.get("gpsi") {
+        if !v.as_str().is_some_and(check_gpsi) {
+            errs.bad("/gpsi", "must be a Gpsi (msisdn-<digits> or extid-<id>@<domain>)");
+        }
+    }
+    if let Some(v) = o.get("pei") {
+        if !v.as_str().is_some_and(check_pei) {
+            errs.bad("/pei", "must be a Pei (imei-<15 digits>, imeisv-<16 digits>, ...)");
+        }
+    }
+    if let Some(v) = o.get("rfsp") {
+        if !v.as_u64().is_some_and(|n| (1..=256).contains(&n)) {
+            errs.bad("/rfsp", "must be an RfspIndex 1..256");
+        }
+    }
+    if let Some(v) = o.get("ueAmbr") {
+        check_ambr(v, "/ueAmbr", errs);
+    }
+    if let Some(v) = o.get("allowedSnssais") {
+        match v.as_array() {
+            Some(list) => {
+                for (i, s) in list.iter().enumerate() {
+                    check_snssai(s, &format!("/allowedSnssais/{i}"), errs);
+                }
+            }
+            None => errs.bad("/allowedSnssais", "must be an array of Snssai"),
+        }
+    }
+}
+
+/// Checks a PolicyAssociationRequest (TS 29.507 §5.6.2.2).
+pub fn check_am_request(v: &Value) -> Result<(), ProblemDetails> {
+    let mut errs = Errors::default();
+    let Some(o) = v.as_object() else {
+        errs.bad("", "must be a PolicyAssociationRequest object");
+        return errs.finish();
+    };
+    match o.get("supi") {
+        None => errs.missing("/supi"),
+        Some(s) if s.as_str().is_some_and(check_supi) => {}
+        Some(_) => {
+            errs.bad("/supi", "must be a Supi (imsi-<5..15 digits>, nai-..., gci-..., gli-...)")
+        }
+    }
+    if !o.contains_key("notificationUri") {
+        errs.missing("/notificationUri");
+    }
+    match o.get("suppFeat") {
+        None => errs.missing("/suppFeat"),
+        Some(s) if s.as_str().is_some_and(check_supp_feat) => {}
+        Some(_) => errs.bad("/suppFeat", "must be SupportedFeatures (hexadecimal digits)"),
+    }
+    check_am_common(o, &mut errs);
+    errs.finish()
+}
+
+/// Checks a PolicyAssociationUpdateRequest (TS 29.507 §5.6.2.3): the reported triggers are
+/// RequestTriggers, the attributes they come with well formed.
+pub fn check_am_update(v: &Value) -> Result<(), ProblemDetails> {
+    let mut errs = Errors::default();
+    let Some(o) = v.as_object() else {
+        errs.bad("", "must be a PolicyAssociationUpdateRequest object");
+        return errs.finish();
+    };
+    if let Some(t) = o.get("triggers") {
+        match t.as_array() {
+            None => errs.bad("/triggers", "must be an array of RequestTrigger"),
+            Some(list) => {
+                for (i, x) in list.iter().enumerate() {
+                    if !x.as_str().is_some_and(|s| AM_REQUEST_TRIGGERS.contains(&s)) {
+                        errs.bad(
+                            format!("/triggers/{i}"),
+                            "not a RequestTrigger (TS 29.507 §5.6.3.3)",
+                        );
+                    }
+                }
+            }
+        }
+    }
+    check_am_common(o, &mut errs);
+    errs.finish()
+}
+
 /// TS 29.571 PduSessionType.
 const PDU_SESSION_TYPES: [&str; 5] = ["IPV4", "IPV6", "IPV4V6", "UNSTRUCTURED", "ETHERNET"];
 

@@ -12,25 +12,18 @@ use std::sync::Arc;
 use chrono::Utc;
 use http::{header, HeaderValue, StatusCode};
 use nf::{Answer, NfError};
-use policy::{Input, Outcome, Project, Service};
+use policy::{Outcome, Service};
 use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Map, Value};
 
-use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
+use crate::decide::{decide, Decided};
 use crate::models;
-use crate::nudr_policy_data::Fetched;
 use crate::store::{new_policy_id, SmPolicy};
 
 /// Features of TS 29.512 §5.8 this PCF supports: none of the optional ones yet, so the
 /// negotiated list is empty ("0") whatever the SMF offers.
 const SUPPORTED_FEATURES: &str = "0";
-
-/// TS 29.512 §5.7.3: the UDR does not know the subscriber.
-pub const USER_UNKNOWN: &str = "USER_UNKNOWN";
-
-/// TS 29.500 §5.2.7.2: no UDR could be reached for the policy data.
-pub const TARGET_NF_NOT_REACHABLE: &str = "TARGET_NF_NOT_REACHABLE";
 
 fn location(pcf: &Pcf, req: &SbiRequest, id: &str) -> String {
     format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(Some(req)))
@@ -38,72 +31,6 @@ fn location(pcf: &Pcf, req: &SbiRequest, id: &str) -> String {
 
 fn not_found(id: &str) -> NfError {
     ProblemDetails::not_found(format!("no SM policy association {id}")).into()
-}
-
-/// The requesting node as the engine sees it: the SMF's instance id when the context has it.
-fn node(context: &Value) -> &str {
-    context.get("smfId").and_then(Value::as_str).unwrap_or("")
-}
-
-/// One decision on the project in force for `supi`: its state variables from the store, its
-/// SmPolicyData from the UDR, then the SM rules; or the fallback, or a refusal, when the data
-/// source says so (`[pcf.udr]`).
-async fn decide(pcf: &Pcf, request: &Value, supi: &str) -> Result<Decided, NfError> {
-    let (kept, data) = tokio::join!(pcf.store.subscriber(supi), pcf.policy_data.sm_data(supi));
-    let kept = kept?;
-    let ssv = kept.ssv;
-    let subscribed = kept.udr_subscription.is_some();
-    let data_found = matches!(data, Fetched::Found(_));
-    let udr = pcf.policy_data.config();
-    let subscriber = match data {
-        Fetched::Found(v) => v,
-        Fetched::Off => Value::Null,
-        Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
-            return Err(ProblemDetails::new(
-                StatusCode::BAD_REQUEST,
-                USER_UNKNOWN,
-                format!("the UDR has no policy data for {supi}"),
-            )
-            .into());
-        }
-        Fetched::Unknown => Value::Null,
-        Fetched::Unreachable(why) => {
-            if udr.on_unreachable == OnUnreachable::Reject {
-                return Err(ProblemDetails::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    TARGET_NF_NOT_REACHABLE,
-                    format!("no UDR answered for the policy data: {why}"),
-                )
-                .into());
-            }
-            let project = pcf.policy.current();
-            let outcome = Outcome {
-                decision: project.fallback(Service::Sm).clone(),
-                ssv_updates: Map::new(),
-                fired: Vec::new(),
-                error: Some(format!("policy data not read: {why}")),
-            };
-            return Ok(Decided { outcome, project, subscribe: false });
-        }
-    };
-    let input =
-        Input { request, subscriber: &subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
-    let (outcome, project) = pcf.policy.evaluate(Service::Sm, input);
-    if let Some(e) = &outcome.error {
-        tracing::warn!(
-            policy = %project.name, version = %project.version, error = %e,
-            "SM policy script failed: the project's fallback decision answers"
-        );
-    }
-    Ok(Decided { outcome, project, subscribe: data_found && !subscribed })
-}
-
-/// A decision and what goes with it.
-struct Decided {
-    outcome: Outcome,
-    project: Arc<Project>,
-    /// The subscriber's data came from the UDR and it has no subscription there yet.
-    subscribe: bool,
 }
 
 /// The SmPolicyDecision of an outcome: the engine's decision, with the features negotiated.
@@ -132,7 +59,8 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe } = decide(&pcf, &context, &supi).await?;
+    let Decided { mut outcome, project, subscribe } =
+        decide(&pcf, Service::Sm, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
@@ -194,7 +122,8 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             r.insert(k.clone(), v.clone());
         }
     }
-    let Decided { mut outcome, project, .. } = decide(&pcf, &request, &stored.supi).await?;
+    let Decided { mut outcome, project, .. } =
+        decide(&pcf, Service::Sm, &request, &stored.supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;
@@ -280,7 +209,8 @@ pub async fn redecide(pcf: &Arc<Pcf>, supi: &str) {
 /// One association decided again: the UpdateNotify to send, if its decision changed.
 async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<(String, Value)>, NfError> {
     let context: Value = serde_json::from_slice(&stored.context)?;
-    let Decided { mut outcome, project, .. } = decide(pcf, &context, &stored.supi).await?;
+    let Decided { mut outcome, project, .. } =
+        decide(pcf, Service::Sm, &context, &stored.supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;

@@ -1,5 +1,6 @@
 //! The PCF's policy data source: Nudr_DataRepository policy data on the UDR (TS 29.519, N36),
-//! read as `subscriber` for the engine. SM decisions read `ues/{supi}/sm-data` (SmPolicyData).
+//! read as `subscriber` for the engine. SM decisions read `ues/{supi}/sm-data` (SmPolicyData),
+//! AM decisions `ues/{supi}/am-data` (AmPolicyData).
 //!
 //! The UDR is `[pcf.udr] api_root` when set, else found through the NRF (NFDiscover of a UDR
 //! with nudr-dr for the SUPI; the answer cached as the NRF's validity period allows), trying
@@ -143,6 +144,16 @@ impl PolicyData {
 
     /// The subscriber's SmPolicyData.
     pub async fn sm_data(&self, supi: &str) -> Fetched {
+        self.read(supi, "sm-data").await
+    }
+
+    /// The subscriber's AmPolicyData.
+    pub async fn am_data(&self, supi: &str) -> Fetched {
+        self.read(supi, "am-data").await
+    }
+
+    /// `ues/{supi}/{part}` of the UDR's policy data.
+    async fn read(&self, supi: &str, part: &str) -> Fetched {
         if !self.config.enabled {
             return Fetched::Off;
         }
@@ -151,7 +162,7 @@ impl PolicyData {
             Ok(u) => u,
             Err(e) => return self.count(Fetched::Unreachable(e)),
         };
-        let path = format!("/nudr-dr/v2/policy-data/ues/{supi}/sm-data");
+        let path = format!("/nudr-dr/v2/policy-data/ues/{supi}/{part}");
         let sent = self
             .client
             .get(&path)

@@ -100,6 +100,16 @@ fn gold_project(into: &Path) -> std::path::PathBuf {
          [[rule.then]]\nset = \"decision.sessRules.s1.authSessAmbr.downlink\"\nvalue = \"5 Gbps\"\n",
     );
     std::fs::write(&sm, rules).unwrap();
+    // And in AM (rules in `first` mode: the gold rule goes first), a UE-AMBR from AmPolicyData.
+    let am = p.join("rules/am.toml");
+    let rules = std::fs::read_to_string(&am).unwrap().replacen(
+        "mode = \"first\"\n",
+        "mode = \"first\"\n[[rule]]\nname = \"gold-ambr\"\n\
+         when = [\"subscriber.subscCats[0] == 'gold'\"]\n[[rule.then]]\nset = \"decision.ueAmbr\"\n\
+         value = { uplink = \"1 Gbps\", downlink = \"4 Gbps\" }\n",
+        1,
+    );
+    std::fs::write(&am, rules).unwrap();
     p
 }
 

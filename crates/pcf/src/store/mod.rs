@@ -33,6 +33,38 @@ pub struct SmPolicy {
     pub binding: Option<String>,
 }
 
+/// The kinds of policy association kept in the generic association table (SM associations
+/// have their own, with the binding and the UDR subscription).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Npcf_AMPolicyControl (TS 29.507).
+    Am,
+    /// Npcf_UEPolicyControl (TS 29.525).
+    Ue,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Am => "AM",
+            Kind::Ue => "UE",
+        }
+    }
+}
+
+/// A stored AM or UE policy association: the request the AMF sent (updates merged in), the
+/// decision in force and the policy version that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Association {
+    pub kind: Kind,
+    pub id: String,
+    pub supi: String,
+    pub context: Vec<u8>,
+    pub decision: Vec<u8>,
+    pub policy_version: String,
+    pub updated_ms: i64,
+}
+
 /// What the PCF keeps of a subscriber besides its associations.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Subscriber {
@@ -79,6 +111,18 @@ pub trait PcfStore: Send + Sync {
     /// Removes an association (and, with the subscriber's last, its policy data subscription
     /// row); None when there was none.
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;
+
+    /// Stores a new AM or UE association and merges `ssv`, in one commit.
+    fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()>;
+
+    fn get_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>>;
+
+    /// Replaces an association's context and decision and merges `ssv`; false when it no
+    /// longer exists.
+    fn update_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
+
+    /// Removes an association; false when there was none.
+    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool>;
 
     /// Associations stored (for the log line at start and for tests).
     fn count_sm(&self) -> StoreFuture<'_, u64>;

@@ -4,9 +4,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
-use super::{Deleted, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber};
+use super::{Association, Deleted, Kind, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber};
 
-pub const MIGRATIONS: [Migration; 4] = [
+pub const MIGRATIONS: [Migration; 5] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -33,6 +33,20 @@ pub const MIGRATIONS: [Migration; 4] = [
             supi TEXT PRIMARY KEY NOT NULL,
             uri TEXT NOT NULL
         )",
+    ),
+    Migration::new(
+        "pcf-0005-association",
+        "CREATE TABLE pcf_policy_association (
+            kind TEXT NOT NULL,
+            assoc_id TEXT NOT NULL,
+            supi TEXT NOT NULL,
+            context BLOB NOT NULL,
+            decision BLOB NOT NULL,
+            policy_version TEXT NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (kind, assoc_id)
+        );
+        CREATE INDEX pcf_policy_association_supi ON pcf_policy_association (supi)",
     ),
 ];
 
@@ -203,6 +217,81 @@ impl PcfStore for SqlitePcfStore {
                 None
             };
             Ok(Some(Deleted { binding, udr_subscription }))
+        }))
+    }
+
+    fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| {
+            tx.execute(
+                "INSERT INTO pcf_policy_association
+                 (kind, assoc_id, supi, context, decision, policy_version, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    a.kind.as_str(),
+                    a.id,
+                    a.supi,
+                    a.context,
+                    a.decision,
+                    a.policy_version,
+                    a.updated_ms
+                ],
+            )?;
+            merge_ssv(tx, &a.supi, ssv)
+        }))
+    }
+
+    fn get_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>> {
+        let id = id.to_string();
+        Box::pin(self.db.read(move |c| {
+            Ok(c.query_row(
+                "SELECT supi, context, decision, policy_version, updated_ms
+                 FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
+                params![kind.as_str(), id],
+                |r| {
+                    Ok(Association {
+                        kind,
+                        id: id.clone(),
+                        supi: r.get(0)?,
+                        context: r.get(1)?,
+                        decision: r.get(2)?,
+                        policy_version: r.get(3)?,
+                        updated_ms: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+        }))
+    }
+
+    fn update_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
+        Box::pin(self.db.write(move |tx| {
+            let n = tx.execute(
+                "UPDATE pcf_policy_association SET context = ?3, decision = ?4,
+                 policy_version = ?5, updated_ms = ?6 WHERE kind = ?1 AND assoc_id = ?2",
+                params![
+                    a.kind.as_str(),
+                    a.id,
+                    a.context,
+                    a.decision,
+                    a.policy_version,
+                    a.updated_ms
+                ],
+            )?;
+            if n == 0 {
+                return Ok(false);
+            }
+            merge_ssv(tx, &a.supi, ssv)?;
+            Ok(true)
+        }))
+    }
+
+    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            Ok(tx.execute(
+                "DELETE FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
+                params![kind.as_str(), id],
+            )? > 0)
         }))
     }
 

@@ -1,0 +1,107 @@
+//! One policy decision, as every service of the PCF takes it: the subscriber's state variables
+//! and policy data read together, what `[pcf.udr]` says when the data cannot be had, then the
+//! project in force.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use http::StatusCode;
+use nf::NfError;
+use policy::{Input, Outcome, Project, Service};
+use sbi::ProblemDetails;
+use serde_json::{Map, Value};
+
+use crate::config::{OnUnknown, OnUnreachable};
+use crate::context::Pcf;
+use crate::nudr_policy_data::Fetched;
+
+/// TS 29.512 §5.7.3: the UDR does not know the subscriber.
+pub const USER_UNKNOWN: &str = "USER_UNKNOWN";
+
+/// TS 29.500 §5.2.7.2: no UDR could be reached for the policy data.
+pub const TARGET_NF_NOT_REACHABLE: &str = "TARGET_NF_NOT_REACHABLE";
+
+/// The requesting node as the engine sees it: the SMF's (`smfId`) or the AMF's (`guami`'s
+/// `amfId`) when the request names it.
+fn node(request: &Value) -> &str {
+    request
+        .get("smfId")
+        .or_else(|| request.get("guami").and_then(|g| g.get("amfId")))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// One decision of `service` on the project in force for `supi`: its state variables from the
+/// store, its policy data from the UDR (SmPolicyData for SM, AmPolicyData for AM), then the
+/// service's rules; or the fallback, or a refusal, when the data source says so (`[pcf.udr]`).
+pub(crate) async fn decide(
+    pcf: &Pcf,
+    service: Service,
+    request: &Value,
+    supi: &str,
+) -> Result<Decided, NfError> {
+    let data = async {
+        match service {
+            Service::Sm => pcf.policy_data.sm_data(supi).await,
+            Service::Am => pcf.policy_data.am_data(supi).await,
+            _ => Fetched::Off,
+        }
+    };
+    let (kept, data) = tokio::join!(pcf.store.subscriber(supi), data);
+    let kept = kept?;
+    let ssv = kept.ssv;
+    let subscribed = kept.udr_subscription.is_some();
+    let data_found = matches!(data, Fetched::Found(_));
+    let udr = pcf.policy_data.config();
+    let subscriber = match data {
+        Fetched::Found(v) => v,
+        Fetched::Off => Value::Null,
+        Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
+            return Err(ProblemDetails::new(
+                StatusCode::BAD_REQUEST,
+                USER_UNKNOWN,
+                format!("the UDR has no policy data for {supi}"),
+            )
+            .into());
+        }
+        Fetched::Unknown => Value::Null,
+        Fetched::Unreachable(why) => {
+            if udr.on_unreachable == OnUnreachable::Reject {
+                return Err(ProblemDetails::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    TARGET_NF_NOT_REACHABLE,
+                    format!("no UDR answered for the policy data: {why}"),
+                )
+                .into());
+            }
+            let project = pcf.policy.current();
+            let outcome = Outcome {
+                decision: project.fallback(service).clone(),
+                ssv_updates: Map::new(),
+                fired: Vec::new(),
+                error: Some(format!("policy data not read: {why}")),
+            };
+            return Ok(Decided { outcome, project, subscribe: false });
+        }
+    };
+    let input =
+        Input { request, subscriber: &subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
+    let (outcome, project) = pcf.policy.evaluate(service, input);
+    if let Some(e) = &outcome.error {
+        tracing::warn!(
+            policy = %project.name, version = %project.version, service = service.name(), error = %e,
+            "policy script failed: the project's fallback decision answers"
+        );
+    }
+    // Only SM data is subscribed to (the SM associations are what a change re-decides).
+    let subscribe = service == Service::Sm && data_found && !subscribed;
+    Ok(Decided { outcome, project, subscribe })
+}
+
+/// A decision and what goes with it.
+pub(crate) struct Decided {
+    pub outcome: Outcome,
+    pub project: Arc<Project>,
+    /// The subscriber's SM data came from the UDR and it has no subscription there yet.
+    pub subscribe: bool,
+}

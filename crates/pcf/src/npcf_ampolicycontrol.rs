@@ -1,0 +1,136 @@
+//! Npcf_AMPolicyControl (TS 29.507 §4.2, resources §5.3): Create (POST policies), Get (GET
+//! policies/{polAssoId}), Update (POST policies/{polAssoId}/update) and Delete (DELETE
+//! policies/{polAssoId}).
+//!
+//! The decision is the project's AM rules on the PolicyAssociationRequest (an update's
+//! attributes over it), with the subscriber's AmPolicyData from the UDR and its state
+//! variables: a PolicyAssociation at create (RFSP, service area restrictions, UE-AMBR,
+//! triggers, ...), and at update a PolicyUpdate holding what changed.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use http::{header, HeaderValue, StatusCode};
+use nf::{Answer, NfError};
+use policy::Service;
+use sbi::{empty_response, json_response, ProblemDetails, SbiRequest};
+use serde_json::{Map, Value};
+
+use crate::context::Pcf;
+use crate::decide::{decide, Decided};
+use crate::models;
+use crate::store::{new_policy_id, Association, Kind};
+
+/// Features of TS 29.507 §5.8 this PCF supports: none of the optional ones yet.
+const SUPPORTED_FEATURES: &str = "0";
+
+fn resource(pcf: &Pcf, req: Option<&SbiRequest>, id: &str) -> String {
+    format!("{}/npcf-am-policy-control/v1/policies/{id}", pcf.api_root(req))
+}
+
+fn not_found(id: &str) -> NfError {
+    ProblemDetails::not_found(format!("no AM policy association {id}")).into()
+}
+
+/// The PolicyAssociation of a decision: the engine's, with the negotiated features.
+fn association(decision: Value) -> Value {
+    let mut d = match decision {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    d.insert("suppFeat".into(), Value::from(SUPPORTED_FEATURES));
+    Value::Object(d)
+}
+
+/// Npcf_AMPolicyControl_Create: 201 with the PolicyAssociation and its URI in Location.
+pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let request: Value = req.json()?;
+    models::check_am_request(&request)?;
+    let supi = request["supi"].as_str().unwrap_or_default().to_string();
+    let _held = pcf.hold(&supi).await;
+    let Decided { mut outcome, project, .. } = decide(&pcf, Service::Am, &request, &supi).await?;
+    let ssv = std::mem::take(&mut outcome.ssv_updates);
+    let decision = association(outcome.decision);
+    let body = serde_json::to_vec(&decision)?;
+    let id = new_policy_id();
+    let a = Association {
+        kind: Kind::Am,
+        id: id.clone(),
+        supi,
+        context: serde_json::to_vec(&request)?,
+        decision: body.clone(),
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+    };
+    pcf.store.create_assoc(a, ssv).await?;
+    tracing::debug!(am_policy = %id, policy_version = %project.version, "AM policy created");
+    let mut resp = http::Response::new(sbi::Body::from(body));
+    *resp.status_mut() = StatusCode::CREATED;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(sbi::body::JSON));
+    if let Ok(v) = HeaderValue::from_str(&resource(&pcf, Some(&req), &id)) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// Npcf_AMPolicyControl_Get (TS 29.507 §4.2.5): the PolicyAssociation in force, with the
+/// request it answers.
+pub async fn get(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let id = req.param("polAssoId");
+    let Some(a) = pcf.store.get_assoc(Kind::Am, id).await? else { return Err(not_found(id)) };
+    let mut decision: Value = serde_json::from_slice(&a.decision)?;
+    decision["request"] = serde_json::from_slice(&a.context)?;
+    Ok(json_response(StatusCode::OK, &decision)?)
+}
+
+/// Npcf_AMPolicyControl_Update (TS 29.507 §4.2.3): the AMF reports triggers and changes; the
+/// PCF decides again and answers 200 with a PolicyUpdate of what changed.
+pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let change: Value = req.json()?;
+    models::check_am_update(&change)?;
+    let id = req.param("polAssoId").to_string();
+    let Some(first) = pcf.store.get_assoc(Kind::Am, &id).await? else { return Err(not_found(&id)) };
+    let _held = pcf.hold(&first.supi).await;
+    let Some(stored) = pcf.store.get_assoc(Kind::Am, &id).await? else {
+        return Err(not_found(&id));
+    };
+    let mut request: Value = serde_json::from_slice(&stored.context)?;
+    if let (Some(r), Some(c)) = (request.as_object_mut(), change.as_object()) {
+        // What the AMF reports replaces what it sent before (PolicyAssociationUpdateRequest's
+        // attributes are PolicyAssociationRequest's, but for `triggers` and `praStatuses`).
+        for (k, v) in c {
+            r.insert(k.clone(), v.clone());
+        }
+    }
+    let Decided { mut outcome, project, .. } =
+        decide(&pcf, Service::Am, &request, &stored.supi).await?;
+    let ssv = std::mem::take(&mut outcome.ssv_updates);
+    let new = association(outcome.decision);
+    let old: Value = serde_json::from_slice(&stored.decision)?;
+    let mut update = models::delta(&old, &new);
+    if let Some(u) = update.as_object_mut() {
+        u.remove("suppFeat");
+        u.insert("resourceUri".into(), Value::from(resource(&pcf, Some(&req), &id)));
+    }
+    let a = Association {
+        context: serde_json::to_vec(&request)?,
+        decision: serde_json::to_vec(&new)?,
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+        ..stored
+    };
+    if !pcf.store.update_assoc(a, ssv).await? {
+        return Err(not_found(&id));
+    }
+    Ok(json_response(StatusCode::OK, &update)?)
+}
+
+/// Npcf_AMPolicyControl_Delete (TS 29.507 §4.2.4): 204.
+pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let id = req.param("polAssoId");
+    if !pcf.store.delete_assoc(Kind::Am, id).await? {
+        return Err(not_found(id));
+    }
+    tracing::debug!(am_policy = %id, "AM policy deleted");
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
