@@ -412,7 +412,7 @@ type Snapshot = (Usage, f64, Vec<u64>);
 /// Preloads profiles and subscriptions; returns preloaded instance ids by label.
 async fn preload(
     s: &Scenario,
-    base: &str,
+    (base, subs_base): (&str, &str),
     client: &SbiClient,
     running: &[RunningSim],
     pools: &Pools,
@@ -484,7 +484,7 @@ async fn preload(
             jobs.push((
                 "subscription".into(),
                 Method::POST,
-                format!("{base}{}", sub.path),
+                format!("{subs_base}{}", sub.path),
                 body.into(),
                 vec![201],
                 sub.pool.clone(),
@@ -607,8 +607,13 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let mut rng = Rng::new(s.generators.seed);
     let pools = Arc::new(Pools::default());
     let pre_client = clients(1, s.load.timeout_ms)?.remove(0);
+    let subs_nf = s.preload.subscriptions.as_ref().and_then(|x| x.nf.clone());
+    let subs_base = match &subs_nf {
+        Some(nf) => url_of(nf).with_context(|| format!("no target for {nf}"))?,
+        None => base0.clone(),
+    };
     let (instances, mut preload_report) =
-        preload(s, &base0, &pre_client, sims, &pools, &mut rng, cfg.progress).await?;
+        preload(s, (&base0, &subs_base), &pre_client, sims, &pools, &mut rng, cfg.progress).await?;
     if let Some(b) = &cfg.bindings {
         if let Some(pool) = &b.plan.pool {
             for id in &b.deletable_ids {

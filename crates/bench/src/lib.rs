@@ -301,6 +301,8 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 config.as_deref(),
                 dir,
             )?;
+            // The NFs after this one may name it in their configuration (a PCF's UDR).
+            vars.insert(format!("{{nf:{nf}}}"), c.url.clone());
             targets.push(TargetReport {
                 nf: nf.clone(),
                 url: c.url.clone(),
@@ -428,8 +430,9 @@ fn diameter_target(targets: &[String], nf: &str) -> Result<Option<std::net::Sock
     Ok(None)
 }
 
-/// Replaces placeholders (`{sim:NAME}` → the simulator's URL, `{diameter_addr}` → the address
-/// the kit picked) in the string values of an NF configuration.
+/// Replaces placeholders (`{sim:NAME}` → the simulator's URL, `{nf:NAME}` → the URL of an NF
+/// the kit started before this one, `{diameter_addr}` → the address the kit picked) in the
+/// string values of an NF configuration.
 pub fn render_config(t: &toml::Table, vars: &HashMap<String, String>) -> toml::Table {
     fn walk(v: &toml::Value, vars: &HashMap<String, String>) -> toml::Value {
         match v {

@@ -41,6 +41,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("udr-t3-sh-25k-soap-2k", include_str!("../../../scenarios/udr-t3-sh-25k-soap-2k.toml")),
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
+    ("pcf-sm-internet-30k", include_str!("../../../scenarios/pcf-sm-internet-30k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -391,6 +392,9 @@ impl ProfileSet {
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionSet {
     pub count: usize,
+    /// The NF they are created on (default: the first of `nfs`).
+    #[serde(default)]
+    pub nf: Option<String>,
     #[serde(default = "default_sub_path")]
     pub path: String,
     /// JSON body template (generators allowed, `{i}` is the subscription's index).
@@ -840,11 +844,32 @@ impl Scenario {
             }
         }
         check_criteria("criteria", &self.criteria)?;
+        if let Some(nf) = self.preload.subscriptions.as_ref().and_then(|x| x.nf.as_ref()) {
+            if !self.nfs.contains(nf) {
+                bail!("preload.subscriptions.nf {nf} is not in nfs");
+            }
+        }
         for (nf, table) in &self.nf_config {
             let mut strings = Vec::new();
             collect_strings(&toml::Value::Table(table.clone()), &mut strings);
             for t in strings.iter().filter(|t| t.contains("{sim:")) {
                 check(&format!("nf_config.{nf}"), t)?;
+            }
+            // `{nf:NAME}`: an NF the kit starts before this one (it starts them in `nfs` order).
+            let me = self.nfs.iter().position(|n| n == nf).unwrap_or(0);
+            for t in &strings {
+                let mut rest = t.as_str();
+                while let Some(at) = rest.find("{nf:") {
+                    let after = &rest[at + 4..];
+                    let Some(end) = after.find('}') else { break };
+                    let name = &after[..end];
+                    if !self.nfs[..me].iter().any(|n| n == name) {
+                        bail!(
+                            "nf_config.{nf}: {{nf:{name}}} names no NF listed before {nf} in nfs"
+                        );
+                    }
+                    rest = &after[end..];
+                }
             }
         }
         for e in &self.egress {

@@ -53,9 +53,14 @@ pub(crate) async fn decide(
     let subscribed = kept.udr_subscription.is_some();
     let data_found = matches!(data, Fetched::Found(_));
     let udr = pcf.policy_data.config();
+    let mut found = None;
+    let null = Arc::new(Value::Null);
     let subscriber = match data {
-        Fetched::Found(v) => v,
-        Fetched::Off => Value::Null,
+        Fetched::Found(v) => {
+            found = Some(v.clone());
+            v
+        }
+        Fetched::Off => null,
         Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
             return Err(ProblemDetails::new(
                 StatusCode::BAD_REQUEST,
@@ -64,7 +69,7 @@ pub(crate) async fn decide(
             )
             .into());
         }
-        Fetched::Unknown => Value::Null,
+        Fetched::Unknown => null,
         Fetched::Unreachable(why) => {
             if udr.on_unreachable == OnUnreachable::Reject {
                 return Err(ProblemDetails::new(
@@ -81,7 +86,7 @@ pub(crate) async fn decide(
                 fired: Vec::new(),
                 error: Some(format!("policy data not read: {why}")),
             };
-            return Ok(Decided { outcome, project, subscribe: false });
+            return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed });
         }
     };
     let input =
@@ -95,7 +100,7 @@ pub(crate) async fn decide(
     }
     // Only SM data is subscribed to (the SM associations are what a change re-decides).
     let subscribe = service == Service::Sm && data_found && !subscribed;
-    Ok(Decided { outcome, project, subscribe })
+    Ok(Decided { outcome, project, subscribe, data: found, subscribed })
 }
 
 /// A decision and what goes with it.
@@ -104,4 +109,8 @@ pub(crate) struct Decided {
     pub project: Arc<Project>,
     /// The subscriber's SM data came from the UDR and it has no subscription there yet.
     pub subscribe: bool,
+    /// The policy data the decision read, when the UDR had some.
+    pub data: Option<Arc<Value>>,
+    /// The subscriber has a policy data subscription at the UDR.
+    pub subscribed: bool,
 }

@@ -9,7 +9,8 @@
 //!   subscriber's policy data from the UDR;
 //! - `pcf_policy_data_subscriptions_total{result="ok"|"failed"}`,
 //!   `pcf_policy_data_notifications_total`: subscriptions made at the UDR, and the change
-//!   notifications received;
+//!   notifications received; `pcf_policy_data_cache_hits_total` and
+//!   `pcf_policy_data_cached_subscribers`: the per-subscriber SM data cache;
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
@@ -103,6 +104,20 @@ impl Collector for PolicyCollector {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
         }
+        let c = ConstCounter::new(st.cache_hits.load(Ordering::Relaxed));
+        c.encode(encoder.encode_descriptor(
+            "pcf_policy_data_cache_hits",
+            "SM policy data answered from the per-subscriber cache, without a UDR read",
+            None,
+            c.metric_type(),
+        )?)?;
+        let g = ConstGauge::new(pcf.policy_data.cached() as i64);
+        g.encode(encoder.encode_descriptor(
+            "pcf_policy_data_cached_subscribers",
+            "Subscribers whose SM policy data is cached (subscribed, with SM sessions)",
+            None,
+            g.metric_type(),
+        )?)?;
         let c = ConstCounter::new(st.notified.load(Ordering::Relaxed));
         c.encode(encoder.encode_descriptor(
             "pcf_policy_data_notifications",

@@ -59,7 +59,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe } =
+    let Decided { mut outcome, project, subscribe, data, subscribed } =
         decide(&pcf, Service::Sm, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
@@ -74,9 +74,10 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         }
     });
     tracing::debug!(sm_policy = %id, %supi, policy_version = %project.version, "SM policy created");
+    let keep = subscribed || udr_subscription.is_some();
     let stored = SmPolicy {
         id: id.clone(),
-        supi,
+        supi: supi.clone(),
         context: serde_json::to_vec(&context)?,
         decision: body.clone(),
         policy_version: project.version.clone(),
@@ -84,6 +85,10 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         binding,
     };
     pcf.store.create_sm(stored, ssv_updates, udr_subscription).await?;
+    // The subscription keeps the data true from now on: the session's updates read no UDR.
+    if let (Some(d), true) = (data, keep) {
+        pcf.policy_data.hold_sm(&supi, d);
+    }
     let mut resp = json_bytes(StatusCode::CREATED, body);
     if let Ok(v) = HeaderValue::from_str(&location(&pcf, &req, &id)) {
         resp.headers_mut().insert(header::LOCATION, v);
@@ -161,6 +166,7 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     }
     let id = req.param("smPolicyId");
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Err(not_found(id)) };
+    pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
     let unbind = async {
         if let Some(uri) = &deleted.binding {
             pcf.bindings.deregister(uri).await;
@@ -179,10 +185,13 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// Decides again every SM policy association of `supi` (its policy data changed) and tells
 /// the SMF of each whose decision changed (TS 29.512 §4.2.3.2, UpdateNotify: POST
 /// `{notificationUri}/update` with an SmPolicyNotification holding what changed).
-pub async fn redecide(pcf: &Arc<Pcf>, supi: &str) {
+pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, data: Option<Value>) {
     let mut notify = Vec::new();
     {
         let _held = pcf.hold(supi).await;
+        // Under the hold: a create of the subscriber that read the data before the change has
+        // cached it by now, and this replaces it.
+        pcf.policy_data.changed_sm(supi, data);
         let associations = match pcf.store.sm_of(supi).await {
             Ok(a) => a,
             Err(e) => {

@@ -26,18 +26,24 @@ pub async fn policy_data_change(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         )
         .into());
     };
-    let mut ues: Vec<String> = Vec::new();
+    // Each subscriber named, with its newest SmPolicyData when a notification carries it.
+    let mut ues: Vec<(String, Option<Value>)> = Vec::new();
     for n in list {
-        if let Some(ue) = n.get("ueId").and_then(Value::as_str) {
-            if !ues.iter().any(|u| u == ue) {
-                ues.push(ue.to_string());
+        let Some(ue) = n.get("ueId").and_then(Value::as_str) else { continue };
+        let data = n.get("smPolicyData").cloned();
+        match ues.iter_mut().find(|(u, _)| u == ue) {
+            Some((_, d)) => {
+                if data.is_some() {
+                    *d = data;
+                }
             }
+            None => ues.push((ue.to_string(), data)),
         }
     }
     pcf.policy_data.stats.notified.fetch_add(list.len() as u64, Ordering::Relaxed);
-    for ue in ues {
+    for (ue, data) in ues {
         let pcf = pcf.clone();
-        tokio::spawn(async move { crate::npcf_smpolicycontrol::redecide(&pcf, &ue).await });
+        tokio::spawn(async move { crate::npcf_smpolicycontrol::redecide(&pcf, &ue, data).await });
     }
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

@@ -16,7 +16,9 @@
 //! first association, and unsubscribed with its last; a change notified re-decides its
 //! associations (`npcf_smpolicycontrol::redecide`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -30,7 +32,7 @@ use crate::producers::Producers;
 /// What a read of a subscriber's policy data found.
 #[derive(Debug)]
 pub enum Fetched {
-    Found(Value),
+    Found(Arc<Value>),
     /// The UDR has no such subscriber (404).
     Unknown,
     /// No UDR answered (why, for the log).
@@ -49,19 +51,37 @@ pub struct Stats {
     pub subscribe_failed: AtomicU64,
     /// PolicyDataChangeNotifications received.
     pub notified: AtomicU64,
+    /// SM data answered from the cache, without a UDR read.
+    pub cache_hits: AtomicU64,
+}
+
+/// A subscriber's SmPolicyData while it has SM sessions and a subscription keeps it true.
+struct Cached {
+    data: Arc<Value>,
+    sessions: u32,
 }
 
 pub struct PolicyData {
     config: UdrConfig,
     client: SbiClient,
     udrs: Producers,
+    /// SmPolicyData by SUPI, for the life of the subscriber's SM sessions: cached only while the
+    /// subscriber is subscribed to at the UDR, changed by its notifications, gone with the last
+    /// session (so an update reads no UDR).
+    sm_cache: Mutex<HashMap<String, Cached>>,
     pub stats: Stats,
 }
 
 impl PolicyData {
     pub fn new(config: UdrConfig, client: SbiClient) -> Result<Self, String> {
         let udrs = Producers::new("UDR", "nudr-dr", config.api_root.as_deref())?;
-        Ok(PolicyData { config, client, udrs, stats: Stats::default() })
+        Ok(PolicyData {
+            config,
+            client,
+            udrs,
+            sm_cache: Mutex::new(HashMap::new()),
+            stats: Stats::default(),
+        })
     }
 
     /// Discovery goes through this NRF client (the PCF's own registration).
@@ -142,9 +162,63 @@ impl PolicyData {
         }
     }
 
-    /// The subscriber's SmPolicyData.
+    /// The subscriber's SmPolicyData: from the cache while it holds it, else from the UDR.
     pub async fn sm_data(&self, supi: &str) -> Fetched {
+        let cached = self.cache().get(supi).map(|c| c.data.clone());
+        if let Some(data) = cached {
+            self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Fetched::Found(data);
+        }
         self.read(supi, "sm-data").await
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        self.sm_cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One more SM session of a subscribed subscriber whose data is `data`: cached from now on.
+    /// Called with the subscriber held (collision control), as every cache change is.
+    pub fn hold_sm(&self, supi: &str, data: Arc<Value>) {
+        let mut c = self.cache();
+        let e = c.entry(supi.to_string()).or_insert(Cached { data: data.clone(), sessions: 0 });
+        e.data = data;
+        e.sessions += 1;
+    }
+
+    /// The data of a subscribed subscriber read while it was not cached (after a restart):
+    /// cached from now on, as for one session.
+    pub fn cache_if_absent(&self, supi: &str, data: Arc<Value>) {
+        self.cache().entry(supi.to_string()).or_insert(Cached { data, sessions: 1 });
+    }
+
+    /// One SM session fewer; the data leaves the cache with the last (or when `gone`: the
+    /// subscription was removed).
+    pub fn release_sm(&self, supi: &str, gone: bool) {
+        let mut c = self.cache();
+        if let Some(e) = c.get_mut(supi) {
+            e.sessions = e.sessions.saturating_sub(1);
+            if e.sessions == 0 || gone {
+                c.remove(supi);
+            }
+        }
+    }
+
+    /// A change notified by the UDR: the new data when the notification carries it, else the
+    /// cached data is dropped (the next decision reads it).
+    pub fn changed_sm(&self, supi: &str, data: Option<Value>) {
+        let mut c = self.cache();
+        match (c.get_mut(supi), data) {
+            (Some(e), Some(d)) => e.data = Arc::new(d),
+            (Some(_), None) => {
+                c.remove(supi);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// Subscribers whose SM data is cached.
+    pub fn cached(&self) -> usize {
+        self.cache().len()
     }
 
     /// The subscriber's AmPolicyData.
@@ -171,7 +245,7 @@ impl PolicyData {
             .await;
         let fetched = match sent {
             Ok(r) if r.status() == StatusCode::OK => match r.json::<Value>() {
-                Ok(v) => Fetched::Found(v),
+                Ok(v) => Fetched::Found(Arc::new(v)),
                 Err(e) => {
                     Fetched::Unreachable(format!("the UDR's SmPolicyData does not decode: {e}"))
                 }

@@ -334,8 +334,10 @@ async fn a_change_of_policy_data_redecides_and_notifies_the_smf() {
     )
     .unwrap();
     assert!(m.contains("pcf_sm_update_notify_total{result=\"ok\"} 2"), "{m}");
-    // The UDR sent one notification (the gold change), none for the bronze one: unsubscribed.
+    // The UDR sent one notification (the gold change), none for the bronze one: unsubscribed,
+    // and the cache holds nothing of the subscriber.
     assert!(m.contains("pcf_policy_data_notifications_total 1"), "{m}");
+    assert!(m.contains("pcf_policy_data_cached_subscribers 0"), "{m}");
     pcf.stop().await;
     udr.stop().await;
     nrf.stop().await;

@@ -75,6 +75,7 @@ pub struct Subscriber {
 /// What a delete removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deleted {
+    pub supi: String,
     /// The association's PCF binding at the BSF, to deregister.
     pub binding: Option<String>,
     /// The subscriber's policy data subscription at the UDR, when this was the subscriber's

@@ -216,7 +216,7 @@ impl PcfStore for SqlitePcfStore {
             } else {
                 None
             };
-            Ok(Some(Deleted { binding, udr_subscription }))
+            Ok(Some(Deleted { supi, binding, udr_subscription }))
         }))
     }
 
