@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
 use crate::nudr_policy_data::Fetched;
+use crate::store::Subscriber;
 
 /// TS 29.512 §5.7.3: the UDR does not know the subscriber.
 pub const USER_UNKNOWN: &str = "USER_UNKNOWN";
@@ -40,6 +41,18 @@ pub(crate) async fn decide(
     request: &Value,
     supi: &str,
 ) -> Result<Decided, NfError> {
+    decide_with(pcf, service, request, supi, None).await
+}
+
+/// As [`decide`], with what the store keeps of the subscriber when the caller read it already
+/// (an update reads it with the association, in one store read).
+pub(crate) async fn decide_with(
+    pcf: &Pcf,
+    service: Service,
+    request: &Value,
+    supi: &str,
+    kept: Option<Subscriber>,
+) -> Result<Decided, NfError> {
     let data = async {
         match service {
             Service::Sm => pcf.policy_data.sm_data(supi).await,
@@ -47,7 +60,14 @@ pub(crate) async fn decide(
             _ => Fetched::Off,
         }
     };
-    let (kept, data) = tokio::join!(pcf.store.subscriber(supi), data);
+    let kept = match kept {
+        Some(k) => {
+            let data = data.await;
+            (Ok(k), data)
+        }
+        None => tokio::join!(pcf.store.subscriber(supi), data),
+    };
+    let (kept, data) = kept;
     let kept = kept?;
     let ssv = kept.ssv;
     let subscribed = kept.udr_subscription.is_some();

@@ -17,7 +17,7 @@ use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Map, Value};
 
 use crate::context::Pcf;
-use crate::decide::{decide, Decided};
+use crate::decide::{decide, decide_with, Decided};
 use crate::models;
 use crate::store::{new_policy_id, SmPolicy};
 
@@ -116,7 +116,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     // read again (a request that held it first may have changed or deleted the association).
     let Some(first) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
     let _held = pcf.hold(&first.supi).await;
-    let Some(stored) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
+    let Some((stored, kept)) = pcf.store.get_sm_with_subscriber(&id).await? else {
+        return Err(not_found(&id));
+    };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
     models::merge_update(&mut context, &change);
     // The engine reads the context with every attribute of the update over it (the reported
@@ -127,8 +129,11 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             r.insert(k.clone(), v.clone());
         }
     }
-    let Decided { mut outcome, project, .. } =
-        decide(&pcf, Service::Sm, &request, &stored.supi).await?;
+    let Decided { mut outcome, project, data, subscribed, .. } =
+        decide_with(&pcf, Service::Sm, &request, &stored.supi, Some(kept)).await?;
+    if let (Some(d), true) = (data, subscribed) {
+        pcf.policy_data.cache_if_absent(&stored.supi, d);
+    }
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;

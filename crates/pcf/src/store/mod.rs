@@ -105,6 +105,9 @@ pub trait PcfStore: Send + Sync {
 
     fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>>;
 
+    /// An association and what is kept of its subscriber, from one snapshot.
+    fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>>;
+
     /// Replaces an association's context and decision and merges `ssv` (its binding stays);
     /// false when the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;

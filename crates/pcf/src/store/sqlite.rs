@@ -90,6 +90,14 @@ fn read_ssv(c: &rusqlite::Connection, supi: &str) -> store::Result<Map<String, V
         .unwrap_or_default())
 }
 
+fn read_subscriber(c: &rusqlite::Connection, supi: &str) -> store::Result<Subscriber> {
+    let ssv = read_ssv(c, supi)?;
+    let udr_subscription = c
+        .query_row("SELECT uri FROM pcf_udr_subscription WHERE supi = ?1", [supi], |r| r.get(0))
+        .optional()?;
+    Ok(Subscriber { ssv, udr_subscription })
+}
+
 /// Merges `updates` into the subscriber's state (null removes a variable) in `tx`.
 fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Result<()> {
     if updates.is_empty() {
@@ -115,14 +123,16 @@ fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Re
 impl PcfStore for SqlitePcfStore {
     fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber> {
         let supi = supi.to_string();
+        Box::pin(self.db.read(move |c| read_subscriber(c, &supi)))
+    }
+
+    fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>> {
+        let id = id.to_string();
         Box::pin(self.db.read(move |c| {
-            let ssv = read_ssv(c, &supi)?;
-            let udr_subscription = c
-                .query_row("SELECT uri FROM pcf_udr_subscription WHERE supi = ?1", [&supi], |r| {
-                    r.get(0)
-                })
-                .optional()?;
-            Ok(Subscriber { ssv, udr_subscription })
+            let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy WHERE sm_policy_id = ?1");
+            let Some(p) = c.query_row(&sql, [&id], sm_row).optional()? else { return Ok(None) };
+            let kept = read_subscriber(c, &p.supi)?;
+            Ok(Some((p, kept)))
         }))
     }
 
