@@ -82,13 +82,8 @@ fn check_supp_feat(s: &str) -> bool {
     s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The checks of a PolicyAssociationRequest and an update's attributes alike.
-fn check_am_common(o: &Map<String, Value>, errs: &mut Errors) {
-    if let Some(v) = o.get("notificationUri") {
-        if !v.as_str().is_some_and(check_http_uri) {
-            errs.bad("/notificationUri", "must be an absolute http or https URI");
-        }
-    }
+/// The UE identities both services' bodies may carry: `gpsi` and `pei`.
+fn check_ue_ids(o: &Map<String, Value>, errs: &mut Errors) {
     if let Some(v) = o.get("gpsi") {
         if !v.as_str().is_some_and(check_gpsi) {
             errs.bad("/gpsi", "must be a Gpsi (msisdn-<digits> or extid-<id>@<domain>)");
@@ -99,6 +94,16 @@ fn check_am_common(o: &Map<String, Value>, errs: &mut Errors) {
             errs.bad("/pei", "must be a Pei (imei-<15 digits>, imeisv-<16 digits>, ...)");
         }
     }
+}
+
+/// The checks of a PolicyAssociationRequest and an update's attributes alike.
+fn check_am_common(o: &Map<String, Value>, errs: &mut Errors) {
+    if let Some(v) = o.get("notificationUri") {
+        if !v.as_str().is_some_and(check_http_uri) {
+            errs.bad("/notificationUri", "must be an absolute http or https URI");
+        }
+    }
+    check_ue_ids(o, errs);
     if let Some(v) = o.get("rfsp") {
         if !v.as_u64().is_some_and(|n| (1..=256).contains(&n)) {
             errs.bad("/rfsp", "must be an RfspIndex 1..256");
@@ -241,16 +246,7 @@ fn check_subs_def_qos(v: &Value, at: &str, errs: &mut Errors) {
 
 /// The checks both a create's and an update's bodies share (the attributes they have in common).
 fn check_common(o: &Map<String, Value>, errs: &mut Errors) {
-    if let Some(v) = o.get("gpsi") {
-        if !v.as_str().is_some_and(check_gpsi) {
-            errs.bad("/gpsi", "must be a Gpsi (msisdn-<digits> or extid-<id>@<domain>)");
-        }
-    }
-    if let Some(v) = o.get("pei") {
-        if !v.as_str().is_some_and(check_pei) {
-            errs.bad("/pei", "must be a Pei (imei-<15 digits>, imeisv-<16 digits>, ...)");
-        }
-    }
+    check_ue_ids(o, errs);
     if let Some(v) = o.get("ipv4Address") {
         if v.as_str().and_then(parse_ipv4).is_none() {
             errs.bad("/ipv4Address", "must be a dotted-decimal IPv4 address");

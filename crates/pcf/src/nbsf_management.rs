@@ -125,24 +125,12 @@ impl Bindings {
 
     /// Deregisters the binding at `uri` (what [`Bindings::register`] returned).
     pub async fn deregister(&self, uri: &str) {
-        let sent = self
-            .client
-            .delete(uri)
-            .max_rsp_time(Duration::from_millis(self.config.timeout_ms))
-            .send()
-            .await;
-        match sent {
-            // 404: already gone (the BSF's audit, or an operator).
-            Ok(r)
-                if r.status() == StatusCode::NO_CONTENT || r.status() == StatusCode::NOT_FOUND =>
-            {
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        match crate::producers::delete(&self.client, uri, timeout).await {
+            Ok(()) => {
                 self.stats.deregistered.fetch_add(1, Ordering::Relaxed);
             }
-            other => {
-                let why = match other {
-                    Ok(r) => format!("the BSF answered {}", r.status()),
-                    Err(e) => e.to_string(),
-                };
+            Err(why) => {
                 tracing::warn!(%uri, %why, "PCF binding not deregistered at the BSF");
                 self.stats.deregister_failed.fetch_add(1, Ordering::Relaxed);
             }

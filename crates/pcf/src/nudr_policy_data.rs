@@ -144,21 +144,9 @@ impl PolicyData {
     /// Removes a subscription [`PolicyData::subscribe`] made (the subscriber's last session
     /// ended).
     pub async fn unsubscribe(&self, uri: &str) {
-        let sent = self
-            .client
-            .delete(uri)
-            .max_rsp_time(Duration::from_millis(self.config.timeout_ms))
-            .send()
-            .await;
-        match sent {
-            Ok(r) if r.status().is_success() || r.status() == StatusCode::NOT_FOUND => {}
-            other => {
-                let why = match other {
-                    Ok(r) => format!("the UDR answered {}", r.status()),
-                    Err(e) => e.to_string(),
-                };
-                tracing::warn!(%uri, %why, "policy data subscription not removed at the UDR");
-            }
+        let timeout = Duration::from_millis(self.config.timeout_ms);
+        if let Err(why) = crate::producers::delete(&self.client, uri, timeout).await {
+            tracing::warn!(%uri, %why, "policy data subscription not removed at the UDR");
         }
     }
 

@@ -4,8 +4,9 @@
 //! reached.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use http::Uri;
+use http::{StatusCode, Uri};
 use nrf_client::{DiscoveryQuery, NrfClient};
 
 pub struct Producers {
@@ -60,5 +61,19 @@ impl Producers {
             return Err(format!("the NRF knows no {} serving {}", self.nf_type, self.service));
         }
         Ok(roots)
+    }
+}
+
+/// DELETEs a resource the PCF created at a producer (a binding, a subscription): done when the
+/// producer answers 2xx, or 404 (it is gone already: an audit, an operator); else why not.
+pub async fn delete(
+    client: &sbi::client::SbiClient,
+    uri: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    match client.delete(uri).max_rsp_time(timeout).send().await {
+        Ok(r) if r.status().is_success() || r.status() == StatusCode::NOT_FOUND => Ok(()),
+        Ok(r) => Err(format!("the producer answered {}", r.status())),
+        Err(e) => Err(e.to_string()),
     }
 }
