@@ -77,11 +77,13 @@ impl Deployed {
         stop: Arc<AtomicBool>,
     ) -> std::thread::JoinHandle<()> {
         let me = self.clone();
+        // The baseline is taken before this returns: a change made right after (while the
+        // thread is not yet scheduled) is a change, not the baseline.
+        let dir = me.current().dir.clone();
+        let mut seen = stamp(&dir);
         std::thread::Builder::new()
             .name("policy-watch".into())
             .spawn(move || {
-                let dir = me.current().dir.clone();
-                let mut seen = stamp(&dir);
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(every);
                     let now = stamp(&dir);
