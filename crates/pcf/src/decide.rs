@@ -71,16 +71,11 @@ pub(crate) async fn decide_with(
     let kept = kept?;
     let ssv = kept.ssv;
     let subscribed = kept.udr_subscription.is_some();
-    let data_found = matches!(data, Fetched::Found(_));
     let udr = pcf.policy_data.config();
-    let mut found = None;
-    let null = Arc::new(Value::Null);
-    let subscriber = match data {
-        Fetched::Found(v) => {
-            found = Some(v.clone());
-            v
-        }
-        Fetched::Off => null,
+    // The data the decision reads (None: the subscriber has none, or the source is off).
+    let found = match data {
+        Fetched::Found(v) => Some(v),
+        Fetched::Off => None,
         Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
             return Err(ProblemDetails::new(
                 StatusCode::BAD_REQUEST,
@@ -89,7 +84,7 @@ pub(crate) async fn decide_with(
             )
             .into());
         }
-        Fetched::Unknown => null,
+        Fetched::Unknown => None,
         Fetched::Unreachable(why) => {
             if udr.on_unreachable == OnUnreachable::Reject {
                 return Err(ProblemDetails::new(
@@ -109,8 +104,8 @@ pub(crate) async fn decide_with(
             return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed });
         }
     };
-    let input =
-        Input { request, subscriber: &subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
+    let subscriber = found.as_deref().unwrap_or(&Value::Null);
+    let input = Input { request, subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
     let (outcome, project) = pcf.policy.evaluate(service, input);
     if let Some(e) = &outcome.error {
         tracing::warn!(
@@ -119,7 +114,7 @@ pub(crate) async fn decide_with(
         );
     }
     // Only SM data is subscribed to (the SM associations are what a change re-decides).
-    let subscribe = service == Service::Sm && data_found && !subscribed;
+    let subscribe = service == Service::Sm && found.is_some() && !subscribed;
     Ok(Decided { outcome, project, subscribe, data: found, subscribed })
 }
 

@@ -77,6 +77,27 @@ pub const AM_REQUEST_TRIGGERS: [&str; 11] = [
     "TARGET_NSSAI",
 ];
 
+/// `o[key]`, when present, must be an array of values of `allowed` (a trigger list): each
+/// entry that is not one is named by its index.
+fn check_triggers(
+    o: &Map<String, Value>,
+    key: &str,
+    allowed: &[&str],
+    what: &str,
+    errs: &mut Errors,
+) {
+    let Some(t) = o.get(key) else { return };
+    let Some(list) = t.as_array() else {
+        errs.bad(format!("/{key}"), format!("must be an array of {what}"));
+        return;
+    };
+    for (i, x) in list.iter().enumerate() {
+        if !x.as_str().is_some_and(|s| allowed.contains(&s)) {
+            errs.bad(format!("/{key}/{i}"), format!("not a {what}"));
+        }
+    }
+}
+
 /// TS 29.571 SupportedFeatures: hexadecimal digits.
 fn check_supp_feat(s: &str) -> bool {
     s.bytes().all(|b| b.is_ascii_hexdigit())
@@ -158,21 +179,13 @@ pub fn check_am_update(v: &Value) -> Result<(), ProblemDetails> {
         errs.bad("", "must be a PolicyAssociationUpdateRequest object");
         return errs.finish();
     };
-    if let Some(t) = o.get("triggers") {
-        match t.as_array() {
-            None => errs.bad("/triggers", "must be an array of RequestTrigger"),
-            Some(list) => {
-                for (i, x) in list.iter().enumerate() {
-                    if !x.as_str().is_some_and(|s| AM_REQUEST_TRIGGERS.contains(&s)) {
-                        errs.bad(
-                            format!("/triggers/{i}"),
-                            "not a RequestTrigger (TS 29.507 §5.6.3.3)",
-                        );
-                    }
-                }
-            }
-        }
-    }
+    check_triggers(
+        o,
+        "triggers",
+        &AM_REQUEST_TRIGGERS,
+        "RequestTrigger (TS 29.507 §5.6.3.3)",
+        &mut errs,
+    );
     check_am_common(o, &mut errs);
     errs.finish()
 }
@@ -340,24 +353,13 @@ pub fn check_update(v: &Value) -> Result<(), ProblemDetails> {
         errs.bad("", "must be an SmPolicyUpdateContextData object");
         return errs.finish();
     };
-    if let Some(t) = o.get("repPolicyCtrlReqTriggers") {
-        match t.as_array() {
-            None => errs.bad(
-                "/repPolicyCtrlReqTriggers",
-                "must be an array of PolicyControlRequestTrigger",
-            ),
-            Some(list) => {
-                for (i, x) in list.iter().enumerate() {
-                    if !x.as_str().is_some_and(|s| POLICY_CONTROL_REQUEST_TRIGGERS.contains(&s)) {
-                        errs.bad(
-                            format!("/repPolicyCtrlReqTriggers/{i}"),
-                            "not a PolicyControlRequestTrigger (TS 29.512 §5.6.3.6)",
-                        );
-                    }
-                }
-            }
-        }
-    }
+    check_triggers(
+        o,
+        "repPolicyCtrlReqTriggers",
+        &POLICY_CONTROL_REQUEST_TRIGGERS,
+        "PolicyControlRequestTrigger (TS 29.512 §5.6.3.6)",
+        &mut errs,
+    );
     check_common(o, &mut errs);
     errs.finish()
 }

@@ -65,9 +65,9 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
     let id = new_policy_id();
-    let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
     let (binding, udr_subscription) = tokio::join!(pcf.bindings.register(&context), async {
         if subscribe {
+            let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
             pcf.policy_data.subscribe(&supi, &callback).await
         } else {
             None

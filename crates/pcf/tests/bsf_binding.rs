@@ -4,36 +4,12 @@
 
 mod common;
 
+use common::peers::start_bsf;
 use common::*;
 use pcf::config::BsfConfig;
 use pcf::PcfConfig;
 use serde_json::{json, Value};
 use testkit::specs::Specs;
-use tokio::sync::oneshot;
-
-async fn start_bsf(
-    dir: &std::path::Path,
-) -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
-    let run = bsf::RunConfig {
-        bsf: bsf::BsfConfig::default(),
-        sbi: sbi::ServerConfig::default(),
-        client: sbi::client::ClientConfig::default(),
-        store: store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("bsf.db")) },
-        instance_id: None,
-    };
-    let bound = bsf::bind(run).await.unwrap();
-    let base = format!("http://{}", bound.local_addr());
-    let (stop, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        bound
-            .serve(async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-    });
-    (base, stop, task)
-}
 
 fn metrics(text: &str, line: &str) -> bool {
     text.lines().any(|l| l == line)
@@ -43,7 +19,8 @@ fn metrics(text: &str, line: &str) -> bool {
 async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
     let specs = Specs::load(&["TS29521_Nbsf_Management", "TS29571_CommonData"]);
     let d = tempfile::tempdir().unwrap();
-    let (bsf, bsf_stop, bsf_task) = start_bsf(d.path()).await;
+    let peer = start_bsf(d.path()).await;
+    let bsf = peer.base.clone();
     let config = PcfConfig {
         policy: Some(default_project(&d.path().join("policy"))),
         bsf: BsfConfig { enabled: true, api_root: Some(bsf.clone()), ..BsfConfig::default() },
@@ -82,8 +59,7 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
     assert_eq!(r.status().as_u16(), 201);
 
     // The BSF goes away: the SMF's sessions still get their policy.
-    let _ = bsf_stop.send(());
-    bsf_task.await.unwrap();
+    peer.stop().await;
     let r = c.post(&pcf.sm("")).json(&open5gs_context(13)).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
     let text = String::from_utf8(

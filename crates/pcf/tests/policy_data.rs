@@ -7,80 +7,11 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::peers::{nrf_client_config, start_nrf, start_udr};
 use common::*;
 use pcf::config::{OnUnknown, OnUnreachable, UdrConfig};
 use pcf::PcfConfig;
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
-
-struct Served {
-    base: String,
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Served {
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
-    }
-}
-
-fn store(dir: &Path, db: &str) -> store::SqliteConfig {
-    store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join(db)) }
-}
-
-async fn start_nrf(dir: &Path) -> Served {
-    let run = nrf::RunConfig {
-        nrf: nrf::NrfConfig::default(),
-        sbi: sbi::ServerConfig::default(),
-        client: sbi::client::ClientConfig::default(),
-        store: store(dir, "nrf.db"),
-        instance_id: None,
-    };
-    let bound = nrf::bind(run).await.unwrap();
-    let base = format!("http://{}", bound.local_addr());
-    let (stop, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        bound
-            .serve(async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-    });
-    Served { base, stop, task }
-}
-
-fn nrf_client_config(nrf: &str) -> nrf_client::NrfClientConfig {
-    nrf_client::NrfClientConfig {
-        api_roots: vec![nrf.to_string()],
-        register_retry_initial_ms: 50,
-        ..Default::default()
-    }
-}
-
-async fn start_udr(dir: &Path, nrf: &str) -> Served {
-    let run = udr::RunConfig {
-        udr: udr::UdrConfig { nrf: Some(nrf_client_config(nrf)), ..Default::default() },
-        sbi: sbi::ServerConfig::default(),
-        client: sbi::client::ClientConfig::default(),
-        store: store(dir, "udr.db"),
-        instance_id: None,
-    };
-    let bound = udr::bind(run).await.unwrap();
-    let base = format!("http://{}", bound.local_addr());
-    let (stop, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        bound
-            .serve(async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-    });
-    Served { base, stop, task }
-}
 
 /// The policy data of a gold subscriber on slice 1-000001, DNN internet (TS 29.519 SmPolicyData).
 fn gold_sm_data() -> Value {
@@ -137,7 +68,7 @@ async fn decisions_read_the_policy_data_of_a_udr_found_through_the_nrf() {
     let specs = specs();
     let d = tempfile::tempdir().unwrap();
     let nrf = start_nrf(d.path()).await;
-    let udr = start_udr(d.path(), &nrf.base).await;
+    let udr = start_udr(d.path(), Some(&nrf.base)).await;
     let c = client();
     let ue = "imsi-999700000000001";
     let url = format!("{}/nudr-dr/v2/policy-data/ues/{ue}/sm-data", udr.base);
@@ -257,7 +188,7 @@ async fn a_change_of_policy_data_redecides_and_notifies_the_smf() {
     let specs = specs();
     let d = tempfile::tempdir().unwrap();
     let nrf = start_nrf(d.path()).await;
-    let udr = start_udr(d.path(), &nrf.base).await;
+    let udr = start_udr(d.path(), Some(&nrf.base)).await;
     let c = client();
     let ue = "imsi-999700000000021";
     let url = format!("{}/nudr-dr/v2/policy-data/ues/{ue}/sm-data", udr.base);
