@@ -200,7 +200,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         nrf: config.pcf.nrf.clone(),
     })
     .await?;
-    let store = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
+    let durable = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
+    let store = store::Resident::load(Arc::new(durable)).await?;
+    let (sm, other) = store.counts();
+    tracing::info!(sm_policies = sm, am_ue_policies = other, "PCF state loaded");
     let scheme = skeleton.scheme();
     let policy_data =
         nudr_policy_data::PolicyData::new(config.pcf.udr.clone(), skeleton.client().clone())
@@ -220,8 +223,6 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         ),
         scheme,
     ));
-    let associations = pcf.store.count_sm().await?;
-    tracing::info!(sm_policies = associations, "PCF state loaded");
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();

@@ -128,6 +128,8 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// Npcf_AMPolicyControl_Delete (TS 29.507 §4.2.4): 204.
 pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let id = req.param("polAssoId");
+    let Some(first) = pcf.store.get_assoc(Kind::Am, id).await? else { return Err(not_found(id)) };
+    let _held = pcf.hold(&first.supi).await;
     if !pcf.store.delete_assoc(Kind::Am, id).await? {
         return Err(not_found(id));
     }

@@ -155,9 +155,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 }
 
 /// Npcf_SMPolicyControl_Delete (TS 29.512 §4.2.6): 204; the body (SmPolicyDeleteData: usage
-/// reports, release cause) is checked as JSON when present. A delete is one statement and
-/// reads no state, so it needs no hold: an update it overtakes finds the association gone
-/// when it writes, and answers 404.
+/// reports, release cause) is checked as JSON when present. It holds the subscriber like a
+/// create or update: the subscriber's last delete ends its UDR subscription, which a create
+/// deciding at the same time must not count on.
 pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     if !req.body.is_empty() {
         let body: Value = req.json()?;
@@ -170,8 +170,11 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         }
     }
     let id = req.param("smPolicyId");
+    let Some(first) = pcf.store.get_sm(id).await? else { return Err(not_found(id)) };
+    let held = pcf.hold(&first.supi).await;
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Err(not_found(id)) };
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
+    drop(held);
     let unbind = async {
         if let Some(uri) = &deleted.binding {
             pcf.bindings.deregister(uri).await;

@@ -7,11 +7,13 @@
 //! variables (SSV) are one JSON object per SUPI, written in the same transaction as the
 //! association whose decision set them, so an acknowledged decision never loses its state.
 
+pub mod resident;
 pub mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
 
+pub use resident::Resident;
 pub use sqlite::SqlitePcfStore;
 
 /// What a store call returns.
@@ -35,7 +37,7 @@ pub struct SmPolicy {
 
 /// The kinds of policy association kept in the generic association table (SM associations
 /// have their own, with the binding and the UDR subscription).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Npcf_AMPolicyControl (TS 29.507).
     Am,
@@ -86,6 +88,26 @@ pub struct Deleted {
 /// A subscriber's state variables to merge (a value of `null` removes one).
 pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
 
+/// Everything the store holds, read at start by [`Resident`].
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub sm: Vec<SmPolicy>,
+    pub associations: Vec<Association>,
+    /// Every subscriber with state variables or a policy data subscription.
+    pub subscribers: Vec<(String, Subscriber)>,
+}
+
+/// Merges `updates` into `ssv` as the store does: a `null` removes the variable.
+pub fn merge_ssv(ssv: &mut serde_json::Map<String, serde_json::Value>, updates: SsvUpdates) {
+    for (k, v) in updates {
+        if v.is_null() {
+            ssv.remove(&k);
+        } else {
+            ssv.insert(k, v);
+        }
+    }
+}
+
 pub trait PcfStore: Send + Sync {
     /// What the PCF keeps of `supi`: its state variables (empty when it has none) and its
     /// policy data subscription, read together from one snapshot.
@@ -130,6 +152,9 @@ pub trait PcfStore: Send + Sync {
 
     /// Associations stored (for the log line at start and for tests).
     fn count_sm(&self) -> StoreFuture<'_, u64>;
+
+    /// Everything stored, from one snapshot (read once at start).
+    fn snapshot(&self) -> StoreFuture<'_, Snapshot>;
 }
 
 /// A new association's id: time-ordered (UUID v7), so inserts land at the end of the index.

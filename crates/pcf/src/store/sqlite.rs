@@ -4,7 +4,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
-use super::{Association, Deleted, Kind, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber};
+use super::{
+    Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture, Subscriber,
+};
 
 pub const MIGRATIONS: [Migration; 5] = [
     Migration::new(
@@ -104,13 +106,7 @@ fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Re
         return Ok(());
     }
     let mut m = read_ssv(tx, supi)?;
-    for (k, v) in updates {
-        if v.is_null() {
-            m.remove(&k);
-        } else {
-            m.insert(k, v);
-        }
-    }
+    super::merge_ssv(&mut m, updates);
     let json = serde_json::to_vec(&m).map_err(store::Error::backend)?;
     tx.execute(
         "INSERT INTO pcf_ssv (supi, json) VALUES (?1, ?2)
@@ -302,6 +298,66 @@ impl PcfStore for SqlitePcfStore {
                 "DELETE FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
                 params![kind.as_str(), id],
             )? > 0)
+        }))
+    }
+
+    fn snapshot(&self) -> StoreFuture<'_, Snapshot> {
+        Box::pin(self.db.read(|c| {
+            let mut snap = Snapshot::default();
+            let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy");
+            let mut st = c.prepare(&sql)?;
+            snap.sm = st.query_map([], sm_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut st = c.prepare(
+                "SELECT kind, assoc_id, supi, context, decision, policy_version, updated_ms
+                 FROM pcf_policy_association",
+            )?;
+            let rows = st.query_map([], |r| {
+                let kind: String = r.get(0)?;
+                Ok((
+                    kind,
+                    Association {
+                        kind: Kind::Am,
+                        id: r.get(1)?,
+                        supi: r.get(2)?,
+                        context: r.get(3)?,
+                        decision: r.get(4)?,
+                        policy_version: r.get(5)?,
+                        updated_ms: r.get(6)?,
+                    },
+                ))
+            })?;
+            for row in rows {
+                let (kind, mut a) = row?;
+                a.kind = match kind.as_str() {
+                    "AM" => Kind::Am,
+                    "UE" => Kind::Ue,
+                    other => {
+                        return Err(store::Error::backend_msg(format!(
+                            "association {} of unknown kind {other}",
+                            a.id
+                        )))
+                    }
+                };
+                snap.associations.push(a);
+            }
+            let mut subscribers: std::collections::BTreeMap<String, Subscriber> =
+                Default::default();
+            let mut st = c.prepare("SELECT supi, json FROM pcf_ssv")?;
+            let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+            for row in rows {
+                let (supi, json) = row?;
+                if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&json) {
+                    subscribers.entry(supi).or_default().ssv = m;
+                }
+            }
+            let mut st = c.prepare("SELECT supi, uri FROM pcf_udr_subscription")?;
+            let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            for row in rows {
+                let (supi, uri) = row?;
+                subscribers.entry(supi).or_default().udr_subscription = Some(uri);
+            }
+            snap.subscribers = subscribers.into_iter().collect();
+            Ok(snap)
         }))
     }
 
