@@ -47,6 +47,52 @@ pub struct PcfConfig {
     /// PCF bindings at the BSF (`[pcf.bsf]`, N7-Nbsf).
     #[serde(default)]
     pub bsf: BsfConfig,
+
+    /// The session audit (`[pcf.audit]`).
+    #[serde(default)]
+    pub audit: AuditConfig,
+}
+
+/// `[pcf.audit]`: asking the SMF or AMF about associations it has not updated for long, and
+/// removing those it no longer knows (crate::audit).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Default true.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// An association with no update for this long is checked, ms. Default 3,600,000 (1 h).
+    #[serde(default = "default_stale_after_ms")]
+    pub stale_after_ms: u64,
+    /// How often to look for stale associations, ms. Default 60,000.
+    #[serde(default = "default_audit_interval_ms")]
+    pub interval_ms: u64,
+    /// At most this many checks a second. Default 50.
+    #[serde(default = "default_audit_max_per_s")]
+    pub max_per_s: u32,
+}
+
+fn default_stale_after_ms() -> u64 {
+    3_600_000
+}
+
+fn default_audit_interval_ms() -> u64 {
+    60_000
+}
+
+fn default_audit_max_per_s() -> u32 {
+    50
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            enabled: true,
+            stale_after_ms: default_stale_after_ms(),
+            interval_ms: default_audit_interval_ms(),
+            max_per_s: default_audit_max_per_s(),
+        }
+    }
 }
 
 /// `[pcf.bsf]`: registering this PCF's bindings at the BSF.
@@ -146,6 +192,7 @@ impl Default for PcfConfig {
             collision_lease_ms: default_collision_lease_ms(),
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
+            audit: AuditConfig::default(),
         }
     }
 }
@@ -170,6 +217,9 @@ impl PcfConfig {
                     "[pcf.bsf] api_root {root:?} must start with http:// or https://"
                 ));
             }
+        }
+        if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
+            return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }
         if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 {
             return Err("[pcf.udr] and [pcf.bsf] timeout_ms must be > 0".into());

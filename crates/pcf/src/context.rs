@@ -25,6 +25,8 @@ pub struct Pcf {
     pub bindings: Bindings,
     /// UpdateNotify to SMFs.
     pub notifier: Notifier,
+    /// What the session audit found.
+    pub audit: crate::audit::Stats,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -48,6 +50,7 @@ impl Pcf {
             collisions: Collisions::default(),
             bindings,
             notifier,
+            audit: Default::default(),
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -9,6 +9,8 @@
 //!   to it, [`nudr_notify`] takes the UDR's change notifications, [`notify`] sends the SMF its
 //!   UpdateNotify, [`nbsf_management`] registers the PCF's bindings at the BSF, [`producers`]
 //!   finds UDRs and BSFs;
+//! - [`audit`] asks SMFs and AMFs about associations not updated for long and removes those
+//!   they no longer know;
 //! - [`policy_admin`] shows and deploys the policy project in force; [`collision`] serializes
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
@@ -18,6 +20,7 @@
 //! Decisions come from the `policy` crate (docs/policy.md). [`bind`] builds it all;
 //! [`Bound::serve`] / [`run`] serve until shutdown.
 
+pub mod audit;
 pub mod collision;
 pub mod config;
 pub mod context;
@@ -257,6 +260,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         (_, false) => tracing::warn!("no policy data source: decisions read no subscriber data ([pcf.udr] off, or no api_root and no [pcf.nrf])"),
         (Some(root), true) => tracing::info!(udr = %root, "policy data from the configured UDR"),
         (None, true) => tracing::info!("policy data from UDRs the NRF finds"),
+    }
+    if config.pcf.audit.enabled {
+        let audit = audit::spawn(pcf.clone());
+        serving.on_stop(async move { audit.abort() });
     }
     if config.pcf.policy_watch_ms > 0 {
         let stop = Arc::new(AtomicBool::new(false));

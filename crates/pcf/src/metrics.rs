@@ -13,6 +13,7 @@
 //!   `pcf_policy_data_cached_subscribers`: the per-subscriber SM data cache;
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
+//! - `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`: the session audit;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -152,6 +153,20 @@ impl Collector for PolicyCollector {
         ] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("operation", op), ("result", result)])?)?;
+        }
+
+        let a = &pcf.audit;
+        let mut e = encoder.encode_descriptor(
+            "pcf_audit_checks",
+            "Stale associations the session audit asked their SMF or AMF about, by what it found",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in
+            [("known", &a.known), ("removed", &a.removed), ("no_answer", &a.no_answer)]
+        {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("result", result)])?)?;
         }
 
         let col = &pcf.collisions;

@@ -14,6 +14,17 @@ pub struct Stats {
     pub failed: AtomicU64,
 }
 
+/// What a peer said of an association it was told about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// 2xx: it still has the session.
+    Known,
+    /// 404: it has no such session.
+    Gone,
+    /// Anything else, or no answer.
+    NoAnswer(String),
+}
+
 pub struct Notifier {
     client: SbiClient,
     timeout: Duration,
@@ -23,6 +34,17 @@ pub struct Notifier {
 impl Notifier {
     pub fn new(client: SbiClient, timeout: Duration) -> Self {
         Notifier { client, timeout, stats: Stats::default() }
+    }
+
+    /// POSTs `body` to `uri` and says what the peer answered: whether it still knows the
+    /// association (the session audit's check).
+    pub async fn probe(&self, uri: &str, body: &Value) -> Probe {
+        match self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await {
+            Ok(r) if r.status().is_success() => Probe::Known,
+            Ok(r) if r.status() == http::StatusCode::NOT_FOUND => Probe::Gone,
+            Ok(r) => Probe::NoAnswer(format!("the peer answered {}", r.status())),
+            Err(e) => Probe::NoAnswer(e.to_string()),
+        }
     }
 
     /// POSTs an SmPolicyNotification to `uri`; 200 and 204 are success.

@@ -24,7 +24,7 @@ use crate::store::{new_policy_id, Association, Kind};
 /// Features of TS 29.507 §5.8 this PCF supports: none of the optional ones yet.
 const SUPPORTED_FEATURES: &str = "0";
 
-fn resource(pcf: &Pcf, req: Option<&SbiRequest>, id: &str) -> String {
+pub(crate) fn resource(pcf: &Pcf, req: Option<&SbiRequest>, id: &str) -> String {
     format!("{}/npcf-am-policy-control/v1/policies/{id}", pcf.api_root(req))
 }
 
@@ -128,11 +128,17 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// Npcf_AMPolicyControl_Delete (TS 29.507 §4.2.4): 204.
 pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let id = req.param("polAssoId");
-    let Some(first) = pcf.store.get_assoc(Kind::Am, id).await? else { return Err(not_found(id)) };
-    let _held = pcf.hold(&first.supi).await;
-    if !pcf.store.delete_assoc(Kind::Am, id).await? {
+    if !remove(&pcf, id).await? {
         return Err(not_found(id));
     }
     tracing::debug!(am_policy = %id, "AM policy deleted");
     Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// Removes an AM policy association, holding its subscriber; false when there was none (the
+/// delete's work, and the session audit's).
+pub(crate) async fn remove(pcf: &Pcf, id: &str) -> Result<bool, NfError> {
+    let Some(first) = pcf.store.get_assoc(Kind::Am, id).await? else { return Ok(false) };
+    let _held = pcf.hold(&first.supi).await;
+    Ok(pcf.store.delete_assoc(Kind::Am, id).await?)
 }

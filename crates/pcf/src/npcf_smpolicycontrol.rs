@@ -170,9 +170,21 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         }
     }
     let id = req.param("smPolicyId");
-    let Some(first) = pcf.store.get_sm(id).await? else { return Err(not_found(id)) };
+    if !remove(&pcf, id).await? {
+        return Err(not_found(id));
+    }
+    tracing::debug!(sm_policy = %id, "SM policy deleted");
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// Removes an SM policy association, holding its subscriber, and ends what it holds at other
+/// NFs (its BSF binding; the UDR subscription with the subscriber's last association); false
+/// when there was none. The delete's work, and the session audit's for a session its SMF no
+/// longer knows.
+pub(crate) async fn remove(pcf: &Pcf, id: &str) -> Result<bool, NfError> {
+    let Some(first) = pcf.store.get_sm(id).await? else { return Ok(false) };
     let held = pcf.hold(&first.supi).await;
-    let Some(deleted) = pcf.store.delete_sm(id).await? else { return Err(not_found(id)) };
+    let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
     drop(held);
     let unbind = async {
@@ -186,8 +198,12 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         }
     };
     tokio::join!(unbind, unsubscribe);
-    tracing::debug!(sm_policy = %id, "SM policy deleted");
-    Ok(empty_response(StatusCode::NO_CONTENT))
+    Ok(true)
+}
+
+/// The URI of an SM policy association, as `Location` gave it.
+pub(crate) fn resource_uri(pcf: &Pcf, id: &str) -> String {
+    format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(None))
 }
 
 /// Decides again every SM policy association of `supi` (its policy data changed) and tells
@@ -249,7 +265,6 @@ async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<(String, Val
     if !pcf.store.update_sm(updated, ssv_updates).await? {
         return Ok(None);
     }
-    let resource = format!("{}/npcf-smpolicycontrol/v1/sm-policies/{id}", pcf.api_root(None));
-    let body = json!({"resourceUri": resource, "smPolicyDecision": delta});
+    let body = json!({"resourceUri": resource_uri(pcf, &id), "smPolicyDecision": delta});
     Ok(Some((format!("{}/update", smf.trim_end_matches('/')), body)))
 }

@@ -155,6 +155,13 @@ pub trait PcfStore: Send + Sync {
 
     /// Everything stored, from one snapshot (read once at start).
     fn snapshot(&self) -> StoreFuture<'_, Snapshot>;
+
+    /// At most `limit` SM associations last written before `before_ms`, oldest first (the
+    /// session audit's candidates).
+    fn stale_sm(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<SmPolicy>>;
+
+    /// The same for AM and UE associations.
+    fn stale_assoc(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Association>>;
 }
 
 /// A new association's id: time-ordered (UUID v7), so inserts land at the end of the index.

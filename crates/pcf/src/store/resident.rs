@@ -55,10 +55,9 @@ impl State {
 
     fn subscriber(&self, supi: &str) -> Subscriber {
         match self.subscribers.get(supi) {
-            Some(k) => Subscriber {
-                ssv: (*k.ssv).clone(),
-                udr_subscription: k.udr_subscription.clone(),
-            },
+            Some(k) => {
+                Subscriber { ssv: (*k.ssv).clone(), udr_subscription: k.udr_subscription.clone() }
+            }
             None => Subscriber::default(),
         }
     }
@@ -87,10 +86,9 @@ impl Resident {
             state.assoc.insert((a.kind, a.id.clone()), a);
         }
         for (supi, s) in snap.subscribers {
-            state.subscribers.insert(
-                supi,
-                Kept { ssv: Arc::new(s.ssv), udr_subscription: s.udr_subscription },
-            );
+            state
+                .subscribers
+                .insert(supi, Kept { ssv: Arc::new(s.ssv), udr_subscription: s.udr_subscription });
         }
         Ok(Resident { inner, state: Mutex::new(state) })
     }
@@ -104,6 +102,17 @@ impl Resident {
         let s = self.state();
         (s.sm.len(), s.assoc.len())
     }
+}
+
+/// The `limit` oldest of `items` by `at`, oldest first, cloned.
+fn oldest<'a, T: Clone + 'a>(
+    items: impl Iterator<Item = &'a T>,
+    limit: usize,
+    at: impl Fn(&T) -> i64,
+) -> Vec<T> {
+    let mut all: Vec<&T> = items.collect();
+    all.sort_unstable_by_key(|t| at(t));
+    all.into_iter().take(limit).cloned().collect()
 }
 
 fn ready<'a, T: Send + 'a>(v: T) -> StoreFuture<'a, T> {
@@ -234,12 +243,26 @@ impl PcfStore for Resident {
         ready(self.state().sm.len() as u64)
     }
 
+    fn stale_sm(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<SmPolicy>> {
+        let s = self.state();
+        let found =
+            oldest(s.sm.values().filter(|p| p.updated_ms < before_ms), limit, |p| p.updated_ms);
+        ready(found)
+    }
+
+    fn stale_assoc(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Association>> {
+        let s = self.state();
+        let found =
+            oldest(s.assoc.values().filter(|a| a.updated_ms < before_ms), limit, |a| a.updated_ms);
+        ready(found)
+    }
+
     fn snapshot(&self) -> StoreFuture<'_, Snapshot> {
         let s = self.state();
         let snap = Snapshot {
             sm: s.sm.values().cloned().collect(),
             associations: s.assoc.values().cloned().collect(),
-            subscribers: s.subscribers.iter().map(|(k, _)| (k.clone(), s.subscriber(k))).collect(),
+            subscribers: s.subscribers.keys().map(|k| (k.clone(), s.subscriber(k))).collect(),
         };
         ready(snap)
     }

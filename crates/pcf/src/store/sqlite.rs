@@ -67,6 +67,31 @@ fn sm_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SmPolicy> {
     })
 }
 
+/// A row of `pcf_policy_association` (kind, assoc_id, supi, context, decision,
+/// policy_version, updated_ms); an unknown kind is an error of the store.
+fn assoc_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<store::Result<Association>> {
+    let kind: String = r.get(0)?;
+    let id: String = r.get(1)?;
+    let kind = match kind.as_str() {
+        "AM" => Kind::Am,
+        "UE" => Kind::Ue,
+        other => {
+            return Ok(Err(store::Error::backend_msg(format!(
+                "association {id} of unknown kind {other}"
+            ))))
+        }
+    };
+    Ok(Ok(Association {
+        kind,
+        id,
+        supi: r.get(2)?,
+        context: r.get(3)?,
+        decision: r.get(4)?,
+        policy_version: r.get(5)?,
+        updated_ms: r.get(6)?,
+    }))
+}
+
 #[derive(Clone)]
 pub struct SqlitePcfStore {
     db: SqliteStore,
@@ -311,39 +336,15 @@ impl PcfStore for SqlitePcfStore {
                 "SELECT kind, assoc_id, supi, context, decision, policy_version, updated_ms
                  FROM pcf_policy_association",
             )?;
-            let rows = st.query_map([], |r| {
-                let kind: String = r.get(0)?;
-                Ok((
-                    kind,
-                    Association {
-                        kind: Kind::Am,
-                        id: r.get(1)?,
-                        supi: r.get(2)?,
-                        context: r.get(3)?,
-                        decision: r.get(4)?,
-                        policy_version: r.get(5)?,
-                        updated_ms: r.get(6)?,
-                    },
-                ))
-            })?;
+            let rows = st.query_map([], assoc_row)?;
             for row in rows {
-                let (kind, mut a) = row?;
-                a.kind = match kind.as_str() {
-                    "AM" => Kind::Am,
-                    "UE" => Kind::Ue,
-                    other => {
-                        return Err(store::Error::backend_msg(format!(
-                            "association {} of unknown kind {other}",
-                            a.id
-                        )))
-                    }
-                };
-                snap.associations.push(a);
+                snap.associations.push(row??);
             }
             let mut subscribers: std::collections::BTreeMap<String, Subscriber> =
                 Default::default();
             let mut st = c.prepare("SELECT supi, json FROM pcf_ssv")?;
-            let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+            let rows =
+                st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
             for row in rows {
                 let (supi, json) = row?;
                 if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&json) {
@@ -351,13 +352,41 @@ impl PcfStore for SqlitePcfStore {
                 }
             }
             let mut st = c.prepare("SELECT supi, uri FROM pcf_udr_subscription")?;
-            let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows =
+                st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             for row in rows {
                 let (supi, uri) = row?;
                 subscribers.entry(supi).or_default().udr_subscription = Some(uri);
             }
             snap.subscribers = subscribers.into_iter().collect();
             Ok(snap)
+        }))
+    }
+
+    fn stale_sm(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<SmPolicy>> {
+        Box::pin(self.db.read(move |c| {
+            let sql = format!(
+                "SELECT {SM_COLUMNS} FROM pcf_sm_policy WHERE updated_ms < ?1
+                 ORDER BY updated_ms LIMIT ?2"
+            );
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map(params![before_ms, limit as i64], sm_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
+    }
+
+    fn stale_assoc(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Association>> {
+        Box::pin(self.db.read(move |c| {
+            let mut st = c.prepare(
+                "SELECT kind, assoc_id, supi, context, decision, policy_version, updated_ms
+                 FROM pcf_policy_association WHERE updated_ms < ?1 ORDER BY updated_ms LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![before_ms, limit as i64], assoc_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
         }))
     }
 
