@@ -1,6 +1,8 @@
 //! The PCF's Nbsf_Management consumer (TS 29.521, N7-Nbsf): with `[pcf.bsf] enabled`, an SM
 //! policy association with a UE address registers a PCF binding at create (so AFs and the Rx
-//! proxy find this PCF by the UE's address) and deregisters it at delete.
+//! proxy find this PCF by the UE's address) and deregisters it at delete. An update that
+//! changes the UE's address (a new `ipv4Address` or `ipv6AddressPrefix`, or a
+//! `relIpv4Address` / `relIpv6AddressPrefix`) moves the binding to the new address.
 //!
 //! A binding that cannot be registered does not fail the create: the SMF's session works, only
 //! AF sessions for that address will not find this PCF. It is logged and counted, as is a
@@ -26,6 +28,9 @@ pub struct Stats {
     pub deregistered: AtomicU64,
     pub deregister_failed: AtomicU64,
 }
+
+/// A session's UE IPv4 address and IPv6 prefix, as its context has them.
+pub type Addresses = (Option<Value>, Option<Value>);
 
 pub struct Bindings {
     config: BsfConfig,
@@ -121,6 +126,36 @@ impl Bindings {
         tracing::warn!(%why, "PCF binding not registered at the BSF");
         self.stats.register_failed.fetch_add(1, Ordering::Relaxed);
         None
+    }
+
+    /// The UE addresses a binding of `context` holds (IPv4, IPv6 prefix).
+    pub fn addresses(context: &Value) -> Addresses {
+        (context.get("ipv4Address").cloned(), context.get("ipv6AddressPrefix").cloned())
+    }
+
+    /// After an update changed the session's UE address (`before`, from
+    /// [`Bindings::addresses`] of the context before it): the old binding deregistered and one
+    /// for the new address registered, so AFs find this PCF by the address the UE has now.
+    /// Returns the binding the association keeps.
+    pub async fn rebind(
+        &self,
+        before: Addresses,
+        after: &Value,
+        binding: Option<String>,
+    ) -> Option<String> {
+        if !self.config.enabled
+            || (after.get("ipv4Address"), after.get("ipv6AddressPrefix"))
+                == (before.0.as_ref(), before.1.as_ref())
+        {
+            return binding;
+        }
+        let old = async {
+            if let Some(uri) = &binding {
+                self.deregister(uri).await;
+            }
+        };
+        let ((), new) = tokio::join!(old, self.register(after));
+        new
     }
 
     /// Deregisters the binding at `uri` (what [`Bindings::register`] returned).

@@ -120,6 +120,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         return Err(not_found(&id));
     };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
+    let before = crate::nbsf_management::Bindings::addresses(&context);
     models::merge_update(&mut context, &change);
     // The engine reads the context with every attribute of the update over it (the reported
     // triggers, usage reports, ...); the stored context keeps what is the session's.
@@ -138,6 +139,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;
     let delta = models::delta(&old, &new);
+    let binding = pcf.bindings.rebind(before, &context, stored.binding).await;
     let updated = SmPolicy {
         id: id.clone(),
         supi: stored.supi,
@@ -145,7 +147,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
-        binding: stored.binding,
+        binding,
     };
     if !pcf.store.update_sm(updated, ssv_updates).await? {
         return Err(not_found(&id));

@@ -46,10 +46,35 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
     assert_eq!(binding["pcfIpEndPoints"][0]["port"], port);
     assert!(binding["pcfId"].is_string());
 
+    // The UE gets another address (an update with a new ipv4Address): the binding moves with
+    // it, and the old address finds nothing.
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["UE_IP_CH"], "ipv4Address": "10.45.9.11",
+            "relIpv4Address": "10.45.0.11"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", body(&r));
+    let r = c.get(&find).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204, "the old address is still bound: {}", body(&r));
+    let moved = format!("{bsf}/nbsf-management/v1/pcfBindings?ipv4Addr=10.45.9.11");
+    let r = c.get(&moved).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", body(&r));
+    assert_eq!(body(&r)["supi"], ctx["supi"]);
+    // An update that leaves the address alone leaves the binding alone.
+    let r = c
+        .post(&format!("{loc}/update"))
+        .json(&json!({"repPolicyCtrlReqTriggers": ["RAT_TY_CH"], "ratType": "EUTRA"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", body(&r));
+
     // Deleted with the association.
     let r = c.post(&format!("{loc}/delete")).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 204);
-    let r = c.get(&find).send().await.unwrap();
+    let r = c.get(&moved).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 204, "{}", body(&r));
 
     // A session without a UE address has nothing to bind.
@@ -67,8 +92,8 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
     )
     .unwrap();
     for line in [
-        "pcf_bsf_bindings_total{operation=\"register\",result=\"ok\"} 1",
-        "pcf_bsf_bindings_total{operation=\"deregister\",result=\"ok\"} 1",
+        "pcf_bsf_bindings_total{operation=\"register\",result=\"ok\"} 2",
+        "pcf_bsf_bindings_total{operation=\"deregister\",result=\"ok\"} 2",
         "pcf_bsf_bindings_total{operation=\"register\",result=\"failed\"} 1",
     ] {
         assert!(metrics(&text, line), "{line} not in {text}");

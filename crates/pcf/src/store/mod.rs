@@ -130,8 +130,8 @@ pub trait PcfStore: Send + Sync {
     /// An association and what is kept of its subscriber, from one snapshot.
     fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>>;
 
-    /// Replaces an association's context and decision and merges `ssv` (its binding stays);
-    /// false when the association no longer exists (nothing changed).
+    /// Replaces an association's context, decision and binding and merges `ssv`; false when
+    /// the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
 
     /// Removes an association (and, with the subscriber's last, its policy data subscription

@@ -170,9 +170,7 @@ impl PcfStore for Resident {
             let mut s = self.state();
             s.merge(&policy.supi, ssv);
             if let Some(held) = s.sm.get_mut(&policy.id) {
-                // The binding is the create's; an update never changes it (as in the store).
-                let binding = held.binding.take();
-                *held = SmPolicy { binding, ..policy };
+                *held = policy;
             }
             Ok(true)
         })
@@ -305,7 +303,7 @@ mod tests {
             .unwrap();
         r.create_sm(sm("b", "imsi-1", "{}"), ssv("n", 2.into()), None).await.unwrap();
         let mut changed = sm("a", "imsi-1", r#"{"x":1}"#);
-        changed.binding = None;
+        changed.binding = Some("http://bsf/b/2".into());
         assert!(r.update_sm(changed, ssv("m", true.into())).await.unwrap());
         assert!(!r.update_sm(sm("zz", "imsi-1", "{}"), Map::new()).await.unwrap());
         let a = Association {
@@ -323,7 +321,7 @@ mod tests {
             let s = r.state();
             let p = s.sm.get("a").unwrap();
             assert_eq!(p.decision, br#"{"x":1}"#);
-            assert_eq!(p.binding.as_deref(), Some("http://bsf/b/1"), "an update kept the binding");
+            assert_eq!(p.binding.as_deref(), Some("http://bsf/b/2"), "an update moved the binding");
             let k = s.subscribers.get("imsi-1").unwrap();
             assert_eq!(k.ssv.get("n"), Some(&Value::from(2)));
             assert_eq!(k.ssv.get("m"), Some(&Value::from(true)));

@@ -211,8 +211,8 @@ impl PcfStore for SqlitePcfStore {
         Box::pin(self.db.write(move |tx| {
             let n = tx.execute(
                 "UPDATE pcf_sm_policy SET context = ?2, decision = ?3, policy_version = ?4,
-                 updated_ms = ?5 WHERE sm_policy_id = ?1",
-                params![p.id, p.context, p.decision, p.policy_version, p.updated_ms],
+                 updated_ms = ?5, binding_uri = ?6 WHERE sm_policy_id = ?1",
+                params![p.id, p.context, p.decision, p.policy_version, p.updated_ms, p.binding],
             )?;
             if n == 0 {
                 return Ok(false);
