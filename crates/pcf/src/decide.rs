@@ -106,7 +106,13 @@ pub(crate) async fn decide_with(
     };
     let subscriber = found.as_deref().unwrap_or(&Value::Null);
     let input = Input { request, subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
-    let (outcome, project) = pcf.policy.evaluate(service, input);
+    let (mut outcome, project) = pcf.policy.evaluate(service, input);
+    // A state variable set to the value it has (a rule that records the last DNN at every
+    // update) changes nothing: not written, the update commits less or nothing of the SSV.
+    outcome.ssv_updates.retain(|k, v| match ssv.get(k) {
+        Some(old) => old != v,
+        None => !v.is_null(),
+    });
     if let Some(e) = &outcome.error {
         tracing::warn!(
             policy = %project.name, version = %project.version, service = service.name(), error = %e,
