@@ -23,8 +23,10 @@ pub struct Pcf {
     pub collisions: Collisions,
     /// PCF bindings at the BSF.
     pub bindings: Bindings,
-    /// UpdateNotify to SMFs.
+    /// UpdateNotify to SMFs (and AF notifications).
     pub notifier: Notifier,
+    /// Application sessions' counters (N5).
+    pub apps: crate::app_session::Stats,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -48,6 +50,7 @@ impl Pcf {
             collisions: Collisions::default(),
             bindings,
             notifier,
+            apps: Default::default(),
             scheme,
             local_authority: OnceLock::new(),
         }
