@@ -379,7 +379,12 @@ pub async fn commit(
         let done = match change {
             Change::Create(a) => {
                 if !pcf.store.create_app(a.clone(), updated).await? {
-                    return Err(not_found(&id));
+                    return Err(ProblemDetails::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        PDU_SESSION_NOT_AVAILABLE,
+                        "the PDU session ended",
+                    )
+                    .into());
                 }
                 pcf.apps.created.fetch_add(1, Ordering::Relaxed);
                 a
@@ -460,22 +465,22 @@ fn interesting(change: &Value) -> bool {
 /// association's context after it): the events it means for each bound application session
 /// that subscribed to them go to its AF (`POST {notifUri}/notify`, EventsNotification), in
 /// the background so the SMF's answer does not wait for an AF.
-pub fn sm_updated(pcf: &Arc<Pcf>, sm_policy_id: &str, change: &Value, context: &Value) {
+pub async fn sm_updated(pcf: &Arc<Pcf>, sm_policy_id: &str, change: &Value, context: &Value) {
     if !interesting(change) {
         return;
     }
+    let apps = match pcf.store.apps_of(sm_policy_id).await {
+        Ok(a) if a.is_empty() => return,
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(sm_policy = %sm_policy_id, error = %e, "application sessions not read");
+            return;
+        }
+    };
     let pcf = pcf.clone();
-    let sm = sm_policy_id.to_string();
     let change = change.clone();
     let access = (context.get("accessType").cloned(), context.get("ratType").cloned());
     tokio::spawn(async move {
-        let apps = match pcf.store.apps_of(&sm).await {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(sm_policy = %sm, error = %e, "application sessions not read");
-                return;
-            }
-        };
         for app in apps {
             if let Some((uri, body)) = events_for(&pcf, &app, &change, &access) {
                 notify_af(&pcf, &uri, &body, false).await;

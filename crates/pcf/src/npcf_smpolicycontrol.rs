@@ -152,7 +152,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         return Err(not_found(&id));
     }
     tracing::debug!(sm_policy = %id, policy_version = %project.version, "SM policy updated");
-    crate::app_session::sm_updated(&pcf, &id, &change, &context);
+    crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
     Ok(json_response(StatusCode::OK, &delta)?)
 }
 

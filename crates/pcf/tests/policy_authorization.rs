@@ -356,3 +356,39 @@ async fn bad_app_session_requests_name_each_field() {
     problem(&specs, &r, 404, "APPLICATION_SESSION_CONTEXT_NOT_FOUND");
     pcf.stop().await;
 }
+
+/// An AF finds the PCF through the NRF by the N5 service.
+#[tokio::test]
+async fn the_nrf_profile_advertises_npcf_policyauthorization() {
+    let d = tempfile::tempdir().unwrap();
+    let nrf = common::peers::start_nrf(d.path()).await;
+    let config = pcf::PcfConfig {
+        policy: Some(default_project(&d.path().join("policy"))),
+        nrf: Some(common::peers::nrf_client_config(&nrf.base)),
+        ..pcf::PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let url = format!(
+        "{}/nnrf-disc/v1/nf-instances?target-nf-type=PCF&requester-nf-type=AF&service-names=npcf-policyauthorization",
+        nrf.base
+    );
+    let mut found = Value::Null;
+    for _ in 0..200 {
+        let r = c.get(&url).send().await.unwrap();
+        found = body(&r);
+        if found["nfInstances"].as_array().is_some_and(|l| !l.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let services = &found["nfInstances"][0]["nfServices"];
+    let n5 = services
+        .as_array()
+        .and_then(|l| l.iter().find(|s| s["serviceName"] == "npcf-policyauthorization"))
+        .unwrap_or_else(|| panic!("no N5 service in {found}"));
+    assert_eq!(n5["versions"][0]["apiVersionInUri"], "v1");
+    assert_eq!(n5["versions"][0]["apiFullVersion"], "1.2.3");
+    pcf.stop().await;
+    nrf.stop().await;
+}

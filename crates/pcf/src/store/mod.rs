@@ -234,17 +234,52 @@ impl UeAddress {
     /// The address in an SmPolicyContextData (JSON bytes); None when it has none. Only the
     /// three attributes are read, nothing else of the context is built.
     pub fn of_context(context: &[u8]) -> Option<UeAddress> {
-        let c: ContextAddress<'_> = serde_json::from_slice(context).ok()?;
+        Self::parse_context(context, None).flatten()
+    }
+
+    /// As [`UeAddress::of_context`], but None when it is `same` (nothing built: an SM update
+    /// that keeps the UE's address allocates nothing here).
+    pub fn changed_in(context: &[u8], same: Option<&UeAddress>) -> Option<Option<UeAddress>> {
+        Self::parse_context(context, Some(same))
+    }
+
+    fn parse_context(
+        context: &[u8],
+        same: Option<Option<&UeAddress>>,
+    ) -> Option<Option<UeAddress>> {
+        let Ok(c) = serde_json::from_slice::<ContextAddress<'_>>(context) else {
+            return match same {
+                Some(None) => None,
+                _ => Some(None),
+            };
+        };
         let ipv4 = c.ipv4.as_deref().and_then(nf::common_data::parse_ipv4).map(u32::from);
         let ipv6 = c
             .ipv6
             .as_deref()
             .and_then(nf::common_data::parse_ipv6_prefix)
             .map(|(a, len)| (u128::from(a) & mask(len), len));
-        if ipv4.is_none() && ipv6.is_none() {
-            return None;
+        let found = ipv4.is_some() || ipv6.is_some();
+        match same {
+            Some(None) if !found => return None,
+            Some(Some(old))
+                if found
+                    && old.ipv4 == ipv4
+                    && old.ipv6 == ipv6
+                    && match (&old.dnn, &c.dnn) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        (None, None) => true,
+                        _ => false,
+                    } =>
+            {
+                return None
+            }
+            _ => {}
         }
-        Some(UeAddress { ipv4, ipv6, dnn: c.dnn.map(|d| d.to_ascii_lowercase().into()) })
+        if !found {
+            return Some(None);
+        }
+        Some(Some(UeAddress { ipv4, ipv6, dnn: c.dnn.map(|d| d.to_ascii_lowercase().into()) }))
     }
 
     /// What an application session asks for: the UE's IPv4 or IPv6 address, and the DNN.

@@ -65,10 +65,7 @@ fn unlist<K: std::hash::Hash + Eq>(m: &mut FxHashMap<K, Vec<String>>, k: K, id: 
 
 impl UeIndex {
     fn set(&mut self, id: &str, context: &[u8]) {
-        let addr = UeAddress::of_context(context);
-        if self.of.get(id) == addr.as_ref() {
-            return;
-        }
+        let Some(addr) = UeAddress::changed_in(context, self.of.get(id)) else { return };
         self.remove(id);
         let Some(addr) = addr else { return };
         if let Some(v4) = addr.ipv4 {
@@ -498,5 +495,94 @@ mod tests {
         let reloaded = Resident::load(sqlite).await.unwrap();
         assert_eq!(reloaded.counts(), (0, 0));
         assert_eq!(reloaded.subscriber("imsi-1").await.unwrap(), kept);
+    }
+
+    fn on_ue(id: &str, context: &str) -> SmPolicy {
+        SmPolicy { context: context.as_bytes().to_vec(), binding: None, ..sm(id, "imsi-9", "{}") }
+    }
+
+    fn app(id: &str, sm: &str) -> AppSession {
+        AppSession {
+            id: id.into(),
+            sm_policy_id: sm.into(),
+            supi: "imsi-9".into(),
+            context: b"{}".to_vec(),
+            rules: br#"{"pccRules":{}}"#.to_vec(),
+            updated_ms: 1,
+        }
+    }
+
+    /// The UE address index answers as the store's scan does, follows an update's new address,
+    /// forgets a deleted association; application sessions survive a reload and go with their
+    /// association.
+    #[tokio::test]
+    async fn ue_addresses_and_app_sessions_in_memory_as_in_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ::store::SqliteConfig::new(dir.path().join("pcf.db"));
+        let db = ::store::SqliteStore::open(cfg).await.unwrap();
+        let sqlite: Arc<dyn PcfStore> = Arc::new(SqlitePcfStore::on(db).await.unwrap());
+        let r = Resident::load(sqlite.clone()).await.unwrap();
+        let ims =
+            r#"{"ipv4Address":"10.45.0.1","ipv6AddressPrefix":"2001:db8:1:2::/64","dnn":"IMS"}"#;
+        r.create_sm(on_ue("01-a", ims), Map::new(), None).await.unwrap();
+        r.create_sm(
+            on_ue("02-b", r#"{"ipv4Address":"10.45.0.1","dnn":"internet"}"#),
+            Map::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        let find =
+            |v4: Option<&'static str>, v6: Option<&'static str>, dnn: Option<&'static str>| {
+                let (r, sqlite) = (&r, &sqlite);
+                async move {
+                    let a = r.sm_of_ue(v4, v6, dnn).await.unwrap().map(|p| p.id);
+                    let b = sqlite.sm_of_ue(v4, v6, dnn).await.unwrap().map(|p| p.id);
+                    assert_eq!(a, b, "memory and store agree for {v4:?} {v6:?} {dnn:?}");
+                    a
+                }
+            };
+        assert_eq!(find(Some("10.45.0.1"), None, Some("ims")).await.as_deref(), Some("01-a"));
+        assert_eq!(find(Some("10.45.0.1"), None, None).await.as_deref(), Some("02-b"), "newest");
+        assert_eq!(find(None, Some("2001:db8:1:2::99"), None).await.as_deref(), Some("01-a"));
+        assert_eq!(find(None, Some("2001:db8:1:3::99"), None).await, None);
+        assert_eq!(find(Some("10.45.0.2"), None, None).await, None);
+        assert_eq!(find(Some("10.45.0.1"), None, Some("other")).await, None);
+
+        // An update moves the UE to a new address.
+        let moved = r#"{"ipv4Address":"10.45.0.9","dnn":"ims"}"#;
+        assert!(r.update_sm(on_ue("01-a", moved), Map::new()).await.unwrap());
+        assert_eq!(find(Some("10.45.0.1"), None, Some("ims")).await, None);
+        assert_eq!(find(None, Some("2001:db8:1:2::99"), None).await, None);
+        assert_eq!(find(Some("10.45.0.9"), None, None).await.as_deref(), Some("01-a"));
+
+        // Application sessions: with the association's decision, reloaded, gone with it.
+        let mut with_rules = on_ue("01-a", moved);
+        with_rules.decision = br#"{"pccRules":{"af-x-1":{}}}"#.to_vec();
+        assert!(r.create_app(app("x", "01-a"), with_rules.clone()).await.unwrap());
+        assert!(!r.create_app(app("y", "zz"), on_ue("zz", "{}")).await.unwrap());
+        r.create_app(app("z", "02-b"), on_ue("02-b", "{}")).await.unwrap();
+        let again = Resident::load(sqlite.clone()).await.unwrap();
+        assert_eq!(again.get_app("x").await.unwrap(), Some(app("x", "01-a")));
+        assert_eq!(again.get_sm("01-a").await.unwrap().unwrap().decision, with_rules.decision);
+        assert_eq!(again.apps_of("01-a").await.unwrap().len(), 1);
+        assert_eq!(
+            again.sm_of_ue(Some("10.45.0.9"), None, None).await.unwrap().map(|p| p.id).as_deref(),
+            Some("01-a"),
+            "the index is rebuilt at load"
+        );
+        let mut changed = app("x", "01-a");
+        changed.rules = b"{}".to_vec();
+        assert!(r.update_app(changed.clone(), on_ue("01-a", moved)).await.unwrap());
+        assert_eq!(r.get_app("x").await.unwrap(), Some(changed));
+        assert!(r.delete_app("z", Some(on_ue("02-b", "{}"))).await.unwrap().is_some());
+        assert!(r.delete_app("z", None).await.unwrap().is_none());
+        r.delete_sm("01-a").await.unwrap().unwrap();
+        assert!(r.get_app("x").await.unwrap().is_none());
+        assert!(r.apps_of("01-a").await.unwrap().is_empty());
+        assert_eq!(find(Some("10.45.0.9"), None, None).await, None);
+        let reloaded = Resident::load(sqlite).await.unwrap();
+        assert!(reloaded.get_app("x").await.unwrap().is_none(), "gone from the store too");
+        assert!(reloaded.get_app("z").await.unwrap().is_none());
     }
 }
