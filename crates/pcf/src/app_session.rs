@@ -229,7 +229,7 @@ fn direction(desc: &str, ue: &UeAddress) -> &'static str {
 
 /// Takes `rules` (`{"pccRules", "qosDecs"}`) out of `decision` and puts `add` in; arms
 /// SUCC_RES_ALLO while the decision holds AF rules, and asks for the report of the rules
-/// added or changed (`lastReqRuleData`, TS 29.512 §4.2.6.2.x).
+/// added or changed (`lastReqRuleData`, a TS 29.512 RequestedRuleData).
 fn rewrite(decision: &mut Value, remove: Option<&Value>, add: Option<&Value>) {
     let Some(d) = decision.as_object_mut() else { return };
     let mut changed = Vec::new();
@@ -547,7 +547,7 @@ fn events_for(
             json!([{"mcResourcStatus": "INACTIVE", "flows": failed}]),
         );
     }
-    // TS 29.514 §4.2.4.x: ACCESS_TYPE_CHANGE carries the access type and the RAT type.
+    // ACCESS_TYPE_CHANGE carries the access type and the RAT type (TS 29.514 EventsNotification).
     if triggers.iter().any(|t| *t == "AC_TY_CH" || *t == "RAT_TY_CH") && wants("ACCESS_TYPE_CHANGE")
     {
         events.push(json!({"event": "ACCESS_TYPE_CHANGE"}));

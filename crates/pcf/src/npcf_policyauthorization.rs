@@ -354,7 +354,7 @@ async fn find(pcf: &Pcf, id: &str) -> Result<AppSession, NfError> {
     pcf.store.get_app(id).await?.ok_or_else(|| app_session::not_found(id))
 }
 
-/// Npcf_PolicyAuthorization_Get (TS 29.514 §4.2.3.x): the AppSessionContext.
+/// GET of an Individual Application Session Context (TS 29.514 §5.3.3): the AppSessionContext.
 pub async fn get(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let app = find(&pcf, req.param("appSessionId")).await?;
     Ok(json_response(StatusCode::OK, &answer(&app_session::context_of(&app)))?)
