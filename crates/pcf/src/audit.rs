@@ -85,7 +85,7 @@ fn notification_uri(context: &[u8]) -> Option<String> {
     Some(v.get("notificationUri")?.as_str()?.trim_end_matches('/').to_string())
 }
 
-async fn check_sm(pcf: &Pcf, p: SmPolicy) {
+async fn check_sm(pcf: &Arc<Pcf>, p: SmPolicy) {
     let Some(smf) = notification_uri(&p.context) else { return };
     let body = json!({
         "resourceUri": npcf_smpolicycontrol::resource_uri(pcf, &p.id),
@@ -121,7 +121,7 @@ async fn check_sm(pcf: &Pcf, p: SmPolicy) {
     }
 }
 
-async fn check_assoc(pcf: &Pcf, a: Association) {
+async fn check_assoc(pcf: &Arc<Pcf>, a: Association) {
     let Some(peer) = notification_uri(&a.context) else { return };
     let resource = match a.kind {
         Kind::Am => npcf_ampolicycontrol::resource(pcf, None, &a.id),

@@ -23,10 +23,12 @@ pub struct Pcf {
     pub collisions: Collisions,
     /// PCF bindings at the BSF.
     pub bindings: Bindings,
-    /// UpdateNotify to SMFs.
+    /// UpdateNotify to SMFs (and AF notifications).
     pub notifier: Notifier,
     /// What the session audit found.
     pub audit: crate::audit::Stats,
+    /// Application sessions' counters (N5).
+    pub apps: crate::app_session::Stats,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -51,6 +53,7 @@ impl Pcf {
             bindings,
             notifier,
             audit: Default::default(),
+            apps: Default::default(),
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -5,6 +5,10 @@
 //! - [`npcf_smpolicycontrol`] is Npcf_SMPolicyControl (Create, Get, Update, Delete, and the
 //!   UpdateNotify a policy data change sends), [`npcf_ampolicycontrol`] Npcf_AMPolicyControl;
 //!   [`decide`] is the one decision step they share;
+//! - [`npcf_policyauthorization`] is Npcf_PolicyAuthorization (N5): the AF's application
+//!   sessions, whose protocol-neutral part (binding to the SM association by UE address, media
+//!   to PCC rules, the SMF's UpdateNotify, events and termination to the AF) is
+//!   [`app_session`], for Rx to share;
 //! - [`nudr_policy_data`] reads the subscriber's policy data from the UDR (N36) and subscribes
 //!   to it, [`nudr_notify`] takes the UDR's change notifications, [`notify`] sends the SMF its
 //!   UpdateNotify, [`nbsf_management`] registers the PCF's bindings at the BSF, [`producers`]
@@ -20,6 +24,7 @@
 //! Decisions come from the `policy` crate (docs/policy.md). [`bind`] builds it all;
 //! [`Bound::serve`] / [`run`] serve until shutdown.
 
+pub mod app_session;
 pub mod audit;
 pub mod collision;
 pub mod config;
@@ -31,6 +36,7 @@ pub mod models;
 pub mod nbsf_management;
 pub mod notify;
 pub mod npcf_ampolicycontrol;
+pub mod npcf_policyauthorization;
 pub mod npcf_smpolicycontrol;
 pub mod nudr_notify;
 pub mod nudr_policy_data;
@@ -72,10 +78,13 @@ pub type PcfError = nf::StartError;
 const NPCF_SMPOLICYCONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.4")];
 /// And of Npcf_AMPolicyControl (TS 29.507 Rel-17).
 const NPCF_AM_POLICY_CONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.1")];
+/// And of Npcf_PolicyAuthorization (TS 29.514 Rel-17).
+const NPCF_POLICYAUTHORIZATION_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.3")];
 
 /// The routes over `pcf`: the 3GPP services, and the policy admin endpoint when configured.
 pub fn router(pcf: Arc<Pcf>) -> Router {
     use npcf_ampolicycontrol as am;
+    use npcf_policyauthorization as pa;
     use npcf_smpolicycontrol as sm;
     let admin = pcf.config.policy_admin;
     let mut b = Router::builder(pcf)
@@ -126,6 +135,42 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
             "/npcf-am-policy-control/v1/policies/{polAssoId}",
             "Npcf_AMPolicyControl_Delete",
             am::delete,
+        )
+        .route(
+            Method::POST,
+            "/npcf-policyauthorization/v1/app-sessions",
+            "Npcf_PolicyAuthorization_Create",
+            pa::create,
+        )
+        .route(
+            Method::GET,
+            "/npcf-policyauthorization/v1/app-sessions/{appSessionId}",
+            "Npcf_PolicyAuthorization_Get",
+            pa::get,
+        )
+        .route(
+            Method::PATCH,
+            "/npcf-policyauthorization/v1/app-sessions/{appSessionId}",
+            "Npcf_PolicyAuthorization_Update",
+            pa::patch,
+        )
+        .route(
+            Method::POST,
+            "/npcf-policyauthorization/v1/app-sessions/{appSessionId}/delete",
+            "Npcf_PolicyAuthorization_Delete",
+            pa::delete,
+        )
+        .route(
+            Method::PUT,
+            "/npcf-policyauthorization/v1/app-sessions/{appSessionId}/events-subscription",
+            "Npcf_PolicyAuthorization_Subscribe",
+            pa::put_events,
+        )
+        .route(
+            Method::DELETE,
+            "/npcf-policyauthorization/v1/app-sessions/{appSessionId}/events-subscription",
+            "Npcf_PolicyAuthorization_Unsubscribe",
+            pa::delete_events,
         )
         .route(
             Method::POST,
@@ -243,6 +288,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             scheme,
             addr.port(),
             NPCF_AM_POLICY_CONTROL_VERSIONS,
+        )
+        .versioned_service(
+            "npcf-policyauthorization",
+            scheme,
+            addr.port(),
+            NPCF_POLICYAUTHORIZATION_VERSIONS,
         )
         .build();
     serving.register(profile)?;

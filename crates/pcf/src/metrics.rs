@@ -14,6 +14,10 @@
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
 //! - `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`: the session audit;
+//! - `pcf_app_sessions_total{operation="create"|"update"|"delete"|"terminate"}`: application
+//!   sessions (N5) created, modified, deleted by the AF, ended with their SM association;
+//! - `pcf_af_notifications_total{kind="notify"|"terminate", result="ok"|"failed"}`: events
+//!   and terminations sent to AFs;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -167,6 +171,38 @@ impl Collector for PolicyCollector {
         {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+
+        let a = &pcf.apps;
+        let mut e = encoder.encode_descriptor(
+            "pcf_app_sessions",
+            "Application sessions (N5), by operation (terminate: ended with their SM association)",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (op, n) in [
+            ("create", &a.created),
+            ("update", &a.modified),
+            ("delete", &a.deleted),
+            ("terminate", &a.terminated),
+        ] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("operation", op)])?)?;
+        }
+        let mut e = encoder.encode_descriptor(
+            "pcf_af_notifications",
+            "Event notifications and terminations sent to AFs, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (kind, result, n) in [
+            ("notify", "ok", &a.notify_sent),
+            ("notify", "failed", &a.notify_failed),
+            ("terminate", "ok", &a.terminate_sent),
+            ("terminate", "failed", &a.terminate_failed),
+        ] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("kind", kind), ("result", result)])?)?;
         }
 
         let col = &pcf.collisions;

@@ -99,7 +99,7 @@ fn check_triggers(
 }
 
 /// TS 29.571 SupportedFeatures: hexadecimal digits.
-fn check_supp_feat(s: &str) -> bool {
+pub(crate) fn check_supp_feat(s: &str) -> bool {
     s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -218,7 +218,7 @@ fn check_pei(s: &str) -> bool {
 
 /// An absolute URI with a scheme and an authority (TS 29.571 Uri as the SMF uses it: where to
 /// send notifications).
-fn check_http_uri(s: &str) -> bool {
+pub(crate) fn check_http_uri(s: &str) -> bool {
     let rest = s.strip_prefix("http://").or_else(|| s.strip_prefix("https://"));
     rest.is_some_and(|r| !r.is_empty() && !r.starts_with('/') && !r.contains(char::is_whitespace))
 }

@@ -47,6 +47,16 @@ impl Notifier {
         }
     }
 
+    /// POSTs a notification to another consumer (an AF's events or termination, TS 29.514
+    /// §4.2.4, §4.2.5); 2xx is success, anything else the reason it failed.
+    pub async fn post(&self, uri: &str, body: &Value) -> Result<(), String> {
+        match self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) => Err(format!("answered {}", r.status())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// POSTs an SmPolicyNotification to `uri`; 200 and 204 are success.
     pub async fn update_notify(&self, uri: &str, body: &Value) {
         let sent = self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await;

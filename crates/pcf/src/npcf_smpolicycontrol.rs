@@ -136,8 +136,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         pcf.policy_data.cache_if_absent(&stored.supi, d);
     }
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
-    let new = decision(outcome, &context);
+    let mut new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;
+    crate::app_session::keep_af_rules(&old, &mut new);
     let delta = models::delta(&old, &new);
     let binding = pcf.bindings.rebind(before, &context, stored.binding).await;
     let updated = SmPolicy {
@@ -153,6 +154,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         return Err(not_found(&id));
     }
     tracing::debug!(sm_policy = %id, policy_version = %project.version, "SM policy updated");
+    crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
     Ok(json_response(StatusCode::OK, &delta)?)
 }
 
@@ -183,10 +185,13 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// NFs (its BSF binding; the UDR subscription with the subscriber's last association); false
 /// when there was none. The delete's work, and the session audit's for a session its SMF no
 /// longer knows.
-pub(crate) async fn remove(pcf: &Pcf, id: &str) -> Result<bool, NfError> {
+pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
     let Some(first) = pcf.store.get_sm(id).await? else { return Ok(false) };
     let held = pcf.hold(&first.supi).await;
+    // Read before: the delete takes them in its commit.
+    let apps = crate::app_session::bound(pcf, id).await;
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };
+    crate::app_session::sm_deleted(pcf, apps);
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
     drop(held);
     let unbind = async {
@@ -247,8 +252,9 @@ async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<(String, Val
     let Decided { mut outcome, project, .. } =
         decide(pcf, Service::Sm, &context, &stored.supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
-    let new = decision(outcome, &context);
+    let mut new = decision(outcome, &context);
     let old: Value = serde_json::from_slice(&stored.decision)?;
+    crate::app_session::keep_af_rules(&old, &mut new);
     let delta = models::delta(&old, &new);
     if delta.as_object().is_none_or(|d| d.is_empty()) {
         return Ok(None);

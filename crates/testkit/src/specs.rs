@@ -59,6 +59,18 @@ impl Specs {
                     }
                     return;
                 }
+                // OpenAPI 3.0's `nullable: true` is JSON Schema's `null` type (TS 29.512's
+                // removable map entries: a PccRule of `null` in a decision delta).
+                if map.get("nullable") == Some(&Value::Bool(true)) {
+                    if let Some(Value::String(t)) = map.get("type").cloned() {
+                        map.insert("type".into(), json!([t, "null"]));
+                    }
+                    if let Some(Value::Array(e)) = map.get_mut("enum") {
+                        if !e.contains(&Value::Null) {
+                            e.push(Value::Null);
+                        }
+                    }
+                }
                 map.values_mut().for_each(|x| self.rewrite_refs(x, own));
             }
             Value::Array(a) => a.iter_mut().for_each(|x| self.rewrite_refs(x, own)),

@@ -85,6 +85,22 @@ pub struct Deleted {
     pub udr_subscription: Option<String>,
 }
 
+/// A stored application session (Npcf_PolicyAuthorization, TS 29.514; Rx later): bound to one
+/// SM policy association, whose decision carries the PCC rules made for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppSession {
+    pub id: String,
+    /// The SM policy association it is bound to.
+    pub sm_policy_id: String,
+    pub supi: String,
+    /// The AF's request as the PCF keeps it (for N5 the AppSessionContextReqData, PATCHes
+    /// merged in).
+    pub context: Vec<u8>,
+    /// The PCC rules and QoS decisions made for it: `{"pccRules": {..}, "qosDecs": {..}}`.
+    pub rules: Vec<u8>,
+    pub updated_ms: i64,
+}
+
 /// A subscriber's state variables to merge (a value of `null` removes one).
 pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
 
@@ -95,6 +111,7 @@ pub struct Snapshot {
     pub associations: Vec<Association>,
     /// Every subscriber with state variables or a policy data subscription.
     pub subscribers: Vec<(String, Subscriber)>,
+    pub apps: Vec<AppSession>,
 }
 
 /// Merges `updates` into `ssv` as the store does: a `null` removes the variable.
@@ -162,6 +179,145 @@ pub trait PcfStore: Send + Sync {
 
     /// The same for AM and UE associations.
     fn stale_assoc(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Association>>;
+    /// The SM policy association of a UE address: its IPv4 address, or an IPv6 address within
+    /// its prefix; with `dnn`, only an association of that DNN. The newest when several match.
+    fn sm_of_ue(
+        &self,
+        ipv4: Option<&str>,
+        ipv6: Option<&str>,
+        dnn: Option<&str>,
+    ) -> StoreFuture<'_, Option<SmPolicy>>;
+
+    /// Stores a new application session and its association's decision with the session's
+    /// rules in it (`sm`: context kept, decision replaced), in one commit; false when the
+    /// association no longer exists (nothing stored).
+    fn create_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool>;
+
+    /// Replaces an application session and its association's decision, in one commit; false
+    /// when either no longer exists.
+    fn update_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool>;
+
+    /// Removes an application session and, with `sm`, replaces its association's decision (the
+    /// session's rules out of it), in one commit; None when there was none.
+    fn delete_app(&self, id: &str, sm: Option<SmPolicy>) -> StoreFuture<'_, Option<AppSession>>;
+
+    fn get_app(&self, id: &str) -> StoreFuture<'_, Option<AppSession>>;
+
+    /// The application sessions bound to an SM policy association.
+    fn apps_of(&self, sm_policy_id: &str) -> StoreFuture<'_, Vec<AppSession>>;
+}
+
+/// A UE's address as an SM association's context holds it (`ipv4Address`,
+/// `ipv6AddressPrefix`, `dnn`), or as an application session asks for it (`ueIpv4`, `ueIpv6`,
+/// `dnn`): what binds the two (TS 29.513 §8.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UeAddress {
+    pub ipv4: Option<u32>,
+    /// The prefix's network bits and length (a request's address has length 128).
+    pub ipv6: Option<(u128, u8)>,
+    pub dnn: Option<Box<str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ContextAddress<'a> {
+    #[serde(rename = "ipv4Address", borrow, default)]
+    ipv4: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "ipv6AddressPrefix", borrow, default)]
+    ipv6: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    dnn: Option<std::borrow::Cow<'a, str>>,
+}
+
+fn mask(len: u8) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    }
+}
+
+impl UeAddress {
+    /// The address in an SmPolicyContextData (JSON bytes); None when it has none. Only the
+    /// three attributes are read, nothing else of the context is built.
+    pub fn of_context(context: &[u8]) -> Option<UeAddress> {
+        Self::parse_context(context, None).flatten()
+    }
+
+    /// As [`UeAddress::of_context`], but None when it is `same` (nothing built: an SM update
+    /// that keeps the UE's address allocates nothing here).
+    pub fn changed_in(context: &[u8], same: Option<&UeAddress>) -> Option<Option<UeAddress>> {
+        Self::parse_context(context, Some(same))
+    }
+
+    fn parse_context(
+        context: &[u8],
+        same: Option<Option<&UeAddress>>,
+    ) -> Option<Option<UeAddress>> {
+        let Ok(c) = serde_json::from_slice::<ContextAddress<'_>>(context) else {
+            return match same {
+                Some(None) => None,
+                _ => Some(None),
+            };
+        };
+        let ipv4 = c.ipv4.as_deref().and_then(nf::common_data::parse_ipv4).map(u32::from);
+        let ipv6 = c
+            .ipv6
+            .as_deref()
+            .and_then(nf::common_data::parse_ipv6_prefix)
+            .map(|(a, len)| (u128::from(a) & mask(len), len));
+        let found = ipv4.is_some() || ipv6.is_some();
+        match same {
+            Some(None) if !found => return None,
+            Some(Some(old))
+                if found
+                    && old.ipv4 == ipv4
+                    && old.ipv6 == ipv6
+                    && match (&old.dnn, &c.dnn) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        (None, None) => true,
+                        _ => false,
+                    } =>
+            {
+                return None
+            }
+            _ => {}
+        }
+        if !found {
+            return Some(None);
+        }
+        Some(Some(UeAddress { ipv4, ipv6, dnn: c.dnn.map(|d| d.to_ascii_lowercase().into()) }))
+    }
+
+    /// What an application session asks for: the UE's IPv4 or IPv6 address, and the DNN.
+    pub fn of_request(
+        ipv4: Option<&str>,
+        ipv6: Option<&str>,
+        dnn: Option<&str>,
+    ) -> Option<UeAddress> {
+        let ipv4 = ipv4.and_then(|a| a.parse::<std::net::Ipv4Addr>().ok()).map(u32::from);
+        let ipv6 = ipv6
+            .and_then(|a| a.split('/').next()?.parse::<std::net::Ipv6Addr>().ok())
+            .map(|a| (u128::from(a), 128));
+        if ipv4.is_none() && ipv6.is_none() {
+            return None;
+        }
+        Some(UeAddress { ipv4, ipv6, dnn: dnn.map(|d| d.to_ascii_lowercase().into()) })
+    }
+
+    /// Whether a session with the addresses of `context` serves this request: the same IPv4
+    /// address, or the request's IPv6 address within the context's prefix; and the DNN, when
+    /// the request names one.
+    pub fn matches(&self, context: &UeAddress) -> bool {
+        let v4 = matches!((self.ipv4, context.ipv4), (Some(a), Some(b)) if a == b);
+        let v6 = matches!((self.ipv6, context.ipv6),
+            (Some((a, _)), Some((net, len))) if a & mask(len) == net);
+        (v4 || v6)
+            && match (&self.dnn, &context.dnn) {
+                (Some(want), Some(have)) => want == have,
+                (Some(_), None) => false,
+                (None, _) => true,
+            }
+    }
 }
 
 /// A new association's id: time-ordered (UUID v7), so inserts land at the end of the index.

@@ -25,8 +25,8 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::{
-    merge_ssv, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture,
-    Subscriber,
+    merge_ssv, AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates,
+    StoreFuture, Subscriber, UeAddress,
 };
 
 #[derive(Default)]
@@ -36,6 +36,75 @@ struct State {
     sm_of: FxHashMap<String, Vec<String>>,
     assoc: FxHashMap<(Kind, String), Association>,
     subscribers: FxHashMap<String, Kept>,
+    /// SM associations by UE address, for binding application sessions (N5, Rx).
+    ues: UeIndex,
+    apps: FxHashMap<String, AppSession>,
+    /// Application session ids per SM association.
+    apps_of: FxHashMap<String, Vec<String>>,
+}
+
+/// SM association ids by the UE address of their context: IPv4 addresses, and IPv6 prefixes
+/// by their first 64 bits (a UE's prefix is a /64, TS 23.501 §5.8.2.2.3); a shorter prefix is
+/// kept aside and looked through.
+#[derive(Default)]
+struct UeIndex {
+    of: FxHashMap<String, UeAddress>,
+    v4: FxHashMap<u32, Vec<String>>,
+    v6: FxHashMap<u64, Vec<String>>,
+    v6_short: Vec<String>,
+}
+
+fn unlist<K: std::hash::Hash + Eq>(m: &mut FxHashMap<K, Vec<String>>, k: K, id: &str) {
+    if let Some(ids) = m.get_mut(&k) {
+        ids.retain(|i| i != id);
+        if ids.is_empty() {
+            m.remove(&k);
+        }
+    }
+}
+
+impl UeIndex {
+    fn set(&mut self, id: &str, context: &[u8]) {
+        let Some(addr) = UeAddress::changed_in(context, self.of.get(id)) else { return };
+        self.remove(id);
+        let Some(addr) = addr else { return };
+        if let Some(v4) = addr.ipv4 {
+            self.v4.entry(v4).or_default().push(id.to_string());
+        }
+        match addr.ipv6 {
+            Some((net, len)) if len >= 64 => {
+                self.v6.entry((net >> 64) as u64).or_default().push(id.to_string())
+            }
+            Some(_) => self.v6_short.push(id.to_string()),
+            None => {}
+        }
+        self.of.insert(id.to_string(), addr);
+    }
+
+    fn remove(&mut self, id: &str) {
+        let Some(old) = self.of.remove(id) else { return };
+        if let Some(v4) = old.ipv4 {
+            unlist(&mut self.v4, v4, id);
+        }
+        match old.ipv6 {
+            Some((net, len)) if len >= 64 => unlist(&mut self.v6, (net >> 64) as u64, id),
+            Some(_) => self.v6_short.retain(|i| i != id),
+            None => {}
+        }
+    }
+
+    /// The newest matching association (ids are time-ordered).
+    fn find(&self, want: &UeAddress) -> Option<&str> {
+        let v4 = want.ipv4.and_then(|a| self.v4.get(&a)).into_iter().flatten();
+        let v6 =
+            want.ipv6.and_then(|(a, _)| self.v6.get(&((a >> 64) as u64))).into_iter().flatten();
+        let short = self.v6_short.iter().filter(|_| want.ipv6.is_some());
+        v4.chain(v6)
+            .chain(short)
+            .filter(|id| self.of.get(*id).is_some_and(|a| want.matches(a)))
+            .max()
+            .map(String::as_str)
+    }
 }
 
 #[derive(Default)]
@@ -64,7 +133,31 @@ impl State {
 
     fn insert_sm(&mut self, p: SmPolicy) {
         self.sm_of.entry(p.supi.clone()).or_default().push(p.id.clone());
+        self.ues.set(&p.id, &p.context);
         self.sm.insert(p.id.clone(), p);
+    }
+
+    fn insert_app(&mut self, a: AppSession) {
+        let ids = self.apps_of.entry(a.sm_policy_id.clone()).or_default();
+        if !ids.contains(&a.id) {
+            ids.push(a.id.clone());
+        }
+        self.apps.insert(a.id.clone(), a);
+    }
+
+    fn remove_app(&mut self, id: &str) -> Option<AppSession> {
+        let a = self.apps.remove(id)?;
+        unlist(&mut self.apps_of, a.sm_policy_id.clone(), id);
+        Some(a)
+    }
+
+    /// An association's new decision (an application session's rules in or out of it).
+    fn put_decision(&mut self, p: SmPolicy) {
+        if let Some(held) = self.sm.get_mut(&p.id) {
+            held.decision = p.decision;
+            held.policy_version = p.policy_version;
+            held.updated_ms = p.updated_ms;
+        }
     }
 }
 
@@ -89,6 +182,9 @@ impl Resident {
             state
                 .subscribers
                 .insert(supi, Kept { ssv: Arc::new(s.ssv), udr_subscription: s.udr_subscription });
+        }
+        for a in snap.apps {
+            state.insert_app(a);
         }
         Ok(Resident { inner, state: Mutex::new(state) })
     }
@@ -169,6 +265,9 @@ impl PcfStore for Resident {
             }
             let mut s = self.state();
             s.merge(&policy.supi, ssv);
+            if s.sm.contains_key(&policy.id) {
+                s.ues.set(&policy.id, &policy.context);
+            }
             if let Some(held) = s.sm.get_mut(&policy.id) {
                 *held = policy;
             }
@@ -181,6 +280,11 @@ impl PcfStore for Resident {
         Box::pin(async move {
             let deleted = self.inner.delete_sm(&id).await?;
             let mut s = self.state();
+            s.ues.remove(&id);
+            // Its application sessions went in the same commit.
+            for app in s.apps_of.remove(&id).unwrap_or_default() {
+                s.apps.remove(&app);
+            }
             if let Some(p) = s.sm.remove(&id) {
                 if let Some(ids) = s.sm_of.get_mut(&p.supi) {
                     ids.retain(|i| *i != id);
@@ -261,8 +365,75 @@ impl PcfStore for Resident {
             sm: s.sm.values().cloned().collect(),
             associations: s.assoc.values().cloned().collect(),
             subscribers: s.subscribers.keys().map(|k| (k.clone(), s.subscriber(k))).collect(),
+            apps: s.apps.values().cloned().collect(),
         };
         ready(snap)
+    }
+
+    fn sm_of_ue(
+        &self,
+        ipv4: Option<&str>,
+        ipv6: Option<&str>,
+        dnn: Option<&str>,
+    ) -> StoreFuture<'_, Option<SmPolicy>> {
+        let Some(want) = UeAddress::of_request(ipv4, ipv6, dnn) else { return ready(None) };
+        let s = self.state();
+        let found = s.ues.find(&want).and_then(|id| s.sm.get(id)).cloned();
+        ready(found)
+    }
+
+    fn create_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            if !self.inner.create_app(app.clone(), sm.clone()).await? {
+                return Ok(false);
+            }
+            let mut s = self.state();
+            s.put_decision(sm);
+            s.insert_app(app);
+            Ok(true)
+        })
+    }
+
+    fn update_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            if !self.inner.update_app(app.clone(), sm.clone()).await? {
+                return Ok(false);
+            }
+            let mut s = self.state();
+            s.put_decision(sm);
+            // Only if still there: an association's delete racing this took it.
+            if s.apps.contains_key(&app.id) {
+                s.insert_app(app);
+            }
+            Ok(true)
+        })
+    }
+
+    fn delete_app(&self, id: &str, sm: Option<SmPolicy>) -> StoreFuture<'_, Option<AppSession>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let gone = self.inner.delete_app(&id, sm.clone()).await?;
+            let mut s = self.state();
+            s.remove_app(&id);
+            if let (Some(sm), Some(_)) = (sm, &gone) {
+                s.put_decision(sm);
+            }
+            Ok(gone)
+        })
+    }
+
+    fn get_app(&self, id: &str) -> StoreFuture<'_, Option<AppSession>> {
+        ready(self.state().apps.get(id).cloned())
+    }
+
+    fn apps_of(&self, sm_policy_id: &str) -> StoreFuture<'_, Vec<AppSession>> {
+        let s = self.state();
+        let all = s
+            .apps_of
+            .get(sm_policy_id)
+            .map(|ids| ids.iter().filter_map(|id| s.apps.get(id).cloned()).collect())
+            .unwrap_or_default();
+        ready(all)
     }
 }
 
@@ -347,5 +518,94 @@ mod tests {
         let reloaded = Resident::load(sqlite).await.unwrap();
         assert_eq!(reloaded.counts(), (0, 0));
         assert_eq!(reloaded.subscriber("imsi-1").await.unwrap(), kept);
+    }
+
+    fn on_ue(id: &str, context: &str) -> SmPolicy {
+        SmPolicy { context: context.as_bytes().to_vec(), binding: None, ..sm(id, "imsi-9", "{}") }
+    }
+
+    fn app(id: &str, sm: &str) -> AppSession {
+        AppSession {
+            id: id.into(),
+            sm_policy_id: sm.into(),
+            supi: "imsi-9".into(),
+            context: b"{}".to_vec(),
+            rules: br#"{"pccRules":{}}"#.to_vec(),
+            updated_ms: 1,
+        }
+    }
+
+    /// The UE address index answers as the store's scan does, follows an update's new address,
+    /// forgets a deleted association; application sessions survive a reload and go with their
+    /// association.
+    #[tokio::test]
+    async fn ue_addresses_and_app_sessions_in_memory_as_in_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ::store::SqliteConfig::new(dir.path().join("pcf.db"));
+        let db = ::store::SqliteStore::open(cfg).await.unwrap();
+        let sqlite: Arc<dyn PcfStore> = Arc::new(SqlitePcfStore::on(db).await.unwrap());
+        let r = Resident::load(sqlite.clone()).await.unwrap();
+        let ims =
+            r#"{"ipv4Address":"10.45.0.1","ipv6AddressPrefix":"2001:db8:1:2::/64","dnn":"IMS"}"#;
+        r.create_sm(on_ue("01-a", ims), Map::new(), None).await.unwrap();
+        r.create_sm(
+            on_ue("02-b", r#"{"ipv4Address":"10.45.0.1","dnn":"internet"}"#),
+            Map::new(),
+            None,
+        )
+        .await
+        .unwrap();
+        let find =
+            |v4: Option<&'static str>, v6: Option<&'static str>, dnn: Option<&'static str>| {
+                let (r, sqlite) = (&r, &sqlite);
+                async move {
+                    let a = r.sm_of_ue(v4, v6, dnn).await.unwrap().map(|p| p.id);
+                    let b = sqlite.sm_of_ue(v4, v6, dnn).await.unwrap().map(|p| p.id);
+                    assert_eq!(a, b, "memory and store agree for {v4:?} {v6:?} {dnn:?}");
+                    a
+                }
+            };
+        assert_eq!(find(Some("10.45.0.1"), None, Some("ims")).await.as_deref(), Some("01-a"));
+        assert_eq!(find(Some("10.45.0.1"), None, None).await.as_deref(), Some("02-b"), "newest");
+        assert_eq!(find(None, Some("2001:db8:1:2::99"), None).await.as_deref(), Some("01-a"));
+        assert_eq!(find(None, Some("2001:db8:1:3::99"), None).await, None);
+        assert_eq!(find(Some("10.45.0.2"), None, None).await, None);
+        assert_eq!(find(Some("10.45.0.1"), None, Some("other")).await, None);
+
+        // An update moves the UE to a new address.
+        let moved = r#"{"ipv4Address":"10.45.0.9","dnn":"ims"}"#;
+        assert!(r.update_sm(on_ue("01-a", moved), Map::new()).await.unwrap());
+        assert_eq!(find(Some("10.45.0.1"), None, Some("ims")).await, None);
+        assert_eq!(find(None, Some("2001:db8:1:2::99"), None).await, None);
+        assert_eq!(find(Some("10.45.0.9"), None, None).await.as_deref(), Some("01-a"));
+
+        // Application sessions: with the association's decision, reloaded, gone with it.
+        let mut with_rules = on_ue("01-a", moved);
+        with_rules.decision = br#"{"pccRules":{"af-x-1":{}}}"#.to_vec();
+        assert!(r.create_app(app("x", "01-a"), with_rules.clone()).await.unwrap());
+        assert!(!r.create_app(app("y", "zz"), on_ue("zz", "{}")).await.unwrap());
+        r.create_app(app("z", "02-b"), on_ue("02-b", "{}")).await.unwrap();
+        let again = Resident::load(sqlite.clone()).await.unwrap();
+        assert_eq!(again.get_app("x").await.unwrap(), Some(app("x", "01-a")));
+        assert_eq!(again.get_sm("01-a").await.unwrap().unwrap().decision, with_rules.decision);
+        assert_eq!(again.apps_of("01-a").await.unwrap().len(), 1);
+        assert_eq!(
+            again.sm_of_ue(Some("10.45.0.9"), None, None).await.unwrap().map(|p| p.id).as_deref(),
+            Some("01-a"),
+            "the index is rebuilt at load"
+        );
+        let mut changed = app("x", "01-a");
+        changed.rules = b"{}".to_vec();
+        assert!(r.update_app(changed.clone(), on_ue("01-a", moved)).await.unwrap());
+        assert_eq!(r.get_app("x").await.unwrap(), Some(changed));
+        assert!(r.delete_app("z", Some(on_ue("02-b", "{}"))).await.unwrap().is_some());
+        assert!(r.delete_app("z", None).await.unwrap().is_none());
+        r.delete_sm("01-a").await.unwrap().unwrap();
+        assert!(r.get_app("x").await.unwrap().is_none());
+        assert!(r.apps_of("01-a").await.unwrap().is_empty());
+        assert_eq!(find(Some("10.45.0.9"), None, None).await, None);
+        let reloaded = Resident::load(sqlite).await.unwrap();
+        assert!(reloaded.get_app("x").await.unwrap().is_none(), "gone from the store too");
+        assert!(reloaded.get_app("z").await.unwrap().is_none());
     }
 }

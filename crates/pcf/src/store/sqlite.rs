@@ -5,10 +5,11 @@ use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
 use super::{
-    Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture, Subscriber,
+    AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture,
+    Subscriber,
 };
 
-pub const MIGRATIONS: [Migration; 5] = [
+pub const MIGRATIONS: [Migration; 6] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -50,7 +51,42 @@ pub const MIGRATIONS: [Migration; 5] = [
         );
         CREATE INDEX pcf_policy_association_supi ON pcf_policy_association (supi)",
     ),
+    Migration::new(
+        "pcf-0008-app-session",
+        "CREATE TABLE pcf_app_session (
+            app_session_id TEXT PRIMARY KEY NOT NULL,
+            sm_policy_id TEXT NOT NULL,
+            supi TEXT NOT NULL,
+            context BLOB NOT NULL,
+            rules BLOB NOT NULL,
+            updated_ms INTEGER NOT NULL
+        );
+        CREATE INDEX pcf_app_session_sm ON pcf_app_session (sm_policy_id)",
+    ),
 ];
+
+const APP_COLUMNS: &str = "app_session_id, sm_policy_id, supi, context, rules, updated_ms";
+
+fn app_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AppSession> {
+    Ok(AppSession {
+        id: r.get(0)?,
+        sm_policy_id: r.get(1)?,
+        supi: r.get(2)?,
+        context: r.get(3)?,
+        rules: r.get(4)?,
+        updated_ms: r.get(5)?,
+    })
+}
+
+/// Replaces an association's decision (an application session's rules in or out of it);
+/// false when it no longer exists.
+fn put_sm_decision(tx: &Transaction<'_>, p: &SmPolicy) -> store::Result<bool> {
+    Ok(tx.execute(
+        "UPDATE pcf_sm_policy SET decision = ?2, policy_version = ?3, updated_ms = ?4
+         WHERE sm_policy_id = ?1",
+        params![p.id, p.decision, p.policy_version, p.updated_ms],
+    )? > 0)
+}
 
 const SM_COLUMNS: &str =
     "sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri";
@@ -253,6 +289,8 @@ impl PcfStore for SqlitePcfStore {
             )
             .optional()?;
             let Some((supi, binding)) = gone else { return Ok(None) };
+            // Its application sessions end with it (TS 29.514 §4.2.5.2).
+            tx.execute("DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [&id])?;
             let left: i64 =
                 row(tx, "SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| {
                     r.get(0)
@@ -384,6 +422,9 @@ impl PcfStore for SqlitePcfStore {
                 subscribers.entry(supi).or_default().udr_subscription = Some(uri);
             }
             snap.subscribers = subscribers.into_iter().collect();
+            let sql = format!("SELECT {APP_COLUMNS} FROM pcf_app_session");
+            let mut st = c.prepare(&sql)?;
+            snap.apps = st.query_map([], app_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(snap)
         }))
     }
@@ -419,5 +460,90 @@ impl PcfStore for SqlitePcfStore {
         Box::pin(
             self.db.read(|c| Ok(row(c, "SELECT COUNT(*) FROM pcf_sm_policy", [], |r| r.get(0))?)),
         )
+    }
+
+    fn sm_of_ue(
+        &self,
+        ipv4: Option<&str>,
+        ipv6: Option<&str>,
+        dnn: Option<&str>,
+    ) -> StoreFuture<'_, Option<SmPolicy>> {
+        let want = super::UeAddress::of_request(ipv4, ipv6, dnn);
+        Box::pin(self.db.read(move |c| {
+            let Some(want) = want else { return Ok(None) };
+            // Not a hot path (the resident layer has its index): a scan, newest first.
+            let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy ORDER BY sm_policy_id DESC");
+            let mut st = c.prepare(&sql)?;
+            for p in st.query_map([], sm_row)? {
+                let p = p?;
+                if super::UeAddress::of_context(&p.context).is_some_and(|a| want.matches(&a)) {
+                    return Ok(Some(p));
+                }
+            }
+            Ok(None)
+        }))
+    }
+
+    fn create_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
+        Box::pin(self.db.write(move |tx| {
+            if !put_sm_decision(tx, &sm)? {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO pcf_app_session
+                 (app_session_id, sm_policy_id, supi, context, rules, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![app.id, app.sm_policy_id, app.supi, app.context, app.rules, app.updated_ms],
+            )?;
+            Ok(true)
+        }))
+    }
+
+    fn update_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
+        Box::pin(self.db.write(move |tx| {
+            let n = tx.execute(
+                "UPDATE pcf_app_session SET context = ?2, rules = ?3, updated_ms = ?4
+                 WHERE app_session_id = ?1",
+                params![app.id, app.context, app.rules, app.updated_ms],
+            )?;
+            // An association's delete takes its application sessions in the same commit, so
+            // a session still here has its association.
+            Ok(n > 0 && put_sm_decision(tx, &sm)?)
+        }))
+    }
+
+    fn delete_app(&self, id: &str, sm: Option<SmPolicy>) -> StoreFuture<'_, Option<AppSession>> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let sql = format!(
+                "DELETE FROM pcf_app_session WHERE app_session_id = ?1 RETURNING {APP_COLUMNS}"
+            );
+            let Some(gone) = tx.query_row(&sql, [&id], app_row).optional()? else {
+                return Ok(None);
+            };
+            if let Some(sm) = &sm {
+                put_sm_decision(tx, sm)?;
+            }
+            Ok(Some(gone))
+        }))
+    }
+
+    fn get_app(&self, id: &str) -> StoreFuture<'_, Option<AppSession>> {
+        let id = id.to_string();
+        Box::pin(self.db.read(move |c| {
+            let sql =
+                format!("SELECT {APP_COLUMNS} FROM pcf_app_session WHERE app_session_id = ?1");
+            Ok(c.query_row(&sql, [&id], app_row).optional()?)
+        }))
+    }
+
+    fn apps_of(&self, sm_policy_id: &str) -> StoreFuture<'_, Vec<AppSession>> {
+        let sm = sm_policy_id.to_string();
+        Box::pin(self.db.read(move |c| {
+            let sql = format!("SELECT {APP_COLUMNS} FROM pcf_app_session WHERE sm_policy_id = ?1");
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map([&sm], app_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
     }
 }
