@@ -365,8 +365,9 @@ pub fn check_update(v: &Value) -> Result<(), ProblemDetails> {
 }
 
 /// What an update changes in the stored context: the attributes of SmPolicyUpdateContextData
-/// that are also SmPolicyContextData's (a new address, RAT, location, ...), merged in.
-pub fn merge_update(context: &mut Value, update: &Value) {
+/// that are also SmPolicyContextData's (a new address, RAT, location, ...), merged in. True
+/// when the context changed.
+pub fn merge_update(context: &mut Value, update: &Value) -> bool {
     const SAME_NAME: [&str; 14] = [
         "accNetChId",
         "accessType",
@@ -383,22 +384,50 @@ pub fn merge_update(context: &mut Value, update: &Value) {
         "3gppPsDataOffStatus",
         "pei",
     ];
-    let (Some(c), Some(u)) = (context.as_object_mut(), update.as_object()) else { return };
+    let (Some(c), Some(u)) = (context.as_object_mut(), update.as_object()) else { return false };
+    let mut changed = false;
     for k in SAME_NAME {
         if let Some(v) = u.get(k) {
-            c.insert(k.to_string(), v.clone());
+            if c.get(k) != Some(v) {
+                c.insert(k.to_string(), v.clone());
+                changed = true;
+            }
         }
     }
     // A released address goes away with it.
     if let Some(Value::String(a)) = u.get("relIpv4Address") {
         if c.get("ipv4Address").and_then(Value::as_str) == Some(a.as_str()) {
             c.remove("ipv4Address");
+            changed = true;
         }
     }
     if let Some(Value::String(p)) = u.get("relIpv6AddressPrefix") {
         if c.get("ipv6AddressPrefix").and_then(Value::as_str) == Some(p.as_str()) {
             c.remove("ipv6AddressPrefix");
+            changed = true;
         }
+    }
+    changed
+}
+
+/// Puts every attribute of `update` over `context` for the engine to read (the reported
+/// triggers, usage reports, ...), and gives back what it displaced, for [`restore`]: cheaper
+/// than a copy of the whole context per update.
+pub fn overlay(context: &mut Value, update: &Value) -> Vec<(String, Option<Value>)> {
+    let (Some(c), Some(u)) = (context.as_object_mut(), update.as_object()) else {
+        return Vec::new();
+    };
+    u.iter().map(|(k, v)| (k.clone(), c.insert(k.clone(), v.clone()))).collect()
+}
+
+/// Undoes an [`overlay`].
+pub fn restore(context: &mut Value, displaced: Vec<(String, Option<Value>)>) {
+    let Some(c) = context.as_object_mut() else { return };
+    for (k, old) in displaced.into_iter().rev() {
+        match old {
+            Some(v) => c.insert(k, v),
+            None => c.remove(&k),
+        };
     }
 }
 
@@ -513,11 +542,25 @@ mod tests {
     #[test]
     fn an_update_merges_what_the_context_has() {
         let mut c = json!({"supi": "imsi-1", "ratType": "NR", "ipv4Address": "10.0.0.1"});
-        merge_update(
+        assert!(merge_update(
             &mut c,
             &json!({"ratType": "EUTRA", "relIpv4Address": "10.0.0.1",
             "repPolicyCtrlReqTriggers": ["RAT_TY_CH"]}),
-        );
+        ));
         assert_eq!(c, json!({"supi": "imsi-1", "ratType": "EUTRA"}));
+        // The same attributes again, or only a trigger, change nothing.
+        assert!(!merge_update(&mut c, &json!({"ratType": "EUTRA"})));
+        assert!(!merge_update(&mut c, &json!({"repPolicyCtrlReqTriggers": ["RES_MO_RE"]})));
+        assert!(!merge_update(&mut c, &json!({"relIpv4Address": "10.0.0.9"})));
+
+        // What the engine reads is the context with the whole update over it; restored after.
+        let before = c.clone();
+        let update = json!({"repPolicyCtrlReqTriggers": ["RES_MO_RE"], "ratType": "NR",
+            "traceReq": null});
+        let displaced = overlay(&mut c, &update);
+        assert_eq!(c["repPolicyCtrlReqTriggers"], json!(["RES_MO_RE"]));
+        assert_eq!(c["ratType"], "NR");
+        restore(&mut c, displaced);
+        assert_eq!(c, before);
     }
 }

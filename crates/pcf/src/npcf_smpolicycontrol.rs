@@ -121,17 +121,13 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
     let before = crate::nbsf_management::Bindings::addresses(&context);
-    models::merge_update(&mut context, &change);
+    let context_changed = models::merge_update(&mut context, &change);
     // The engine reads the context with every attribute of the update over it (the reported
     // triggers, usage reports, ...); the stored context keeps what is the session's.
-    let mut request = context.clone();
-    if let (Some(r), Some(c)) = (request.as_object_mut(), change.as_object()) {
-        for (k, v) in c {
-            r.insert(k.clone(), v.clone());
-        }
-    }
-    let Decided { mut outcome, project, data, subscribed, .. } =
-        decide_with(&pcf, Service::Sm, &request, &stored.supi, Some(kept)).await?;
+    let displaced = models::overlay(&mut context, &change);
+    let decided = decide_with(&pcf, Service::Sm, &context, &stored.supi, Some(kept)).await;
+    models::restore(&mut context, displaced);
+    let Decided { mut outcome, project, data, subscribed, .. } = decided?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&stored.supi, d);
     }
@@ -140,14 +136,29 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let old: Value = serde_json::from_slice(&stored.decision)?;
     crate::app_session::keep_af_rules(&old, &mut new);
     let delta = models::delta(&old, &new);
-    let binding = pcf.bindings.rebind(before, &context, stored.binding).await;
+    let binding = pcf.bindings.rebind(before, &context, stored.binding.clone()).await;
+    let now = Utc::now().timestamp_millis();
+    if !context_changed
+        && old == new
+        && ssv_updates.is_empty()
+        && binding == stored.binding
+        && project.version == stored.policy_version
+    {
+        // Nothing the store holds changed (a trigger reported with no new attribute): nothing
+        // to commit; only the time of this update is kept.
+        if !pcf.store.touch_sm(&id, now).await? {
+            return Err(not_found(&id));
+        }
+        crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
+        return Ok(json_response(StatusCode::OK, &delta)?);
+    }
     let updated = SmPolicy {
         id: id.clone(),
         supi: stored.supi,
         context: serde_json::to_vec(&context)?,
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
-        updated_ms: Utc::now().timestamp_millis(),
+        updated_ms: now,
         binding,
     };
     if !pcf.store.update_sm(updated, ssv_updates).await? {

@@ -151,6 +151,12 @@ pub trait PcfStore: Send + Sync {
     /// the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
 
+    /// Records that an association was updated at `updated_ms` with nothing else changed (the
+    /// session audit's clock); false when it no longer exists. [`Resident`] keeps it in memory
+    /// only: it is written with the association's next change, and a restart that loses it
+    /// only makes the audit ask the SMF sooner.
+    fn touch_sm(&self, id: &str, updated_ms: i64) -> StoreFuture<'_, bool>;
+
     /// Removes an association (and, with the subscriber's last, its policy data subscription
     /// row); None when there was none.
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;

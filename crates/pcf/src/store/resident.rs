@@ -275,6 +275,17 @@ impl PcfStore for Resident {
         })
     }
 
+    fn touch_sm(&self, id: &str, updated_ms: i64) -> StoreFuture<'_, bool> {
+        let found = match self.state().sm.get_mut(id) {
+            Some(p) => {
+                p.updated_ms = updated_ms;
+                true
+            }
+            None => false,
+        };
+        ready(found)
+    }
+
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
         Box::pin(async move {

@@ -278,6 +278,17 @@ impl PcfStore for SqlitePcfStore {
         }))
     }
 
+    fn touch_sm(&self, id: &str, updated_ms: i64) -> StoreFuture<'_, bool> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            Ok(exec(
+                tx,
+                "UPDATE pcf_sm_policy SET updated_ms = ?2 WHERE sm_policy_id = ?1",
+                params![id, updated_ms],
+            )? > 0)
+        }))
+    }
+
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
         Box::pin(self.db.write(move |tx| {
