@@ -34,6 +34,8 @@ pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod producers;
 pub mod store;
+pub mod ue_policy_delivery;
+pub mod ursp;
 
 use std::future::Future;
 use std::net::SocketAddr;
