@@ -7,8 +7,10 @@ use sbi::SbiRequest;
 
 use crate::collision::Collisions;
 use crate::config::PcfConfig;
+use crate::namf_communication::Amf;
 use crate::nbsf_management::Bindings;
 use crate::notify::Notifier;
+use crate::npcf_uepolicycontrol::UePolicy;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
 
@@ -25,6 +27,8 @@ pub struct Pcf {
     pub bindings: Bindings,
     /// UpdateNotify to SMFs.
     pub notifier: Notifier,
+    /// URSP delivery to UEs through their AMF.
+    pub ue_policy: UePolicy,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -40,6 +44,8 @@ impl Pcf {
         notifier: Notifier,
         scheme: &'static str,
     ) -> Self {
+        // The AMF is reached with the same SBI client as the SMFs.
+        let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
         Pcf {
             config,
             policy,
@@ -48,6 +54,7 @@ impl Pcf {
             collisions: Collisions::default(),
             bindings,
             notifier,
+            ue_policy,
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -13,6 +13,8 @@
 //!   `pcf_policy_data_cached_subscribers`: the per-subscriber SM data cache;
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
+//! - `pcf_ursp_deliveries_total{result="initiated"|"complete"|"rejected"|"transfer_failed"|
+//!   "unreachable"|"invalid"}`: URSP sent to UEs through their AMF, and how it went;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -152,6 +154,17 @@ impl Collector for PolicyCollector {
         ] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("operation", op), ("result", result)])?)?;
+        }
+
+        let mut e = encoder.encode_descriptor(
+            "pcf_ursp_deliveries",
+            "URSP deliveries to UEs through the AMF, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in pcf.ue_policy.stats.by_result() {
+            let c = ConstCounter::new(n);
+            c.encode(e.encode_family(&[("result", result)])?)?;
         }
 
         let col = &pcf.collisions;

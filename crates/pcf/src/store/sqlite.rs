@@ -4,9 +4,11 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
-use super::{Association, Deleted, Kind, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber};
+use super::{
+    Association, Deleted, Kind, PcfStore, SmPolicy, SsvUpdates, StoreFuture, Subscriber, UeDelivery,
+};
 
-pub const MIGRATIONS: [Migration; 5] = [
+pub const MIGRATIONS: [Migration; 6] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -48,6 +50,18 @@ pub const MIGRATIONS: [Migration; 5] = [
         );
         CREATE INDEX pcf_policy_association_supi ON pcf_policy_association (supi)",
     ),
+    Migration::new(
+        "pcf-0007-ue-delivery",
+        "CREATE TABLE pcf_ue_delivery (
+            assoc_id TEXT PRIMARY KEY NOT NULL,
+            pti INTEGER NOT NULL,
+            ursp_digest TEXT NOT NULL,
+            policy_version TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            n1_subscription TEXT,
+            updated_ms INTEGER NOT NULL
+        )",
+    ),
 ];
 
 const SM_COLUMNS: &str =
@@ -62,6 +76,21 @@ fn sm_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SmPolicy> {
         policy_version: r.get(4)?,
         updated_ms: r.get(5)?,
         binding: r.get(6)?,
+    })
+}
+
+const UE_DELIVERY_COLUMNS: &str =
+    "assoc_id, pti, ursp_digest, policy_version, outcome, n1_subscription, updated_ms";
+
+fn ue_delivery_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UeDelivery> {
+    Ok(UeDelivery {
+        assoc_id: r.get(0)?,
+        pti: r.get(1)?,
+        ursp_digest: r.get(2)?,
+        policy_version: r.get(3)?,
+        outcome: r.get(4)?,
+        n1_subscription: r.get(5)?,
+        updated_ms: r.get(6)?,
     })
 }
 
@@ -302,6 +331,76 @@ impl PcfStore for SqlitePcfStore {
                 "DELETE FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
                 params![kind.as_str(), id],
             )? > 0)
+        }))
+    }
+
+    fn ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        let id = assoc_id.to_string();
+        Box::pin(self.db.read(move |c| {
+            Ok(c.query_row(
+                &format!("SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery WHERE assoc_id = ?1"),
+                params![id],
+                ue_delivery_row,
+            )
+            .optional()?)
+        }))
+    }
+
+    fn put_ue_delivery(&self, d: UeDelivery) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| {
+            tx.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO pcf_ue_delivery ({UE_DELIVERY_COLUMNS})
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
+                params![
+                    d.assoc_id,
+                    d.pti,
+                    d.ursp_digest,
+                    d.policy_version,
+                    d.outcome,
+                    d.n1_subscription,
+                    d.updated_ms
+                ],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn ue_delivery_outcome(
+        &self,
+        assoc_id: &str,
+        pti: u8,
+        outcome: &'static str,
+        only_from: Option<&'static str>,
+    ) -> StoreFuture<'_, bool> {
+        let id = assoc_id.to_string();
+        let now = chrono::Utc::now().timestamp_millis();
+        Box::pin(self.db.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE pcf_ue_delivery SET outcome = ?3, updated_ms = ?5
+                 WHERE assoc_id = ?1 AND pti = ?2 AND (?4 IS NULL OR outcome = ?4)",
+                params![id, pti, outcome, only_from, now],
+            )? > 0)
+        }))
+    }
+
+    fn delete_ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        let id = assoc_id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let d = tx
+                .query_row(
+                    &format!(
+                        "SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery WHERE assoc_id = ?1"
+                    ),
+                    params![id],
+                    ue_delivery_row,
+                )
+                .optional()?;
+            if d.is_some() {
+                tx.execute("DELETE FROM pcf_ue_delivery WHERE assoc_id = ?1", params![id])?;
+            }
+            Ok(d)
         }))
     }
 
