@@ -314,3 +314,50 @@ async fn rejects_and_transfer_failures_are_recorded_and_a_down_amf_fails_no_crea
     amf.quiet().await;
     pcf.stop().await;
 }
+
+#[tokio::test]
+async fn the_amf_is_found_through_the_nrf_by_the_guami() {
+    let specs = ue_specs();
+    let d = tempfile::tempdir().unwrap();
+    let project = ue_project(&d.path().join("policy"));
+    let nrf = common::peers::start_nrf(d.path()).await;
+    let mut amf = Amf::start(Ue::Complete).await;
+    // The AMF's profile, serving the request's GUAMI (TS 29.510 AmfInfo.guamiList).
+    let port: u16 = amf.root.rsplit(':').next().unwrap().parse().unwrap();
+    let id = "5f0c6a2e-1b7d-4c3e-9a51-3d2f8e6b7a10";
+    let profile = json!({
+        "nfInstanceId": id, "nfType": "AMF", "nfStatus": "REGISTERED",
+        "ipv4Addresses": ["127.0.0.1"],
+        "amfInfo": {"amfSetId": "001", "amfRegionId": "02",
+            "guamiList": [{"plmnId": {"mcc": "999", "mnc": "70"}, "amfId": "020040"}]},
+        "nfServices": [{"serviceInstanceId": "namf-comm-1", "serviceName": "namf-comm",
+            "versions": [{"apiVersionInUri": "v1", "apiFullVersion": "1.2.0"}],
+            "scheme": "http", "nfServiceStatus": "REGISTERED",
+            "ipEndPoints": [{"ipv4Address": "127.0.0.1", "port": port}]}]
+    });
+    let c = client();
+    let r = c
+        .put(&format!("{}/nnrf-nfm/v1/nf-instances/{id}", nrf.base))
+        .json(&profile)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", String::from_utf8_lossy(r.body()));
+    let config = PcfConfig {
+        policy: Some(project.clone()),
+        nrf: Some(common::peers::nrf_client_config(&nrf.base)),
+        // No UDR here: the decision is the rules' alone.
+        udr: pcf::config::UdrConfig { enabled: false, ..Default::default() },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    // The notificationUri names no AMF that answers: the discovered one gets the URSP.
+    let r = c.post(&ue(&pcf, "")).json(&amf_request(7, "http://127.0.0.1:9")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+    assert!(matches!(amf.next().await, Seen::Subscribe { .. }));
+    let (supi, pti, _) = transfer(&mut amf, &specs).await;
+    assert_eq!((supi.as_str(), pti), ("imsi-999700000000007", 1));
+    until(&pcf, "complete", 1).await;
+    pcf.stop().await;
+    nrf.stop().await;
+}
