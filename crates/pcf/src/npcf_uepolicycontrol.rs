@@ -434,9 +434,17 @@ async fn deliver(
                 return;
             }
         };
-        let resend = |o: &str| matches!(o, "transfer_failed" | "unreachable");
+        // Sent again: what never reached the AMF, and a send still pending well past the
+        // AMF's timeout (the PCF stopped while it was in flight).
+        let stale =
+            Utc::now().timestamp_millis() - 2 * pcf.ue_policy.amf.config().timeout_ms as i64 - 1000;
+        let resend = |p: &UeDelivery| match p.outcome.as_str() {
+            "transfer_failed" | "unreachable" => true,
+            "pending" => p.updated_ms < stale,
+            _ => false,
+        };
         match &prev {
-            Some(p) if p.ursp_digest == sum && !resend(&p.outcome) => return,
+            Some(p) if p.ursp_digest == sum && !resend(p) => return,
             None if ursp.is_none() => return,
             _ => {}
         }
