@@ -424,85 +424,87 @@ async fn deliver(
         }
     };
     let sum = digest(ursp.as_deref());
-    let (pti, subscription) = {
-        // Held while the PTI is allocated, so two deliveries to one UE never share one.
-        let _held = pcf.hold(&supi).await;
-        let prev = match pcf.store.ue_delivery(&id).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(ue_policy = %id, error = %e, "URSP delivery record not read");
-                return;
-            }
-        };
-        // Sent again: what never reached the AMF, and a send still pending well past the
-        // AMF's timeout (the PCF stopped while it was in flight).
-        let stale =
-            Utc::now().timestamp_millis() - 2 * pcf.ue_policy.amf.config().timeout_ms as i64 - 1000;
-        let resend = |p: &UeDelivery| match p.outcome.as_str() {
+    // Sent again: what never reached the AMF, and a send still pending well past the AMF's
+    // timeout (the PCF stopped while it was in flight).
+    let amf = &pcf.ue_policy.amf;
+    let stale = Utc::now().timestamp_millis() - 2 * amf.config().timeout_ms as i64 - 1000;
+    let needed = |prev: &Option<UeDelivery>| match prev {
+        Some(p) if p.ursp_digest == sum => match p.outcome.as_str() {
             "transfer_failed" | "unreachable" => true,
             "pending" => p.updated_ms < stale,
             _ => false,
-        };
-        match &prev {
-            Some(p) if p.ursp_digest == sum && !resend(p) => return,
-            None if ursp.is_none() => return,
-            _ => {}
-        }
-        // The association may be gone (deleted while this waited): nothing to deliver to.
-        if !matches!(pcf.store.get_assoc(Kind::Ue, &id).await, Ok(Some(_))) {
-            return;
-        }
-        let pti = next_pti(prev.as_ref().map_or(0, |p| p.pti));
-        let subscription = prev.and_then(|p| p.n1_subscription);
-        let d = UeDelivery {
-            assoc_id: id.clone(),
-            pti,
-            ursp_digest: sum.clone(),
-            policy_version: version.clone(),
-            outcome: "pending".into(),
-            n1_subscription: subscription.clone(),
-            updated_ms: Utc::now().timestamp_millis(),
-        };
-        if let Err(e) = pcf.store.put_ue_delivery(d).await {
-            tracing::warn!(ue_policy = %id, error = %e, "URSP delivery record not written");
-            return;
-        }
-        (pti, subscription)
+        },
+        Some(_) => true,
+        None => ursp.is_some(),
     };
-    let amf = &pcf.ue_policy.amf;
-    let root = match amf.find(&request).await {
-        Ok(r) if !r.is_empty() => r[0].trim_end_matches('/').to_string(),
-        Ok(_) | Err(_) => {
-            tracing::warn!(ue_policy = %id, %supi, "no AMF to deliver the URSP through");
-            record(&pcf, &id, pti, "unreachable", Some("pending")).await;
-            stats.unreachable.fetch_add(1, Ordering::Relaxed);
+    // A first look without holding the UE: an update that changes nothing ends here.
+    let first = match pcf.store.ue_delivery(&id).await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(ue_policy = %id, error = %e, "URSP delivery record not read");
             return;
         }
+    };
+    if !needed(&first) {
+        return;
+    }
+    let root = match amf.find(&request).await {
+        Ok(r) if !r.is_empty() => Some(r[0].trim_end_matches('/').to_string()),
+        Ok(_) | Err(_) => None,
     };
     let callbacks = format!("{}/npcf-callback/v1/ue-policy/{id}", pcf.api_root(None));
-    if amf.config().n1_subscribe && subscription.is_none() {
+    // Subscribed before the command is recorded, so that one write records both.
+    let mut fresh = None;
+    let subscribed = first.as_ref().is_some_and(|p| p.n1_subscription.is_some());
+    if let (Some(root), true, false) = (&root, amf.config().n1_subscribe, subscribed) {
         let cb = format!("{callbacks}/n1-message-notify");
-        match amf.subscribe(&root, &supi, &cb, None).await {
-            Ok(uri) => {
-                let d = UeDelivery {
-                    assoc_id: id.clone(),
-                    pti,
-                    ursp_digest: sum.clone(),
-                    policy_version: version.clone(),
-                    outcome: "pending".into(),
-                    n1_subscription: Some(uri),
-                    updated_ms: Utc::now().timestamp_millis(),
-                };
-                if let Err(e) = pcf.store.put_ue_delivery(d).await {
-                    tracing::warn!(ue_policy = %id, error = %e, "N1 subscription not recorded");
-                }
-            }
+        match amf.subscribe(root, &supi, &cb, None).await {
+            Ok(uri) => fresh = Some(uri),
             // The transfer is still worth making: the AMF may relay the answer in an update.
             Err(why) => {
                 tracing::warn!(ue_policy = %id, %why, "no N1 message subscription at the AMF")
             }
         }
     }
+    let pti = {
+        // Held while the PTI is allocated, so two deliveries to one UE never share one.
+        let _held = pcf.hold(&supi).await;
+        let prev = pcf.store.ue_delivery(&id).await.ok().flatten();
+        // Another delivery did it meanwhile, or the association is gone (deleted while this
+        // waited): nothing to send, and no subscription to leave behind.
+        let gone = !matches!(pcf.store.get_assoc(Kind::Ue, &id).await, Ok(Some(_)));
+        let kept = prev.as_ref().and_then(|p| p.n1_subscription.clone());
+        if gone || !needed(&prev) || kept.is_some() {
+            if let Some(extra) = fresh.take() {
+                let pcf = pcf.clone();
+                tokio::spawn(async move { pcf.ue_policy.amf.unsubscribe(&extra).await });
+            }
+        }
+        if gone || !needed(&prev) {
+            return;
+        }
+        let pti = next_pti(prev.as_ref().map_or(0, |p| p.pti));
+        let d = UeDelivery {
+            assoc_id: id.clone(),
+            pti,
+            ursp_digest: sum.clone(),
+            policy_version: version.clone(),
+            outcome: "pending".into(),
+            n1_subscription: kept.or(fresh),
+            updated_ms: Utc::now().timestamp_millis(),
+        };
+        if let Err(e) = pcf.store.put_ue_delivery(d).await {
+            tracing::warn!(ue_policy = %id, error = %e, "URSP delivery record not written");
+            return;
+        }
+        pti
+    };
+    let Some(root) = root else {
+        tracing::warn!(ue_policy = %id, %supi, "no AMF to deliver the URSP through");
+        record(&pcf, &id, pti, "unreachable", Some("pending")).await;
+        stats.unreachable.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
     let n1 = updp::manage_ue_policy_command(pti, section_plmn(&request, &supi), ursp.as_deref());
     let failure = format!("{callbacks}/failure/{pti}");
     match amf.transfer(&root, &supi, &n1, &failure).await {

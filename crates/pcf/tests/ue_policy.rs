@@ -90,7 +90,7 @@ async fn until(pcf: &TestPcf, result: &str, n: u64) {
     panic!("pcf_ursp_deliveries_total{{result={result:?}}} never reached {n}");
 }
 
-/// The next transfer the AMF saw (after the subscription when `subscribed`): its SUPI, the
+/// The next request the AMF saw, a transfer checked against TS 29.518: its SUPI, the
 /// command's PTI and its URSP rules decoded.
 async fn transfer(amf: &mut Amf, specs: &Specs) -> (String, u8, Option<Vec<Value>>) {
     let Seen::Transfer { supi, json, n1 } = amf.next().await else { panic!("not a transfer") };
@@ -293,14 +293,19 @@ async fn rejects_and_transfer_failures_are_recorded_and_a_down_amf_fails_no_crea
     amf.quiet().await;
     pcf.stop().await;
 
-    // An AMF that is down: the create is answered at once all the same.
+    // An AMF that takes the connection and never answers: the create is answered at once all
+    // the same (waiting for the AMF would take its 2 s timeout), the delivery counted after.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_root = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((tcp, _)) = silent.accept().await {
+            open.push(tcp);
+        }
+    });
     let down = PcfConfig {
         policy: Some(project.clone()),
-        amf: AmfConfig {
-            api_root: Some("http://127.0.0.1:9".into()),
-            timeout_ms: 300,
-            n1_subscribe: false,
-        },
+        amf: AmfConfig { api_root: Some(silent_root), timeout_ms: 2000, n1_subscribe: false },
         ..PcfConfig::default()
     };
     let d2 = tempfile::tempdir().unwrap();
@@ -308,11 +313,13 @@ async fn rejects_and_transfer_failures_are_recorded_and_a_down_amf_fails_no_crea
     let t = std::time::Instant::now();
     let r = c.post(&ue(&pcf, "")).json(&amf_request(6, &amf.root)).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 201);
-    assert!(t.elapsed() < Duration::from_millis(300), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert_eq!(metric(&pcf, "unreachable").await, 0);
     until(&pcf, "unreachable", 1).await;
     // The configured AMF is the one asked, not the notificationUri's.
     amf.quiet().await;
     pcf.stop().await;
+    held.abort();
 }
 
 #[tokio::test]
