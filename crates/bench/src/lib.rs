@@ -18,6 +18,7 @@ pub mod scenario;
 pub mod sched;
 pub mod sh;
 pub mod sim;
+mod sim_amf;
 mod sim_h2;
 mod sim_node;
 pub mod stats;

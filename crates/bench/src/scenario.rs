@@ -42,6 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
     ("pcf-sm-internet-30k", include_str!("../../../scenarios/pcf-sm-internet-30k.toml")),
+    ("pcf-am-ue-30k", include_str!("../../../scenarios/pcf-am-ue-30k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -425,6 +426,11 @@ pub enum SimKind {
     /// An IMS application server on Diameter Sh: connects to the UDR's Sh port, sends UDR, PUR
     /// and SNR, answers PNR with PNA (2001).
     AsSh,
+    /// An AMF for the PCF (TS 29.518 Namf_Communication): answers N1N2MessageSubscribe 201,
+    /// N1N2MessageTransfer 200 N1_N2_TRANSFER_INITIATED and then plays the UE, POSTing a
+    /// MANAGE UE POLICY COMPLETE to the subscribed N1 callback (N1MessageNotify); a sink (204)
+    /// for anything else (AM/UE policy UpdateNotify and terminate callbacks).
+    Amf,
 }
 
 impl SimKind {

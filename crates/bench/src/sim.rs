@@ -5,7 +5,8 @@
 //! - SLF: `GET /nudr-group-id-map/v1/nf-group-ids?nf-type=..&subscriberId=..` answers a
 //!   NfGroupIdMapResult (TS 29.504 §6.3) mapping the subscriber to group `<type>-grp-0`;
 //! - peer NRF: `GET /nnrf-disc/v1/nf-instances` answers a SearchResult holding
-//!   `answer_profiles` profiles of `answer_nf_type` (another NRF set's NFs), empty without.
+//!   `answer_profiles` profiles of `answer_nf_type` (another NRF set's NFs), empty without;
+//! - AMF: N1N2MessageSubscribe / Transfer, answering as the UE (`sim_amf.rs`).
 //!
 //! The NFs speak h2c (prior knowledge) to them, served straight on the `h2` crate
 //! (`sim_h2.rs`): the SLF alone takes about as many requests as the whole offered load of the
@@ -41,6 +42,10 @@ pub struct SimCounters {
     pub items: AtomicU64,
     /// Answers that were not 2xx (a request the simulator did not understand).
     pub rejected: AtomicU64,
+    /// Requests the simulator sent itself (the AMF's N1MessageNotify), answered 2xx.
+    pub sent: AtomicU64,
+    /// And those that failed.
+    pub send_failed: AtomicU64,
 }
 
 pub struct RunningSim {
@@ -72,6 +77,8 @@ pub(crate) struct Sim {
     remote: Remote,
     /// The peer NRF's SearchResult.
     search_result: Bytes,
+    /// The AMF's subscriptions and client.
+    amf: Option<Arc<crate::sim_amf::AmfState>>,
 }
 
 /// An answer, decided when the request arrives and sent once the latency has passed.
@@ -100,6 +107,10 @@ impl Sim {
                 .path()
                 .ends_with("/nnrf-disc/v1/nf-instances")
                 .then(|| Reply { status: StatusCode::OK, body: Some(self.search_result.clone()) }),
+            SimKind::Amf => self
+                .amf
+                .as_ref()
+                .and_then(|a| crate::sim_amf::receive(a, &self.counters, method, uri, body)),
             SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => None,
         };
         reply.unwrap_or_else(|| {
@@ -209,6 +220,10 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
         counters: counters.clone(),
         remote: Remote { share: sim.remote_share, nf_types: sim.remote_nf_types.clone() },
         search_result: search_result(sim),
+        amf: match sim.kind {
+            SimKind::Amf => Some(Arc::new(crate::sim_amf::AmfState::new()?)),
+            _ => None,
+        },
     });
     let task = tokio::spawn(async move {
         loop {
@@ -491,6 +506,49 @@ mod tests {
         let body = rsp.split("\r\n\r\n").nth(1).unwrap_or_default();
         assert_eq!(crate::profile_count::count(body.as_bytes()), Some(0), "{rsp}");
         assert_eq!(s.counters.received.load(Ordering::Relaxed), 1);
+    }
+
+    /// The AMF keeps the subscribed N1 callback, takes a transfer (over h2c, as the PCF sends
+    /// it) and POSTs the UE's MANAGE UE POLICY COMPLETE with the command's PTI to the callback.
+    #[tokio::test]
+    async fn the_amf_answers_a_transfer_with_the_ues_complete() {
+        let amf = start(&simulator(SimKind::Amf, 0)).await.unwrap();
+        let pcf = start(&simulator(SimKind::NotificationSink, 0)).await.unwrap();
+        let c = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+        let base = format!("{}/namf-comm/v1/ue-contexts/imsi-001010000000001", amf.base_url());
+        let cb = format!("{}/npcf-callback/v1/ue-policy/a/n1-message-notify", pcf.base_url());
+        let r = c
+            .post(&format!("{base}/n1-n2-messages/subscriptions"))
+            .json(&serde_json::json!({"n1MessageClass": "UPDP", "n1NotifyCallbackUri": cb}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let body = b"--b\r\nContent-Type: application/json\r\n\r\n{}\r\n--b\r\nContent-Type: application/vnd.3gpp.5gnas\r\nContent-Id: n1msg\r\n\r\n\x05\x01\x00\x00\r\n--b--\r\n";
+        let r = c
+            .post(&format!("{base}/n1-n2-messages"))
+            .header(http::header::CONTENT_TYPE, "multipart/related; boundary=b")
+            .body(&body[..])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        for _ in 0..100 {
+            if amf.counters.sent.load(Ordering::Relaxed) == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(amf.counters.sent.load(Ordering::Relaxed), 1);
+        assert_eq!(pcf.counters.received.load(Ordering::Relaxed), 1);
+        // Anything else is a sink: an AM policy UpdateNotify.
+        let r = c
+            .post(&format!("{}/am/1/update", amf.base_url()))
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
     }
 
     /// A peer NRF standing for another NRF set answers with that set's profiles.

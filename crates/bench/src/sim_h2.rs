@@ -96,7 +96,9 @@ fn receive(sim: &Arc<Sim>, req: Request<RecvStream>, respond: SendResponse<Bytes
     }
     let sim = sim.clone();
     tokio::spawn(async move {
-        let Some(body) = drain(body).await else { return };
+        // The AMF reads the whole transfer (the N1 part, with its PTI, comes last).
+        let whole = sim.kind == crate::scenario::SimKind::Amf;
+        let Some(body) = drain(body, whole).await else { return };
         let reply = sim.receive(&parts.method, &parts.uri, &body);
         if !sim.latency.is_zero() {
             tokio::time::sleep(sim.latency).await;
@@ -106,15 +108,16 @@ fn receive(sim: &Arc<Sim>, req: Request<RecvStream>, respond: SendResponse<Bytes
     None
 }
 
-/// A request body, whole (the sink counts the elements of a JSON array); `None` when the
-/// stream was reset.
-async fn drain(mut body: RecvStream) -> Option<Bytes> {
+/// A request body, whole when it is a JSON array (the sink counts its elements) or `keep`;
+/// else its first chunk. `None` when the stream was reset.
+async fn drain(mut body: RecvStream, keep: bool) -> Option<Bytes> {
     let mut whole = Vec::new();
     while let Some(chunk) = body.data().await {
         let chunk = chunk.ok()?;
         let _ = body.flow_control().release_capacity(chunk.len());
-        // Only an array is looked into (its first byte says so); anything else counts as one.
-        if whole.is_empty() && chunk.first() != Some(&b'[') && !chunk.is_empty() {
+        // Only an array is looked into (its first byte says so); anything else counts as one,
+        // unless the simulator reads the body (`keep`).
+        if !keep && whole.is_empty() && chunk.first() != Some(&b'[') && !chunk.is_empty() {
             return drain_rest(body, chunk).await;
         }
         whole.extend_from_slice(&chunk);

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::context::Pcf;
 use crate::notify::Probe;
 use crate::store::{Association, Kind, SmPolicy};
-use crate::{npcf_ampolicycontrol, npcf_smpolicycontrol};
+use crate::{npcf_ampolicycontrol, npcf_smpolicycontrol, npcf_uepolicycontrol};
 
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -144,10 +144,7 @@ async fn check_assoc(pcf: &Arc<Pcf>, a: Association) {
         Probe::Gone => {
             let removed = match a.kind {
                 Kind::Am => npcf_ampolicycontrol::remove(pcf, &a.id).await,
-                Kind::Ue => {
-                    let _held = pcf.hold(&a.supi).await;
-                    pcf.store.delete_assoc(Kind::Ue, &a.id).await.map_err(Into::into)
-                }
+                Kind::Ue => npcf_uepolicycontrol::remove(pcf, &a.id).await,
             };
             match removed {
                 Ok(true) => {

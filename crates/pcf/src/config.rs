@@ -51,6 +51,9 @@ pub struct PcfConfig {
     /// The session audit (`[pcf.audit]`).
     #[serde(default)]
     pub audit: AuditConfig,
+    /// URSP delivery through the AMF (`[pcf.amf]`, Namf_Communication).
+    #[serde(default)]
+    pub amf: AmfConfig,
 }
 
 /// `[pcf.audit]`: asking the SMF or AMF about associations it has not updated for long, and
@@ -92,6 +95,30 @@ impl Default for AuditConfig {
             interval_ms: default_audit_interval_ms(),
             max_per_s: default_audit_max_per_s(),
         }
+    }
+}
+
+/// `[pcf.amf]`: where UE policy (URSP) goes to reach the UE.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AmfConfig {
+    /// The AMF's apiRoot for every UE. Unset: the AMF the NRF finds for the request's `guami`,
+    /// else the authority of the request's `notificationUri`.
+    #[serde(default)]
+    pub api_root: Option<String>,
+    /// How long one Namf_Communication request may take, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Subscribe (N1N2MessageSubscribe, class UPDP) before the first delivery to a UE, so the
+    /// AMF sends the UE's answer to this PCF. Default true; false when the AMF relays it in
+    /// an Npcf_UEPolicyControl_Update (`uePolDelResult`) or is configured with the callback.
+    #[serde(default = "default_true")]
+    pub n1_subscribe: bool,
+}
+
+impl Default for AmfConfig {
+    fn default() -> Self {
+        AmfConfig { api_root: None, timeout_ms: default_udr_timeout_ms(), n1_subscribe: true }
     }
 }
 
@@ -193,6 +220,7 @@ impl Default for PcfConfig {
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
             audit: AuditConfig::default(),
+            amf: AmfConfig::default(),
         }
     }
 }
@@ -221,8 +249,16 @@ impl PcfConfig {
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }
-        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 {
-            return Err("[pcf.udr] and [pcf.bsf] timeout_ms must be > 0".into());
+        if let Some(root) = &self.amf.api_root {
+            let parses = root.parse::<http::Uri>().is_ok_and(|u| u.authority().is_some());
+            if !(root.starts_with("http://") || root.starts_with("https://")) || !parses {
+                return Err(format!(
+                    "[pcf.amf] api_root {root:?} must be an http:// or https:// apiRoot"
+                ));
+            }
+        }
+        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 || self.amf.timeout_ms == 0 {
+            return Err("[pcf.udr], [pcf.bsf] and [pcf.amf] timeout_ms must be > 0".into());
         }
         Ok(())
     }

@@ -7,8 +7,10 @@ use sbi::SbiRequest;
 
 use crate::collision::Collisions;
 use crate::config::PcfConfig;
+use crate::namf_communication::Amf;
 use crate::nbsf_management::Bindings;
 use crate::notify::Notifier;
+use crate::npcf_uepolicycontrol::UePolicy;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
 
@@ -29,6 +31,8 @@ pub struct Pcf {
     pub audit: crate::audit::Stats,
     /// Application sessions' counters (N5).
     pub apps: crate::app_session::Stats,
+    /// URSP delivery to UEs through their AMF.
+    pub ue_policy: UePolicy,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
@@ -44,6 +48,8 @@ impl Pcf {
         notifier: Notifier,
         scheme: &'static str,
     ) -> Self {
+        // The AMF is reached with the same SBI client as the SMFs.
+        let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
         Pcf {
             config,
             policy,
@@ -54,6 +60,7 @@ impl Pcf {
             notifier,
             audit: Default::default(),
             apps: Default::default(),
+            ue_policy,
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -57,6 +57,7 @@ pub(crate) async fn decide_with(
         match service {
             Service::Sm => pcf.policy_data.sm_data(supi).await,
             Service::Am => pcf.policy_data.am_data(supi).await,
+            Service::Ue => pcf.policy_data.ue_policy_set(supi).await,
             _ => Fetched::Off,
         }
     };

@@ -15,6 +15,9 @@
 //!   finds UDRs and BSFs;
 //! - [`audit`] asks SMFs and AMFs about associations not updated for long and removes those
 //!   they no longer know;
+//! - [`npcf_uepolicycontrol`] is Npcf_UEPolicyControl and the URSP delivery: [`ursp`] encodes
+//!   URSP (TS 24.526), [`ue_policy_delivery`] the MANAGE UE POLICY messages (TS 24.501 Annex
+//!   D), [`namf_communication`] sends them through the AMF (TS 29.518);
 //! - [`policy_admin`] shows and deploys the policy project in force; [`collision`] serializes
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
@@ -33,16 +36,20 @@ pub mod decide;
 pub mod default_policy;
 pub mod metrics;
 pub mod models;
+pub mod namf_communication;
 pub mod nbsf_management;
 pub mod notify;
 pub mod npcf_ampolicycontrol;
 pub mod npcf_policyauthorization;
 pub mod npcf_smpolicycontrol;
+pub mod npcf_uepolicycontrol;
 pub mod nudr_notify;
 pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod producers;
 pub mod store;
+pub mod ue_policy_delivery;
+pub mod ursp;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -81,11 +88,15 @@ const NPCF_AM_POLICY_CONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.1")];
 /// And of Npcf_PolicyAuthorization (TS 29.514 Rel-17).
 const NPCF_POLICYAUTHORIZATION_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.3")];
 
+/// And of Npcf_UEPolicyControl (TS 29.525 Rel-17).
+const NPCF_UE_POLICY_CONTROL_VERSIONS: &[(&str, &str)] = &[("v1", "1.2.1")];
+
 /// The routes over `pcf`: the 3GPP services, and the policy admin endpoint when configured.
 pub fn router(pcf: Arc<Pcf>) -> Router {
     use npcf_ampolicycontrol as am;
     use npcf_policyauthorization as pa;
     use npcf_smpolicycontrol as sm;
+    use npcf_uepolicycontrol as ue;
     let admin = pcf.config.policy_admin;
     let mut b = Router::builder(pcf)
         .route(
@@ -171,6 +182,42 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
             "/npcf-policyauthorization/v1/app-sessions/{appSessionId}/events-subscription",
             "Npcf_PolicyAuthorization_Unsubscribe",
             pa::delete_events,
+        )
+        .route(
+            Method::POST,
+            "/npcf-ue-policy-control/v1/policies",
+            "Npcf_UEPolicyControl_Create",
+            ue::create,
+        )
+        .route(
+            Method::GET,
+            "/npcf-ue-policy-control/v1/policies/{polAssoId}",
+            "Npcf_UEPolicyControl_Get",
+            ue::get,
+        )
+        .route(
+            Method::POST,
+            "/npcf-ue-policy-control/v1/policies/{polAssoId}/update",
+            "Npcf_UEPolicyControl_Update",
+            ue::update,
+        )
+        .route(
+            Method::DELETE,
+            "/npcf-ue-policy-control/v1/policies/{polAssoId}",
+            "Npcf_UEPolicyControl_Delete",
+            ue::delete,
+        )
+        .route(
+            Method::POST,
+            ue::N1_NOTIFY_PATH,
+            "Namf_Communication_N1MessageNotify",
+            ue::n1_message_notify,
+        )
+        .route(
+            Method::POST,
+            ue::FAILURE_PATH,
+            "Namf_Communication_N1N2TransferFailureNotification",
+            ue::n1n2_failure,
         )
         .route(
             Method::POST,
@@ -295,10 +342,17 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             addr.port(),
             NPCF_POLICYAUTHORIZATION_VERSIONS,
         )
+        .versioned_service(
+            "npcf-ue-policy-control",
+            scheme,
+            addr.port(),
+            NPCF_UE_POLICY_CONTROL_VERSIONS,
+        )
         .build();
     serving.register(profile)?;
     if let Some(nrf) = serving.nrf_client() {
         pcf.policy_data.use_nrf(nrf.clone());
+        pcf.ue_policy.amf.use_nrf(nrf.clone());
         pcf.bindings.use_nrf(nrf);
     }
     pcf.bindings.set_own(serving.instance_id(), serving.advertised_ipv4(), addr.port());

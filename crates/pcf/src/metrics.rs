@@ -18,6 +18,8 @@
 //!   sessions (N5) created, modified, deleted by the AF, ended with their SM association;
 //! - `pcf_af_notifications_total{kind="notify"|"terminate", result="ok"|"failed"}`: events
 //!   and terminations sent to AFs;
+//! - `pcf_ursp_deliveries_total{result="initiated"|"complete"|"rejected"|"transfer_failed"|
+//!   "unreachable"|"invalid"}`: URSP sent to UEs through their AMF, and how it went;
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -203,6 +205,17 @@ impl Collector for PolicyCollector {
         ] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("kind", kind), ("result", result)])?)?;
+        }
+
+        let mut e = encoder.encode_descriptor(
+            "pcf_ursp_deliveries",
+            "URSP deliveries to UEs through the AMF, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in pcf.ue_policy.stats.by_result() {
+            let c = ConstCounter::new(n);
+            c.encode(e.encode_family(&[("result", result)])?)?;
         }
 
         let col = &pcf.collisions;

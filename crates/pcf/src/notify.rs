@@ -57,6 +57,10 @@ impl Notifier {
         }
     }
 
+    pub fn client(&self) -> &SbiClient {
+        &self.client
+    }
+
     /// POSTs an SmPolicyNotification to `uri`; 200 and 204 are success.
     pub async fn update_notify(&self, uri: &str, body: &Value) {
         let sent = self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await;

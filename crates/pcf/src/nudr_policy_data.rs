@@ -1,6 +1,7 @@
 //! The PCF's policy data source: Nudr_DataRepository policy data on the UDR (TS 29.519, N36),
 //! read as `subscriber` for the engine. SM decisions read `ues/{supi}/sm-data` (SmPolicyData),
-//! AM decisions `ues/{supi}/am-data` (AmPolicyData).
+//! AM decisions `ues/{supi}/am-data` (AmPolicyData), UE decisions `ues/{supi}/ue-policy-set`
+//! (UePolicySet).
 //!
 //! The UDR is `[pcf.udr] api_root` when set, else found through the NRF (NFDiscover of a UDR
 //! with nudr-dr for the SUPI; the answer cached as the NRF's validity period allows), trying
@@ -212,6 +213,11 @@ impl PolicyData {
     /// The subscriber's AmPolicyData.
     pub async fn am_data(&self, supi: &str) -> Fetched {
         self.read(supi, "am-data").await
+    }
+
+    /// The subscriber's UePolicySet (TS 29.519 `ues/{supi}/ue-policy-set`).
+    pub async fn ue_policy_set(&self, supi: &str) -> Fetched {
+        self.read(supi, "ue-policy-set").await
     }
 
     /// `ues/{supi}/{part}` of the UDR's policy data.

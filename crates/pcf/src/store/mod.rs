@@ -101,6 +101,26 @@ pub struct AppSession {
     pub updated_ms: i64,
 }
 
+/// What was delivered to a UE of its UE policy association's URSP (TS 24.501 Annex D) and
+/// how it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UeDelivery {
+    pub assoc_id: String,
+    /// The PTI of the last MANAGE UE POLICY COMMAND (1..=254; the next one is allocated after it).
+    pub pti: u8,
+    /// Digest of the URSP that command carried (empty: the section was deleted), so an
+    /// unchanged decision is not sent again.
+    pub ursp_digest: String,
+    /// The policy version that decided it.
+    pub policy_version: String,
+    /// `pending` (being sent), `initiated` (the AMF took it), `complete`, `rejected`,
+    /// `transfer_failed` or `unreachable`.
+    pub outcome: String,
+    /// The N1 message subscription at the AMF (N1N2MessageSubscribe), to remove at delete.
+    pub n1_subscription: Option<String>,
+    pub updated_ms: i64,
+}
+
 /// A subscriber's state variables to merge (a value of `null` removes one).
 pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
 
@@ -112,6 +132,7 @@ pub struct Snapshot {
     /// Every subscriber with state variables or a policy data subscription.
     pub subscribers: Vec<(String, Subscriber)>,
     pub apps: Vec<AppSession>,
+    pub ue_deliveries: Vec<UeDelivery>,
 }
 
 /// Merges `updates` into `ssv` as the store does: a `null` removes the variable.
@@ -172,6 +193,26 @@ pub trait PcfStore: Send + Sync {
 
     /// Removes an association; false when there was none.
     fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool>;
+
+    /// The URSP delivery record of a UE policy association.
+    fn ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>>;
+
+    /// Writes a UE policy association's delivery record (replacing the one before).
+    fn put_ue_delivery(&self, d: UeDelivery) -> StoreFuture<'_, ()>;
+
+    /// Sets the outcome of the command with `pti`, when it is still the last one sent (and,
+    /// with `only_from`, when its outcome is that one: a late AMF answer does not overwrite the
+    /// UE's); false when nothing changed.
+    fn ue_delivery_outcome(
+        &self,
+        assoc_id: &str,
+        pti: u8,
+        outcome: &'static str,
+        only_from: Option<&'static str>,
+    ) -> StoreFuture<'_, bool>;
+
+    /// Removes a delivery record (its association was deleted); what it was.
+    fn delete_ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>>;
 
     /// Associations stored (for the log line at start and for tests).
     fn count_sm(&self) -> StoreFuture<'_, u64>;

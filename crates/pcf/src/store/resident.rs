@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::{
     merge_ssv, AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates,
-    StoreFuture, Subscriber, UeAddress,
+    StoreFuture, Subscriber, UeAddress, UeDelivery,
 };
 
 #[derive(Default)]
@@ -41,6 +41,8 @@ struct State {
     apps: FxHashMap<String, AppSession>,
     /// Application session ids per SM association.
     apps_of: FxHashMap<String, Vec<String>>,
+    /// URSP delivery records by UE policy association.
+    deliveries: FxHashMap<String, UeDelivery>,
 }
 
 /// SM association ids by the UE address of their context: IPv4 addresses, and IPv6 prefixes
@@ -185,6 +187,9 @@ impl Resident {
         }
         for a in snap.apps {
             state.insert_app(a);
+        }
+        for d in snap.ue_deliveries {
+            state.deliveries.insert(d.assoc_id.clone(), d);
         }
         Ok(Resident { inner, state: Mutex::new(state) })
     }
@@ -377,8 +382,51 @@ impl PcfStore for Resident {
             associations: s.assoc.values().cloned().collect(),
             subscribers: s.subscribers.keys().map(|k| (k.clone(), s.subscriber(k))).collect(),
             apps: s.apps.values().cloned().collect(),
+            ue_deliveries: s.deliveries.values().cloned().collect(),
         };
         ready(snap)
+    }
+
+    fn ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        ready(self.state().deliveries.get(assoc_id).cloned())
+    }
+
+    fn put_ue_delivery(&self, d: UeDelivery) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.inner.put_ue_delivery(d.clone()).await?;
+            self.state().deliveries.insert(d.assoc_id.clone(), d);
+            Ok(())
+        })
+    }
+
+    fn ue_delivery_outcome(
+        &self,
+        assoc_id: &str,
+        pti: u8,
+        outcome: &'static str,
+        only_from: Option<&'static str>,
+    ) -> StoreFuture<'_, bool> {
+        let id = assoc_id.to_string();
+        Box::pin(async move {
+            if !self.inner.ue_delivery_outcome(&id, pti, outcome, only_from).await? {
+                return Ok(false);
+            }
+            if let Some(d) = self.state().deliveries.get_mut(&id) {
+                // The store's condition held: the same holds here.
+                d.outcome = outcome.to_string();
+                d.updated_ms = chrono::Utc::now().timestamp_millis();
+            }
+            Ok(true)
+        })
+    }
+
+    fn delete_ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        let id = assoc_id.to_string();
+        Box::pin(async move {
+            let gone = self.inner.delete_ue_delivery(&id).await?;
+            self.state().deliveries.remove(&id);
+            Ok(gone)
+        })
     }
 
     fn sm_of_ue(

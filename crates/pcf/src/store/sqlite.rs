@@ -6,10 +6,10 @@ use store::{Migration, SqliteStore};
 
 use super::{
     AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture,
-    Subscriber,
+    Subscriber, UeDelivery,
 };
 
-pub const MIGRATIONS: [Migration; 6] = [
+pub const MIGRATIONS: [Migration; 7] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -50,6 +50,18 @@ pub const MIGRATIONS: [Migration; 6] = [
             PRIMARY KEY (kind, assoc_id)
         );
         CREATE INDEX pcf_policy_association_supi ON pcf_policy_association (supi)",
+    ),
+    Migration::new(
+        "pcf-0007-ue-delivery",
+        "CREATE TABLE pcf_ue_delivery (
+            assoc_id TEXT PRIMARY KEY NOT NULL,
+            pti INTEGER NOT NULL,
+            ursp_digest TEXT NOT NULL,
+            policy_version TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            n1_subscription TEXT,
+            updated_ms INTEGER NOT NULL
+        )",
     ),
     Migration::new(
         "pcf-0008-app-session",
@@ -142,6 +154,21 @@ fn row<T>(
     f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {
     c.prepare_cached(sql)?.query_row(p, f)
+}
+
+const UE_DELIVERY_COLUMNS: &str =
+    "assoc_id, pti, ursp_digest, policy_version, outcome, n1_subscription, updated_ms";
+
+fn ue_delivery_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UeDelivery> {
+    Ok(UeDelivery {
+        assoc_id: r.get(0)?,
+        pti: r.get(1)?,
+        ursp_digest: r.get(2)?,
+        policy_version: r.get(3)?,
+        outcome: r.get(4)?,
+        n1_subscription: r.get(5)?,
+        updated_ms: r.get(6)?,
+    })
 }
 
 #[derive(Clone)]
@@ -436,6 +463,10 @@ impl PcfStore for SqlitePcfStore {
             let sql = format!("SELECT {APP_COLUMNS} FROM pcf_app_session");
             let mut st = c.prepare(&sql)?;
             snap.apps = st.query_map([], app_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let sql = format!("SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery");
+            let mut st = c.prepare(&sql)?;
+            snap.ue_deliveries =
+                st.query_map([], ue_delivery_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(snap)
         }))
     }
@@ -464,6 +495,77 @@ impl PcfStore for SqlitePcfStore {
                 out.push(row??);
             }
             Ok(out)
+        }))
+    }
+
+    fn ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        let id = assoc_id.to_string();
+        Box::pin(self.db.read(move |c| {
+            Ok(row(
+                c,
+                &format!("SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery WHERE assoc_id = ?1"),
+                params![id],
+                ue_delivery_row,
+            )
+            .optional()?)
+        }))
+    }
+
+    fn put_ue_delivery(&self, d: UeDelivery) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| {
+            exec(
+                tx,
+                &format!(
+                    "INSERT OR REPLACE INTO pcf_ue_delivery ({UE_DELIVERY_COLUMNS})
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
+                params![
+                    d.assoc_id,
+                    d.pti,
+                    d.ursp_digest,
+                    d.policy_version,
+                    d.outcome,
+                    d.n1_subscription,
+                    d.updated_ms
+                ],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn ue_delivery_outcome(
+        &self,
+        assoc_id: &str,
+        pti: u8,
+        outcome: &'static str,
+        only_from: Option<&'static str>,
+    ) -> StoreFuture<'_, bool> {
+        let id = assoc_id.to_string();
+        let now = chrono::Utc::now().timestamp_millis();
+        Box::pin(self.db.write(move |tx| {
+            Ok(exec(
+                tx,
+                "UPDATE pcf_ue_delivery SET outcome = ?3, updated_ms = ?5
+                 WHERE assoc_id = ?1 AND pti = ?2 AND (?4 IS NULL OR outcome = ?4)",
+                params![id, pti, outcome, only_from, now],
+            )? > 0)
+        }))
+    }
+
+    fn delete_ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
+        let id = assoc_id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let d = row(
+                tx,
+                &format!("SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery WHERE assoc_id = ?1"),
+                params![id],
+                ue_delivery_row,
+            )
+            .optional()?;
+            if d.is_some() {
+                exec(tx, "DELETE FROM pcf_ue_delivery WHERE assoc_id = ?1", params![id])?;
+            }
+            Ok(d)
         }))
     }
 
