@@ -105,7 +105,14 @@ pub(crate) async fn decide_with(
         }
     };
     let subscriber = found.as_deref().unwrap_or(&Value::Null);
-    let input = Input { request, subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
+    let input = Input {
+        request,
+        subscriber,
+        ssv: &ssv,
+        node: node(request),
+        now: Utc::now(),
+        spending: Input::empty(),
+    };
     let (outcome, project) = pcf.policy.evaluate(service, input);
     if let Some(e) = &outcome.error {
         tracing::warn!(
