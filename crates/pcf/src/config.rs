@@ -47,6 +47,33 @@ pub struct PcfConfig {
     /// PCF bindings at the BSF (`[pcf.bsf]`, N7-Nbsf).
     #[serde(default)]
     pub bsf: BsfConfig,
+
+    /// Spending limit subscriptions at the CHF (`[pcf.chf]`, N28).
+    #[serde(default)]
+    pub chf: ChfConfig,
+}
+
+/// `[pcf.chf]`: subscribing to the subscriber's spending limit statuses at the CHF
+/// (Nchf_SpendingLimitControl, TS 29.594) for the policy counters the project reads.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChfConfig {
+    /// Subscribe with a subscriber's first SM association when the project lists `[spending]
+    /// counters`, unsubscribe with its last. Default false (the reference's "SM-Nchf" toggle).
+    #[serde(default)]
+    pub enabled: bool,
+    /// The CHF's apiRoot. Unset: discovered through `[pcf.nrf]`.
+    #[serde(default)]
+    pub api_root: Option<String>,
+    /// How long a subscribe or unsubscribe may take, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl Default for ChfConfig {
+    fn default() -> Self {
+        ChfConfig { enabled: false, api_root: None, timeout_ms: default_udr_timeout_ms() }
+    }
 }
 
 /// `[pcf.bsf]`: registering this PCF's bindings at the BSF.
@@ -146,6 +173,7 @@ impl Default for PcfConfig {
             collision_lease_ms: default_collision_lease_ms(),
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
+            chf: ChfConfig::default(),
         }
     }
 }
@@ -171,8 +199,15 @@ impl PcfConfig {
                 ));
             }
         }
-        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 {
-            return Err("[pcf.udr] and [pcf.bsf] timeout_ms must be > 0".into());
+        if let Some(root) = &self.chf.api_root {
+            if !(root.starts_with("http://") || root.starts_with("https://")) {
+                return Err(format!(
+                    "[pcf.chf] api_root {root:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 || self.chf.timeout_ms == 0 {
+            return Err("[pcf.udr], [pcf.bsf] and [pcf.chf] timeout_ms must be > 0".into());
         }
         Ok(())
     }

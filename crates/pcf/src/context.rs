@@ -8,6 +8,7 @@ use sbi::SbiRequest;
 use crate::collision::Collisions;
 use crate::config::PcfConfig;
 use crate::nbsf_management::Bindings;
+use crate::nchf_spendinglimitcontrol::Chf;
 use crate::notify::Notifier;
 use crate::nudr_policy_data::PolicyData;
 use crate::store::PcfStore;
@@ -25,12 +26,15 @@ pub struct Pcf {
     pub bindings: Bindings,
     /// UpdateNotify to SMFs.
     pub notifier: Notifier,
+    /// Spending limit subscriptions at the CHF (N28).
+    pub chf: Chf,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
 }
 
 impl Pcf {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: PcfConfig,
         policy: Arc<Deployed>,
@@ -38,6 +42,7 @@ impl Pcf {
         policy_data: PolicyData,
         bindings: Bindings,
         notifier: Notifier,
+        chf: Chf,
         scheme: &'static str,
     ) -> Self {
         Pcf {
@@ -48,6 +53,7 @@ impl Pcf {
             collisions: Collisions::default(),
             bindings,
             notifier,
+            chf,
             scheme,
             local_authority: OnceLock::new(),
         }

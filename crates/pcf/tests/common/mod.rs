@@ -2,6 +2,7 @@
 //! client, the TS 29.512 schemas, and the SmPolicyContextData an SMF sends.
 #![allow(dead_code)]
 
+pub mod chf;
 pub mod peers;
 
 use std::path::{Path, PathBuf};
