@@ -42,6 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
     ("pcf-sm-internet-30k", include_str!("../../../scenarios/pcf-sm-internet-30k.toml")),
+    ("pcf-sm-internet-30k-chf", include_str!("../../../scenarios/pcf-sm-internet-30k-chf.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -425,6 +426,9 @@ pub enum SimKind {
     /// An IMS application server on Diameter Sh: connects to the UDR's Sh port, sends UDR, PUR
     /// and SNR, answers PNR with PNA (2001).
     AsSh,
+    /// A CHF (Nchf_SpendingLimitControl, TS 29.594): subscribe 201 with a status per requested
+    /// counter and `Location`, unsubscribe (DELETE) 204, both counted.
+    Chf,
 }
 
 impl SimKind {
