@@ -33,7 +33,7 @@ use serde_json::{json, Map, Value};
 use crate::config::ChfConfig;
 use crate::context::Pcf;
 use crate::producers::Producers;
-use crate::store::ChfSubscription;
+use crate::store::{ChfSubscription, PcfStore, SmPolicy, SsvUpdates};
 
 /// Where the CHF's notifications for subscriber `{supi}` go: the notifUri given is
 /// `{apiRoot}` + this prefix + the SUPI; TS 29.594 appends `/notify` and `/terminate`.
@@ -193,15 +193,41 @@ impl Chf {
         None
     }
 
-    /// A subscription made for a create, once its commit holds it.
-    pub(crate) fn keep(&self, supi: &str, s: Arc<Spending>) {
-        self.subs().insert(supi.to_string(), s);
+    /// Stores a new SM association ([`PcfStore::create_sm`]) with `made`, the subscription
+    /// made for it, in the same commit; kept here once committed, removed at the CHF if the
+    /// commit fails.
+    pub(crate) async fn create_sm(
+        &self,
+        store: &dyn PcfStore,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+        made: Option<Arc<Spending>>,
+    ) -> Result<(), NfError> {
+        let Some(s) = made else {
+            return Ok(store.create_sm(policy, ssv, udr_subscription).await?);
+        };
+        let supi = policy.supi.clone();
+        let kept = ChfSubscription {
+            supi: supi.clone(),
+            uri: s.uri.clone(),
+            statuses: s.statuses.clone(),
+        };
+        if let Err(e) = store.create_sm_with_chf(policy, ssv, udr_subscription, kept).await {
+            self.release(Some(&s)).await;
+            return Err(e.into());
+        }
+        self.subs().insert(supi, s);
+        Ok(())
     }
 
-    /// The subscription the store had for `supi` is gone (the last association, or the CHF's
-    /// termination).
-    pub fn forget(&self, supi: &str) {
-        self.subs().remove(supi);
+    /// The subscriber's last association was deleted, and with it the subscription at `uri`
+    /// the store had: forgotten here and removed at the CHF.
+    pub(crate) async fn deleted(&self, supi: &str, uri: Option<&str>) {
+        if let Some(uri) = uri {
+            self.subs().remove(supi);
+            self.unsubscribe(uri).await;
+        }
     }
 
     /// `DELETE` of a subscription (TS 29.594 §4.2.3.2); a failure is logged and counted.

@@ -84,24 +84,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         updated_ms: Utc::now().timestamp_millis(),
         binding,
     };
-    let created = match &chf {
-        Some(c) => {
-            let c = crate::store::ChfSubscription {
-                supi: supi.clone(),
-                uri: c.uri.clone(),
-                statuses: c.statuses.clone(),
-            };
-            pcf.store.create_sm_with_chf(stored, ssv_updates, udr_subscription, c).await
-        }
-        None => pcf.store.create_sm(stored, ssv_updates, udr_subscription).await,
-    };
-    if let Err(e) = created {
-        pcf.chf.release(chf.as_deref()).await;
-        return Err(e.into());
-    }
-    if let Some(c) = chf {
-        pcf.chf.keep(&supi, c);
-    }
+    pcf.chf.create_sm(&*pcf.store, stored, ssv_updates, udr_subscription, chf).await?;
     // The subscription keeps the data true from now on: the session's updates read no UDR.
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
@@ -199,12 +182,7 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             pcf.policy_data.unsubscribe(uri).await;
         }
     };
-    let unsubscribe_chf = async {
-        if let Some(uri) = &deleted.chf_subscription {
-            pcf.chf.forget(&deleted.supi);
-            pcf.chf.unsubscribe(uri).await;
-        }
-    };
+    let unsubscribe_chf = pcf.chf.deleted(&deleted.supi, deleted.chf_subscription.as_deref());
     tokio::join!(unbind, unsubscribe, unsubscribe_chf);
     tracing::debug!(sm_policy = %id, "SM policy deleted");
     Ok(empty_response(StatusCode::NO_CONTENT))
