@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
-use crate::nchf_spendinglimitcontrol::{ForCreate, Spending};
+use crate::nchf_spendinglimitcontrol::{Spending, SpendingRead};
 use crate::nudr_policy_data::Fetched;
 use crate::store::Subscriber;
 
@@ -54,7 +54,7 @@ pub(crate) async fn decide_with(
     supi: &str,
     kept: Option<Subscriber>,
 ) -> Result<Decided, NfError> {
-    let spending = ForCreate { spending: pcf.chf.spending(supi), new: false };
+    let spending = SpendingRead { spending: pcf.chf.spending(supi), new: false };
     decide_inner(pcf, service, request, supi, kept, async { spending }).await
 }
 
@@ -76,7 +76,7 @@ async fn decide_inner(
     request: &Value,
     supi: &str,
     kept: Option<Subscriber>,
-    spending: impl std::future::Future<Output = ForCreate>,
+    spending: impl std::future::Future<Output = SpendingRead>,
 ) -> Result<Decided, NfError> {
     let data = async {
         match service {

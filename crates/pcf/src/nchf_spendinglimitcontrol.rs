@@ -72,8 +72,8 @@ pub struct Chf {
     pub stats: Stats,
 }
 
-/// What a new SM association's decision reads of the subscriber's spending statuses.
-pub(crate) struct ForCreate {
+/// What a decision reads of the subscriber's spending limit statuses.
+pub(crate) struct SpendingRead {
     pub spending: Option<Arc<Spending>>,
     /// The subscription made for this create, to be stored in its commit.
     pub new: bool,
@@ -128,17 +128,17 @@ impl Chf {
         supi: &str,
         context: &Value,
         counters: &[String],
-    ) -> ForCreate {
+    ) -> SpendingRead {
         if let Some(s) = self.spending(supi) {
-            return ForCreate { spending: Some(s), new: false };
+            return SpendingRead { spending: Some(s), new: false };
         }
         if counters.is_empty() || !self.is_on() {
-            return ForCreate { spending: None, new: false };
+            return SpendingRead { spending: None, new: false };
         }
         let notif = format!("{}{CALLBACK_PREFIX}{supi}", pcf.api_root(None));
         let gpsi = context.get("gpsi").and_then(Value::as_str);
         let spending = self.subscribe(supi, gpsi, counters, &notif).await;
-        ForCreate { new: spending.is_some(), spending }
+        SpendingRead { new: spending.is_some(), spending }
     }
 
     /// `POST subscriptions` (TS 29.594 §4.2.2.2); the subscription, or None (logged, counted).
