@@ -43,6 +43,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
     ("pcf-sm-internet-30k", include_str!("../../../scenarios/pcf-sm-internet-30k.toml")),
     ("pcf-am-ue-30k", include_str!("../../../scenarios/pcf-am-ue-30k.toml")),
+    ("pcf-sm-mix-43k", include_str!("../../../scenarios/pcf-sm-mix-43k.toml")),
+    ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -431,6 +433,9 @@ pub enum SimKind {
     /// MANAGE UE POLICY COMPLETE to the subscribed N1 callback (N1MessageNotify); a sink (204)
     /// for anything else (AM/UE policy UpdateNotify and terminate callbacks).
     Amf,
+    /// A CHF (Nchf_SpendingLimitControl, TS 29.594): subscribe 201 with a status per requested
+    /// counter and `Location`, unsubscribe (DELETE) 204, both counted.
+    Chf,
 }
 
 impl SimKind {

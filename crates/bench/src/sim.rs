@@ -7,6 +7,9 @@
 //! - peer NRF: `GET /nnrf-disc/v1/nf-instances` answers a SearchResult holding
 //!   `answer_profiles` profiles of `answer_nf_type` (another NRF set's NFs), empty without;
 //! - AMF: N1N2MessageSubscribe / Transfer, answering as the UE (`sim_amf.rs`).
+//! - CHF: Nchf_SpendingLimitControl (TS 29.594): `POST .../subscriptions` answers 201 with a
+//!   SpendingLimitStatus (a `valid` status per requested counter) and `Location`, `DELETE
+//!   .../subscriptions/{id}` 204.
 //!
 //! The NFs speak h2c (prior knowledge) to them, served straight on the `h2` crate
 //! (`sim_h2.rs`): the SLF alone takes about as many requests as the whole offered load of the
@@ -46,6 +49,9 @@ pub struct SimCounters {
     pub sent: AtomicU64,
     /// And those that failed.
     pub send_failed: AtomicU64,
+    /// CHF: subscriptions made, and removed.
+    pub created: AtomicU64,
+    pub deleted: AtomicU64,
 }
 
 pub struct RunningSim {
@@ -79,6 +85,8 @@ pub(crate) struct Sim {
     search_result: Bytes,
     /// The AMF's subscriptions and client.
     amf: Option<Arc<crate::sim_amf::AmfState>>,
+    /// `http://addr`: the CHF's subscriptions' `Location` starts with it.
+    base: String,
 }
 
 /// An answer, decided when the request arrives and sent once the latency has passed.
@@ -86,6 +94,14 @@ pub(crate) struct Reply {
     pub(crate) status: StatusCode,
     /// A JSON body (`application/json`), or none.
     pub(crate) body: Option<Bytes>,
+    /// A `Location` header (a CHF subscription's), or none.
+    pub(crate) location: Option<String>,
+}
+
+impl Reply {
+    pub(crate) fn of(status: StatusCode, body: Option<Bytes>) -> Reply {
+        Reply { status, body, location: None }
+    }
 }
 
 impl Sim {
@@ -101,12 +117,13 @@ impl Sim {
         };
         c.items.fetch_add(items as u64, Ordering::Relaxed);
         let reply = match self.kind {
-            SimKind::NotificationSink => Some(Reply { status: StatusCode::NO_CONTENT, body: None }),
+            SimKind::NotificationSink => Some(Reply::of(StatusCode::NO_CONTENT, None)),
+            SimKind::Chf => self.chf(method, uri, body),
             SimKind::Slf => self.slf(method, uri),
             SimKind::PeerNrf => uri
                 .path()
                 .ends_with("/nnrf-disc/v1/nf-instances")
-                .then(|| Reply { status: StatusCode::OK, body: Some(self.search_result.clone()) }),
+                .then(|| Reply::of(StatusCode::OK, Some(self.search_result.clone()))),
             SimKind::Amf => self
                 .amf
                 .as_ref()
@@ -116,16 +133,15 @@ impl Sim {
         reply.unwrap_or_else(|| {
             c.rejected.fetch_add(1, Ordering::Relaxed);
             match self.kind {
-                SimKind::Slf => Reply {
-                    status: StatusCode::BAD_REQUEST,
-                    body: Some(Bytes::from_static(
+                SimKind::Slf => Reply::of(
+                    StatusCode::BAD_REQUEST,
+                    Some(Bytes::from_static(
                         br#"{"status":400,"cause":"MANDATORY_QUERY_PARAM_MISSING"}"#,
                     )),
-                },
-                _ => Reply {
-                    status: StatusCode::NOT_FOUND,
-                    body: Some(Bytes::from_static(br#"{"status":404}"#)),
-                },
+                ),
+                _ => {
+                    Reply::of(StatusCode::NOT_FOUND, Some(Bytes::from_static(br#"{"status":404}"#)))
+                }
             }
         })
     }
@@ -161,7 +177,46 @@ impl Sim {
         b.extend_from_slice(br#""},"subscriberId":"#);
         push_json_str(&mut b, sub.as_bytes(), false);
         b.push(b'}');
-        Some(Reply { status: StatusCode::OK, body: Some(Bytes::from(b)) })
+        Some(Reply::of(StatusCode::OK, Some(Bytes::from(b))))
+    }
+
+    /// The CHF's answer: a subscribe's 201 with a `valid` status per requested policy counter
+    /// and the new subscription's `Location`, an unsubscribe's 204; `None` for anything else.
+    fn chf(&self, method: &Method, uri: &Uri, body: &[u8]) -> Option<Reply> {
+        const SUBS: &str = "/nchf-spendinglimitcontrol/v1/subscriptions";
+        let path = uri.path();
+        if method == Method::DELETE && path.contains(SUBS) && !path.ends_with(SUBS) {
+            self.counters.deleted.fetch_add(1, Ordering::Relaxed);
+            return Some(Reply::of(StatusCode::NO_CONTENT, None));
+        }
+        if method != Method::POST || !path.ends_with(SUBS) {
+            return None;
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Context {
+            supi: String,
+            policy_counter_ids: Vec<String>,
+        }
+        let ctx: Context = serde_json::from_slice(body).ok()?;
+        if ctx.policy_counter_ids.is_empty() {
+            return None;
+        }
+        let infos: serde_json::Map<String, serde_json::Value> = ctx
+            .policy_counter_ids
+            .iter()
+            .map(|c| {
+                let info = serde_json::json!({"policyCounterId": c, "currentStatus": "valid"});
+                (c.clone(), info)
+            })
+            .collect();
+        let status = serde_json::json!({"supi": ctx.supi, "statusInfos": infos});
+        let id = self.counters.created.fetch_add(1, Ordering::Relaxed) + 1;
+        Some(Reply {
+            status: StatusCode::CREATED,
+            body: Some(Bytes::from(serde_json::to_vec(&status).ok()?)),
+            location: Some(format!("{}{path}/{id}", self.base)),
+        })
     }
 }
 
@@ -224,6 +279,7 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
             SimKind::Amf => Some(Arc::new(crate::sim_amf::AmfState::new()?)),
             _ => None,
         },
+        base: format!("http://{addr}"),
     });
     let task = tokio::spawn(async move {
         loop {
@@ -345,6 +401,9 @@ async fn answer(
     let mut rsp = Response::builder().status(reply.status);
     if reply.body.is_some() {
         rsp = rsp.header("content-type", "application/json");
+    }
+    if let Some(l) = &reply.location {
+        rsp = rsp.header("location", l);
     }
     Ok(rsp.body(Full::new(reply.body.unwrap_or_default())).unwrap())
 }
@@ -489,6 +548,55 @@ mod tests {
         assert_eq!(s.counters.received.load(Ordering::Relaxed), 2);
         assert_eq!(s.counters.items.load(Ordering::Relaxed), 4);
         assert_eq!(s.counters.rejected.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn the_chf_subscribes_with_a_status_per_counter_and_a_location_then_unsubscribes() {
+        let s = start(&simulator(SimKind::Chf, 0)).await.unwrap();
+        let conn = H2Conn::new(&s.base_url(), Duration::from_secs(5)).unwrap();
+        let body = br#"{"supi":"imsi-001010000000001","policyCounterIds":["data-cap","roaming"],"notifUri":"http://pcf/cb"}"#;
+        let a = conn
+            .send(Call {
+                method: &Method::POST,
+                path: Bytes::from_static(b"/nchf-spendinglimitcontrol/v1/subscriptions"),
+                body: Some(Bytes::from_static(body)),
+                content_type: None,
+                headers: &[],
+                condition: None,
+                want: Want { location: true, body: true, ..Want::default() },
+            })
+            .await
+            .unwrap();
+        assert_eq!(a.status, 201);
+        let loc = a.location.unwrap().to_str().unwrap().to_string();
+        assert_eq!(loc, format!("{}/nchf-spendinglimitcontrol/v1/subscriptions/1", s.base_url()));
+        let v: serde_json::Value = serde_json::from_slice(&a.body.unwrap()).unwrap();
+        assert_eq!(v["supi"], "imsi-001010000000001");
+        assert_eq!(v["statusInfos"]["roaming"]["currentStatus"], "valid");
+        assert_eq!(v["statusInfos"]["data-cap"]["policyCounterId"], "data-cap");
+        let path = loc.trim_start_matches(&s.base_url()).to_string();
+        let del = |path: String| Call {
+            method: &Method::DELETE,
+            path: Bytes::from(path),
+            body: None,
+            content_type: None,
+            headers: &[],
+            condition: None,
+            want: Want::default(),
+        };
+        assert_eq!(conn.send(del(path)).await.unwrap().status, 204);
+        // A subscribe without counters, or another path, is not understood.
+        assert_eq!(
+            conn.send(del("/nchf-spendinglimitcontrol/v1/subscriptions".into()))
+                .await
+                .unwrap()
+                .status,
+            404
+        );
+        let c = &s.counters;
+        let got =
+            [&c.received, &c.created, &c.deleted, &c.rejected].map(|n| n.load(Ordering::Relaxed));
+        assert_eq!(got, [3, 1, 1, 1]);
     }
 
     #[tokio::test]

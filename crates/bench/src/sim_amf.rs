@@ -52,7 +52,7 @@ fn pti(body: &[u8]) -> Option<u8> {
 }
 
 fn json(status: StatusCode, body: String) -> Reply {
-    Reply { status, body: Some(Bytes::from(body)) }
+    Reply::of(status, Some(Bytes::from(body)))
 }
 
 pub(crate) fn receive(
@@ -64,7 +64,7 @@ pub(crate) fn receive(
 ) -> Option<Reply> {
     let path = uri.path();
     let Some(at) = path.find("/namf-comm/v1/ue-contexts/") else {
-        return Some(Reply { status: StatusCode::NO_CONTENT, body: None });
+        return Some(Reply::of(StatusCode::NO_CONTENT, None));
     };
     let rest = &path[at + "/namf-comm/v1/ue-contexts/".len()..];
     let segs: Vec<&str> = rest.split('/').collect();
@@ -78,7 +78,7 @@ pub(crate) fn receive(
         }
         (&Method::DELETE, [supi, "n1-n2-messages", "subscriptions", _]) => {
             st.callbacks().remove(*supi);
-            Some(Reply { status: StatusCode::NO_CONTENT, body: None })
+            Some(Reply::of(StatusCode::NO_CONTENT, None))
         }
         (&Method::POST, [supi, "n1-n2-messages"]) => {
             let pti = pti(body)?;

@@ -150,6 +150,9 @@ fn send(mut respond: SendResponse<Bytes>, reply: Reply) {
     if reply.body.is_some() {
         rsp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
+    if let Some(l) = reply.location.as_deref().and_then(|l| HeaderValue::from_str(l).ok()) {
+        rsp.headers_mut().insert(http::header::LOCATION, l);
+    }
     let Ok(mut stream) = respond.send_response(rsp, reply.body.is_none()) else { return };
     if let Some(body) = reply.body {
         let _ = stream.send_data(body, true);

@@ -132,7 +132,14 @@ fn run_to(cmd: &PolicyCommand, out: &mut impl Write) -> Result<ExitCode, String>
                 None => Utc::now(),
                 Some(t) => policy::testcase::parse_time(t).map_err(|e| format!("--now {e}"))?,
             };
-            let input = Input { request: &request, subscriber: &subscriber, ssv: &ssv, node, now };
+            let input = Input {
+                request: &request,
+                subscriber: &subscriber,
+                ssv: &ssv,
+                node,
+                now,
+                spending: Input::empty(),
+            };
             let mut trace = Vec::new();
             let o = p.evaluate_traced(service, input, &mut trace);
             let _ = writeln!(

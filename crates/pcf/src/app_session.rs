@@ -99,7 +99,14 @@ pub async fn decide(
 ) -> Result<Value, NfError> {
     let kept = pcf.store.subscriber(supi).await?;
     let node = request.pointer("/ascReqData/afAppId").and_then(Value::as_str).unwrap_or_default();
-    let input = Input { request, subscriber: &Value::Null, ssv: &kept.ssv, node, now: Utc::now() };
+    let input = Input {
+        request,
+        subscriber: &Value::Null,
+        ssv: &kept.ssv,
+        node,
+        now: Utc::now(),
+        spending: Input::empty(),
+    };
     let (outcome, project) = pcf.policy.evaluate(Service::Pa, input);
     if let Some(e) = &outcome.error {
         tracing::warn!(policy = %project.name, version = %project.version, error = %e,

@@ -54,6 +54,9 @@ pub struct PcfConfig {
     /// URSP delivery through the AMF (`[pcf.amf]`, Namf_Communication).
     #[serde(default)]
     pub amf: AmfConfig,
+    /// Spending limit subscriptions at the CHF (`[pcf.chf]`, N28).
+    #[serde(default)]
+    pub chf: ChfConfig,
 }
 
 /// `[pcf.audit]`: asking the SMF or AMF about associations it has not updated for long, and
@@ -119,6 +122,29 @@ pub struct AmfConfig {
 impl Default for AmfConfig {
     fn default() -> Self {
         AmfConfig { api_root: None, timeout_ms: default_udr_timeout_ms(), n1_subscribe: true }
+    }
+}
+
+/// `[pcf.chf]`: subscribing to the subscriber's spending limit statuses at the CHF
+/// (Nchf_SpendingLimitControl, TS 29.594) for the policy counters the project reads.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChfConfig {
+    /// Subscribe with a subscriber's first SM association when the project lists `[spending]
+    /// counters`, unsubscribe with its last. Default false (the reference's "SM-Nchf" toggle).
+    #[serde(default)]
+    pub enabled: bool,
+    /// The CHF's apiRoot. Unset: discovered through `[pcf.nrf]`.
+    #[serde(default)]
+    pub api_root: Option<String>,
+    /// How long a subscribe or unsubscribe may take, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl Default for ChfConfig {
+    fn default() -> Self {
+        ChfConfig { enabled: false, api_root: None, timeout_ms: default_udr_timeout_ms() }
     }
 }
 
@@ -221,6 +247,7 @@ impl Default for PcfConfig {
             bsf: BsfConfig::default(),
             audit: AuditConfig::default(),
             amf: AmfConfig::default(),
+            chf: ChfConfig::default(),
         }
     }
 }
@@ -257,8 +284,21 @@ impl PcfConfig {
                 ));
             }
         }
-        if self.udr.timeout_ms == 0 || self.bsf.timeout_ms == 0 || self.amf.timeout_ms == 0 {
-            return Err("[pcf.udr], [pcf.bsf] and [pcf.amf] timeout_ms must be > 0".into());
+        if let Some(root) = &self.chf.api_root {
+            if !(root.starts_with("http://") || root.starts_with("https://")) {
+                return Err(format!(
+                    "[pcf.chf] api_root {root:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if self.udr.timeout_ms == 0
+            || self.bsf.timeout_ms == 0
+            || self.amf.timeout_ms == 0
+            || self.chf.timeout_ms == 0
+        {
+            return Err(
+                "[pcf.udr], [pcf.bsf], [pcf.amf] and [pcf.chf] timeout_ms must be > 0".into()
+            );
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use crate::collision::Collisions;
 use crate::config::PcfConfig;
 use crate::namf_communication::Amf;
 use crate::nbsf_management::Bindings;
+use crate::nchf_spendinglimitcontrol::Chf;
 use crate::notify::Notifier;
 use crate::npcf_uepolicycontrol::UePolicy;
 use crate::nudr_policy_data::PolicyData;
@@ -33,12 +34,15 @@ pub struct Pcf {
     pub apps: crate::app_session::Stats,
     /// URSP delivery to UEs through their AMF.
     pub ue_policy: UePolicy,
+    /// Spending limit subscriptions at the CHF (N28).
+    pub chf: Chf,
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
 }
 
 impl Pcf {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: PcfConfig,
         policy: Arc<Deployed>,
@@ -46,6 +50,7 @@ impl Pcf {
         policy_data: PolicyData,
         bindings: Bindings,
         notifier: Notifier,
+        chf: Chf,
         scheme: &'static str,
     ) -> Self {
         // The AMF is reached with the same SBI client as the SMFs.
@@ -61,6 +66,7 @@ impl Pcf {
             audit: Default::default(),
             apps: Default::default(),
             ue_policy,
+            chf,
             scheme,
             local_authority: OnceLock::new(),
         }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
+use crate::nchf_spendinglimitcontrol::{Spending, SpendingRead};
 use crate::nudr_policy_data::Fetched;
 use crate::store::Subscriber;
 
@@ -53,6 +54,30 @@ pub(crate) async fn decide_with(
     supi: &str,
     kept: Option<Subscriber>,
 ) -> Result<Decided, NfError> {
+    let spending = SpendingRead { spending: pcf.chf.spending(supi), new: false };
+    decide_inner(pcf, service, request, supi, kept, async { spending }).await
+}
+
+/// As [`decide`], for a new SM association: its subscriber's spending limit statuses, from a
+/// subscription at the CHF made now (in parallel with the reads) when it has none yet.
+pub(crate) async fn decide_create(
+    pcf: &Pcf,
+    request: &Value,
+    supi: &str,
+) -> Result<Decided, NfError> {
+    let project = pcf.policy.current();
+    let spending = pcf.chf.for_create(pcf, supi, request, project.spending_counters());
+    decide_inner(pcf, Service::Sm, request, supi, None, spending).await
+}
+
+async fn decide_inner(
+    pcf: &Pcf,
+    service: Service,
+    request: &Value,
+    supi: &str,
+    kept: Option<Subscriber>,
+    spending: impl std::future::Future<Output = SpendingRead>,
+) -> Result<Decided, NfError> {
     let data = async {
         match service {
             Service::Sm => pcf.policy_data.sm_data(supi).await,
@@ -61,14 +86,15 @@ pub(crate) async fn decide_with(
             _ => Fetched::Off,
         }
     };
-    let kept = match kept {
+    let (kept, data, spending) = match kept {
         Some(k) => {
-            let data = data.await;
-            (Ok(k), data)
+            let (data, spending) = tokio::join!(data, spending);
+            (Ok(k), data, spending)
         }
-        None => tokio::join!(pcf.store.subscriber(supi), data),
+        None => tokio::join!(pcf.store.subscriber(supi), data, spending),
     };
-    let (kept, data) = kept;
+    // A subscription made for this create is the caller's to store, whatever is decided.
+    let chf = spending.spending.clone().filter(|_| spending.new);
     let kept = kept?;
     let ssv = kept.ssv;
     let subscribed = kept.udr_subscription.is_some();
@@ -78,6 +104,7 @@ pub(crate) async fn decide_with(
         Fetched::Found(v) => Some(v),
         Fetched::Off => None,
         Fetched::Unknown if udr.on_unknown_subscriber == OnUnknown::Reject => {
+            pcf.chf.release(chf.as_deref()).await;
             return Err(ProblemDetails::new(
                 StatusCode::BAD_REQUEST,
                 USER_UNKNOWN,
@@ -88,6 +115,7 @@ pub(crate) async fn decide_with(
         Fetched::Unknown => None,
         Fetched::Unreachable(why) => {
             if udr.on_unreachable == OnUnreachable::Reject {
+                pcf.chf.release(chf.as_deref()).await;
                 return Err(ProblemDetails::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     TARGET_NF_NOT_REACHABLE,
@@ -102,11 +130,19 @@ pub(crate) async fn decide_with(
                 fired: Vec::new(),
                 error: Some(format!("policy data not read: {why}")),
             };
-            return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed });
+            return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed, chf });
         }
     };
     let subscriber = found.as_deref().unwrap_or(&Value::Null);
-    let input = Input { request, subscriber, ssv: &ssv, node: node(request), now: Utc::now() };
+    let statuses = spending.spending.as_deref().map_or(Input::empty(), |s| &s.statuses);
+    let input = Input {
+        request,
+        subscriber,
+        ssv: &ssv,
+        node: node(request),
+        now: Utc::now(),
+        spending: statuses,
+    };
     let (mut outcome, project) = pcf.policy.evaluate(service, input);
     // A state variable set to the value it has (a rule that records the last DNN at every
     // update) changes nothing: not written, the update commits less or nothing of the SSV.
@@ -122,7 +158,7 @@ pub(crate) async fn decide_with(
     }
     // Only SM data is subscribed to (the SM associations are what a change re-decides).
     let subscribe = service == Service::Sm && found.is_some() && !subscribed;
-    Ok(Decided { outcome, project, subscribe, data: found, subscribed })
+    Ok(Decided { outcome, project, subscribe, data: found, subscribed, chf })
 }
 
 /// A decision and what goes with it.
@@ -135,4 +171,6 @@ pub(crate) struct Decided {
     pub data: Option<Arc<Value>>,
     /// The subscriber has a policy data subscription at the UDR.
     pub subscribed: bool,
+    /// The spending limit subscription made at the CHF for this create, to store with it.
+    pub chf: Option<Arc<Spending>>,
 }

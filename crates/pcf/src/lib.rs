@@ -12,7 +12,8 @@
 //! - [`nudr_policy_data`] reads the subscriber's policy data from the UDR (N36) and subscribes
 //!   to it, [`nudr_notify`] takes the UDR's change notifications, [`notify`] sends the SMF its
 //!   UpdateNotify, [`nbsf_management`] registers the PCF's bindings at the BSF, [`producers`]
-//!   finds UDRs and BSFs;
+//!   finds UDRs, BSFs and CHFs; [`nchf_spendinglimitcontrol`] subscribes to the subscriber's
+//!   spending limit statuses at the CHF (N28) and takes its notifications;
 //! - [`audit`] asks SMFs and AMFs about associations not updated for long and removes those
 //!   they no longer know;
 //! - [`npcf_uepolicycontrol`] is Npcf_UEPolicyControl and the URSP delivery: [`ursp`] encodes
@@ -38,6 +39,7 @@ pub mod metrics;
 pub mod models;
 pub mod namf_communication;
 pub mod nbsf_management;
+pub mod nchf_spendinglimitcontrol;
 pub mod notify;
 pub mod npcf_ampolicycontrol;
 pub mod npcf_policyauthorization;
@@ -224,6 +226,18 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
             nudr_notify::CALLBACK_PATH,
             "Nudr_DataRepository_PolicyDataChangeNotify",
             nudr_notify::policy_data_change,
+        )
+        .route(
+            Method::POST,
+            nchf_spendinglimitcontrol::NOTIFY_PATH,
+            "Nchf_SpendingLimitControl_Notify",
+            nchf_spendinglimitcontrol::notify,
+        )
+        .route(
+            Method::POST,
+            nchf_spendinglimitcontrol::TERMINATE_PATH,
+            "Nchf_SpendingLimitControl_Terminate",
+            nchf_spendinglimitcontrol::terminate,
         );
     if admin {
         b = b
@@ -306,6 +320,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let bindings =
         nbsf_management::Bindings::new(config.pcf.bsf.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
+    let chf =
+        nchf_spendinglimitcontrol::Chf::new(config.pcf.chf.clone(), skeleton.client().clone())
+            .map_err(PcfError::Config)?;
+    chf.load(store::PcfStore::chf_subscriptions(&store).await?);
     let pcf = Arc::new(Pcf::new(
         config.pcf.clone(),
         policy.clone(),
@@ -316,8 +334,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             skeleton.client().clone(),
             Duration::from_millis(config.pcf.udr.timeout_ms),
         ),
+        chf,
         scheme,
     ));
+    tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();
@@ -353,12 +373,18 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     if let Some(nrf) = serving.nrf_client() {
         pcf.policy_data.use_nrf(nrf.clone());
         pcf.ue_policy.amf.use_nrf(nrf.clone());
-        pcf.bindings.use_nrf(nrf);
+        pcf.bindings.use_nrf(nrf.clone());
+        pcf.chf.use_nrf(nrf);
     }
     pcf.bindings.set_own(serving.instance_id(), serving.advertised_ipv4(), addr.port());
     if config.pcf.bsf.enabled && !pcf.bindings.is_on() {
         tracing::warn!(
             "[pcf.bsf] enabled, but no api_root and no [pcf.nrf]: no binding is registered"
+        );
+    }
+    if config.pcf.chf.enabled && !pcf.chf.is_on() {
+        tracing::warn!(
+            "[pcf.chf] enabled, but no api_root and no [pcf.nrf]: no spending limit is subscribed to"
         );
     }
     match (&config.pcf.udr.api_root, pcf.policy_data.is_on()) {

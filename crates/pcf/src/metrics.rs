@@ -20,6 +20,9 @@
 //!   and terminations sent to AFs;
 //! - `pcf_ursp_deliveries_total{result="initiated"|"complete"|"rejected"|"transfer_failed"|
 //!   "unreachable"|"invalid"}`: URSP sent to UEs through their AMF, and how it went;
+//! - `pcf_chf_subscriptions_total{result="ok"|"failed"}`, `pcf_chf_unsubscriptions_total{result}`,
+//!   `pcf_chf_notifications_total{kind="notify"|"terminate"}` and the gauge
+//!   `pcf_chf_subscribers`: spending limit subscriptions at the CHF (N28);
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -217,6 +220,46 @@ impl Collector for PolicyCollector {
             let c = ConstCounter::new(n);
             c.encode(e.encode_family(&[("result", result)])?)?;
         }
+
+        let ch = &pcf.chf.stats;
+        for (name, help, label, rows) in [
+            (
+                "pcf_chf_subscriptions",
+                "Spending limit subscriptions made at the CHF, by result",
+                "result",
+                [("ok", &ch.subscribed), ("failed", &ch.subscribe_failed)],
+            ),
+            (
+                "pcf_chf_unsubscriptions",
+                "Spending limit subscriptions removed at the CHF, by result",
+                "result",
+                [("ok", &ch.unsubscribed), ("failed", &ch.unsubscribe_failed)],
+            ),
+            (
+                "pcf_chf_notifications",
+                "Spending limit notifications received from the CHF, by kind",
+                "kind",
+                [("notify", &ch.notified), ("terminate", &ch.terminated)],
+            ),
+        ] {
+            let mut e = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for (value, n) in rows {
+                let c = ConstCounter::new(n.load(Ordering::Relaxed));
+                c.encode(e.encode_family(&[(label, value)])?)?;
+            }
+        }
+        let g = ConstGauge::new(pcf.chf.subscribers() as i64);
+        g.encode(encoder.encode_descriptor(
+            "pcf_chf_subscribers",
+            "Subscribers with a spending limit subscription at the CHF",
+            None,
+            g.metric_type(),
+        )?)?;
 
         let col = &pcf.collisions;
         for (name, help, n) in [

@@ -17,7 +17,7 @@ use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Map, Value};
 
 use crate::context::Pcf;
-use crate::decide::{decide, decide_with, Decided};
+use crate::decide::{decide, decide_create, decide_with, Decided};
 use crate::models;
 use crate::store::{new_policy_id, SmPolicy};
 
@@ -59,8 +59,8 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe, data, subscribed } =
-        decide(&pcf, Service::Sm, &context, &supi).await?;
+    let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
+        decide_create(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
     let body = serde_json::to_vec(&decision)?;
@@ -84,7 +84,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         updated_ms: Utc::now().timestamp_millis(),
         binding,
     };
-    pcf.store.create_sm(stored, ssv_updates, udr_subscription).await?;
+    pcf.chf.create_sm(&*pcf.store, stored, ssv_updates, udr_subscription, chf).await?;
     // The subscription keeps the data true from now on: the session's updates read no UDR.
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
@@ -215,7 +215,8 @@ pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
             pcf.policy_data.unsubscribe(uri).await;
         }
     };
-    tokio::join!(unbind, unsubscribe);
+    let unsubscribe_chf = pcf.chf.deleted(&deleted.supi, deleted.chf_subscription.as_deref());
+    tokio::join!(unbind, unsubscribe, unsubscribe_chf);
     Ok(true)
 }
 
@@ -228,12 +229,19 @@ pub(crate) fn resource_uri(pcf: &Pcf, id: &str) -> String {
 /// the SMF of each whose decision changed (TS 29.512 §4.2.3.2, UpdateNotify: POST
 /// `{notificationUri}/update` with an SmPolicyNotification holding what changed).
 pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, data: Option<Value>) {
+    let held = pcf.hold(supi).await;
+    // Under the hold: a create of the subscriber that read the data before the change has
+    // cached it by now, and this replaces it.
+    pcf.policy_data.changed_sm(supi, data);
+    redecide_held(pcf, supi, held).await
+}
+
+/// [`redecide`] for a subscriber its caller holds already (having changed what decisions read
+/// of it: its spending limit statuses); the hold is let go before the SMFs are told.
+pub(crate) async fn redecide_held(pcf: &Arc<Pcf>, supi: &str, held: crate::collision::Held<'_>) {
     let mut notify = Vec::new();
     {
-        let _held = pcf.hold(supi).await;
-        // Under the hold: a create of the subscriber that read the data before the change has
-        // cached it by now, and this replaces it.
-        pcf.policy_data.changed_sm(supi, data);
+        let _held = held;
         let associations = match pcf.store.sm_of(supi).await {
             Ok(a) => a,
             Err(e) => {

@@ -42,7 +42,14 @@ fn evaluate(c: &mut Criterion) {
     let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T10:00:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
-    let input = Input { request: &req, subscriber: &sub, ssv: &ssv, node: "smf-1", now };
+    let input = Input {
+        request: &req,
+        subscriber: &sub,
+        ssv: &ssv,
+        node: "smf-1",
+        now,
+        spending: Input::empty(),
+    };
     // The High decision must be the full one: the table row, the script, the JSON operations.
     let o = high.evaluate(Service::Sm, input);
     assert!(o.error.is_none(), "{:?}", o.error);

@@ -187,6 +187,16 @@ impl Cond {
         Ok(Cond::Cmp { path, op, operand })
     }
 
+    /// The paths the condition reads (none for a script).
+    pub fn paths(&self) -> Vec<&Path> {
+        match self {
+            Cond::Not(c) => c.paths(),
+            Cond::Script(_) => Vec::new(),
+            Cond::Cmp { path, operand: Operand::Path(o), .. } => vec![path, o],
+            Cond::Cmp { path, .. } => vec![path],
+        }
+    }
+
     pub(crate) fn holds(&self, ctx: &Ctx<'_>, t: &dyn Tables) -> Result<bool, String> {
         match self {
             Cond::Not(c) => Ok(!c.holds(ctx, t)?),

@@ -21,14 +21,24 @@ pub struct Input<'a> {
     /// The requesting node (NF instance id or Diameter Origin-Host).
     pub node: &'a str,
     pub now: DateTime<Utc>,
+    /// The subscriber's spending limit statuses (N28, Sy): policyCounterId → its currentStatus
+    /// (a string, e.g. `"exhausted"`), read as `spending.<policyCounterId>`; empty when the NF
+    /// has none.
+    pub spending: &'a Map<String, Value>,
 }
 
 static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
 
 impl<'a> Input<'a> {
-    /// A request with no subscriber data, state or node, at `now`.
+    /// A request with no subscriber data, state, spending statuses or node, at `now`.
     pub fn request(request: &'a Value, now: DateTime<Utc>) -> Self {
-        Input { request, subscriber: &Value::Null, ssv: EMPTY.get_or_init(Map::new), node: "", now }
+        let empty = EMPTY.get_or_init(Map::new);
+        Input { request, subscriber: &Value::Null, ssv: empty, node: "", now, spending: empty }
+    }
+
+    /// The empty map, for the state variables or spending statuses of an input that has none.
+    pub fn empty() -> &'static Map<String, Value> {
+        EMPTY.get_or_init(Map::new)
     }
 }
 
@@ -53,6 +63,7 @@ impl<'a> Ctx<'a> {
             Root::Const => p.walk(self.consts).map(Cow::Borrowed),
             Root::Decision => p.walk(&self.decision).map(Cow::Borrowed),
             Root::Ssv => ssv_get(&self.ssv_updates, self.input.ssv, p).map(Cow::Borrowed),
+            Root::Spending => p.walk_map(self.input.spending).map(Cow::Borrowed),
             Root::Node => Some(Cow::Owned(Value::String(self.input.node.to_string()))),
             Root::Now => match p.segs.first() {
                 Some(Seg::Key(k)) => now_field(self.input.now, k).map(Cow::Owned),

@@ -19,6 +19,9 @@ pub enum Root {
     Const,
     /// The decision being built (what earlier rules set).
     Decision,
+    /// The subscriber's spending limit statuses: `spending.<policyCounterId>` is the counter's
+    /// currentStatus (TS 29.594 PolicyCounterInfo), absent when the NF has none for it.
+    Spending,
     /// The requesting node (an NF instance id, a Diameter Origin-Host).
     Node,
     /// The time of the evaluation: `now.hour`, `now.minute`, `now.weekday` (1 = Monday),
@@ -92,9 +95,10 @@ impl Path {
                     "decision" => Root::Decision,
                     "node" => Root::Node,
                     "now" => Root::Now,
+                    "spending" => Root::Spending,
                     other => {
                         return Err(PathError(format!(
-                            "`{s}`: `{other}` is not a root (request, subscriber, ssv, const, decision, node, now)"
+                            "`{s}`: `{other}` is not a root (request, subscriber, ssv, const, decision, node, now, spending)"
                         )))
                     }
                 };
@@ -118,6 +122,11 @@ impl Path {
                 }
             }
         }
+        if root == Root::Spending && !matches!(segs.as_slice(), [Seg::Key(_)]) {
+            return Err(PathError(format!(
+                "`{s}`: a spending status is read as spending.<policyCounterId>"
+            )));
+        }
         if root == Root::Node && !segs.is_empty() {
             return Err(PathError(format!("`{s}`: `node` has no fields")));
         }
@@ -127,6 +136,23 @@ impl Path {
     /// Walks `segs` down from `v`.
     pub fn walk<'v>(&self, mut v: &'v Value) -> Option<&'v Value> {
         for s in &self.segs {
+            v = match (s, v) {
+                (Seg::Key(k), Value::Object(m)) => m.get(k)?,
+                (Seg::Index(i), Value::Array(a)) => a.get(*i)?,
+                _ => return None,
+            };
+        }
+        Some(v)
+    }
+
+    /// Walks `segs` down from a map (the first is one of its keys).
+    pub fn walk_map<'v>(&self, m: &'v serde_json::Map<String, Value>) -> Option<&'v Value> {
+        let (first, rest) = match self.segs.split_first() {
+            Some((Seg::Key(k), rest)) => (k, rest),
+            _ => return None,
+        };
+        let mut v = m.get(first)?;
+        for s in rest {
             v = match (s, v) {
                 (Seg::Key(k), Value::Object(m)) => m.get(k)?,
                 (Seg::Index(i), Value::Array(a)) => a.get(*i)?,
@@ -202,6 +228,7 @@ impl fmt::Display for Path {
             Root::Decision => "decision",
             Root::Node => "node",
             Root::Now => "now",
+            Root::Spending => "spending",
         };
         f.write_str(root)?;
         for s in &self.segs {
@@ -230,9 +257,23 @@ mod tests {
         assert_eq!(Path::parse("request.list[5]").unwrap().walk(&v), None);
         assert_eq!(Path::parse("request.'a.b'").unwrap().segs, vec![Seg::Key("a.b".into())]);
         assert_eq!(Path::parse("request.'a.b'").unwrap().to_string(), "request.'a.b'");
-        for bad in ["", "req.x", "request..x", "request.x[", "request.x[a]", "now.year", "node.x"] {
+        for bad in [
+            "",
+            "req.x",
+            "request..x",
+            "request.x[",
+            "request.x[a]",
+            "now.year",
+            "node.x",
+            "spending",
+            "spending.a.b",
+        ] {
             assert!(Path::parse(bad).is_err(), "{bad}");
         }
+        let sp = Path::parse("spending.data-cap").unwrap();
+        assert_eq!(sp.root, Root::Spending);
+        let m = json!({"data-cap": "exhausted"});
+        assert_eq!(sp.walk_map(m.as_object().unwrap()), Some(&json!("exhausted")));
         let mut d = Value::Null;
         *Path::parse("decision.a.b").unwrap().place(&mut d).unwrap() = json!(1);
         assert_eq!(d, json!({"a": {"b": 1}}));

@@ -2,7 +2,8 @@
 //! [`crate::Project::evaluate`] walks.
 //!
 //! ```text
-//! project.toml        name, version, services, constants, script limits, fallback decisions
+//! project.toml        name, version, services, constants, script limits, fallback decisions,
+//!                     spending limit counters
 //! rules/sm.toml       ordered rules per service: sm, am, ue, pa, gx, sy
 //! tables/NAME.csv     policy tables (crate::table)
 //! lists/NAME.txt      match lists: one value per line, # comments
@@ -125,6 +126,16 @@ struct Manifest {
     /// Per service (SM, AM, ...): the decision answered when a script fails.
     #[serde(default)]
     fallback: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    spending: Option<SpendingDef>,
+}
+
+/// `[spending]`: the policy counters (TS 29.594 policyCounterIds) whose statuses the project
+/// reads as `spending.<id>`; the NF subscribes to them at the charging function.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpendingDef {
+    counters: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,6 +206,8 @@ pub struct Project {
     pub(crate) regexes: Vec<Regex>,
     pub(crate) scripts: Scripts,
     pub(crate) fallbacks: [Value; 6],
+    /// `[spending] counters`, in the manifest's order.
+    pub(crate) spending: Vec<String>,
     pub(crate) counters: crate::Counters,
     /// Sizes, for `check` and the logs.
     pub stats: Stats,
@@ -490,6 +503,46 @@ impl Project {
                 }),
             }
         }
+        let spending = manifest.spending.map(|s| s.counters).unwrap_or_default();
+        let mut seen = FxHashSet::default();
+        for c in &spending {
+            let bad = if c.trim().is_empty() {
+                Some("a policy counter id is empty".to_string())
+            } else if c.contains(['.', '[', ']', '\'']) {
+                Some(format!(
+                    "policy counter `{c}`: `.`, `[`, `]` and `'` cannot be read in a path"
+                ))
+            } else if !seen.insert(c.as_str()) {
+                Some(format!("policy counter `{c}` is listed twice"))
+            } else {
+                None
+            };
+            if let Some(message) = bad {
+                errors.push(CheckError { file: "project.toml".into(), line: 0, message });
+            }
+        }
+        // A condition on a counter the project does not list would never see a status: the NF
+        // subscribes to the listed ones only.
+        for (s, r) in rules.iter().enumerate().filter_map(|(i, r)| Some((i, r.as_ref()?))) {
+            for rule in &r.rules {
+                for p in rule.all.iter().chain(&rule.any).flat_map(Cond::paths) {
+                    if p.root != crate::path::Root::Spending {
+                        continue;
+                    }
+                    let Some(crate::path::Seg::Key(id)) = p.segs.first() else { continue };
+                    if !spending.contains(id) {
+                        errors.push(CheckError {
+                            file: format!("rules/{}.toml", Service::ALL[s].file()),
+                            line: rule.line,
+                            message: format!(
+                                "rule `{}` reads {p}, but `{id}` is not in [spending] counters",
+                                rule.name
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         if manifest.services.is_empty() {
             errors.push(CheckError {
                 file: "project.toml".into(),
@@ -513,9 +566,16 @@ impl Project {
             regexes: scope.regexes,
             scripts,
             fallbacks,
+            spending,
             counters: Default::default(),
             stats,
         })
+    }
+
+    /// The policy counters whose spending limit statuses the project reads (`[spending]
+    /// counters`); empty when it reads none, and then the NF asks the charging function nothing.
+    pub fn spending_counters(&self) -> &[String] {
+        &self.spending
     }
 
     /// The names of the rules of a service, in order.

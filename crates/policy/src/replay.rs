@@ -26,6 +26,9 @@ struct Record {
     node: String,
     #[serde(default)]
     now: Option<String>,
+    /// policyCounterId → currentStatus.
+    #[serde(default)]
+    spending: Map<String, Value>,
 }
 
 /// One request whose decisions differ.
@@ -85,6 +88,7 @@ pub fn replay(
             ssv: &rec.ssv,
             node: &rec.node,
             now,
+            spending: &rec.spending,
         };
         report.requests += 1;
         let a = old.evaluate(service, input);

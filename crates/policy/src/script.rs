@@ -1,8 +1,8 @@
 //! Scripts, for what rules, tables and lists cannot say: `scripts/NAME.rhai`, in Rhai (chosen by
 //! benchmark: docs/BENCHMARKS.md, session s20). A script is an expression or a block whose last
 //! value is its result. It reads `request`, `subscriber`, `ssv`, `decision`, `constants`,
-//! `node` and `now` (a map: hour, minute, weekday, date, epoch), converted from JSON only when
-//! its text names them.
+//! `node`, `now` (a map: hour, minute, weekday, date, epoch) and `spending` (a map:
+//! policyCounterId → currentStatus), converted from JSON only when its text names them.
 //!
 //! Besides Rhai's own functions, scripts have the policy helpers of [`helpers`]: `sum`,
 //! `bitrate` and `bps`.
@@ -64,7 +64,7 @@ struct Compiled {
     name: String,
     ast: AST,
     /// Which inputs the script names, so only those are converted.
-    reads: [bool; 7],
+    reads: [bool; 8],
     /// For the request and the subscriber: the only members the script reads, when every use
     /// of the name is `name.member` (a UDR's policy data is large; a script reads a few of it).
     members: [Option<Vec<String>>; 2],
@@ -84,7 +84,8 @@ impl std::fmt::Debug for Scripts {
     }
 }
 
-const INPUTS: [&str; 7] = ["request", "subscriber", "ssv", "decision", "constants", "node", "now"];
+const INPUTS: [&str; 8] =
+    ["request", "subscriber", "ssv", "decision", "constants", "node", "now", "spending"];
 
 impl Scripts {
     pub fn new(limits: &Limits) -> Self {
@@ -132,7 +133,7 @@ impl Scripts {
     pub fn compile(&mut self, name: &str, text: &str) -> Result<usize, (usize, String)> {
         let ast =
             self.engine.compile(text).map_err(|e| (e.1.line().unwrap_or(0), e.0.to_string()))?;
-        let mut reads = [false; 7];
+        let mut reads = [false; 8];
         for (i, n) in INPUTS.iter().enumerate() {
             reads[i] = text.contains(n);
         }
@@ -188,6 +189,13 @@ impl Scripts {
                 3 => to_dynamic(&ctx.decision),
                 4 => self.constants.clone(),
                 5 => Dynamic::from(ctx.input.node.to_string()),
+                7 => Dynamic::from_map(
+                    ctx.input
+                        .spending
+                        .iter()
+                        .map(|(k, v)| (k.as_str().into(), to_dynamic(v)))
+                        .collect(),
+                ),
                 _ => Dynamic::from_map(
                     crate::path::NOW_FIELDS
                         .iter()

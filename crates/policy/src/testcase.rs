@@ -9,6 +9,7 @@
 //! subscriber = { tier = "gold" }
 //! ssv = { lastDnn = "ims" }
 //! node = "smf-1"
+//! spending = { "data-cap" = "exhausted" }         # policyCounterId → currentStatus
 //! now = "2026-11-26T10:00:00Z"
 //! fired = ["gold-internet", "default-triggers"]    # optional: exactly these rules, in order
 //! absent = ["decision.pccRules.video"]              # optional: paths that must have no value
@@ -57,6 +58,8 @@ struct CaseDef {
     #[serde(default)]
     now: Option<String>,
     #[serde(default)]
+    spending: Option<toml::Table>,
+    #[serde(default)]
     expect: toml::Table,
     #[serde(default)]
     absent: Vec<String>,
@@ -78,6 +81,8 @@ pub struct Case {
     pub ssv: Map<String, Value>,
     pub node: String,
     pub now: DateTime<Utc>,
+    /// The spending limit statuses: policyCounterId → currentStatus.
+    pub spending: Map<String, Value>,
     expect: Vec<(Path, Value)>,
     absent: Vec<Path>,
     fired: Option<Vec<String>>,
@@ -238,6 +243,10 @@ pub fn load_cases(project_dir: &FsPath) -> Result<Vec<Case>, Vec<CheckError>> {
                     .unwrap_or_default(),
                 node: d.node,
                 now,
+                spending: d
+                    .spending
+                    .map(|t| t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
+                    .unwrap_or_default(),
                 expect,
                 absent,
                 fired: d.fired,
@@ -260,6 +269,7 @@ impl Case {
             ssv: &self.ssv,
             node: &self.node,
             now: self.now,
+            spending: &self.spending,
         }
     }
 

@@ -329,3 +329,94 @@ fn a_file_change_deploys_the_new_version_and_a_broken_one_is_refused() {
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
 }
+
+#[test]
+fn rules_scripts_and_cases_read_spending_statuses_of_the_listed_counters() {
+    let manifest = "name = \"sp\"\nversion = \"1\"\nservices = [\"SM\"]\n\
+                    [spending]\ncounters = [\"data-cap\", \"roaming\"]\n";
+    let d = project(&[
+        ("project.toml", manifest),
+        (
+            "rules/sm.toml",
+            r#"
+[[rule]]
+name = "ambr"
+[[rule.then]]
+set = "decision.sessRules.s1.authSessAmbr"
+value = { uplink = "100 Mbps", downlink = "200 Mbps" }
+[[rule]]
+name = "capped"
+when = ["spending.data-cap == 'exhausted'"]
+[[rule.then]]
+set = "decision.sessRules.s1.authSessAmbr"
+value = { uplink = "1 Mbps", downlink = "1 Mbps" }
+[[rule]]
+name = "roaming-status"
+[[rule.then]]
+script = "roaming"
+into = "decision.roaming"
+"#,
+        ),
+        (
+            "scripts/roaming.rhai",
+            "if \"roaming\" in spending { spending.roaming } else { \"none\" }",
+        ),
+        (
+            "tests/cases.toml",
+            r#"
+[[case]]
+name = "an exhausted cap lowers the AMBR"
+service = "SM"
+request = { dnn = "internet" }
+spending = { "data-cap" = "exhausted", roaming = "valid" }
+fired = ["ambr", "capped", "roaming-status"]
+[case.expect]
+"decision.sessRules.s1.authSessAmbr.uplink" = "1 Mbps"
+"decision.roaming" = "valid"
+"#,
+        ),
+    ]);
+    let p = Project::load(d.path()).unwrap();
+    assert_eq!(p.spending_counters(), ["data-cap", "roaming"]);
+    let req = json!({"dnn": "internet"});
+    // No statuses: the counters are absent, nothing fires on them.
+    let o = p.evaluate(Service::Sm, Input::request(&req, now()));
+    assert_eq!(o.decision["sessRules"]["s1"]["authSessAmbr"]["uplink"], "100 Mbps");
+    assert_eq!(o.decision["roaming"], "none");
+    let spending = json!({"data-cap": "valid"});
+    let input = Input { spending: spending.as_object().unwrap(), ..Input::request(&req, now()) };
+    assert_eq!(
+        p.evaluate(Service::Sm, input).decision["sessRules"]["s1"]["authSessAmbr"]["uplink"],
+        "100 Mbps"
+    );
+    let spending = json!({"data-cap": "exhausted"});
+    let input = Input { spending: spending.as_object().unwrap(), ..Input::request(&req, now()) };
+    assert_eq!(
+        p.evaluate(Service::Sm, input).decision["sessRules"]["s1"]["authSessAmbr"]["uplink"],
+        "1 Mbps"
+    );
+    for c in load_cases(d.path()).unwrap() {
+        let r = c.run(&p);
+        assert!(r.passed(), "{}: {:?}", r.name, r.failures);
+    }
+
+    // A rule on a counter the project does not list, and a bad list, fail the check.
+    let bad = project(&[
+        (
+            "project.toml",
+            "name = \"sp\"\nversion = \"1\"\nservices = [\"SM\"]\n[spending]\ncounters = [\"a\", \"a\", \"\"]\n",
+        ),
+        ("rules/sm.toml", "[[rule]]\nname = \"r\"\nwhen = [\"spending.b == 'x'\"]\n"),
+    ]);
+    let errors = Project::load(bad.path()).unwrap_err();
+    let text: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert!(text.iter().any(|e| e.contains("`a` is listed twice")), "{text:?}");
+    assert!(text.iter().any(|e| e.contains("is empty")), "{text:?}");
+    assert!(
+        text.iter().any(|e| e.starts_with("rules/sm.toml:1:")
+            && e.contains("`b` is not in [spending] counters")),
+        "{text:?}"
+    );
+    // No [spending]: no counters.
+    assert!(Project::load(corpus("default")).unwrap().spending_counters().is_empty());
+}

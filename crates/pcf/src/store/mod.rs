@@ -83,6 +83,19 @@ pub struct Deleted {
     /// The subscriber's policy data subscription at the UDR, when this was the subscriber's
     /// last association (its row is gone with it): to unsubscribe.
     pub udr_subscription: Option<String>,
+    /// Likewise its spending limit subscription at the CHF (N28).
+    pub chf_subscription: Option<String>,
+}
+
+/// A subscriber's spending limit subscription at the CHF (TS 29.594), kept with the subscriber
+/// while it has SM associations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChfSubscription {
+    pub supi: String,
+    /// The individual subscription's URI (the CHF's `Location`).
+    pub uri: String,
+    /// policyCounterId → currentStatus, as the CHF last said.
+    pub statuses: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A stored application session (Npcf_PolicyAuthorization, TS 29.514; Rx later): bound to one
@@ -159,6 +172,30 @@ pub trait PcfStore: Send + Sync {
         ssv: SsvUpdates,
         udr_subscription: Option<String>,
     ) -> StoreFuture<'_, ()>;
+
+    /// [`PcfStore::create_sm`] with the subscriber's new spending limit subscription at the
+    /// CHF, recorded in the same commit.
+    fn create_sm_with_chf(
+        &self,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+        chf: ChfSubscription,
+    ) -> StoreFuture<'_, ()>;
+
+    /// Replaces the statuses of the subscriber's CHF subscription; false when it has none.
+    fn set_chf_statuses(
+        &self,
+        supi: &str,
+        statuses: serde_json::Map<String, serde_json::Value>,
+    ) -> StoreFuture<'_, bool>;
+
+    /// Forgets the subscriber's CHF subscription at `uri` (the CHF terminated it); false when
+    /// the subscriber has none there.
+    fn drop_chf_subscription(&self, supi: &str, uri: &str) -> StoreFuture<'_, bool>;
+
+    /// Every CHF subscription kept (read at start, so a restart decides with the same statuses).
+    fn chf_subscriptions(&self) -> StoreFuture<'_, Vec<ChfSubscription>>;
 
     /// Every SM policy association of the subscriber (to decide again when its data changes).
     fn sm_of(&self, supi: &str) -> StoreFuture<'_, Vec<SmPolicy>>;

@@ -25,8 +25,8 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::{
-    merge_ssv, AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates,
-    StoreFuture, Subscriber, UeAddress, UeDelivery,
+    merge_ssv, AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy,
+    Snapshot, SsvUpdates, StoreFuture, Subscriber, UeAddress, UeDelivery,
 };
 
 #[derive(Default)]
@@ -133,6 +133,16 @@ impl State {
         }
     }
 
+    /// A new association committed, with its subscriber's state updates and new UDR
+    /// subscription.
+    fn created_sm(&mut self, p: SmPolicy, ssv: SsvUpdates, udr_subscription: Option<String>) {
+        if let Some(uri) = udr_subscription {
+            self.subscribers.entry(p.supi.clone()).or_default().udr_subscription = Some(uri);
+        }
+        self.merge(&p.supi, ssv);
+        self.insert_sm(p);
+    }
+
     fn insert_sm(&mut self, p: SmPolicy) {
         self.sm_of.entry(p.supi.clone()).or_default().push(p.id.clone());
         self.ues.set(&p.id, &p.context);
@@ -233,14 +243,39 @@ impl PcfStore for Resident {
     ) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.inner.create_sm(policy.clone(), ssv.clone(), udr_subscription.clone()).await?;
-            let mut s = self.state();
-            if let Some(uri) = udr_subscription {
-                s.subscribers.entry(policy.supi.clone()).or_default().udr_subscription = Some(uri);
-            }
-            s.merge(&policy.supi, ssv);
-            s.insert_sm(policy);
+            self.state().created_sm(policy, ssv, udr_subscription);
             Ok(())
         })
+    }
+
+    fn create_sm_with_chf(
+        &self,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+        chf: ChfSubscription,
+    ) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.inner
+                .create_sm_with_chf(policy.clone(), ssv.clone(), udr_subscription.clone(), chf)
+                .await?;
+            self.state().created_sm(policy, ssv, udr_subscription);
+            Ok(())
+        })
+    }
+
+    // The CHF subscriptions and their statuses are held in memory by the CHF client
+    // (nchf_spendinglimitcontrol), loaded once at start: these only write through.
+    fn set_chf_statuses(&self, supi: &str, statuses: Map<String, Value>) -> StoreFuture<'_, bool> {
+        self.inner.set_chf_statuses(supi, statuses)
+    }
+
+    fn drop_chf_subscription(&self, supi: &str, uri: &str) -> StoreFuture<'_, bool> {
+        self.inner.drop_chf_subscription(supi, uri)
+    }
+
+    fn chf_subscriptions(&self) -> StoreFuture<'_, Vec<ChfSubscription>> {
+        self.inner.chf_subscriptions()
     }
 
     fn sm_of(&self, supi: &str) -> StoreFuture<'_, Vec<SmPolicy>> {

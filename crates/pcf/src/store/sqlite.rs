@@ -5,11 +5,11 @@ use serde_json::{Map, Value};
 use store::{Migration, SqliteStore};
 
 use super::{
-    AppSession, Association, Deleted, Kind, PcfStore, SmPolicy, Snapshot, SsvUpdates, StoreFuture,
-    Subscriber, UeDelivery,
+    AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy, Snapshot,
+    SsvUpdates, StoreFuture, Subscriber, UeDelivery,
 };
 
-pub const MIGRATIONS: [Migration; 7] = [
+pub const MIGRATIONS: [Migration; 8] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -50,6 +50,14 @@ pub const MIGRATIONS: [Migration; 7] = [
             PRIMARY KEY (kind, assoc_id)
         );
         CREATE INDEX pcf_policy_association_supi ON pcf_policy_association (supi)",
+    ),
+    Migration::new(
+        "pcf-0006-chf-subscription",
+        "CREATE TABLE pcf_chf_subscription (
+            supi TEXT PRIMARY KEY NOT NULL,
+            uri TEXT NOT NULL,
+            statuses BLOB NOT NULL
+        )",
     ),
     Migration::new(
         "pcf-0007-ue-delivery",
@@ -221,6 +229,31 @@ fn merge_ssv(tx: &Transaction<'_>, supi: &str, updates: SsvUpdates) -> store::Re
     Ok(())
 }
 
+/// A new SM association (with the subscriber's UDR subscription, when given) in `tx`.
+fn insert_sm(
+    tx: &Transaction<'_>,
+    p: SmPolicy,
+    ssv: SsvUpdates,
+    udr_subscription: Option<String>,
+) -> store::Result<()> {
+    if let Some(uri) = &udr_subscription {
+        exec(
+            tx,
+            "INSERT INTO pcf_udr_subscription (supi, uri) VALUES (?1, ?2)
+             ON CONFLICT (supi) DO UPDATE SET uri = excluded.uri",
+            params![p.supi, uri],
+        )?;
+    }
+    exec(
+        tx,
+        "INSERT INTO pcf_sm_policy
+         (sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![p.id, p.supi, p.context, p.decision, p.policy_version, p.updated_ms, p.binding],
+    )?;
+    merge_ssv(tx, &p.supi, ssv)
+}
+
 impl PcfStore for SqlitePcfStore {
     fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber> {
         let supi = supi.to_string();
@@ -243,31 +276,63 @@ impl PcfStore for SqlitePcfStore {
         ssv: SsvUpdates,
         udr_subscription: Option<String>,
     ) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| insert_sm(tx, p, ssv, udr_subscription)))
+    }
+
+    fn create_sm_with_chf(
+        &self,
+        p: SmPolicy,
+        ssv: SsvUpdates,
+        udr_subscription: Option<String>,
+        chf: ChfSubscription,
+    ) -> StoreFuture<'_, ()> {
         Box::pin(self.db.write(move |tx| {
-            if let Some(uri) = &udr_subscription {
-                exec(
-                    tx,
-                    "INSERT INTO pcf_udr_subscription (supi, uri) VALUES (?1, ?2)
-                     ON CONFLICT (supi) DO UPDATE SET uri = excluded.uri",
-                    params![p.supi, uri],
-                )?;
-            }
+            let statuses = serde_json::to_vec(&chf.statuses).map_err(store::Error::backend)?;
             exec(
                 tx,
-                "INSERT INTO pcf_sm_policy
-                 (sm_policy_id, supi, context, decision, policy_version, updated_ms, binding_uri)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    p.id,
-                    p.supi,
-                    p.context,
-                    p.decision,
-                    p.policy_version,
-                    p.updated_ms,
-                    p.binding
-                ],
+                "INSERT INTO pcf_chf_subscription (supi, uri, statuses) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (supi) DO UPDATE SET uri = excluded.uri, statuses = excluded.statuses",
+                params![chf.supi, chf.uri, statuses],
             )?;
-            merge_ssv(tx, &p.supi, ssv)
+            insert_sm(tx, p, ssv, udr_subscription)
+        }))
+    }
+
+    fn set_chf_statuses(&self, supi: &str, statuses: Map<String, Value>) -> StoreFuture<'_, bool> {
+        let supi = supi.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let json = serde_json::to_vec(&statuses).map_err(store::Error::backend)?;
+            Ok(exec(
+                tx,
+                "UPDATE pcf_chf_subscription SET statuses = ?2 WHERE supi = ?1",
+                params![supi, json],
+            )? > 0)
+        }))
+    }
+
+    fn drop_chf_subscription(&self, supi: &str, uri: &str) -> StoreFuture<'_, bool> {
+        let (supi, uri) = (supi.to_string(), uri.to_string());
+        Box::pin(self.db.write(move |tx| {
+            Ok(exec(
+                tx,
+                "DELETE FROM pcf_chf_subscription WHERE supi = ?1 AND uri = ?2",
+                params![supi, uri],
+            )? > 0)
+        }))
+    }
+
+    fn chf_subscriptions(&self) -> StoreFuture<'_, Vec<ChfSubscription>> {
+        Box::pin(self.db.read(|c| {
+            let mut st = c.prepare("SELECT supi, uri, statuses FROM pcf_chf_subscription")?;
+            let rows = st.query_map([], |r| {
+                let json: Vec<u8> = r.get(2)?;
+                let statuses = match serde_json::from_slice::<Value>(&json) {
+                    Ok(Value::Object(m)) => m,
+                    _ => Map::new(),
+                };
+                Ok(ChfSubscription { supi: r.get(0)?, uri: r.get(1)?, statuses })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         }))
     }
 
@@ -328,23 +393,23 @@ impl PcfStore for SqlitePcfStore {
             .optional()?;
             let Some((supi, binding)) = gone else { return Ok(None) };
             // Its application sessions end with it (TS 29.514 §4.2.5.2).
-            tx.execute("DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [&id])?;
+            exec(tx, "DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [&id])?;
             let left: i64 =
                 row(tx, "SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| {
                     r.get(0)
                 })?;
-            let udr_subscription = if left == 0 {
-                row(
-                    tx,
-                    "DELETE FROM pcf_udr_subscription WHERE supi = ?1 RETURNING uri",
-                    [&supi],
-                    |r| r.get(0),
-                )
-                .optional()?
-            } else {
-                None
+            // The subscriber's subscriptions go with its last association.
+            let last = |sql: &str| -> rusqlite::Result<Option<String>> {
+                if left > 0 {
+                    return Ok(None);
+                }
+                row(tx, sql, [&supi], |r| r.get(0)).optional()
             };
-            Ok(Some(Deleted { supi, binding, udr_subscription }))
+            let udr_subscription =
+                last("DELETE FROM pcf_udr_subscription WHERE supi = ?1 RETURNING uri")?;
+            let chf_subscription =
+                last("DELETE FROM pcf_chf_subscription WHERE supi = ?1 RETURNING uri")?;
+            Ok(Some(Deleted { supi, binding, udr_subscription, chf_subscription }))
         }))
     }
 

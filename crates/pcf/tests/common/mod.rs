@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod amf;
+pub mod chf;
 pub mod peers;
 
 use std::path::{Path, PathBuf};
