@@ -5,7 +5,8 @@
 //! The decision is the project's AM rules on the PolicyAssociationRequest (an update's
 //! attributes over it), with the subscriber's AmPolicyData from the UDR and its state
 //! variables: a PolicyAssociation at create (RFSP, service area restrictions, UE-AMBR,
-//! triggers, ...), and at update a PolicyUpdate holding what changed.
+//! triggers, ...), and at update a PolicyUpdate holding what changed. A change of the
+//! subscriber's AmPolicyData at the UDR decides again and tells the AMF ([`redecide`]).
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use http::{header, HeaderValue, StatusCode};
 use nf::{Answer, NfError};
 use policy::Service;
 use sbi::{empty_response, json_response, ProblemDetails, SbiRequest};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::context::Pcf;
 use crate::decide::{decide, Decided};
@@ -48,11 +49,20 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_am_request(&request)?;
     let supi = request["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, .. } = decide(&pcf, Service::Am, &request, &supi).await?;
+    let Decided { mut outcome, project, data, .. } =
+        decide(&pcf, Service::Am, &request, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = association(outcome.decision);
     let body = serde_json::to_vec(&decision)?;
     let id = new_policy_id();
+    // The AmPolicyData the decision read is watched for the life of the association.
+    let udr_subscription = match data {
+        Some(_) => {
+            let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
+            pcf.policy_data.subscribe_to(&supi, &callback, "am-data").await
+        }
+        None => None,
+    };
     let a = Association {
         kind: Kind::Am,
         id: id.clone(),
@@ -61,6 +71,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         decision: body.clone(),
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
+        udr_subscription,
     };
     pcf.store.create_assoc(a, ssv).await?;
     tracing::debug!(am_policy = %id, policy_version = %project.version, "AM policy created");
@@ -135,10 +146,91 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
-/// Removes an AM policy association, holding its subscriber; false when there was none (the
-/// delete's work, and the session audit's).
+/// Removes an AM policy association, holding its subscriber, and its AM data subscription at
+/// the UDR; false when there was none (the delete's work, and the session audit's).
 pub(crate) async fn remove(pcf: &Pcf, id: &str) -> Result<bool, NfError> {
     let Some(first) = pcf.store.get_assoc(Kind::Am, id).await? else { return Ok(false) };
-    let _held = pcf.hold(&first.supi).await;
-    Ok(pcf.store.delete_assoc(Kind::Am, id).await?)
+    let held = pcf.hold(&first.supi).await;
+    let Some(gone) = pcf.store.delete_assoc(Kind::Am, id).await? else { return Ok(false) };
+    drop(held);
+    if let Some(uri) = &gone.udr_subscription {
+        pcf.policy_data.unsubscribe(uri).await;
+    }
+    Ok(true)
+}
+
+/// The subscriber's AmPolicyData changed at the UDR (or was removed: `removed`). Each of its AM
+/// associations is decided again and its AMF told (TS 29.507 §4.2.4): an
+/// Npcf_AMPolicyControl_UpdateNotify (`POST {notificationUri}/update`, a PolicyUpdate of what
+/// changed) when the decision changed; when the data is gone, the association is ended
+/// (`POST {notificationUri}/terminate`, a TerminationNotification with cause UE_SUBSCRIPTION),
+/// and the AMF deletes it.
+pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, removed: bool) {
+    let mut send = Vec::new();
+    {
+        let _held = pcf.hold(supi).await;
+        let associations = match pcf.store.assoc_of(Kind::Am, supi).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(%supi, error = %e, "AM data changed, associations not read");
+                return;
+            }
+        };
+        for stored in associations {
+            let Some(amf) = serde_json::from_slice::<Value>(&stored.context)
+                .ok()
+                .and_then(|c| c.get("notificationUri")?.as_str().map(str::to_string))
+            else {
+                continue;
+            };
+            let amf = amf.trim_end_matches('/').to_string();
+            let resource_uri = resource(pcf, None, &stored.id);
+            if removed {
+                let body = json!({"resourceUri": resource_uri, "cause": "UE_SUBSCRIPTION"});
+                send.push((format!("{amf}/terminate"), body));
+                continue;
+            }
+            match redecide_one(pcf, stored).await {
+                Ok(Some(mut update)) => {
+                    if let Some(u) = update.as_object_mut() {
+                        u.insert("resourceUri".into(), Value::from(resource_uri));
+                    }
+                    send.push((format!("{amf}/update"), update));
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(%supi, error = %e, "AM data changed, not decided again"),
+            }
+        }
+    }
+    // Sent once the subscriber is let go: an AMF's answer holds up none of its requests.
+    for (uri, body) in send {
+        pcf.notifier.update_notify(&uri, &body).await;
+    }
+}
+
+/// One AM association decided again: what changed, if anything (stored before it is sent).
+async fn redecide_one(pcf: &Pcf, stored: Association) -> Result<Option<Value>, NfError> {
+    let request: Value = serde_json::from_slice(&stored.context)?;
+    let Decided { mut outcome, project, .. } =
+        decide(pcf, Service::Am, &request, &stored.supi).await?;
+    let ssv = std::mem::take(&mut outcome.ssv_updates);
+    let new = association(outcome.decision);
+    let old: Value = serde_json::from_slice(&stored.decision)?;
+    let mut update = models::delta(&old, &new);
+    if let Some(u) = update.as_object_mut() {
+        u.remove("suppFeat");
+    }
+    if update.as_object().is_none_or(|u| u.is_empty()) {
+        return Ok(None);
+    }
+    let a = Association {
+        decision: serde_json::to_vec(&new)?,
+        policy_version: project.version.clone(),
+        updated_ms: Utc::now().timestamp_millis(),
+        ..stored
+    };
+    if !pcf.store.update_assoc(a, ssv).await? {
+        return Ok(None);
+    }
+    Ok(Some(update))
 }

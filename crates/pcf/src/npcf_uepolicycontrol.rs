@@ -256,6 +256,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         decision: serde_json::to_vec(&outcome.decision)?,
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
+        udr_subscription: None,
     };
     pcf.store.create_assoc(a, ssv).await?;
     drop(held);
@@ -379,7 +380,7 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
     let Some(first) = pcf.store.get_assoc(Kind::Ue, id).await? else { return Ok(false) };
     let held = pcf.hold(&first.supi).await;
-    if !pcf.store.delete_assoc(Kind::Ue, id).await? {
+    if pcf.store.delete_assoc(Kind::Ue, id).await?.is_none() {
         return Ok(false);
     }
     let delivery = pcf.store.delete_ue_delivery(id).await?;

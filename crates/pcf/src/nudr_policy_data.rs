@@ -13,9 +13,11 @@
 //! - no answer (unreachable, timeout, 5xx): `on_unreachable = "fallback"` answers the project's
 //!   fallback decision (counted); `"reject"` answers 503 TARGET_NF_NOT_REACHABLE.
 //!
-//! A subscriber whose data was found is subscribed to at the UDR (subs-to-notify) with its
-//! first association, and unsubscribed with its last; a change notified re-decides its
-//! associations (`npcf_smpolicycontrol::redecide`).
+//! A subscriber whose SM data was found is subscribed to at the UDR (subs-to-notify) with its
+//! first SM association, and unsubscribed with its last; a change notified re-decides its
+//! associations (`npcf_smpolicycontrol::redecide`). An AM association whose AmPolicyData was
+//! found subscribes to it for its life; a change re-decides it and the AMF gets an UpdateNotify
+//! (`npcf_ampolicycontrol::redecide`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,6 +105,12 @@ impl PolicyData {
     /// notifications to go to `callback`; the subscription's URI, or None (counted, logged: the
     /// subscriber's sessions then see a change at their next update only).
     pub async fn subscribe(&self, supi: &str, callback: &str) -> Option<String> {
+        self.subscribe_to(supi, callback, "sm-data").await
+    }
+
+    /// Subscribes to changes of `ues/{supi}/{part}` (`sm-data`, `am-data`), as
+    /// [`PolicyData::subscribe`].
+    pub async fn subscribe_to(&self, supi: &str, callback: &str, part: &str) -> Option<String> {
         let udrs = match self.udrs.find(Some(supi)).await {
             Ok(u) if !u.is_empty() => u,
             _ => return None,
@@ -111,7 +119,7 @@ impl PolicyData {
         let body = serde_json::json!({
             "notificationUri": callback,
             "monitoredResourceUris": [format!(
-                "{}/nudr-dr/v2/policy-data/ues/{supi}/sm-data",
+                "{}/nudr-dr/v2/policy-data/ues/{supi}/{part}",
                 root.trim_end_matches('/')
             )],
         });

@@ -12,6 +12,7 @@ use common::*;
 use pcf::config::{OnUnknown, OnUnreachable, UdrConfig};
 use pcf::PcfConfig;
 use serde_json::{json, Value};
+use testkit::specs::Specs;
 
 /// The policy data of a gold subscriber on slice 1-000001, DNN internet (TS 29.519 SmPolicyData).
 fn gold_sm_data() -> Value {
@@ -272,4 +273,69 @@ async fn a_change_of_policy_data_redecides_and_notifies_the_smf() {
     pcf.stop().await;
     udr.stop().await;
     nrf.stop().await;
+}
+
+/// An AM association whose AmPolicyData the UDR holds watches it: a change re-decides and
+/// the AMF gets an UpdateNotify with what changed; the data removed ends the association
+/// (terminate, UE_SUBSCRIPTION); after the delete nothing is watched any more.
+#[tokio::test]
+async fn a_change_of_am_data_redecides_and_notifies_the_amf() {
+    let specs = Specs::load(&[
+        "TS29507_Npcf_AMPolicyControl",
+        "TS29571_CommonData",
+        "TS29534_Npcf_AMPolicyAuthorization",
+    ]);
+    let d = tempfile::tempdir().unwrap();
+    let udr = start_udr(d.path(), None).await;
+    let c = client();
+    let ue = "imsi-999700000000031";
+    // AmPolicyData is read-only on N36: the operator provisions it (docs/udr.md).
+    let url = format!("{}/udr-prov/v1/policy-data/ues/{ue}", udr.base);
+    let r = c.put(&url).json(&json!({"amData": {"subscCats": ["silver"]}})).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
+    let config = PcfConfig {
+        policy: Some(gold_project(&d.path().join("policy"))),
+        udr: UdrConfig { api_root: Some(udr.base.clone()), ..UdrConfig::default() },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let mut amf = testkit::sink::Sink::start().await;
+    let request = json!({
+        "notificationUri": amf.url, "supi": ue, "accessType": "3GPP_ACCESS", "ratType": "NR",
+        "servingPlmn": {"mcc": "999", "mnc": "70"},
+        "guami": {"plmnId": {"mcc": "999", "mnc": "70"}, "amfId": "020040"},
+        "suppFeat": "4000000"
+    });
+    let am = format!("{}/npcf-am-policy-control/v1/policies", pcf.base);
+    let r = c.post(&am).json(&request).send().await.unwrap();
+    let created = body(&r);
+    assert_eq!(r.status(), 201, "{created}");
+    assert!(created.get("ueAmbr").is_none(), "{created}");
+    let loc = r.header("location").unwrap().to_string();
+
+    // The operator makes the subscriber gold: the AMF hears the UE-AMBR it gets now.
+    let r = c.put(&url).json(&json!({"amData": {"subscCats": ["gold"]}})).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", String::from_utf8_lossy(r.body()));
+    let n = amf.next().await;
+    specs.assert_valid("TS29507_Npcf_AMPolicyControl", "PolicyUpdate", &n);
+    assert_eq!(n["resourceUri"], loc.as_str(), "{n}");
+    assert_eq!(n["ueAmbr"]["downlink"], "4 Gbps", "{n}");
+    let r = c.get(&loc).send().await.unwrap();
+    assert_eq!(body(&r)["ueAmbr"]["downlink"], "4 Gbps", "the new decision is the one in force");
+
+    // The data is removed: the association is ended at the AMF.
+    let r = c.delete(&url).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", String::from_utf8_lossy(r.body()));
+    let n = amf.next().await;
+    specs.assert_valid("TS29507_Npcf_AMPolicyControl", "TerminationNotification", &n);
+    assert_eq!(n, json!({"resourceUri": loc, "cause": "UE_SUBSCRIPTION"}));
+
+    // The AMF deletes it; the subscription goes with it, so a later change notifies nothing.
+    let r = c.delete(&loc).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = c.put(&url).json(&json!({"amData": {"subscCats": ["gold"]}})).send().await.unwrap();
+    assert!(r.status().is_success());
+    amf.quiet().await;
+    pcf.stop().await;
+    udr.stop().await;
 }

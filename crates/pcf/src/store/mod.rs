@@ -65,6 +65,9 @@ pub struct Association {
     pub decision: Vec<u8>,
     pub policy_version: String,
     pub updated_ms: i64,
+    /// Its subscription at the UDR to the policy data it decides with (AM: the subscriber's
+    /// AmPolicyData), removed with it.
+    pub udr_subscription: Option<String>,
 }
 
 /// What the PCF keeps of a subscriber besides its associations.
@@ -224,12 +227,15 @@ pub trait PcfStore: Send + Sync {
 
     fn get_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>>;
 
+    /// The subscriber's associations of `kind` (to decide again when its data changes).
+    fn assoc_of(&self, kind: Kind, supi: &str) -> StoreFuture<'_, Vec<Association>>;
+
     /// Replaces an association's context and decision and merges `ssv`; false when it no
     /// longer exists.
     fn update_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
 
-    /// Removes an association; false when there was none.
-    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool>;
+    /// Removes an association; what it was, None when there was none.
+    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>>;
 
     /// The URSP delivery record of a UE policy association.
     fn ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>>;

@@ -35,6 +35,8 @@ struct State {
     /// SM association ids per subscriber.
     sm_of: FxHashMap<String, Vec<String>>,
     assoc: FxHashMap<(Kind, String), Association>,
+    /// AM and UE association ids per subscriber.
+    assoc_of: FxHashMap<String, Vec<(Kind, String)>>,
     subscribers: FxHashMap<String, Kept>,
     /// SM associations by UE address, for binding application sessions (N5, Rx).
     ues: UeIndex,
@@ -143,6 +145,21 @@ impl State {
         self.insert_sm(p);
     }
 
+    fn insert_assoc(&mut self, a: Association) {
+        self.assoc_of.entry(a.supi.clone()).or_default().push((a.kind, a.id.clone()));
+        self.assoc.insert((a.kind, a.id.clone()), a);
+    }
+
+    fn remove_assoc(&mut self, key: &(Kind, String)) {
+        let Some(a) = self.assoc.remove(key) else { return };
+        if let Some(keys) = self.assoc_of.get_mut(&a.supi) {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.assoc_of.remove(&a.supi);
+            }
+        }
+    }
+
     fn insert_sm(&mut self, p: SmPolicy) {
         self.sm_of.entry(p.supi.clone()).or_default().push(p.id.clone());
         self.ues.set(&p.id, &p.context);
@@ -188,7 +205,7 @@ impl Resident {
             state.insert_sm(p);
         }
         for a in snap.associations {
-            state.assoc.insert((a.kind, a.id.clone()), a);
+            state.insert_assoc(a);
         }
         for (supi, s) in snap.subscribers {
             state
@@ -360,7 +377,7 @@ impl PcfStore for Resident {
             self.inner.create_assoc(a.clone(), ssv.clone()).await?;
             let mut s = self.state();
             s.merge(&a.supi, ssv);
-            s.assoc.insert((a.kind, a.id.clone()), a);
+            s.insert_assoc(a);
             Ok(())
         })
     }
@@ -383,13 +400,28 @@ impl PcfStore for Resident {
         })
     }
 
-    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool> {
+    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>> {
         let key = (kind, id.to_string());
         Box::pin(async move {
             let gone = self.inner.delete_assoc(kind, &key.1).await?;
-            self.state().assoc.remove(&key);
+            self.state().remove_assoc(&key);
             Ok(gone)
         })
+    }
+
+    fn assoc_of(&self, kind: Kind, supi: &str) -> StoreFuture<'_, Vec<Association>> {
+        let s = self.state();
+        let found = s
+            .assoc_of
+            .get(supi)
+            .map(|keys| {
+                keys.iter()
+                    .filter(|k| k.0 == kind)
+                    .filter_map(|k| s.assoc.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ready(found)
     }
 
     fn count_sm(&self) -> StoreFuture<'_, u64> {
@@ -579,6 +611,7 @@ mod tests {
             decision: b"{}".to_vec(),
             policy_version: "1".into(),
             updated_ms: 1,
+            udr_subscription: None,
         };
         r.create_assoc(a.clone(), Map::new()).await.unwrap();
 
@@ -608,7 +641,7 @@ mod tests {
         let kept = r.subscriber("imsi-1").await.unwrap();
         assert!(kept.udr_subscription.is_none());
         assert_eq!(kept.ssv.get("n"), Some(&Value::from(2)), "state variables outlive sessions");
-        assert!(r.delete_assoc(Kind::Am, "am1").await.unwrap());
+        assert!(r.delete_assoc(Kind::Am, "am1").await.unwrap().is_some());
         let reloaded = Resident::load(sqlite).await.unwrap();
         assert_eq!(reloaded.counts(), (0, 0));
         assert_eq!(reloaded.subscriber("imsi-1").await.unwrap(), kept);

@@ -9,7 +9,7 @@ use super::{
     SsvUpdates, StoreFuture, Subscriber, UeDelivery,
 };
 
-pub const MIGRATIONS: [Migration; 8] = [
+pub const MIGRATIONS: [Migration; 9] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -83,6 +83,10 @@ pub const MIGRATIONS: [Migration; 8] = [
         );
         CREATE INDEX pcf_app_session_sm ON pcf_app_session (sm_policy_id)",
     ),
+    Migration::new(
+        "pcf-0009-association-udr-subscription",
+        "ALTER TABLE pcf_policy_association ADD COLUMN udr_subscription TEXT",
+    ),
 ];
 
 const APP_COLUMNS: &str = "app_session_id, sm_policy_id, supi, context, rules, updated_ms";
@@ -123,8 +127,11 @@ fn sm_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SmPolicy> {
     })
 }
 
-/// A row of `pcf_policy_association` (kind, assoc_id, supi, context, decision,
-/// policy_version, updated_ms); an unknown kind is an error of the store.
+const ASSOC_COLUMNS: &str =
+    "kind, assoc_id, supi, context, decision, policy_version, updated_ms, udr_subscription";
+
+/// A row of `pcf_policy_association` ([`ASSOC_COLUMNS`]); an unknown kind is an error of the
+/// store.
 fn assoc_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<store::Result<Association>> {
     let kind: String = r.get(0)?;
     let id: String = r.get(1)?;
@@ -145,6 +152,7 @@ fn assoc_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<store::Result<Associatio
         decision: r.get(4)?,
         policy_version: r.get(5)?,
         updated_ms: r.get(6)?,
+        udr_subscription: r.get(7)?,
     }))
 }
 
@@ -418,8 +426,9 @@ impl PcfStore for SqlitePcfStore {
             exec(
                 tx,
                 "INSERT INTO pcf_policy_association
-                 (kind, assoc_id, supi, context, decision, policy_version, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 (kind, assoc_id, supi, context, decision, policy_version, updated_ms,
+                  udr_subscription)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     a.kind.as_str(),
                     a.id,
@@ -427,7 +436,8 @@ impl PcfStore for SqlitePcfStore {
                     a.context,
                     a.decision,
                     a.policy_version,
-                    a.updated_ms
+                    a.updated_ms,
+                    a.udr_subscription
                 ],
             )?;
             merge_ssv(tx, &a.supi, ssv)
@@ -437,24 +447,30 @@ impl PcfStore for SqlitePcfStore {
     fn get_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>> {
         let id = id.to_string();
         Box::pin(self.db.read(move |c| {
-            Ok(row(
+            let found = row(
                 c,
-                "SELECT supi, context, decision, policy_version, updated_ms
-                 FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
+                &format!("SELECT {ASSOC_COLUMNS} FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2"),
                 params![kind.as_str(), id],
-                |r| {
-                    Ok(Association {
-                        kind,
-                        id: id.clone(),
-                        supi: r.get(0)?,
-                        context: r.get(1)?,
-                        decision: r.get(2)?,
-                        policy_version: r.get(3)?,
-                        updated_ms: r.get(4)?,
-                    })
-                },
+                assoc_row,
             )
-            .optional()?)
+            .optional()?;
+            found.transpose()
+        }))
+    }
+
+    fn assoc_of(&self, kind: Kind, supi: &str) -> StoreFuture<'_, Vec<Association>> {
+        let supi = supi.to_string();
+        Box::pin(self.db.read(move |c| {
+            let sql = format!(
+                "SELECT {ASSOC_COLUMNS} FROM pcf_policy_association WHERE kind = ?1 AND supi = ?2"
+            );
+            let mut st = c.prepare_cached(&sql)?;
+            let rows = st.query_map(params![kind.as_str(), supi], assoc_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
         }))
     }
 
@@ -463,14 +479,16 @@ impl PcfStore for SqlitePcfStore {
             let n = exec(
                 tx,
                 "UPDATE pcf_policy_association SET context = ?3, decision = ?4,
-                 policy_version = ?5, updated_ms = ?6 WHERE kind = ?1 AND assoc_id = ?2",
+                 policy_version = ?5, updated_ms = ?6, udr_subscription = ?7
+                 WHERE kind = ?1 AND assoc_id = ?2",
                 params![
                     a.kind.as_str(),
                     a.id,
                     a.context,
                     a.decision,
                     a.policy_version,
-                    a.updated_ms
+                    a.updated_ms,
+                    a.udr_subscription
                 ],
             )?;
             if n == 0 {
@@ -481,14 +499,20 @@ impl PcfStore for SqlitePcfStore {
         }))
     }
 
-    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, bool> {
+    fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>> {
         let id = id.to_string();
         Box::pin(self.db.write(move |tx| {
-            Ok(exec(
+            let gone = row(
                 tx,
-                "DELETE FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2",
+                &format!(
+                    "DELETE FROM pcf_policy_association WHERE kind = ?1 AND assoc_id = ?2
+                     RETURNING {ASSOC_COLUMNS}"
+                ),
                 params![kind.as_str(), id],
-            )? > 0)
+                assoc_row,
+            )
+            .optional()?;
+            gone.transpose()
         }))
     }
 
@@ -498,10 +522,8 @@ impl PcfStore for SqlitePcfStore {
             let sql = format!("SELECT {SM_COLUMNS} FROM pcf_sm_policy");
             let mut st = c.prepare(&sql)?;
             snap.sm = st.query_map([], sm_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-            let mut st = c.prepare(
-                "SELECT kind, assoc_id, supi, context, decision, policy_version, updated_ms
-                 FROM pcf_policy_association",
-            )?;
+            let mut st =
+                c.prepare(&format!("SELECT {ASSOC_COLUMNS} FROM pcf_policy_association"))?;
             let rows = st.query_map([], assoc_row)?;
             for row in rows {
                 snap.associations.push(row??);
@@ -550,10 +572,10 @@ impl PcfStore for SqlitePcfStore {
 
     fn stale_assoc(&self, before_ms: i64, limit: usize) -> StoreFuture<'_, Vec<Association>> {
         Box::pin(self.db.read(move |c| {
-            let mut st = c.prepare(
-                "SELECT kind, assoc_id, supi, context, decision, policy_version, updated_ms
-                 FROM pcf_policy_association WHERE updated_ms < ?1 ORDER BY updated_ms LIMIT ?2",
-            )?;
+            let mut st = c.prepare(&format!(
+                "SELECT {ASSOC_COLUMNS} FROM pcf_policy_association WHERE updated_ms < ?1
+                     ORDER BY updated_ms LIMIT ?2"
+            ))?;
             let rows = st.query_map(params![before_ms, limit as i64], assoc_row)?;
             let mut out = Vec::new();
             for row in rows {
