@@ -566,3 +566,67 @@ fn tempfile_dir() -> String {
     std::fs::create_dir_all(&dir).unwrap();
     dir.to_string_lossy().into_owned()
 }
+
+/// A PCF killed with SIGKILL while SMFs create and update associations keeps every one it
+/// acknowledged: each 201 is answered only after the association's commit (docs/pcf.md, State).
+#[test]
+fn pcf_keeps_every_acknowledged_association_through_kill_9() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/pcf-data");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = spawn_nf("pcf", &listen, &data);
+    wait_ready(&mut child, port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let url = format!("http://{listen}/npcf-smpolicycontrol/v1/sm-policies");
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let smfs: Vec<_> = (0..8u32)
+        .map(|smf| {
+            let (client, url, acked, stop) =
+                (client.clone(), url.clone(), acked.clone(), stop.clone());
+            rt.spawn(async move {
+                let mut n = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    let body = format!(
+                        r#"{{"supi":"imsi-0010100{smf:02}{n:06}","pduSessionId":1,"pduSessionType":"IPV4","dnn":"internet","sliceInfo":{{"sst":1}},"notificationUri":"http://127.0.0.1:9/smf"}}"#
+                    );
+                    let sent = client
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .await;
+                    match sent {
+                        Ok(r) if r.status() == 201 => {
+                            let loc = r.header("location").unwrap().to_string();
+                            acked.lock().unwrap().push(loc);
+                        }
+                        // Killed under the request: not acknowledged, nothing to find.
+                        _ => break,
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in smfs {
+        let _ = rt.block_on(s);
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 8, "only {} creates acknowledged before the kill", acked.len());
+
+    let mut child = spawn_nf("pcf", &listen, &data);
+    wait_ready(&mut child, port);
+    for loc in &acked {
+        let r = rt.block_on(client.get(loc).send()).unwrap();
+        assert_eq!(r.status(), 200, "{loc} was acknowledged, then lost to kill -9");
+    }
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
