@@ -74,9 +74,11 @@ pub struct BenchArgs {
     /// where scheduling noise decides p99; the report says so).
     #[arg(long, value_name = "MS")]
     pub max_p99_ms: Option<f64>,
-    /// Pin the NFs the kit starts to these CPUs (taskset list, e.g. 0-1).
-    #[arg(long, value_name = "LIST")]
-    pub nf_cpus: Option<String>,
+    /// Pin the NFs the kit starts to these CPUs (taskset list, e.g. 0-1); `NF=LIST` pins that
+    /// NF alone, and the flag repeats (`--nf-cpus pcf=1 --nf-cpus 0`: the PCF on CPU 1, the
+    /// other NFs on CPU 0), so an NF can be measured on a core of its own.
+    #[arg(long, value_name = "[NF=]LIST")]
+    pub nf_cpus: Vec<String>,
     /// Limit each NF the kit starts to this many cores (a cgroup CPU quota, e.g. 0.5), so that
     /// twice its capacity is within the generator's reach; measure the capacity with the same
     /// quota. Needs write access to the cgroup tree.
@@ -227,6 +229,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             cpu_quota: None,
         });
     }
+    check_nf_cpus(&args.nf_cpus, &scenario.nfs)?;
     let exe = match &args.nf_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe()?,
@@ -297,7 +300,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             let c = nfproc::spawn(
                 &exe,
                 nf,
-                (args.nf_cpus.as_deref(), args.nf_cpu_quota),
+                (cpus_for(&args.nf_cpus, nf), args.nf_cpu_quota),
                 &out,
                 config.as_deref(),
                 dir,
@@ -309,7 +312,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 url: c.url.clone(),
                 started_by_kit: true,
                 pid: Some(c.pid()),
-                cpus: args.nf_cpus.clone(),
+                cpus: cpus_for(&args.nf_cpus, nf).map(str::to_string),
                 cpu_quota: args.nf_cpu_quota,
             });
             children.push(c);
@@ -586,9 +589,42 @@ async fn settle_disk(progress: bool) -> Result<()> {
     Ok(())
 }
 
+/// The CPUs `--nf-cpus` gives `nf`: its own `NF=LIST`, else a bare LIST, else none.
+fn cpus_for<'a>(entries: &'a [String], nf: &str) -> Option<&'a str> {
+    entries
+        .iter()
+        .find_map(|e| e.strip_prefix(nf).and_then(|rest| rest.strip_prefix('=')))
+        .or_else(|| entries.iter().find(|e| !e.contains('=')).map(String::as_str))
+}
+
+/// Every `NF=LIST` of `--nf-cpus` names an NF of the scenario (a typo would leave it unpinned).
+fn check_nf_cpus(entries: &[String], nfs: &[String]) -> Result<()> {
+    for e in entries {
+        if let Some((nf, _)) = e.split_once('=') {
+            if !nfs.iter().any(|n| n == nf) {
+                bail!("--nf-cpus {e}: the scenario starts no NF {nf} (it has {nfs:?})");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nf_cpus_per_nf_or_for_all() {
+        let e = vec!["pcf=1".to_string(), "0".to_string()];
+        assert_eq!(cpus_for(&e, "pcf"), Some("1"));
+        assert_eq!(cpus_for(&e, "udr"), Some("0"));
+        assert_eq!(cpus_for(&["0-1".to_string()], "bsf"), Some("0-1"));
+        assert_eq!(cpus_for(&["pcf=1".to_string()], "udr"), None);
+        assert_eq!(cpus_for(&[], "udr"), None);
+        let nfs = vec!["udr".to_string(), "pcf".to_string()];
+        assert!(check_nf_cpus(&e, &nfs).is_ok());
+        assert!(check_nf_cpus(&["pfc=1".to_string()], &nfs).is_err());
+    }
 
     #[test]
     fn nf_config_gets_simulator_urls() {
