@@ -159,12 +159,12 @@ pub(crate) async fn remove(pcf: &Pcf, id: &str) -> Result<bool, NfError> {
     Ok(true)
 }
 
-/// The subscriber's AmPolicyData changed at the UDR (or was removed: `removed`). Each of its AM
-/// associations is decided again and its AMF told (TS 29.507 §4.2.4): an
-/// Npcf_AMPolicyControl_UpdateNotify (`POST {notificationUri}/update`, a PolicyUpdate of what
-/// changed) when the decision changed; when the data is gone, the association is ended
-/// (`POST {notificationUri}/terminate`, a TerminationNotification with cause UE_SUBSCRIPTION),
-/// and the AMF deletes it.
+/// The subscriber's AmPolicyData changed at the UDR. Each of its AM associations is decided
+/// again and its AMF told (TS 29.507 §4.2.4): an Npcf_AMPolicyControl_UpdateNotify (`POST
+/// {notificationUri}/update`, a PolicyUpdate of what changed) when the decision changed. With
+/// `removed` (the data is gone and `on_unknown_subscriber = "reject"`), the association is ended
+/// instead (`POST {notificationUri}/terminate`, a TerminationNotification with cause
+/// UE_SUBSCRIPTION), and the AMF deletes it.
 pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, removed: bool) {
     let mut send = Vec::new();
     {

@@ -265,6 +265,33 @@ pub(crate) async fn redecide_held(pcf: &Arc<Pcf>, supi: &str, held: crate::colli
     }
 }
 
+/// Ends every SM policy association of `supi` (TS 29.512 §4.2.3.3, PCF-initiated
+/// termination): its SMF gets `POST {notificationUri}/terminate` with a TerminationNotification
+/// (`resourceUri`, `cause`) and answers with the association's delete. The subscriber's cached
+/// data goes first: it no longer exists at the UDR.
+pub async fn terminate_all(pcf: &Arc<Pcf>, supi: &str, cause: &str) {
+    let associations = {
+        let _held = pcf.hold(supi).await;
+        pcf.policy_data.changed_sm(supi, None);
+        match pcf.store.sm_of(supi).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(%supi, error = %e, "policy data removed, associations not read");
+                return;
+            }
+        }
+    };
+    for p in associations {
+        let Ok(context) = serde_json::from_slice::<Value>(&p.context) else { continue };
+        let Some(smf) = context.get("notificationUri").and_then(Value::as_str) else { continue };
+        let body = json!({"resourceUri": resource_uri(pcf, &p.id), "cause": cause});
+        tracing::info!(sm_policy = %p.id, %supi, %cause, "SM policy association terminated by the PCF");
+        pcf.notifier
+            .update_notify(&format!("{}/terminate", smf.trim_end_matches('/')), &body)
+            .await;
+    }
+}
+
 /// One association decided again: the UpdateNotify to send, if its decision changed.
 async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<(String, Value)>, NfError> {
     let context: Value = serde_json::from_slice(&stored.context)?;

@@ -277,7 +277,8 @@ async fn a_change_of_policy_data_redecides_and_notifies_the_smf() {
 
 /// An AM association whose AmPolicyData the UDR holds watches it: a change re-decides and
 /// the AMF gets an UpdateNotify with what changed; the data removed ends the association
-/// (terminate, UE_SUBSCRIPTION); after the delete nothing is watched any more.
+/// (terminate, UE_SUBSCRIPTION: unknown subscribers are refused here); after the delete
+/// nothing is watched any more.
 #[tokio::test]
 async fn a_change_of_am_data_redecides_and_notifies_the_amf() {
     let specs = Specs::load(&[
@@ -295,7 +296,11 @@ async fn a_change_of_am_data_redecides_and_notifies_the_amf() {
     assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
     let config = PcfConfig {
         policy: Some(gold_project(&d.path().join("policy"))),
-        udr: UdrConfig { api_root: Some(udr.base.clone()), ..UdrConfig::default() },
+        udr: UdrConfig {
+            api_root: Some(udr.base.clone()),
+            on_unknown_subscriber: OnUnknown::Reject,
+            ..UdrConfig::default()
+        },
         ..PcfConfig::default()
     };
     let pcf = TestPcf::start_with(d.path(), config).await;
@@ -336,6 +341,51 @@ async fn a_change_of_am_data_redecides_and_notifies_the_amf() {
     let r = c.put(&url).json(&json!({"amData": {"subscCats": ["gold"]}})).send().await.unwrap();
     assert!(r.status().is_success());
     amf.quiet().await;
+    pcf.stop().await;
+    udr.stop().await;
+}
+
+/// With unknown subscribers refused, a subscriber whose SmPolicyData is removed at the UDR has
+/// its sessions ended by the PCF: the SMF gets a terminate (TS 29.512 §4.2.3.3) and deletes.
+#[tokio::test]
+async fn removed_sm_data_ends_the_sessions_when_unknown_subscribers_are_refused() {
+    let specs = specs();
+    let d = tempfile::tempdir().unwrap();
+    let udr = start_udr(d.path(), None).await;
+    let c = client();
+    let ue = "imsi-999700000000041";
+    let url = format!("{}/nudr-dr/v2/policy-data/ues/{ue}/sm-data", udr.base);
+    let r = c.put(&url).json(&gold_sm_data()).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
+    let config = PcfConfig {
+        policy: Some(gold_project(&d.path().join("policy"))),
+        udr: UdrConfig {
+            api_root: Some(udr.base.clone()),
+            on_unknown_subscriber: OnUnknown::Reject,
+            ..UdrConfig::default()
+        },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let mut smf = testkit::sink::Sink::start().await;
+    let mut ctx = context(41);
+    ctx["notificationUri"] = json!(smf.url);
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", body(&r));
+    let loc = r.header("location").unwrap().to_string();
+
+    // The operator removes the subscriber's policy data.
+    let r =
+        c.delete(&format!("{}/udr-prov/v1/policy-data/ues/{ue}", udr.base)).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", String::from_utf8_lossy(r.body()));
+    let n = smf.next().await;
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "TerminationNotification", &n);
+    assert_eq!(n, json!({"resourceUri": loc, "cause": "UE_SUBSCRIPTION"}));
+    // The SMF answers with the delete; a new session of the subscriber is now refused.
+    let r = c.post(&format!("{loc}/delete")).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
+    problem(&specs, &r, 400, "USER_UNKNOWN");
     pcf.stop().await;
     udr.stop().await;
 }
