@@ -79,7 +79,7 @@ pub const AM_REQUEST_TRIGGERS: [&str; 11] = [
 
 /// `o[key]`, when present, must be an array of values of `allowed` (a trigger list): each
 /// entry that is not one is named by its index.
-fn check_triggers(
+pub(crate) fn check_triggers(
     o: &Map<String, Value>,
     key: &str,
     allowed: &[&str],
@@ -152,6 +152,14 @@ pub fn check_am_request(v: &Value) -> Result<(), ProblemDetails> {
         errs.bad("", "must be a PolicyAssociationRequest object");
         return errs.finish();
     };
+    check_association_request(o, &mut errs);
+    check_am_common(o, &mut errs);
+    errs.finish()
+}
+
+/// The mandatory attributes a PolicyAssociationRequest has for AM (TS 29.507) and UE (TS
+/// 29.525) policy alike: `supi`, `notificationUri`, `suppFeat`.
+pub(crate) fn check_association_request(o: &Map<String, Value>, errs: &mut Errors) {
     match o.get("supi") {
         None => errs.missing("/supi"),
         Some(s) if s.as_str().is_some_and(check_supi) => {}
@@ -167,8 +175,6 @@ pub fn check_am_request(v: &Value) -> Result<(), ProblemDetails> {
         Some(s) if s.as_str().is_some_and(check_supp_feat) => {}
         Some(_) => errs.bad("/suppFeat", "must be SupportedFeatures (hexadecimal digits)"),
     }
-    check_am_common(o, &mut errs);
-    errs.finish()
 }
 
 /// Checks a PolicyAssociationUpdateRequest (TS 29.507 §5.6.2.3): the reported triggers are

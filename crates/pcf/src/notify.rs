@@ -73,7 +73,7 @@ impl Notifier {
                     Ok(r) => format!("the SMF answered {}", r.status()),
                     Err(e) => e.to_string(),
                 };
-                tracing::warn!(%uri, %why, "SM policy UpdateNotify not delivered");
+                tracing::warn!(%uri, %why, "policy UpdateNotify or terminate not delivered");
                 self.stats.failed.fetch_add(1, Ordering::Relaxed);
             }
         }

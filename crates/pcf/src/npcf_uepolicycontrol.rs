@@ -25,7 +25,7 @@ use std::sync::Arc;
 use base64::Engine;
 use chrono::Utc;
 use http::{header, HeaderValue, StatusCode};
-use nf::common_data::{check_gpsi, check_supi, Errors};
+use nf::common_data::{check_gpsi, Errors};
 use nf::{Answer, NfError};
 use policy::Service;
 use sbi::problem::cause::INVALID_MSG_FORMAT;
@@ -105,10 +105,7 @@ fn not_found(id: &str) -> NfError {
 /// The checks the create's PolicyAssociationRequest and the update share.
 fn check_common(o: &Map<String, Value>, errs: &mut Errors) {
     if let Some(v) = o.get("notificationUri") {
-        let ok = v.as_str().and_then(|s| s.parse::<http::Uri>().ok()).is_some_and(|u| {
-            matches!(u.scheme_str(), Some("http" | "https")) && u.authority().is_some()
-        });
-        if !ok {
+        if !v.as_str().is_some_and(models::check_http_uri) {
             errs.bad("/notificationUri", "must be an absolute http or https URI");
         }
     }
@@ -140,19 +137,7 @@ pub fn check_request(v: &Value) -> Result<(), ProblemDetails> {
         errs.bad("", "must be a PolicyAssociationRequest object");
         return errs.finish();
     };
-    match o.get("supi") {
-        None => errs.missing("/supi"),
-        Some(s) if s.as_str().is_some_and(check_supi) => {}
-        Some(_) => errs.bad("/supi", "must be a Supi (imsi-<5..15 digits>, nai-..., ...)"),
-    }
-    if !o.contains_key("notificationUri") {
-        errs.missing("/notificationUri");
-    }
-    match o.get("suppFeat") {
-        None => errs.missing("/suppFeat"),
-        Some(s) if s.as_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_hexdigit())) => {}
-        Some(_) => errs.bad("/suppFeat", "must be SupportedFeatures (hexadecimal digits)"),
-    }
+    models::check_association_request(o, &mut errs);
     check_common(o, &mut errs);
     errs.finish()
 }
@@ -164,21 +149,13 @@ pub fn check_update(v: &Value) -> Result<(), ProblemDetails> {
         errs.bad("", "must be a PolicyAssociationUpdateRequest object");
         return errs.finish();
     };
-    if let Some(t) = o.get("triggers") {
-        match t.as_array() {
-            Some(list) => {
-                for (i, x) in list.iter().enumerate() {
-                    if !x.as_str().is_some_and(|s| REQUEST_TRIGGERS.contains(&s)) {
-                        errs.bad(
-                            format!("/triggers/{i}"),
-                            "not a RequestTrigger (TS 29.525 §5.6.3.3)",
-                        );
-                    }
-                }
-            }
-            None => errs.bad("/triggers", "must be an array of RequestTrigger"),
-        }
-    }
+    models::check_triggers(
+        o,
+        "triggers",
+        &REQUEST_TRIGGERS,
+        "RequestTrigger (TS 29.525 §5.6.3.3)",
+        &mut errs,
+    );
     if let Some(r) = o.get("uePolDelResult") {
         let ok = r.as_str().and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok());
         match ok.map(|b| updp::parse(&b)) {
