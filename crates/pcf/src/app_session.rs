@@ -305,6 +305,18 @@ fn arm(d: &mut Map<String, Value>) {
     }
 }
 
+/// Whether a stored SM decision may hold AF rules, from its bytes: false only when no key
+/// starts with the AF rules' prefix (`"af-`), so a decision without them is not parsed to
+/// find out.
+pub fn may_hold_af_rules(decision: &[u8]) -> bool {
+    let prefix = AF_RULE_PREFIX.as_bytes();
+    decision
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'"')
+        .any(|(i, _)| decision[i + 1..].starts_with(prefix))
+}
+
 /// Puts the AF rules of the decision in force (`old`) into a new SM decision: called by every
 /// SM decision of an association, so its application sessions' rules stay until they end.
 /// Costs a map lookup when the association has none.
@@ -628,6 +640,19 @@ pub fn sm_deleted(pcf: &Arc<Pcf>, apps: Vec<AppSession>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decision_without_af_rules_is_told_from_its_bytes() {
+        let with = json!({"pccRules": {"af-app1-0": {"pccRuleId": "af-app1-0"}, "internet": {}}});
+        let without = json!({"pccRules": {"internet": {"pccRuleId": "internet"}}, "x": "af-"});
+        assert!(may_hold_af_rules(&serde_json::to_vec(&with).unwrap()));
+        assert!(has_af_rules(with.as_object().unwrap()));
+        // A value that merely starts with the prefix may answer true (then the decision is
+        // parsed); a decision whose keys do not, never answers false wrongly.
+        assert!(!has_af_rules(without.as_object().unwrap()));
+        assert!(!may_hold_af_rules(br#"{"pccRules":{"internet":{}}}"#));
+        assert!(!may_hold_af_rules(b""));
+    }
 
     fn ue() -> UeAddress {
         UeAddress::of_context(br#"{"ipv4Address":"10.45.0.7","dnn":"ims"}"#).unwrap()

@@ -423,7 +423,14 @@ pub fn overlay(context: &mut Value, update: &Value) -> Vec<(String, Option<Value
     let (Some(c), Some(u)) = (context.as_object_mut(), update.as_object()) else {
         return Vec::new();
     };
-    u.iter().map(|(k, v)| (k.clone(), c.insert(k.clone(), v.clone()))).collect()
+    // What the context has already (the attributes an update merged in) is not copied again.
+    let mut displaced = Vec::new();
+    for (k, v) in u {
+        if c.get(k.as_str()) != Some(v) {
+            displaced.push((k.clone(), c.insert(k.clone(), v.clone())));
+        }
+    }
+    displaced
 }
 
 /// Undoes an [`overlay`].

@@ -114,8 +114,8 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let id = req.param("smPolicyId").to_string();
     // The subscriber is known only from the association: read it, hold the subscriber, and
     // read again (a request that held it first may have changed or deleted the association).
-    let Some(first) = pcf.store.get_sm(&id).await? else { return Err(not_found(&id)) };
-    let _held = pcf.hold(&first.supi).await;
+    let Some(supi) = pcf.store.supi_of_sm(&id).await? else { return Err(not_found(&id)) };
+    let _held = pcf.hold(&supi).await;
     let Some((stored, kept)) = pcf.store.get_sm_with_subscriber(&id).await? else {
         return Err(not_found(&id));
     };
@@ -133,13 +133,24 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     }
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let mut new = decision(outcome, &context);
-    let old: Value = serde_json::from_slice(&stored.decision)?;
-    crate::app_session::keep_af_rules(&old, &mut new);
-    let delta = models::delta(&old, &new);
+    // The decision in force is parsed only when needed: it holds AF rules to keep, or the new
+    // decision differs from it (a serialized decision is canonical: its keys are sorted).
+    let mut old: Option<Value> = None;
+    if crate::app_session::may_hold_af_rules(&stored.decision) {
+        let o = old.insert(serde_json::from_slice(&stored.decision)?);
+        crate::app_session::keep_af_rules(o, &mut new);
+    }
+    let new_bytes = serde_json::to_vec(&new)?;
+    let decision_changed = new_bytes != stored.decision;
+    let delta = match old {
+        _ if !decision_changed => Value::Object(Map::new()),
+        Some(o) => models::delta(&o, &new),
+        None => models::delta(&serde_json::from_slice(&stored.decision)?, &new),
+    };
     let binding = pcf.bindings.rebind(before, &context, stored.binding.clone()).await;
     let now = Utc::now().timestamp_millis();
     if !context_changed
-        && old == new
+        && !decision_changed
         && ssv_updates.is_empty()
         && binding == stored.binding
         && project.version == stored.policy_version
@@ -155,8 +166,8 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let updated = SmPolicy {
         id: id.clone(),
         supi: stored.supi,
-        context: serde_json::to_vec(&context)?,
-        decision: serde_json::to_vec(&new)?,
+        context: if context_changed { serde_json::to_vec(&context)? } else { stored.context },
+        decision: new_bytes,
         policy_version: project.version.clone(),
         updated_ms: now,
         binding,
@@ -197,8 +208,8 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// when there was none. The delete's work, and the session audit's for a session its SMF no
 /// longer knows.
 pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
-    let Some(first) = pcf.store.get_sm(id).await? else { return Ok(false) };
-    let held = pcf.hold(&first.supi).await;
+    let Some(supi) = pcf.store.supi_of_sm(id).await? else { return Ok(false) };
+    let held = pcf.hold(&supi).await;
     // Read before: the delete takes them in its commit.
     let apps = crate::app_session::bound(pcf, id).await;
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };

@@ -185,7 +185,12 @@ impl PolicyData {
     /// The data of a subscribed subscriber read while it was not cached (after a restart):
     /// cached from now on, as for one session.
     pub fn cache_if_absent(&self, supi: &str, data: Arc<Value>) {
-        self.cache().entry(supi.to_string()).or_insert(Cached { data, sessions: 1 });
+        let mut c = self.cache();
+        // Checked first: an update of a cached subscriber (each one, in steady state) allocates
+        // no key to find that out.
+        if !c.contains_key(supi) {
+            c.insert(supi.to_string(), Cached { data, sessions: 1 });
+        }
     }
 
     /// One SM session fewer; the data leaves the cache with the last (or when `gone`: the

@@ -194,6 +194,12 @@ pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ProblemDetail
             "the request body is empty",
         ));
     }
+    // Most bodies decode: those go through serde_json alone. Tracking the path costs an
+    // allocation per key, so only a body that failed is decoded again to name the field (the
+    // same bytes fail at the same place).
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let mut pointer = json_pointer(e.path());

@@ -205,6 +205,11 @@ pub trait PcfStore: Send + Sync {
 
     fn get_sm(&self, id: &str) -> StoreFuture<'_, Option<SmPolicy>>;
 
+    /// The subscriber of an SM association: what an update or delete holds before reading it.
+    fn supi_of_sm<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(async move { Ok(self.get_sm(id).await?.map(|p| p.supi)) })
+    }
+
     /// An association and what is kept of its subscriber, from one snapshot.
     fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>>;
 

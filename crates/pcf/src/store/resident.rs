@@ -309,6 +309,10 @@ impl PcfStore for Resident {
         ready(self.state().sm.get(id).cloned())
     }
 
+    fn supi_of_sm<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        ready(self.state().sm.get(id).map(|p| p.supi.clone()))
+    }
+
     fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>> {
         let s = self.state();
         let found = s.sm.get(id).map(|p| (p.clone(), s.subscriber(&p.supi)));
