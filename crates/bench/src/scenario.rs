@@ -278,6 +278,10 @@ pub enum UdrKind {
     Eir,
     /// Policy data: a 2.5 KB SmPolicyData per UE.
     PolicySmData,
+    /// Policy data for AM and UE policy control: an AmPolicyData and a UePolicySet (TS 29.519)
+    /// per UE, what the PCF reads at each AM and UE create (`crate::udr::UdrPlan::am_data`
+    /// and `ue_policy_set`).
+    PolicyAmUeData,
     /// Sh subscriber profiles (public identities, MSISDN, IMS user state, S-CSCF, 2 KB of
     /// MMTel repository data): about 2.2 KB each, as the reference's T3.
     ShProfile,
