@@ -42,7 +42,11 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),
     ("pcf-sm-internet-30k", include_str!("../../../scenarios/pcf-sm-internet-30k.toml")),
+    ("pcf-am-ue-15k", include_str!("../../../scenarios/pcf-am-ue-15k.toml")),
+    ("pcf-am-ue-25k", include_str!("../../../scenarios/pcf-am-ue-25k.toml")),
     ("pcf-am-ue-30k", include_str!("../../../scenarios/pcf-am-ue-30k.toml")),
+    ("pcf-am-ue-60k", include_str!("../../../scenarios/pcf-am-ue-60k.toml")),
+    ("pcf-am-ue-75k", include_str!("../../../scenarios/pcf-am-ue-75k.toml")),
     ("pcf-sm-mix-43k", include_str!("../../../scenarios/pcf-sm-mix-43k.toml")),
     ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
 ];
@@ -278,6 +282,10 @@ pub enum UdrKind {
     Eir,
     /// Policy data: a 2.5 KB SmPolicyData per UE.
     PolicySmData,
+    /// Policy data for AM and UE policy control: an AmPolicyData and a UePolicySet (TS 29.519)
+    /// per UE, what the PCF reads at each AM and UE create (`crate::udr::UdrPlan::am_data`
+    /// and `ue_policy_set`).
+    PolicyAmUeData,
     /// Sh subscriber profiles (public identities, MSISDN, IMS user state, S-CSCF, 2 KB of
     /// MMTel repository data): about 2.2 KB each, as the reference's T3.
     ShProfile,
@@ -1274,6 +1282,58 @@ mod tests {
         let mut bad = t4c.clone();
         bad.preload.udr.as_mut().unwrap().subscribe_sim = Some("nope".into());
         assert!(bad.validate().is_err(), "subscribe_sim must be a notification sink");
+    }
+
+    /// The AM/UE scenarios (3.2.1, 3.2.2, 3.2.6, 3.2.7, 3.2.8): the client-originated rate of
+    /// the reference's tables, AM and UE equal and each 1 create : 1 delete, every subscriber's
+    /// AM data and UE policy set preloaded, the p99 bound the highest latency the reference
+    /// prints, and its figures.
+    #[test]
+    fn pcf_am_ue_scenarios_carry_the_reference_call_mix() {
+        // name, offered (Ingress) TPS, reference TPS (Ingress + Egress), requested cores,
+        // subscribers (reference, here), p99 bound.
+        let want = [
+            ("pcf-am-ue-15k", 7200.0, 30_000.0, 474.0, (1_000_000, 100_000), 78.6),
+            ("pcf-am-ue-25k", 12_500.0, 50_000.0, 640.0, (12_591_141, 125_911), 125.0),
+            ("pcf-am-ue-30k", 6315.0, 28_220.0, 786.0, (12_000_000, 120_000), 110.0),
+            ("pcf-am-ue-60k", 13_344.0, 60_048.0, 786.0, (12_000_000, 120_000), 204.0),
+            ("pcf-am-ue-75k", 16_680.0, 75_060.0, 810.0, (12_000_000, 120_000), 126.0),
+        ];
+        let am_ue: Vec<String> = Scenario::builtin()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.name.starts_with("pcf-am-ue-"))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(am_ue.len(), want.len(), "{am_ue:?}");
+        for (name, rate, tps, cores, (subs, here), p99) in want {
+            let s = Scenario::load(name).unwrap();
+            let tps_of = |p: &str| s.procedures.iter().find(|x| x.name == p).unwrap().tps;
+            assert_eq!(s.load.rate, rate, "{name}");
+            assert_eq!(s.total_tps(), rate, "{name}");
+            let (amc, amd) = (tps_of("AM Create"), tps_of("AM Delete"));
+            let (uec, ued) = (tps_of("UE Create"), tps_of("UE Delete"));
+            assert_eq!((amc, uec), (amd, ued), "{name}: 1:0:1");
+            assert!((amc - uec).abs() <= 1.0, "{name}: AM and UE alike");
+            // Per UE create the AMF gets a subscribe and a transfer, per delete an unsubscribe.
+            assert_eq!(s.egress[0].tps, 3.0 * uec, "{name}");
+            let u = s.preload.udr.as_ref().unwrap();
+            assert_eq!(u.kind, UdrKind::PolicyAmUeData, "{name}");
+            assert_eq!((u.reference_count, u.default_count()), (subs, here), "{name}");
+            assert_eq!(s.generators.supi_count, here, "{name}");
+            assert_eq!(s.nf_config["pcf"]["udr"]["api_root"].as_str(), Some("{nf:udr}"));
+            assert_eq!(s.nf_config["pcf"]["policy"].as_str(), Some("policies/high"));
+            assert_eq!(s.criteria.max_p99_ms, p99, "{name}");
+            let r = s.reference.as_ref().unwrap();
+            assert_eq!((r.tps_achieved, r.cpu_requested), (tps, cores), "{name}");
+            assert!((r.tps_per_core - tps / cores).abs() < 0.1, "{name}: TPS per requested core");
+            for p in ["AM Create", "AM Delete", "UE Create", "UE Delete"] {
+                let l = r.mean_latency_ms[p];
+                assert!(l > 0.0 && l <= p99, "{name}: {p} {l} ms");
+            }
+            assert!(s.description.contains("here"), "{name}: the description gives our scale");
+            assert!(!r.notes.is_empty());
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! and `{imei}` generators name preloaded subscribers. A UDR the kit starts gets them from its
 //! own bulk-load command, `fivecore udr import`, run on the UDR's data directory before the UDR
 //! starts (crate::bulk_load), fed rows the kit generates on the fly: SLF entries and EIR
-//! equipment as CSV (`--kind slf|eir`), policy data as JSON lines (`--kind policy`) and then
-//! its subscriptions (`--kind policy-subscriptions`), Sh profiles as JSON lines (`--kind sh`).
+//! equipment as CSV (`--kind slf|eir`), policy data as JSON lines (`--kind policy`: SM data, or
+//! AM data and a UE policy set) and then its subscriptions (`--kind policy-subscriptions`), Sh
+//! profiles as JSON lines (`--kind sh`).
 //! A UDR given with `--target` gets them over the provisioning API (`/udr-prov/v1`) and
 //! `subs-to-notify`, Sh profiles over SOAP, 64 at a time. Either way, the ETags of the
 //! preloaded sm-data are then read over Nudr_DataRepository, as a PCF that had read the data
@@ -263,6 +264,9 @@ impl UdrPlan {
                 json!({"imei": format!("{:014}", self.imei(i)), "status": Self::eir_status(i)})
             }
             UdrKind::PolicySmData => json!({"smData": sm_data_document(i)}),
+            UdrKind::PolicyAmUeData => {
+                json!({"amData": self.am_data(i), "uePolicySet": self.ue_policy_set(i)})
+            }
             // Provisioned over SOAP (`sh_create_call`), not as JSON.
             UdrKind::ShProfile => Value::Null,
         }
@@ -381,6 +385,17 @@ impl UdrPlan {
                 })
                 .await?;
             }
+            UdrKind::PolicyAmUeData => {
+                let args = import(self.import_kind(), "jsonl");
+                run_import(exe, &args, self.count, progress, move |w| {
+                    for i in 0..plan.count {
+                        serde_json::to_writer(&mut *w, &plan.am_ue_policy_line(i))?;
+                        w.write_all(b"\n")?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
         }
         let mut subscriptions = 0;
         if let Some(sink) = sink.clone() {
@@ -423,7 +438,7 @@ impl UdrPlan {
         match self.kind {
             UdrKind::Slf => "slf",
             UdrKind::Eir => "eir",
-            UdrKind::PolicySmData => "policy",
+            UdrKind::PolicySmData | UdrKind::PolicyAmUeData => "policy",
             UdrKind::ShProfile => "sh",
         }
     }
@@ -439,6 +454,66 @@ impl UdrPlan {
         let _ = write!(out, "{i}");
         out.push_str(tail);
         out.push_str("}\n");
+    }
+
+    /// The AmPolicyData (TS 29.519) of UE `i`, about 180 bytes: its subscription category and
+    /// a UE-dedicated presence reporting area of two tracking areas of the home PLMN (TAC
+    /// 000001, where the AMF's requests place the UE, and 000002). The kit's own test data, as
+    /// [`UdrPlan::ue_policy_set`]: the reference publishes neither.
+    pub fn am_data(&self, i: u64) -> Value {
+        let (mcc, mnc) = self.home_plmn();
+        let plmn = json!({"mcc": mcc, "mnc": mnc});
+        json!({"subscCats": [subsc_cat(i)],
+            "praInfos": {"1": {"praId": "1", "trackingAreaList": [
+                {"plmnId": plmn, "tac": "000001"}, {"plmnId": plmn, "tac": "000002"}]}}})
+    }
+
+    /// The UePolicySet (TS 29.519) of UE `i`, about 410 bytes (540 for an enterprise UE): its subscription category
+    /// (as its AM data), the route selection descriptors its subscription allows in the home
+    /// PLMN (`internet` and `ims` on slice 1-000001), its equipment (`pei`, the `{imei}` the
+    /// AMF's requests carry for the same UE) and OS, no ANDSP. Every
+    /// [`ENTERPRISE_EVERY`]-th UE is an enterprise subscriber: `enterpriseDnn` names its DNN
+    /// (one of `corp1`..`corp50`, the High project's `enterprise_dnns` list), allowed on
+    /// slice 2. `enterpriseDnn` is not a TS 29.519 attribute: it is the operator's own, which
+    /// the High project's UE rule `enterprise-ursp` reads (`subscriber.enterpriseDnn`) to add a
+    /// URSP rule steering that DNN to slice 2; UePolicySet is extensible (its schema allows
+    /// other members), so the UDR keeps and serves it.
+    pub fn ue_policy_set(&self, i: u64) -> Value {
+        let (mcc, mnc) = self.home_plmn();
+        let plmn = json!({"mcc": mcc, "mnc": mnc});
+        // TS 29.571 PlmnId as a map key: MCC, "-", MNC.
+        let key = format!("{mcc}-{mnc}");
+        let dnn = |name: &str, types: &str| json!({"dnn": name, "sscModes": ["SSC_MODE_1"], "pduSessTypes": [types]});
+        let mut slices = vec![json!({"snssai": {"sst": 1, "sd": "000001"},
+            "dnnRouteSelDescs": [dnn("internet", "IPV4V6"), dnn("ims", "IPV4V6")]})];
+        let enterprise = enterprise_dnn(i);
+        if let Some(corp) = &enterprise {
+            slices.push(json!({"snssai": {"sst": 2}, "dnnRouteSelDescs": [dnn(corp, "IPV4")]}));
+        }
+        let mut set = json!({
+            "subscCats": [subsc_cat(i)],
+            "allowedRouteSelDescs": {key: {"servingPlmn": plmn, "snssaiRouteSelDescs": slices}},
+            "andspInd": false,
+            "pei": format!("imei-{:014}0", self.imei(i)),
+            "osIds": [OS_IDS[(i % OS_IDS.len() as u64) as usize]],
+        });
+        if let Some(corp) = enterprise {
+            set["enterpriseDnn"] = corp.into();
+        }
+        set
+    }
+
+    /// The home PLMN of the UEs, from the SUPI prefix: the MCC, then the MNC (2 or 3 digits).
+    fn home_plmn(&self) -> (&str, &str) {
+        self.supi_prefix.split_at(3.min(self.supi_prefix.len()))
+    }
+
+    /// The `--kind policy` line of UE `i` for AM and UE policy: `{"ueId":"imsi-…",
+    /// "amData":{…},"uePolicySet":{…}}` (a PolicyDataProfile and its UE, docs/udr.md).
+    fn am_ue_policy_line(&self, i: u64) -> Value {
+        let mut line = self.document(i);
+        line["ueId"] = self.supi(i).into();
+        line
     }
 
     /// Provisions the subscribers over `/udr-prov/v1` of the UDR at `base` (one the kit did not
@@ -465,7 +540,7 @@ impl UdrPlan {
                 UdrKind::Slf => (Method::POST, format!("{base}/udr-prov/v1/slf-entries"), CREATED),
                 UdrKind::Eir => (Method::POST, format!("{base}/udr-prov/v1/eir/imeis"), CREATED),
                 // Created, or replaced (a UDR that already holds the UE).
-                UdrKind::PolicySmData => (
+                UdrKind::PolicySmData | UdrKind::PolicyAmUeData => (
                     Method::PUT,
                     format!("{base}/udr-prov/v1/policy-data/ues/{}", self.supi(i)),
                     PUT_OK,
@@ -578,6 +653,7 @@ fn kind_name(k: UdrKind) -> &'static str {
         UdrKind::Slf => "SLF entries",
         UdrKind::Eir => "EIR equipment",
         UdrKind::PolicySmData => "policy data UEs",
+        UdrKind::PolicyAmUeData => "policy data UEs (AM data, UE policy set)",
         UdrKind::ShProfile => "Sh profiles",
     }
 }
@@ -684,6 +760,32 @@ pub fn sm_data_document(volume: u64) -> Value {
         "umData": {"lim1": {"limitId": "lim1", "umLevel": "SESSION_LEVEL",
             "allowedUsage": {"totalVolume": volume}, "resetTime": "2030-01-01T00:00:00Z"}}})
 }
+
+/// The subscription categories of the AM and UE policy data, one per UE in turn.
+const SUBSC_CATS: [&str; 3] = ["gold", "silver", "bronze"];
+
+fn subsc_cat(i: u64) -> &'static str {
+    SUBSC_CATS[(i % SUBSC_CATS.len() as u64) as usize]
+}
+
+/// One UE in this many is an enterprise subscriber (the reference says nothing of its
+/// subscribers; a tenth is the kit's choice, so the High project's enterprise URSP rule fires
+/// for some UEs and not others).
+pub const ENTERPRISE_EVERY: u64 = 10;
+
+/// The enterprise DNNs, `corp1`..`corp50`: the entries of the High project's
+/// `lists/enterprise_dnns.txt`.
+const ENTERPRISE_DNNS: u64 = 50;
+
+/// The enterprise DNN of UE `i`, when it is an enterprise subscriber.
+fn enterprise_dnn(i: u64) -> Option<String> {
+    i.is_multiple_of(ENTERPRISE_EVERY)
+        .then(|| format!("corp{}", (i / ENTERPRISE_EVERY) % ENTERPRISE_DNNS + 1))
+}
+
+/// The UEs' operating systems (TS 29.519 OsId, a UUID): two of the kit's own, in turn.
+const OS_IDS: [&str; 2] =
+    ["5b0e8e2c-4f3a-4d7e-9a61-2c7f0b3d9e01", "5b0e8e2c-4f3a-4d7e-9a61-2c7f0b3d9e02"];
 
 /// [`sm_data_document`] serialized once, split where its volume goes.
 static SM_DATA_TEMPLATE: LazyLock<[String; 2]> = LazyLock::new(|| {
@@ -904,6 +1006,63 @@ mod tests {
         assert!(uri.ends_with(&UdrPlan::sm_data_path(&plan.supi(4))), "{uri}");
         assert_eq!(plan.subscription_id(4), plan.subscription_id(4), "named without reading back");
         assert_ne!(plan.subscription_id(4), plan.subscription_id(5));
+    }
+
+    /// `--kind policy` lines of the AM/UE scenarios: the UE with its AmPolicyData and its
+    /// UePolicySet, both valid against TS 29.519; an enterprise UE's DNN is one the High
+    /// project's UE rule lists, allowed on slice 2; the UE's equipment is the `{imei}` the
+    /// AMF's requests carry for it. The `--target` body is the same profile without the UE.
+    #[test]
+    fn am_ue_policy_lines_follow_the_import_contract_and_ts_29_519() {
+        let s = Scenario::load("pcf-am-ue-30k").unwrap();
+        assert_eq!(s.preload.udr.as_ref().unwrap().kind, UdrKind::PolicyAmUeData);
+        let plan = UdrPlan::new(&s, Some(40)).unwrap().unwrap();
+        assert_eq!((plan.import_kind(), plan.drawn()), ("policy", 40));
+        let specs = testkit::specs::Specs::load(&["TS29519_Policy_Data", "TS29571_CommonData"]);
+        let lists = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/high/lists");
+        let listed = std::fs::read_to_string(lists.join("enterprise_dnns.txt")).unwrap();
+        let listed: Vec<&str> = listed.lines().filter(|l| !l.starts_with('#')).collect();
+        let mut enterprise = 0;
+        for i in 0..40 {
+            let text = serde_json::to_string(&plan.am_ue_policy_line(i)).unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v.as_object().unwrap().len(), 3, "{text}");
+            assert_eq!(v["ueId"], plan.supi(i));
+            let (am, set) = (&v["amData"], &v["uePolicySet"]);
+            assert_eq!(*am, plan.am_data(i));
+            assert_eq!(*set, plan.ue_policy_set(i));
+            specs.assert_valid("TS29519_Policy_Data", "AmPolicyData", am);
+            specs.assert_valid("TS29519_Policy_Data", "UePolicySet", set);
+            assert_eq!(am["subscCats"], set["subscCats"]);
+            assert_eq!(am["praInfos"]["1"]["trackingAreaList"][0]["tac"], "000001");
+            // The same string the `{imei}` generator renders for this subscriber.
+            assert_eq!(set["pei"], format!("imei-{:014}0", 35_209_900_000_000 + i));
+            let plmn = &set["allowedRouteSelDescs"]["001-01"];
+            assert_eq!(plmn["servingPlmn"], json!({"mcc": "001", "mnc": "01"}));
+            let slices = plmn["snssaiRouteSelDescs"].as_array().unwrap();
+            assert_eq!(slices[0]["dnnRouteSelDescs"][0]["dnn"], "internet");
+            match set.get("enterpriseDnn").and_then(Value::as_str) {
+                Some(corp) => {
+                    enterprise += 1;
+                    assert!(listed.contains(&corp), "{corp} is in enterprise_dnns.txt");
+                    assert_eq!(slices[1]["snssai"], json!({"sst": 2}));
+                    assert_eq!(slices[1]["dnnRouteSelDescs"][0]["dnn"], corp);
+                }
+                None => assert_eq!(slices.len(), 1, "{text}"),
+            }
+            let mut profile = v.clone();
+            profile.as_object_mut().unwrap().remove("ueId");
+            assert_eq!(plan.document(i), profile, "the --target PUT carries the same data");
+            assert!((150..250).contains(&am.to_string().len()), "{am}");
+            assert!((350..600).contains(&set.to_string().len()), "{set}");
+        }
+        assert_eq!(enterprise, 40 / ENTERPRISE_EVERY);
+        assert_eq!(enterprise_dnn(ENTERPRISE_EVERY * ENTERPRISE_DNNS).as_deref(), Some("corp1"));
+        assert_eq!(
+            enterprise_dnn(ENTERPRISE_EVERY * (ENTERPRISE_DNNS - 1)).as_deref(),
+            Some("corp50")
+        );
+        assert!(listed.contains(&"corp50") && !listed.contains(&"corp51"));
     }
 
     #[test]
