@@ -57,6 +57,80 @@ pub struct PcfConfig {
     /// Spending limit subscriptions at the CHF (`[pcf.chf]`, N28).
     #[serde(default)]
     pub chf: ChfConfig,
+    /// The Diameter side, the converged PCRF (`[pcf.diameter]`: Gx today).
+    #[serde(default)]
+    pub diameter: DiameterConfig,
+}
+
+/// `[pcf.diameter]`: the PCF serving Gx (TS 29.212) as a converged PCRF, on the same policy
+/// engine, subscriber data and state as N7. What an unknown subscriber gets is
+/// `[pcf.udr] on_unknown_subscriber`, answered the Diameter way (docs/pcf.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiameterConfig {
+    /// Serve Diameter at all. Default false: a 5G-only PCF opens no Diameter port.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Where to listen. Default 127.0.0.1:3868.
+    #[serde(default = "default_diameter_listen")]
+    pub listen: std::net::SocketAddr,
+    /// Origin-Host. Default `pcf.localdomain`.
+    #[serde(default = "default_diameter_origin_host")]
+    pub origin_host: String,
+    /// Origin-Realm. Default `localdomain`.
+    #[serde(default = "default_diameter_origin_realm")]
+    pub origin_realm: String,
+    /// Take CERs from peers not listed in `accept` (PCEFs). Default true.
+    #[serde(default = "default_true")]
+    pub accept_unknown_peers: bool,
+    /// Origin-Hosts of the peers allowed to connect when `accept_unknown_peers` is false.
+    #[serde(default)]
+    pub accept: Vec<String>,
+    /// How long a PCRF-initiated request (RAR) waits for its answer, ms. Default 2000.
+    #[serde(default = "default_diameter_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// DWR interval (RFC 3539 Tw), seconds. Default 30.
+    #[serde(default = "default_diameter_watchdog_secs")]
+    pub watchdog_secs: u64,
+    /// The node's size and connection limits (`[pcf.diameter.limits]`, as the BSF's Rx).
+    #[serde(default)]
+    pub limits: nf::DiameterLimits,
+}
+
+fn default_diameter_listen() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 3868))
+}
+
+fn default_diameter_origin_host() -> String {
+    "pcf.localdomain".into()
+}
+
+fn default_diameter_origin_realm() -> String {
+    "localdomain".into()
+}
+
+fn default_diameter_request_timeout_ms() -> u64 {
+    2000
+}
+
+fn default_diameter_watchdog_secs() -> u64 {
+    30
+}
+
+impl Default for DiameterConfig {
+    fn default() -> Self {
+        DiameterConfig {
+            enabled: false,
+            listen: default_diameter_listen(),
+            origin_host: default_diameter_origin_host(),
+            origin_realm: default_diameter_origin_realm(),
+            accept_unknown_peers: true,
+            accept: Vec::new(),
+            request_timeout_ms: default_diameter_request_timeout_ms(),
+            watchdog_secs: default_diameter_watchdog_secs(),
+            limits: nf::DiameterLimits::default(),
+        }
+    }
 }
 
 /// `[pcf.audit]`: asking the SMF or AMF about associations it has not updated for long, and
@@ -248,6 +322,7 @@ impl Default for PcfConfig {
             audit: AuditConfig::default(),
             amf: AmfConfig::default(),
             chf: ChfConfig::default(),
+            diameter: DiameterConfig::default(),
         }
     }
 }
@@ -290,6 +365,18 @@ impl PcfConfig {
                     "[pcf.chf] api_root {root:?} must start with http:// or https://"
                 ));
             }
+        }
+        if self.diameter.enabled {
+            let d = &self.diameter;
+            if d.origin_host.is_empty() || d.origin_realm.is_empty() {
+                return Err("[pcf.diameter] origin_host and origin_realm must be set".into());
+            }
+            if d.request_timeout_ms == 0 || d.watchdog_secs == 0 {
+                return Err(
+                    "[pcf.diameter] request_timeout_ms and watchdog_secs must be > 0".into()
+                );
+            }
+            d.limits.validate("pcf.diameter.limits")?;
         }
         if self.udr.timeout_ms == 0
             || self.bsf.timeout_ms == 0

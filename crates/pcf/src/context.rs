@@ -39,6 +39,8 @@ pub struct Pcf {
     scheme: &'static str,
     /// The bound SBI address, for `Location` when a request carries no authority.
     pub local_authority: OnceLock<String>,
+    /// The Diameter node serving Gx (`[pcf.diameter]`), once started: what RARs go out on.
+    pub gx: OnceLock<diameter::DiameterNode>,
 }
 
 impl Pcf {
@@ -69,6 +71,7 @@ impl Pcf {
             chf,
             scheme,
             local_authority: OnceLock::new(),
+            gx: OnceLock::new(),
         }
     }
 

@@ -22,6 +22,7 @@
 //! - [`policy_admin`] shows and deploys the policy project in force; [`collision`] serializes
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
+//! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
 //!
@@ -35,6 +36,7 @@ pub mod config;
 pub mod context;
 pub mod decide;
 pub mod default_policy;
+pub mod gx;
 pub mod metrics;
 pub mod models;
 pub mod namf_communication;
@@ -370,6 +372,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         )
         .build();
     serving.register(profile)?;
+    if config.pcf.diameter.enabled {
+        let node = gx::start(pcf.clone(), &config.pcf.diameter).await.map_err(|e| {
+            PcfError::Config(format!(
+                "[pcf.diameter] cannot serve Gx on {}: {e}",
+                config.pcf.diameter.listen
+            ))
+        })?;
+        serving.diameter(node);
+    }
     if let Some(nrf) = serving.nrf_client() {
         pcf.policy_data.use_nrf(nrf.clone());
         pcf.ue_policy.amf.use_nrf(nrf.clone());
@@ -410,6 +421,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
 impl Bound {
     pub fn local_addr(&self) -> SocketAddr {
         self.serving.local_addr()
+    }
+
+    /// Where Gx is served, when `[pcf.diameter]` is enabled.
+    pub fn diameter_addr(&self) -> Option<SocketAddr> {
+        self.pcf.gx.get().and_then(|n| n.local_addr())
     }
 
     pub fn pcf(&self) -> &Arc<Pcf> {

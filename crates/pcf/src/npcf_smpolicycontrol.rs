@@ -251,6 +251,7 @@ pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, data: Option<Value>) {
 /// of it: its spending limit statuses); the hold is let go before the SMFs are told.
 pub(crate) async fn redecide_held(pcf: &Arc<Pcf>, supi: &str, held: crate::collision::Held<'_>) {
     let mut notify = Vec::new();
+    let mut rars = Vec::new();
     {
         let _held = held;
         let associations = match pcf.store.sm_of(supi).await {
@@ -261,6 +262,16 @@ pub(crate) async fn redecide_held(pcf: &Arc<Pcf>, supi: &str, held: crate::colli
             }
         };
         for stored in associations {
+            // A Gx session (converged PCRF) is told with an RAR instead (crate::gx).
+            if crate::gx::is_gx(&stored.id) {
+                match crate::gx::ccr::redecide_one(pcf, stored).await {
+                    Ok(r) => rars.extend(r),
+                    Err(e) => {
+                        tracing::warn!(%supi, error = %e, "policy data changed, Gx session not decided again")
+                    }
+                }
+                continue;
+            }
             match redecide_one(pcf, stored).await {
                 Ok(Some(n)) => notify.push(n),
                 Ok(None) => {}
@@ -274,6 +285,7 @@ pub(crate) async fn redecide_held(pcf: &Arc<Pcf>, supi: &str, held: crate::colli
     for (uri, body) in notify {
         pcf.notifier.update_notify(&uri, &body).await;
     }
+    crate::gx::ccr::send_rars(pcf, rars).await;
 }
 
 /// Ends every SM policy association of `supi` (TS 29.512 §4.2.3.3, PCF-initiated

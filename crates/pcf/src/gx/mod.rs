@@ -1,0 +1,68 @@
+//! Gx (TS 29.212) served by the PCF as a converged PCRF: the same policy engine, subscriber
+//! data, state variables and collision control as N7, so one subscriber's 4G and 5G sessions
+//! see one policy.
+//!
+//! - [`mapping`] is the N7 <-> Gx interworking mapping (TS 29.513 §5, §6);
+//! - [`ccr`] serves CCR-I/U/T (TS 29.212 §4.5.1, §4.5.2, §4.5.7) and sends the PCRF-initiated
+//!   RAR (§4.5.2.2 / §5.6.4) when a subscriber's policy data changes.
+//!
+//! A Gx session is stored as an SM policy association whose id is `gx:` + its Session-Id and
+//! whose context is the SmPolicyContextData-shaped request the CCR-I mapped to, with the
+//! PCEF's Diameter identity under `gx`. So it is durable as N7's are, re-decided with them on a
+//! UDR notification, and found by the UE-address index (`PcfStore::sm_of_ue`) that binds an
+//! application session: the seam Rx (next slice) binds through. The session audit leaves it
+//! alone (it has no notificationUri: Gx has no audit query; a PCEF that lost a session ends it
+//! with a CCR-T or the next CCR-I of the same Session-Id replaces it).
+//!
+//! Not here yet (docs/pcf.md): Rx, Sy, Sd, usage monitoring, LDAP, PERs.
+
+pub mod ccr;
+pub mod mapping;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diameter::dictionary::gx;
+use diameter::{ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig};
+
+use crate::config::DiameterConfig;
+use crate::context::Pcf;
+
+/// What an SM policy association's id starts with when it is a Gx session.
+pub const SESSION_PREFIX: &str = "gx:";
+
+/// Whether a stored SM policy association is a Gx session.
+pub fn is_gx(policy_id: &str) -> bool {
+    policy_id.starts_with(SESSION_PREFIX)
+}
+
+/// The store id of the Gx session `session_id`.
+pub fn policy_id(session_id: &str) -> String {
+    format!("{SESSION_PREFIX}{session_id}")
+}
+
+/// Binds the Diameter port and serves Gx on it; the node is kept in `pcf.gx` (for RARs).
+pub async fn start(pcf: Arc<Pcf>, cfg: &DiameterConfig) -> std::io::Result<DiameterNode> {
+    let mut nc = NodeConfig::new(&cfg.origin_host, &cfg.origin_realm);
+    nc.product_name = "fivecore-pcf".into();
+    nc.listen = Some(cfg.listen);
+    nc.applications = vec![ApplicationId::tgpp(gx::APP_ID)];
+    nc.accept_unknown_peers = cfg.accept_unknown_peers;
+    nc.peers = cfg.accept.iter().map(PeerConfig::accept).collect();
+    nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
+    nc.watchdog_interval = Duration::from_secs(cfg.watchdog_secs);
+    cfg.limits
+        .apply("pcf.diameter.limits", &mut nc)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let p = pcf.clone();
+    let node = DiameterNode::builder(nc)
+        .handler(gx::APP_ID, move |req: Message| {
+            let p = p.clone();
+            async move { ccr::handle(&p, req).await }
+        })
+        .start()
+        .await?;
+    let _ = pcf.gx.set(node.clone());
+    tracing::info!(addr = ?node.local_addr(), host = %cfg.origin_host, "PCF Gx listening");
+    Ok(node)
+}
