@@ -75,8 +75,9 @@ pub const ALL: [NfInfo; 5] = [
         name: "PCF",
         sbi_port: 7003,
         db_file: "pcf.db",
-        diameter: Some(("Gx/Rx/Sy/Sd", 3868)),
-        diameter_served: false,
+        // Gx when `[pcf.diameter]` enables it; Rx, Sy and Sd are issue #23's next steps.
+        diameter: Some(("Gx", 3868)),
+        diameter_served: true,
         issue: Some(23),
         available: true,
     },

@@ -89,7 +89,7 @@ pub fn run(args: &UpArgs) -> ExitCode {
             (nf::Nf::Nrf, nrf.local_addr(), None),
             (nf::Nf::Udr, udr.local_addr(), udr.sh_local_addr()),
             (nf::Nf::Bsf, bsf.local_addr(), bsf.rx_local_addr()),
-            (nf::Nf::Pcf, pcf.local_addr(), None),
+            (nf::Nf::Pcf, pcf.local_addr(), pcf.diameter_addr()),
         ];
 
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -211,6 +211,8 @@ pub fn endpoint_table(bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)]) -> Str
             (None, _) => "-".to_owned(),
             (Some((app, _)), Some((_, _, Some(addr)))) => format!("{addr} ({app})"),
             (Some((app, port)), None) if i.diameter_served => format!("127.0.0.1:{port} ({app})"),
+            // Served by this build but not enabled in its configuration (the PCF's Gx).
+            (Some((app, _)), Some(_)) if i.diameter_served => format!("- ({app} off)"),
             (Some((app, _)), _) => format!("- ({app} to come)"),
         };
         let status = match (here, i.issue) {
