@@ -75,8 +75,8 @@ pub const ALL: [NfInfo; 5] = [
         name: "PCF",
         sbi_port: 7003,
         db_file: "pcf.db",
-        // Gx when `[pcf.diameter]` enables it; Rx, Sy and Sd are issue #23's next steps.
-        diameter: Some(("Gx", 3868)),
+        // Gx and Rx when `[pcf.diameter]` enables it; Sy and Sd are issue #23's next steps.
+        diameter: Some(("Gx, Rx", 3868)),
         diameter_served: true,
         issue: Some(23),
         available: true,

@@ -1,5 +1,5 @@
-//! Application sessions, protocol-neutral: what Npcf_PolicyAuthorization (N5, TS 29.514) and,
-//! later, Rx (TS 29.214, issue #23) share. An application session is bound to the SM policy
+//! Application sessions, protocol-neutral: what Npcf_PolicyAuthorization (N5, TS 29.514) and
+//! Rx (TS 29.214, [`crate::rx`]) share. An application session is bound to the SM policy
 //! association of the UE's address (TS 29.513 §8.2); its media components become PCC rules
 //! and QoS decisions (TS 29.513 §7.3) put in that association's decision, and the SMF gets
 //! them in an Npcf_SMPolicyControl_UpdateNotify. The association's later decisions keep them
@@ -423,15 +423,35 @@ pub async fn commit(
                 None => return Err(not_found(&id)),
             },
         };
-        let smf = sm_notification(pcf, &sm, delta)?;
-        (done, smf)
+        // A Gx session (converged PCRF) hears of the rules in an RAR, an N7 association's SMF
+        // in an UpdateNotify.
+        let push = if crate::gx::is_gx(&sm.id) {
+            let context: Value = serde_json::from_slice(&sm.context)?;
+            pcf.gx
+                .get()
+                .and_then(|node| crate::gx::ccr::rar(node, &sm.id, &context, &old, &new))
+                .map(Push::Gx)
+        } else {
+            sm_notification(pcf, &sm, delta)?.map(Push::Smf)
+        };
+        (done, push)
     };
-    let (done, smf) = notify;
-    // Sent once the subscriber is let go, as a policy data change's UpdateNotify is.
-    if let Some((uri, body)) = smf {
-        pcf.notifier.update_notify(&uri, &body).await;
+    let (done, push) = notify;
+    // Sent once the subscriber is let go, as a policy data change's UpdateNotify is; awaited
+    // (not the bearer, only the peer's answer) so one session's pushes reach its SMF or PCEF
+    // in the order they were committed.
+    match push {
+        Some(Push::Smf((uri, body))) => pcf.notifier.update_notify(&uri, &body).await,
+        Some(Push::Gx(rar)) => crate::gx::ccr::send_rars(pcf, vec![rar]).await,
+        None => {}
     }
     Ok(done)
+}
+
+/// How a committed change reaches the bound session's gateway.
+enum Push {
+    Smf((String, Value)),
+    Gx(diameter::Message),
 }
 
 /// The UpdateNotify for `delta` of `sm`'s decision, if anything changed and the SMF gave a URI.
@@ -501,6 +521,11 @@ pub async fn sm_updated(pcf: &Arc<Pcf>, sm_policy_id: &str, change: &Value, cont
     let access = (context.get("accessType").cloned(), context.get("ratType").cloned());
     tokio::spawn(async move {
         for app in apps {
+            // An Rx session's AF hears of it in an Rx RAR (its Specific-Actions).
+            if crate::rx::is_rx(&app.id) {
+                crate::rx::bearer_events(&pcf, &app, &change).await;
+                continue;
+            }
             if let Some((uri, body)) = events_for(&pcf, &app, &change, &access) {
                 notify_af(&pcf, &uri, &body, false).await;
             }
@@ -623,6 +648,11 @@ pub fn sm_deleted(pcf: &Arc<Pcf>, apps: Vec<AppSession>) {
     tokio::spawn(async move {
         for app in apps {
             pcf.apps.terminated.fetch_add(1, Ordering::Relaxed);
+            // An Rx session's AF gets an ASR (TS 29.214 §4.4.6.2) and ends it with an STR.
+            if crate::rx::is_rx(&app.id) {
+                crate::rx::abort(&pcf, &app).await;
+                continue;
+            }
             let ctx = context_of(&app);
             let Some(base) = ctx.get("notifUri").and_then(Value::as_str) else { continue };
             let res = format!(

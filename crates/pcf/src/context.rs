@@ -41,6 +41,8 @@ pub struct Pcf {
     pub local_authority: OnceLock<String>,
     /// The Diameter node serving Gx (`[pcf.diameter]`), once started: what RARs go out on.
     pub gx: OnceLock<diameter::DiameterNode>,
+    /// Rx sessions aborted (ASR sent) whose AF has not yet sent its STR.
+    pub rx_aborted: crate::rx::Aborted,
 }
 
 impl Pcf {
@@ -72,6 +74,7 @@ impl Pcf {
             scheme,
             local_authority: OnceLock::new(),
             gx: OnceLock::new(),
+            rx_aborted: Default::default(),
         }
     }
 

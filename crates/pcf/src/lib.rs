@@ -8,7 +8,7 @@
 //! - [`npcf_policyauthorization`] is Npcf_PolicyAuthorization (N5): the AF's application
 //!   sessions, whose protocol-neutral part (binding to the SM association by UE address, media
 //!   to PCC rules, the SMF's UpdateNotify, events and termination to the AF) is
-//!   [`app_session`], for Rx to share;
+//!   [`app_session`], which Rx shares;
 //! - [`nudr_policy_data`] reads the subscriber's policy data from the UDR (N36) and subscribes
 //!   to it, [`nudr_notify`] takes the UDR's change notifications, [`notify`] sends the SMF its
 //!   UpdateNotify, [`nbsf_management`] registers the PCF's bindings at the BSF, [`producers`]
@@ -23,6 +23,7 @@
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
+//!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
 //!
@@ -51,6 +52,7 @@ pub mod nudr_notify;
 pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod producers;
+pub mod rx;
 pub mod store;
 pub mod ue_policy_delivery;
 pub mod ursp;

@@ -225,6 +225,14 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
         }
     }
+    drop(_held);
+    // What the PCEF reports of the rules (Charging-Rule-Report) and the resources, as an SMF's
+    // update would say it: the bound application sessions' AFs hear of it (N5 events, Rx RAR).
+    let reports = mapping::rule_reports(req);
+    if !reports.is_empty() {
+        let change = json!({"ruleReports": reports, "repPolicyCtrlReqTriggers": view["repPolicyCtrlReqTriggers"]});
+        crate::app_session::sm_updated(pcf, &id, &change, &context).await;
+    }
     tracing::debug!(session = %sid, %supi, "Gx session updated");
     Ok(answer(req, rc::DIAMETER_SUCCESS).with_avps(avps))
 }
@@ -250,24 +258,7 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
     let old: Value = serde_json::from_slice(&stored.decision)?;
     let mut new = outcome.decision;
     crate::app_session::keep_af_rules(&old, &mut new);
-    let avps = mapping::decision_avps(&old, &new);
-    if avps.is_empty() {
-        return Ok(None);
-    }
-    let (Some(host), Some(realm)) = (
-        context["gx"]["originHost"].as_str().filter(|s| !s.is_empty()),
-        context["gx"]["originRealm"].as_str().filter(|s| !s.is_empty()),
-    ) else {
-        return Ok(None);
-    };
-    let sid = stored.id[super::SESSION_PREFIX.len()..].to_owned();
-    let rar = Message::request(gx::APP_ID, gx::CMD_RE_AUTH)
-        .session_id_avp(&sid)
-        .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
-        .origin(node.origin_host(), node.origin_realm())
-        .destination(realm, Some(host))
-        .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
-        .with_avps(avps);
+    let Some(rar) = rar(node, &stored.id, &context, &old, &new) else { return Ok(None) };
     let updated = SmPolicy {
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
@@ -278,6 +269,33 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
         return Ok(None);
     }
     Ok(Some(rar))
+}
+
+/// The RAR telling the PCEF of Gx session `policy_id` (its context `context`) what changed
+/// from decision `old` to `new`; None when nothing did or the PCEF is not known.
+pub(crate) fn rar(
+    node: &diameter::DiameterNode,
+    policy_id: &str,
+    context: &Value,
+    old: &Value,
+    new: &Value,
+) -> Option<Message> {
+    let avps = mapping::decision_avps(old, new);
+    if avps.is_empty() {
+        return None;
+    }
+    let host = context["gx"]["originHost"].as_str().filter(|s| !s.is_empty())?;
+    let realm = context["gx"]["originRealm"].as_str().filter(|s| !s.is_empty())?;
+    let sid = policy_id.strip_prefix(super::SESSION_PREFIX)?;
+    Some(
+        Message::request(gx::APP_ID, gx::CMD_RE_AUTH)
+            .session_id_avp(sid)
+            .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
+            .origin(node.origin_host(), node.origin_realm())
+            .destination(realm, Some(host))
+            .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
+            .with_avps(avps),
+    )
 }
 
 /// Sends the RARs [`redecide_one`] made, once the subscriber is let go (a PCEF's answer holds

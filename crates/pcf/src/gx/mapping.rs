@@ -258,6 +258,69 @@ pub fn reported_triggers(ccr: &Message) -> Vec<Value> {
     out
 }
 
+/// Rule-Failure-Code (TS 29.212 §5.3.38) → FailureCode (TS 29.512 §5.6.3.9), as TS 29.513
+/// §5.3 pairs them.
+pub fn failure_code_to_n7(v: u32) -> Option<&'static str> {
+    Some(match v {
+        1 => "UNK_RULE_ID",
+        2 => "RA_GR_ERR",
+        3 => "SER_ID_ERR",
+        4 => "NF_MAL",
+        5 => "RES_LIM",
+        6 => "MAX_NR_QoS_FLOW",
+        9 => "MISS_FLOW_INFO",
+        10 => "RES_ALLO_FAIL",
+        11 => "UNSUCC_QOS_VAL",
+        12 => "INCOR_FLOW_INFO",
+        13 => "PS_TO_CS_HAN",
+        14 => "APP_ID_ERR",
+        15 => "NO_QOS_FLOW_BOUND",
+        16 => "FILTER_RES",
+        18 => "MISS_REDI_SER_ADDR",
+        19 => "CM_END_USER_SER_DENIED",
+        20 => "CM_CREDIT_CON_NOT_APP",
+        21 => "CM_AUTH_REJ",
+        22 => "CM_USER_UNK",
+        23 => "CM_RAT_FAILED",
+        _ => return None,
+    })
+}
+
+/// A CCR's Charging-Rule-Reports as TS 29.512 RuleReports (`pccRuleIds`, `ruleStatus`,
+/// `failureCode`). PCC-Rule-Status TEMPORARILY_INACTIVE has no N7 status: it is INACTIVE with
+/// `temporarily: true` (the PCF's own member, never sent), so Rx can tell a lost bearer
+/// (TS 29.214 §4.4.6.4 INDICATION_OF_LOSS_OF_BEARER) from a released one.
+pub fn rule_reports(ccr: &Message) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in ccr.charging_rule_reports() {
+        let ids: Vec<Value> = r
+            .children_of(&gx::CHARGING_RULE_NAME)
+            .into_iter()
+            .filter_map(|n| n.as_slice().ok().map(|b| Value::from(String::from_utf8_lossy(b))))
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let status = r.child(&gx::PCC_RULE_STATUS).and_then(|a| a.as_u32().ok());
+        let mut report = json!({
+            "pccRuleIds": ids,
+            "ruleStatus": if status == Some(0) { "ACTIVE" } else { "INACTIVE" },
+        });
+        if status == Some(2) {
+            report["temporarily"] = Value::Bool(true);
+        }
+        if let Some(code) = r
+            .child(&gx::RULE_FAILURE_CODE)
+            .and_then(|a| a.as_u32().ok())
+            .and_then(failure_code_to_n7)
+        {
+            report["failureCode"] = Value::from(code);
+        }
+        out.push(report);
+    }
+    out
+}
+
 /// The IPv4 address of an SmPolicyContextData, for the caller's log lines and tests.
 pub fn ipv4_of(context: &Value) -> Option<Ipv4Addr> {
     context.get("ipv4Address")?.as_str()?.parse().ok()

@@ -10,11 +10,12 @@
 //! whose context is the SmPolicyContextData-shaped request the CCR-I mapped to, with the
 //! PCEF's Diameter identity under `gx`. So it is durable as N7's are, re-decided with them on a
 //! UDR notification, and found by the UE-address index (`PcfStore::sm_of_ue`) that binds an
-//! application session: the seam Rx (next slice) binds through. The session audit leaves it
+//! application session: the seam Rx binds through. The session audit leaves it
 //! alone (it has no notificationUri: Gx has no audit query; a PCEF that lost a session ends it
 //! with a CCR-T or the next CCR-I of the same Session-Id replaces it).
 //!
-//! Not here yet (docs/pcf.md): Rx, Sy, Sd, usage monitoring, LDAP, PERs.
+//! Rx is served on the same node (crate::rx). Not here yet (docs/pcf.md): Sy, Sd, usage
+//! monitoring, LDAP, PERs.
 
 pub mod ccr;
 pub mod mapping;
@@ -22,7 +23,7 @@ pub mod mapping;
 use std::sync::Arc;
 use std::time::Duration;
 
-use diameter::dictionary::gx;
+use diameter::dictionary::{gx, rx};
 use diameter::{ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig};
 
 use crate::config::DiameterConfig;
@@ -46,7 +47,9 @@ pub async fn start(pcf: Arc<Pcf>, cfg: &DiameterConfig) -> std::io::Result<Diame
     let mut nc = NodeConfig::new(&cfg.origin_host, &cfg.origin_realm);
     nc.product_name = "fivecore-pcf".into();
     nc.listen = Some(cfg.listen);
-    nc.applications = vec![ApplicationId::tgpp(gx::APP_ID)];
+    // Rx (TS 29.214) is served on the same node: the AF's sessions bind to Gx sessions and
+    // N7 associations alike (crate::rx).
+    nc.applications = vec![ApplicationId::tgpp(gx::APP_ID), ApplicationId::tgpp(rx::APP_ID)];
     nc.accept_unknown_peers = cfg.accept_unknown_peers;
     nc.peers = cfg.accept.iter().map(PeerConfig::accept).collect();
     nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
@@ -60,9 +63,16 @@ pub async fn start(pcf: Arc<Pcf>, cfg: &DiameterConfig) -> std::io::Result<Diame
             let p = p.clone();
             async move { ccr::handle(&p, req).await }
         })
+        .handler(rx::APP_ID, {
+            let p = pcf.clone();
+            move |req: Message| {
+                let p = p.clone();
+                async move { crate::rx::handle(&p, req).await }
+            }
+        })
         .start()
         .await?;
     let _ = pcf.gx.set(node.clone());
-    tracing::info!(addr = ?node.local_addr(), host = %cfg.origin_host, "PCF Gx listening");
+    tracing::info!(addr = ?node.local_addr(), host = %cfg.origin_host, "PCF Gx and Rx listening");
     Ok(node)
 }

@@ -5,6 +5,7 @@
 pub mod amf;
 pub mod chf;
 pub mod peers;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 
