@@ -9,7 +9,7 @@ use super::{
     SsvUpdates, StoreFuture, Subscriber, UeDelivery,
 };
 
-pub const MIGRATIONS: [Migration; 9] = [
+pub const MIGRATIONS: [Migration; 10] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -86,6 +86,37 @@ pub const MIGRATIONS: [Migration; 9] = [
     Migration::new(
         "pcf-0009-association-udr-subscription",
         "ALTER TABLE pcf_policy_association ADD COLUMN udr_subscription TEXT",
+    ),
+    // The subscriber's tables keyed by SUPI, rebuilt WITHOUT ROWID: a TEXT primary key on a
+    // rowid table is two b-trees (the rows and an index on the key), so a subscriber's first
+    // association wrote six pages to the WAL for these three rows, and its last delete six
+    // again; keyed by the SUPI itself each row is one page. Their rows are small (a URI, a
+    // few state variables), as WITHOUT ROWID wants (docs/BENCHMARKS.md, s23).
+    Migration::new(
+        "pcf-0010-subscriber-tables-without-rowid",
+        "CREATE TABLE pcf_ssv_0010 (
+            supi TEXT PRIMARY KEY NOT NULL,
+            json BLOB NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO pcf_ssv_0010 (supi, json) SELECT supi, json FROM pcf_ssv;
+        DROP TABLE pcf_ssv;
+        ALTER TABLE pcf_ssv_0010 RENAME TO pcf_ssv;
+        CREATE TABLE pcf_udr_subscription_0010 (
+            supi TEXT PRIMARY KEY NOT NULL,
+            uri TEXT NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO pcf_udr_subscription_0010 (supi, uri) SELECT supi, uri FROM pcf_udr_subscription;
+        DROP TABLE pcf_udr_subscription;
+        ALTER TABLE pcf_udr_subscription_0010 RENAME TO pcf_udr_subscription;
+        CREATE TABLE pcf_chf_subscription_0010 (
+            supi TEXT PRIMARY KEY NOT NULL,
+            uri TEXT NOT NULL,
+            statuses BLOB NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO pcf_chf_subscription_0010 (supi, uri, statuses)
+            SELECT supi, uri, statuses FROM pcf_chf_subscription;
+        DROP TABLE pcf_chf_subscription;
+        ALTER TABLE pcf_chf_subscription_0010 RENAME TO pcf_chf_subscription",
     ),
 ];
 
