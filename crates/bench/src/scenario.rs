@@ -49,6 +49,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcf-am-ue-75k", include_str!("../../../scenarios/pcf-am-ue-75k.toml")),
     ("pcf-sm-mix-43k", include_str!("../../../scenarios/pcf-sm-mix-43k.toml")),
     ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
+    ("pcf-sm-rx-30k", include_str!("../../../scenarios/pcf-sm-rx-30k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,6 +187,16 @@ pub struct Generators {
     /// check digit, as AMFs send it).
     #[serde(default = "default_imei_first")]
     pub imei_first: u64,
+    /// `{ue_ipv4}`: this address + the preloaded subscription's index `{i}`. The Rx procedures
+    /// of a scenario without preloaded bindings address these UEs (see [`Diameter::answer_host`]).
+    /// A block of its own (100.64.0.0/10 by default), so no `{rand}` address of another
+    /// association can shadow one of them.
+    #[serde(default = "default_ue_ipv4_first")]
+    pub ue_ipv4_first: std::net::Ipv4Addr,
+}
+
+fn default_ue_ipv4_first() -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(100, 64, 0, 1)
 }
 
 fn default_gpsi_prefix() -> String {
@@ -214,6 +225,7 @@ impl Default for Generators {
             seed: default_seed(),
             gpsi_prefix: default_gpsi_prefix(),
             imei_first: default_imei_first(),
+            ue_ipv4_first: default_ue_ipv4_first(),
         }
     }
 }
@@ -373,6 +385,12 @@ pub struct Diameter {
     /// Per-request timeout of the simulators.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// The Origin-Host the Rx answers must come from when no `pcf_rx` simulator serves the
+    /// session: the PCF itself (the NF the AFs talk to, or the one behind a proxy). With it,
+    /// and without `[preload.bindings]`, the AAR-Is address the UEs of the preloaded SM
+    /// associations (`{ue_ipv4}` in `[preload.subscriptions]`), which must live the whole run.
+    #[serde(default)]
+    pub answer_host: Option<String>,
 }
 
 /// `count` NF profiles of one type, each padded to a pretty-printed size in `size_bytes`.
@@ -807,8 +825,10 @@ impl Scenario {
                 if !self.simulators.iter().any(|s| s.kind == kind) {
                     bail!("{what}: needs a {kind:?} simulator");
                 }
-                if self.preload.bindings.is_none() {
-                    bail!("{what}: Rx sessions are for bound UEs: preload.bindings is missing");
+                let answers_itself =
+                    self.diameter.as_ref().is_some_and(|d| d.answer_host.is_some());
+                if self.preload.bindings.is_none() && !answers_itself {
+                    bail!("{what}: Rx sessions are for bound UEs: preload.bindings (or diameter.answer_host) is missing");
                 }
             } else {
                 if http::Method::from_bytes(p.method.as_bytes()).is_err() {
@@ -1018,6 +1038,13 @@ impl Scenario {
             if !d.session_hold_s.is_finite() || d.session_hold_s <= 0.0 || d.timeout_ms == 0 {
                 bail!("diameter.session_hold_s and timeout_ms must be > 0");
             }
+            if d.answer_host.is_some() {
+                self.validate_rx_ues()?;
+            } else if self.procedures.iter().any(|p| p.rx.is_some())
+                && self.preload.bindings.is_none()
+            {
+                bail!("Rx procedures need [preload.bindings] or diameter.answer_host with UEs at {{ue_ipv4}}");
+            }
         }
         let mut strings = Vec::new();
         for table in self.nf_config.values().chain(self.nf_sections.values()) {
@@ -1046,6 +1073,39 @@ impl Scenario {
             }
             if b.deletable >= b.default_count() {
                 bail!("preload.bindings: deletable must be fewer than the bindings preloaded");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// `diameter.answer_host`: the AAR-Is go to the UEs of the preloaded subscriptions, so
+    /// those must exist (`{ue_ipv4}` in their body) and outlive the run (no procedure takes
+    /// one from their pool without giving it back), or the AAR-Is would find no session.
+    fn validate_rx_ues(&self) -> Result<()> {
+        if self.preload.bindings.is_some() {
+            bail!("diameter.answer_host and [preload.bindings] are exclusive (the bindings name pcf_rx simulators)");
+        }
+        if self.procedures.iter().any(|p| p.rx == Some(RxOp::Rar)) {
+            bail!("diameter.answer_host: RAR is sent by a pcf_rx simulator, which this mode has none of");
+        }
+        let Some(sub) = self.preload.subscriptions.as_ref() else {
+            bail!(
+                "diameter.answer_host: the Rx UEs are [preload.subscriptions], and there is none"
+            );
+        };
+        if !sub.body.contains("{ue_ipv4}") || sub.count == 0 {
+            bail!("diameter.answer_host: [preload.subscriptions] must give each UE {{ue_ipv4}}");
+        }
+        if let Some(pool) = &sub.pool {
+            let take = format!("{{take:{pool}}}");
+            for p in &self.procedures {
+                let takes =
+                    p.path.contains(&take) || p.body.as_deref().is_some_and(|b| b.contains(&take));
+                if takes && p.recycle.as_deref() != Some(pool.as_str()) {
+                    bail!("procedure {}: takes the Rx UEs' association from {pool} without recycle: the AAR-Is would find it gone", p.name);
+                }
             }
         }
         Ok(())
