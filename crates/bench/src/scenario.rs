@@ -1349,6 +1349,47 @@ mod tests {
     /// AM data and UE policy set preloaded, the p99 bound the highest latency the reference
     /// prints, and its figures.
     #[test]
+    fn pcf_sm_rx_carries_the_reference_call_model_and_its_ues_outlive_the_run() {
+        let s = Scenario::load("pcf-sm-rx-30k").unwrap();
+        let tps = |p: &str| s.procedures.iter().find(|x| x.name == p).unwrap().tps;
+        // Table 3-166: Ingress 6,637 over the call's five N7 procedures, Diameter in 5,279
+        // over AAR-I : AAR-U : STR.
+        let n7 = ["create-dnn_ims", "N7-dnn_internet_1st", "N7-dnn_internet_2nd"]
+            .into_iter()
+            .chain(["N7-dnn_internet_3rd", "delete-dnn_ims"])
+            .map(tps);
+        assert!(n7.clone().all(|t| t == 1327.4));
+        assert!((n7.sum::<f64>() - 6637.0).abs() < 0.01);
+        let rx = ["AAR-I", "AAR-U", "STR"].map(tps);
+        assert!((rx.iter().sum::<f64>() - 5279.0).abs() < 0.01 && rx[0] >= rx[2], "{rx:?}");
+        assert!((s.total_tps() - s.load.rate).abs() < 0.01);
+        // Binding off (3.5.2): no BSF, the AFs on the PCF's own Diameter node.
+        let d = s.diameter.as_ref().unwrap();
+        assert_eq!((d.nf.as_str(), d.answer_host.as_deref()), ("pcf", Some("pcf.fivecore.local")));
+        assert!(!s.nfs.contains(&"bsf".to_string()));
+        assert_eq!(s.nf_config["pcf"]["bsf"]["enabled"].as_bool(), Some(false));
+        assert_eq!(s.nf_config["pcf"]["diameter"]["listen"].as_str(), Some(DIAMETER_ADDR));
+        let r = s.reference.as_ref().unwrap();
+        assert_eq!((r.tps_achieved, r.cpu_requested), (29747.0, 323.0));
+        assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1);
+        assert!(
+            (r.tps_achieved / r.used_cores.unwrap() - r.tps_per_used_core.unwrap()).abs() < 0.1
+        );
+        assert!(s.egress.iter().any(|e| e.sim == "smf"), "the rules' UpdateNotify counted");
+
+        // A procedure that deletes the Rx UEs' associations would leave AAR-Is without a
+        // session: refused, as are the other ways this mode cannot work.
+        let text = BUILTIN.iter().find(|(n, _)| *n == "pcf-sm-rx-30k").unwrap().1;
+        let deletes = text.replace("{take:ims}/delete", "{take:internet}/delete");
+        let err = Scenario::from_toml(&deletes).unwrap_err();
+        assert!(format!("{err:#}").contains("without recycle"), "{err:#}");
+        let no_ue = text.replace("\"ipv4Address\":\"{ue_ipv4}\"", "\"ipv4Address\":\"10.0.0.1\"");
+        assert!(Scenario::from_toml(&no_ue).is_err(), "the preload must give {{ue_ipv4}}");
+        let no_answer = text.replace("answer_host = \"pcf.fivecore.local\"\n", "");
+        assert!(Scenario::from_toml(&no_answer).is_err(), "no bindings, no answer_host");
+    }
+
+    #[test]
     fn pcf_am_ue_scenarios_carry_the_reference_call_mix() {
         // name, offered (Ingress) TPS, reference TPS (Ingress + Egress), requested cores,
         // subscribers (reference, here), p99 bound.

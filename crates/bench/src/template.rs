@@ -489,6 +489,7 @@ mod tests {
             supi_count: 1,
             gpsi_prefix: "33",
             imei_first: 0,
+            ue_ipv4_first: std::net::Ipv4Addr::new(100, 64, 0, 1),
             instances: &instances,
             pools: &pools,
             sims: &sims,
