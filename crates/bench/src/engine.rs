@@ -1222,7 +1222,14 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             let client = |nf: &str, op: &str| -> Option<(f64, f64)> {
                 let mut merged = stats::new_hist();
                 for (pi, p) in s.procedures.iter().enumerate() {
-                    let of_nf = p.nf.as_deref().unwrap_or(first_nf) == nf;
+                    // A Diameter procedure goes to the NF of `[diameter]` (the PCF of an SM +
+                    // Rx mix whose first NF is the UDR), unless it names one.
+                    let diameter_nf = s.diameter.as_ref().map(|d| d.nf.as_str());
+                    let default_nf = match p.rx.is_some() || p.sh.is_some() {
+                        true => diameter_nf.unwrap_or(first_nf),
+                        false => first_nf,
+                    };
+                    let of_nf = p.nf.as_deref().unwrap_or(default_nf) == nf;
                     if of_nf && nf_latency::maps_to(&p.name, p.nf_operation.as_deref(), op) {
                         merged.add(&shared.procs[pi].lock().unwrap().hist).ok()?;
                     }
