@@ -248,10 +248,7 @@ pub struct Preloaded {
 impl Preloaded {
     /// The UEs whose bindings stay for the whole run.
     pub fn bound_ues(&self) -> BoundUes {
-        BoundUes {
-            factory: self.plan.factory.clone(),
-            count: self.plan.count - self.plan.deletable,
-        }
+        BoundUes::bindings(self.plan.factory.clone(), self.plan.count - self.plan.deletable)
     }
 }
 

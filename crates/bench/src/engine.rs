@@ -28,7 +28,7 @@ use crate::report::{
     EgressReport, GeneratorReport, PreloadReport, ProcReport, Report, RxReport, TargetReport,
     Totals,
 };
-use crate::rx::{BoundUes, RxCall, RxSims};
+use crate::rx::{self, BoundUes, RxCall, RxSims};
 use crate::scenario::{EtagUse, Generators, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
@@ -223,6 +223,7 @@ impl Maker {
                     supi_count: g.supi_count,
                     gpsi_prefix: &g.gpsi_prefix,
                     imei_first: g.imei_first,
+                    ue_ipv4_first: g.ue_ipv4_first,
                     instances: &self.instances,
                     pools: &self.pools,
                     sims: &self.sim_urls,
@@ -472,12 +473,19 @@ async fn preload(
             supi_count: s.generators.supi_count,
             gpsi_prefix: &s.generators.gpsi_prefix,
             imei_first: s.generators.imei_first,
+            ue_ipv4_first: s.generators.ue_ipv4_first,
             instances: &instances,
             pools: &empty,
             sims,
         };
+        let pin_subscriber = t.uses_ue_ipv4();
         for i in 0..sub.count {
             let mut ctx = ReqCtx::new(i as u64, i as u64);
+            if pin_subscriber {
+                // The Rx load names the UE at {ue_ipv4} of index i by this subscriber's MSISDN
+                // (crate::rx::BoundUes), so the association must hold the same one.
+                ctx.subscriber = Some(rx::ue_msin(&s.generators, i as u64));
+            }
             let body = t
                 .render(&env, &mut ctx, rng, false)
                 .context("subscription body template needs a pool")?;
@@ -640,7 +648,18 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         }
         preload_report.udr = Some(u.report.clone());
     }
-    let bound_ues = cfg.bindings.as_ref().map(Preloaded::bound_ues);
+    let bound_ues = match (&cfg.bindings, s.diameter.as_ref().and_then(|d| d.answer_host.as_ref()))
+    {
+        (Some(b), _) => Some(b.bound_ues()),
+        // The validated scenario has preloaded subscriptions with {ue_ipv4}, each created (201)
+        // before we get here, and kept for the whole run.
+        (None, Some(_)) => s
+            .preload
+            .subscriptions
+            .as_ref()
+            .map(|sub| BoundUes::associations(&s.generators, sub.count as u64)),
+        (None, None) => None,
+    };
     if let (Some(rx), Some(ues), Some(d)) = (&cfg.rx, &bound_ues, &s.diameter) {
         let uses_sessions = s
             .procedures
@@ -1203,7 +1222,14 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             let client = |nf: &str, op: &str| -> Option<(f64, f64)> {
                 let mut merged = stats::new_hist();
                 for (pi, p) in s.procedures.iter().enumerate() {
-                    let of_nf = p.nf.as_deref().unwrap_or(first_nf) == nf;
+                    // A Diameter procedure goes to the NF of `[diameter]` (the PCF of an SM +
+                    // Rx mix whose first NF is the UDR), unless it names one.
+                    let diameter_nf = s.diameter.as_ref().map(|d| d.nf.as_str());
+                    let default_nf = match p.rx.is_some() || p.sh.is_some() {
+                        true => diameter_nf.unwrap_or(first_nf),
+                        false => first_nf,
+                    };
+                    let of_nf = p.nf.as_deref().unwrap_or(default_nf) == nf;
                     if of_nf && nf_latency::maps_to(&p.name, p.nf_operation.as_deref(), op) {
                         merged.add(&shared.procs[pi].lock().unwrap().hist).ok()?;
                     }

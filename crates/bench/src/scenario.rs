@@ -49,6 +49,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcf-am-ue-75k", include_str!("../../../scenarios/pcf-am-ue-75k.toml")),
     ("pcf-sm-mix-43k", include_str!("../../../scenarios/pcf-sm-mix-43k.toml")),
     ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
+    ("pcf-sm-rx-30k", include_str!("../../../scenarios/pcf-sm-rx-30k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,6 +187,16 @@ pub struct Generators {
     /// check digit, as AMFs send it).
     #[serde(default = "default_imei_first")]
     pub imei_first: u64,
+    /// `{ue_ipv4}`: this address + the preloaded subscription's index `{i}`. The Rx procedures
+    /// of a scenario without preloaded bindings address these UEs (see [`Diameter::answer_host`]).
+    /// A block of its own (100.64.0.0/10 by default), so no `{rand}` address of another
+    /// association can shadow one of them.
+    #[serde(default = "default_ue_ipv4_first")]
+    pub ue_ipv4_first: std::net::Ipv4Addr,
+}
+
+fn default_ue_ipv4_first() -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(100, 64, 0, 1)
 }
 
 fn default_gpsi_prefix() -> String {
@@ -214,6 +225,7 @@ impl Default for Generators {
             seed: default_seed(),
             gpsi_prefix: default_gpsi_prefix(),
             imei_first: default_imei_first(),
+            ue_ipv4_first: default_ue_ipv4_first(),
         }
     }
 }
@@ -373,6 +385,12 @@ pub struct Diameter {
     /// Per-request timeout of the simulators.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
+    /// The Origin-Host the Rx answers must come from when no `pcf_rx` simulator serves the
+    /// session: the PCF itself (the NF the AFs talk to, or the one behind a proxy). With it,
+    /// and without `[preload.bindings]`, the AAR-Is address the UEs of the preloaded SM
+    /// associations (`{ue_ipv4}` in `[preload.subscriptions]`), which must live the whole run.
+    #[serde(default)]
+    pub answer_host: Option<String>,
 }
 
 /// `count` NF profiles of one type, each padded to a pretty-printed size in `size_bytes`.
@@ -807,8 +825,10 @@ impl Scenario {
                 if !self.simulators.iter().any(|s| s.kind == kind) {
                     bail!("{what}: needs a {kind:?} simulator");
                 }
-                if self.preload.bindings.is_none() {
-                    bail!("{what}: Rx sessions are for bound UEs: preload.bindings is missing");
+                let answers_itself =
+                    self.diameter.as_ref().is_some_and(|d| d.answer_host.is_some());
+                if self.preload.bindings.is_none() && !answers_itself {
+                    bail!("{what}: Rx sessions are for bound UEs: preload.bindings (or diameter.answer_host) is missing");
                 }
             } else {
                 if http::Method::from_bytes(p.method.as_bytes()).is_err() {
@@ -1018,6 +1038,13 @@ impl Scenario {
             if !d.session_hold_s.is_finite() || d.session_hold_s <= 0.0 || d.timeout_ms == 0 {
                 bail!("diameter.session_hold_s and timeout_ms must be > 0");
             }
+            if d.answer_host.is_some() {
+                self.validate_rx_ues()?;
+            } else if self.procedures.iter().any(|p| p.rx.is_some())
+                && self.preload.bindings.is_none()
+            {
+                bail!("Rx procedures need [preload.bindings] or diameter.answer_host with UEs at {{ue_ipv4}}");
+            }
         }
         let mut strings = Vec::new();
         for table in self.nf_config.values().chain(self.nf_sections.values()) {
@@ -1046,6 +1073,39 @@ impl Scenario {
             }
             if b.deletable >= b.default_count() {
                 bail!("preload.bindings: deletable must be fewer than the bindings preloaded");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// `diameter.answer_host`: the AAR-Is go to the UEs of the preloaded subscriptions, so
+    /// those must exist (`{ue_ipv4}` in their body) and outlive the run (no procedure takes
+    /// one from their pool without giving it back), or the AAR-Is would find no session.
+    fn validate_rx_ues(&self) -> Result<()> {
+        if self.preload.bindings.is_some() {
+            bail!("diameter.answer_host and [preload.bindings] are exclusive (the bindings name pcf_rx simulators)");
+        }
+        if self.procedures.iter().any(|p| p.rx == Some(RxOp::Rar)) {
+            bail!("diameter.answer_host: RAR is sent by a pcf_rx simulator, which this mode has none of");
+        }
+        let Some(sub) = self.preload.subscriptions.as_ref() else {
+            bail!(
+                "diameter.answer_host: the Rx UEs are [preload.subscriptions], and there is none"
+            );
+        };
+        if !sub.body.contains("{ue_ipv4}") || sub.count == 0 {
+            bail!("diameter.answer_host: [preload.subscriptions] must give each UE {{ue_ipv4}}");
+        }
+        if let Some(pool) = &sub.pool {
+            let take = format!("{{take:{pool}}}");
+            for p in &self.procedures {
+                let takes =
+                    p.path.contains(&take) || p.body.as_deref().is_some_and(|b| b.contains(&take));
+                if takes && p.recycle.as_deref() != Some(pool.as_str()) {
+                    bail!("procedure {}: takes the Rx UEs' association from {pool} without recycle: the AAR-Is would find it gone", p.name);
+                }
             }
         }
         Ok(())
@@ -1288,6 +1348,47 @@ mod tests {
     /// the reference's tables, AM and UE equal and each 1 create : 1 delete, every subscriber's
     /// AM data and UE policy set preloaded, the p99 bound the highest latency the reference
     /// prints, and its figures.
+    #[test]
+    fn pcf_sm_rx_carries_the_reference_call_model_and_its_ues_outlive_the_run() {
+        let s = Scenario::load("pcf-sm-rx-30k").unwrap();
+        let tps = |p: &str| s.procedures.iter().find(|x| x.name == p).unwrap().tps;
+        // Table 3-166: Ingress 6,637 over the call's five N7 procedures, Diameter in 5,279
+        // over AAR-I : AAR-U : STR.
+        let n7 = ["create-dnn_ims", "N7-dnn_internet_1st", "N7-dnn_internet_2nd"]
+            .into_iter()
+            .chain(["N7-dnn_internet_3rd", "delete-dnn_ims"])
+            .map(tps);
+        assert!(n7.clone().all(|t| t == 1327.4));
+        assert!((n7.sum::<f64>() - 6637.0).abs() < 0.01);
+        let rx = ["AAR-I", "AAR-U", "STR"].map(tps);
+        assert!((rx.iter().sum::<f64>() - 5279.0).abs() < 0.01 && rx[0] >= rx[2], "{rx:?}");
+        assert!((s.total_tps() - s.load.rate).abs() < 0.01);
+        // Binding off (3.5.2): no BSF, the AFs on the PCF's own Diameter node.
+        let d = s.diameter.as_ref().unwrap();
+        assert_eq!((d.nf.as_str(), d.answer_host.as_deref()), ("pcf", Some("pcf.fivecore.local")));
+        assert!(!s.nfs.contains(&"bsf".to_string()));
+        assert_eq!(s.nf_config["pcf"]["bsf"]["enabled"].as_bool(), Some(false));
+        assert_eq!(s.nf_config["pcf"]["diameter"]["listen"].as_str(), Some(DIAMETER_ADDR));
+        let r = s.reference.as_ref().unwrap();
+        assert_eq!((r.tps_achieved, r.cpu_requested), (29747.0, 323.0));
+        assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1);
+        assert!(
+            (r.tps_achieved / r.used_cores.unwrap() - r.tps_per_used_core.unwrap()).abs() < 0.1
+        );
+        assert!(s.egress.iter().any(|e| e.sim == "smf"), "the rules' UpdateNotify counted");
+
+        // A procedure that deletes the Rx UEs' associations would leave AAR-Is without a
+        // session: refused, as are the other ways this mode cannot work.
+        let text = BUILTIN.iter().find(|(n, _)| *n == "pcf-sm-rx-30k").unwrap().1;
+        let deletes = text.replace("{take:ims}/delete", "{take:internet}/delete");
+        let err = Scenario::from_toml(&deletes).unwrap_err();
+        assert!(format!("{err:#}").contains("without recycle"), "{err:#}");
+        let no_ue = text.replace("\"ipv4Address\":\"{ue_ipv4}\"", "\"ipv4Address\":\"10.0.0.1\"");
+        assert!(Scenario::from_toml(&no_ue).is_err(), "the preload must give {{ue_ipv4}}");
+        let no_answer = text.replace("answer_host = \"pcf.fivecore.local\"\n", "");
+        assert!(Scenario::from_toml(&no_answer).is_err(), "no bindings, no answer_host");
+    }
+
     #[test]
     fn pcf_am_ue_scenarios_carry_the_reference_call_mix() {
         // name, offered (Ingress) TPS, reference TPS (Ingress + Egress), requested cores,

@@ -8,6 +8,7 @@
 //! | `{supi}` | `imsi-` + a random SUPI of the scenario's range (one draw per request) |
 //! | `{gpsi}` | `msisdn-` + the GPSI of the same subscriber as `{supi}` |
 //! | `{imei}` | `imei-` + the IMEI of the same subscriber as `{supi}` (spare digit 0) |
+//! | `{ue_ipv4}` | `[generators] ue_ipv4_first` + `{i}`, for preloaded SM associations an Rx load addresses; its SUPI, GPSI and IMEI are then subscriber `supi_first + i % supi_count` |
 //! | `{rand:A:B}` | a random integer in A..=B |
 //! | `{instance:LABEL}` | a random preloaded NF instance id of that profile set (`ANY`: any set) |
 //! | `{take:POOL}` / `{peek:POOL}` | an id created earlier in the run, removed / left in the pool (the request is skipped when the pool is empty) |
@@ -32,6 +33,8 @@ pub enum Gen {
     Supi,
     Gpsi,
     Imei,
+    /// The UE address of index `{i}` (`Env::ue_ipv4_first` + index).
+    UeIpv4,
     Rand(u64, u64),
     Instance(String),
     Take(String),
@@ -86,6 +89,7 @@ pub struct Env<'a> {
     pub supi_count: u64,
     pub gpsi_prefix: &'a str,
     pub imei_first: u64,
+    pub ue_ipv4_first: std::net::Ipv4Addr,
     /// Preloaded instance ids by profile-set label.
     pub instances: &'a HashMap<String, Vec<String>>,
     pub pools: &'a Pools,
@@ -167,6 +171,11 @@ impl Template {
         Ok(())
     }
 
+    /// Whether it gives a UE `{ue_ipv4}` (then the request's subscriber is the index's).
+    pub fn uses_ue_ipv4(&self) -> bool {
+        self.segs.iter().any(|s| matches!(s, Seg::Gen(Gen::UeIpv4)))
+    }
+
     pub fn is_literal(&self) -> bool {
         self.segs.iter().all(|s| matches!(s, Seg::Lit(_)))
     }
@@ -233,6 +242,11 @@ impl Template {
                     let _ = write!(tmp, "imei-{:014}0", env.imei_first + ctx.subscriber(env, rng));
                     &tmp
                 }
+                Gen::UeIpv4 => {
+                    let a = u32::from(env.ue_ipv4_first).wrapping_add(ctx.index as u32);
+                    let _ = write!(tmp, "{}", std::net::Ipv4Addr::from(a));
+                    &tmp
+                }
                 Gen::Rand(a, b) => {
                     let _ = write!(tmp, "{}", a + rng.below(b - a + 1));
                     &tmp
@@ -290,6 +304,7 @@ fn parse_gen(spec: &str) -> Result<Gen> {
         "supi" if args.is_empty() => Gen::Supi,
         "gpsi" if args.is_empty() => Gen::Gpsi,
         "imei" if args.is_empty() => Gen::Imei,
+        "ue_ipv4" if args.is_empty() => Gen::UeIpv4,
         "rand" => match args.as_slice() {
             [a, b] => {
                 let (a, b): (u64, u64) = (a.parse()?, b.parse()?);
@@ -364,6 +379,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ue_ipv4_counts_from_the_first_address_by_index() {
+        let t = Template::parse(r#"{"ip":"{ue_ipv4}"}"#).unwrap();
+        assert!(t.uses_ue_ipv4() && !Template::parse("{supi}").unwrap().uses_ue_ipv4());
+        let (instances, pools, sims) = (HashMap::new(), Pools::default(), HashMap::new());
+        let env = Env {
+            supi_prefix: "00101",
+            supi_first: 0,
+            supi_count: 10,
+            gpsi_prefix: "33",
+            imei_first: 1,
+            ue_ipv4_first: std::net::Ipv4Addr::new(100, 64, 0, 254),
+            instances: &instances,
+            pools: &pools,
+            sims: &sims,
+        };
+        let mut rng = Rng::new(1);
+        let at =
+            |i: u64, rng: &mut Rng| t.render(&env, &mut ReqCtx::new(0, i), rng, false).unwrap();
+        assert_eq!(at(0, &mut rng), r#"{"ip":"100.64.0.254"}"#);
+        // Carries into the next octet: index i is always the same address, whatever the seed.
+        assert_eq!(at(3, &mut rng), r#"{"ip":"100.64.1.1"}"#);
+    }
+
+    #[test]
     fn json_braces_are_literal_and_generators_render() {
         let t = Template::parse(r#"{"id":"{uuid}","n":{rand:5:5},"again":"{uuid}","s":"{seq}"}"#)
             .unwrap();
@@ -376,6 +415,7 @@ mod tests {
             supi_count: 1,
             gpsi_prefix: "33",
             imei_first: 35_209_900_000_000,
+            ue_ipv4_first: std::net::Ipv4Addr::new(100, 64, 0, 1),
             instances: &instances,
             pools: &pools,
             sims: &sims,
@@ -449,6 +489,7 @@ mod tests {
             supi_count: 1,
             gpsi_prefix: "33",
             imei_first: 0,
+            ue_ipv4_first: std::net::Ipv4Addr::new(100, 64, 0, 1),
             instances: &instances,
             pools: &pools,
             sims: &sims,

@@ -124,8 +124,10 @@ impl RxMessages {
                     rx::FLOW_NUMBER.u32(1),
                     rx::FLOW_DESCRIPTION
                         .utf8(&format!("permit out 17 from {AF_MEDIA} 30000 to {ue} 49152")),
+                    // The uplink flow: TS 29.214 §5.4 lets a Flow-Description say only "permit
+                    // out", the direction given by source and destination (the UE first).
                     rx::FLOW_DESCRIPTION
-                        .utf8(&format!("permit in 17 from {ue} 49152 to {AF_MEDIA} 30000")),
+                        .utf8(&format!("permit out 17 from {ue} 49152 to {AF_MEDIA} 30000")),
                 ]),
                 rx::MEDIA_SUB_COMPONENT
                     .grouped(vec![rx::FLOW_NUMBER.u32(2), rx::FLOW_USAGE.enumerated(1)]),

@@ -17,7 +17,7 @@ pub mod peer;
 pub mod sessions;
 
 use std::borrow::Cow;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -27,18 +27,62 @@ use diameter::{DiameterNode, Message, RequestError};
 use tokio::sync::Semaphore;
 
 use crate::bindings::BindingFactory;
-use crate::scenario::{RxOp, Scenario, SimKind};
+use crate::scenario::{Generators, RxOp, Scenario, SimKind};
 use crate::sched::Rng;
 use messages::{outcome_label, RxMessages};
 use peer::{PeerReport, RxPeer};
 use sessions::{RxSession, SessionPool};
 
-/// The UEs an AAR-I may address: bindings `0..count` of the factory, all preloaded and never
-/// deleted during the run.
+/// The UEs an AAR-I may address, `0..count`, all preloaded and never removed during the run.
 #[derive(Clone)]
 pub struct BoundUes {
-    pub factory: Arc<BindingFactory>,
+    source: UeSource,
     pub count: u64,
+}
+
+#[derive(Clone)]
+enum UeSource {
+    /// Bindings of the factory at the NF (a BSF): each names the `pcf_rx` simulator serving it.
+    Bindings(Arc<BindingFactory>),
+    /// SM associations preloaded at the PCF itself, UE `i` at `ue_ipv4_first + i`
+    /// (`{ue_ipv4}`) with subscriber [`ue_msin`]`(i)`: the PCF answers for itself.
+    Associations { ue_ipv4_first: Ipv4Addr, gpsi_prefix: String, supi_first: u64, supi_count: u64 },
+}
+
+/// The MSIN of the subscriber holding UE `i` of a `{ue_ipv4}` preload (its SUPI's and GPSI's
+/// digits), the same at the preload and in the AAR-I's Subscription-Id.
+pub fn ue_msin(g: &Generators, i: u64) -> u64 {
+    g.supi_first + i % g.supi_count.max(1)
+}
+
+impl BoundUes {
+    pub fn bindings(factory: Arc<BindingFactory>, count: u64) -> BoundUes {
+        BoundUes { source: UeSource::Bindings(factory), count }
+    }
+
+    /// The `count` SM associations preloaded with `{ue_ipv4}`.
+    pub fn associations(g: &Generators, count: u64) -> BoundUes {
+        let source = UeSource::Associations {
+            ue_ipv4_first: g.ue_ipv4_first,
+            gpsi_prefix: g.gpsi_prefix.clone(),
+            supi_first: g.supi_first,
+            supi_count: g.supi_count,
+        };
+        BoundUes { source, count }
+    }
+
+    /// UE `i`: its IPv4 address, MSISDN, and the `pcf_rx` simulator serving it (`None`: the
+    /// NF answers itself, as `[diameter] answer_host`).
+    fn ue(&self, i: u64) -> (Ipv4Addr, String, Option<usize>) {
+        match &self.source {
+            UeSource::Bindings(f) => (f.ue_ipv4(i), f.msisdn(i), Some(f.pcf_index(i))),
+            UeSource::Associations { ue_ipv4_first, gpsi_prefix, supi_first, supi_count } => {
+                let ip = Ipv4Addr::from(u32::from(*ue_ipv4_first).wrapping_add(i as u32));
+                let msin = supi_first + i % (*supi_count).max(1);
+                (ip, format!("{gpsi_prefix}{msin:010}"), None)
+            }
+        }
+    }
 }
 
 /// The Diameter simulators of a run.
@@ -48,6 +92,8 @@ pub struct RxSims {
     pub pcfs: Vec<RxPeer>,
     pub msgs: Arc<RxMessages>,
     pub sessions: SessionPool,
+    /// `[diameter] answer_host`: who answers a session no `pcf_rx` simulator serves.
+    answer_host: Option<String>,
     next_af: AtomicUsize,
 }
 
@@ -82,6 +128,7 @@ impl RxSims {
             pcfs,
             msgs,
             sessions: SessionPool::default(),
+            answer_host: d.answer_host.clone(),
             next_af: AtomicUsize::new(0),
         })
     }
@@ -103,13 +150,11 @@ impl RxSims {
         match op {
             RxOp::AarInitial => {
                 let i = rng.below(ues.count.max(1));
-                let f = &ues.factory;
+                let (ue, msisdn, pcf) = ues.ue(i);
                 let af = self.next_af.fetch_add(1, Ordering::Relaxed) % self.afs.len();
-                let pcf = f.pcf_index(i);
                 let node = &self.afs[af].node;
                 let sid = Bytes::from(node.new_session_id());
-                let msisdn = f.msisdn(i);
-                let msg = self.msgs.aar_initial(&self.afs[af].id, &sid, f.ue_ipv4(i), &msisdn);
+                let msg = self.msgs.aar_initial(&self.afs[af].id, &sid, ue, &msisdn);
                 Some(RxCall { op, node: node.clone(), msg, session: RxSession { sid, af, pcf } })
             }
             RxOp::AarUpdate | RxOp::Str => {
@@ -124,7 +169,7 @@ impl RxSims {
             }
             RxOp::Rar => {
                 let s = self.sessions.take()?;
-                let Some(pcf) = self.pcfs.get(s.pcf) else {
+                let Some(pcf) = s.pcf.and_then(|i| self.pcfs.get(i)) else {
                     self.sessions.give_back(s);
                     return None;
                 };
@@ -182,9 +227,13 @@ impl RxCall {
         let RxCall { op, node, msg, session } = self;
         let want_from = match op {
             RxOp::Rar => &sims.afs[session.af].id.host,
-            _ => match sims.pcfs.get(session.pcf) {
-                Some(p) => &p.id.host,
-                None => return (false, Cow::Borrowed("no pcf_rx simulator for the binding")),
+            _ => match (session.pcf, &sims.answer_host) {
+                (Some(i), _) => match sims.pcfs.get(i) {
+                    Some(p) => &p.id.host,
+                    None => return (false, Cow::Borrowed("no pcf_rx simulator for the binding")),
+                },
+                (None, Some(host)) => host,
+                (None, None) => return (false, Cow::Borrowed("no answer_host for the session")),
             },
         };
         let (ok, outcome) = match node.request(msg).await {

@@ -15,8 +15,9 @@ pub struct RxSession {
     pub sid: Bytes,
     /// The AF simulator that opened it.
     pub af: usize,
-    /// The PCF simulator serving it (from the binding of its UE).
-    pub pcf: usize,
+    /// The PCF simulator serving it (from the binding of its UE); `None` when the NF is the
+    /// PCF itself (`[diameter] answer_host`).
+    pub pcf: Option<usize>,
 }
 
 /// Open sessions not lent out, oldest first.
@@ -74,7 +75,7 @@ mod tests {
     fn sessions_are_lent_oldest_first_and_counted() {
         let p = SessionPool::default();
         for n in 0..3u8 {
-            p.opened(RxSession { sid: Bytes::from(vec![n]), af: 0, pcf: 0 });
+            p.opened(RxSession { sid: Bytes::from(vec![n]), af: 0, pcf: Some(0) });
         }
         let a = p.take().unwrap();
         assert_eq!(&a.sid[..], &[0]);
