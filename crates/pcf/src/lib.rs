@@ -389,7 +389,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         pcf.bindings.use_nrf(nrf.clone());
         pcf.chf.use_nrf(nrf);
     }
-    pcf.bindings.set_own(serving.instance_id(), serving.advertised_ipv4(), addr.port());
+    let diameter = &config.pcf.diameter;
+    let diameter_identity =
+        diameter.enabled.then(|| (diameter.origin_host.as_str(), diameter.origin_realm.as_str()));
+    pcf.bindings.set_own(
+        serving.instance_id(),
+        serving.advertised_ipv4(),
+        addr.port(),
+        diameter_identity,
+    );
     if config.pcf.bsf.enabled && !pcf.bindings.is_on() {
         tracing::warn!(
             "[pcf.bsf] enabled, but no api_root and no [pcf.nrf]: no binding is registered"

@@ -51,14 +51,26 @@ impl Bindings {
         self.bsfs.use_nrf(nrf);
     }
 
-    /// This PCF in its bindings: `pcfId` and `pcfIpEndPoints` (its SBI address and port).
-    pub fn set_own(&self, instance_id: &str, ipv4: std::net::Ipv4Addr, port: u16) {
+    /// This PCF in its bindings: `pcfId` and `pcfIpEndPoints` (its SBI address and port), and
+    /// `pcfDiamHost` / `pcfDiamRealm` when it serves Diameter (`diameter`: its Origin-Host and
+    /// Origin-Realm), which a BSF's Rx proxy routes an AF's AAR by (TS 29.521 §5.6.2.2).
+    pub fn set_own(
+        &self,
+        instance_id: &str,
+        ipv4: std::net::Ipv4Addr,
+        port: u16,
+        diameter: Option<(&str, &str)>,
+    ) {
         let mut m = Map::new();
         m.insert("pcfId".into(), Value::from(instance_id));
         m.insert(
             "pcfIpEndPoints".into(),
             json!([{"ipv4Address": ipv4.to_string(), "transport": "TCP", "port": port}]),
         );
+        if let Some((host, realm)) = diameter {
+            m.insert("pcfDiamHost".into(), Value::from(host));
+            m.insert("pcfDiamRealm".into(), Value::from(realm));
+        }
         let _ = self.own.set(m);
     }
 

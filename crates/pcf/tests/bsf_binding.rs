@@ -6,7 +6,7 @@ mod common;
 
 use common::peers::start_bsf;
 use common::*;
-use pcf::config::BsfConfig;
+use pcf::config::{BsfConfig, DiameterConfig};
 use pcf::PcfConfig;
 use serde_json::{json, Value};
 use testkit::specs::Specs;
@@ -45,6 +45,8 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
     let port: u64 = pcf.base.rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(binding["pcfIpEndPoints"][0]["port"], port);
     assert!(binding["pcfId"].is_string());
+    // No Diameter side ([pcf.diameter] off): nothing for an Rx proxy to route to.
+    assert!(binding.get("pcfDiamHost").is_none(), "{binding}");
 
     // The UE gets another address (an update with a new ipv4Address): the binding moves with
     // it, and the old address finds nothing.
@@ -99,4 +101,38 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
         assert!(metrics(&text, line), "{line} not in {text}");
     }
     pcf.stop().await;
+}
+
+/// With `[pcf.diameter]` on (Gx and Rx served), the binding names the PCF's Diameter identity,
+/// which the BSF's Rx proxy routes an AF's AAR by (TS 29.521 PcfBinding `pcfDiamHost`,
+/// `pcfDiamRealm`; the reference's 3.5.1 runs with binding on).
+#[tokio::test]
+async fn a_pcf_serving_diameter_is_bound_with_its_diameter_identity() {
+    let specs = Specs::load(&["TS29521_Nbsf_Management", "TS29571_CommonData"]);
+    let d = tempfile::tempdir().unwrap();
+    let peer = start_bsf(d.path()).await;
+    let bsf = peer.base.clone();
+    let config = PcfConfig {
+        policy: Some(default_project(&d.path().join("policy"))),
+        bsf: BsfConfig { enabled: true, api_root: Some(bsf.clone()), ..BsfConfig::default() },
+        diameter: DiameterConfig {
+            enabled: true,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            origin_host: "pcf1.epc.example".into(),
+            origin_realm: "epc.example".into(),
+            ..DiameterConfig::default()
+        },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let r = c.post(&pcf.sm("")).json(&open5gs_context(12)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
+    let find = format!("{bsf}/nbsf-management/v1/pcfBindings?ipv4Addr=10.45.0.12");
+    let r = c.get(&find).send().await.unwrap();
+    let binding: Value = body(&r);
+    assert_eq!(r.status().as_u16(), 200, "{binding}");
+    specs.assert_valid("TS29521_Nbsf_Management", "PcfBinding", &binding);
+    assert_eq!(binding["pcfDiamHost"], "pcf1.epc.example");
+    assert_eq!(binding["pcfDiamRealm"], "epc.example");
 }
