@@ -86,6 +86,22 @@ pub async fn bind(
     }
 }
 
+/// The stored rules of an application session whose AppSessionContextReqData is `asc` (N5's
+/// request, or the one an Rx AAR maps to): [`decide`] on `{"ascReqData": asc}` with its media
+/// components, serialised.
+pub async fn rules_of(
+    pcf: &Pcf,
+    app_id: &str,
+    supi: &str,
+    sm_context: &[u8],
+    asc: &Value,
+) -> Result<Vec<u8>, NfError> {
+    let request = serde_json::json!({"ascReqData": asc});
+    let media = asc.get("medComponents").and_then(Value::as_object);
+    let r = decide(pcf, app_id, supi, sm_context, &request, media).await?;
+    Ok(serde_json::to_vec(&r)?)
+}
+
 /// The PCC rules and QoS decisions of an application session: the project's PA rules
 /// (`Service::Pa`, `request` is the AF's request, e.g. an AppSessionContext) give the QoS of
 /// each media type in `decision.medTypeQos`; each media component becomes one PCC rule.

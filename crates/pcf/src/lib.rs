@@ -391,7 +391,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     }
     let diameter = &config.pcf.diameter;
     let diameter_identity =
-        diameter.enabled.then(|| (diameter.origin_host.as_str(), diameter.origin_realm.as_str()));
+        diameter.enabled.then_some((diameter.origin_host.as_str(), diameter.origin_realm.as_str()));
     pcf.bindings.set_own(
         serving.instance_id(),
         serving.advertised_ipv4(),

@@ -310,20 +310,6 @@ fn answer(asc: &Value) -> Value {
     json!({"ascReqData": asc, "ascRespData": {"suppFeat": SUPPORTED_FEATURES}})
 }
 
-/// The rules of `asc` (AppSessionContextReqData) for the session `id` bound to `sm`.
-async fn rules(
-    pcf: &Pcf,
-    id: &str,
-    supi: &str,
-    sm_context: &[u8],
-    asc: &Value,
-) -> Result<Vec<u8>, NfError> {
-    let request = json!({"ascReqData": asc});
-    let media = asc.get("medComponents").and_then(Value::as_object);
-    let r = app_session::decide(pcf, id, supi, sm_context, &request, media).await?;
-    Ok(serde_json::to_vec(&r)?)
-}
-
 /// Npcf_PolicyAuthorization_Create (TS 29.514 §4.2.2): 201, the AppSessionContext and its URI
 /// in Location; 500 PDU_SESSION_NOT_AVAILABLE when no PDU session has the UE's address.
 pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
@@ -338,7 +324,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         sm_policy_id: sm.id.clone(),
         supi: sm.supi.clone(),
         context: serde_json::to_vec(asc)?,
-        rules: rules(&pcf, &id, &sm.supi, &sm.context, asc).await?,
+        rules: app_session::rules_of(&pcf, &id, &sm.supi, &sm.context, asc).await?,
         updated_ms: Utc::now().timestamp_millis(),
     };
     app_session::commit(&pcf, &sm.id, &sm.supi, Change::Create(app)).await?;
@@ -367,7 +353,7 @@ async fn change(pcf: &Pcf, app: AppSession, asc: &Value) -> Result<(), NfError> 
     };
     let updated = AppSession {
         context: serde_json::to_vec(asc)?,
-        rules: rules(pcf, &app.id, &app.supi, &sm.context, asc).await?,
+        rules: app_session::rules_of(pcf, &app.id, &app.supi, &sm.context, asc).await?,
         updated_ms: Utc::now().timestamp_millis(),
         ..app
     };

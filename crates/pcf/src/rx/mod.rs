@@ -199,19 +199,6 @@ async fn aa(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError
     }
 }
 
-async fn rules(
-    pcf: &Pcf,
-    id: &str,
-    supi: &str,
-    sm_context: &[u8],
-    asc: &Value,
-) -> Result<Vec<u8>, NfError> {
-    let request = json!({"ascReqData": asc});
-    let media = asc.get("medComponents").and_then(Value::as_object);
-    let r = app_session::decide(pcf, id, supi, sm_context, &request, media).await?;
-    Ok(serde_json::to_vec(&r)?)
-}
-
 async fn create(
     pcf: &Arc<Pcf>,
     req: &Message,
@@ -237,7 +224,7 @@ async fn create(
         sm_policy_id: sm.id.clone(),
         supi: sm.supi.clone(),
         context: serde_json::to_vec(&asc)?,
-        rules: rules(pcf, id, &sm.supi, &sm.context, &asc).await?,
+        rules: app_session::rules_of(pcf, id, &sm.supi, &sm.context, &asc).await?,
         updated_ms: Utc::now().timestamp_millis(),
     };
     app_session::commit(pcf, &sm.id, &sm.supi, Change::Create(app)).await?;
@@ -271,7 +258,7 @@ async fn modify(
     let asc = Value::Object(asc);
     let updated = AppSession {
         context: serde_json::to_vec(&asc)?,
-        rules: rules(pcf, &app.id, &app.supi, &sm.context, &asc).await?,
+        rules: app_session::rules_of(pcf, &app.id, &app.supi, &sm.context, &asc).await?,
         updated_ms: Utc::now().timestamp_millis(),
         ..app
     };
