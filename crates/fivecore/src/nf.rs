@@ -131,28 +131,28 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("NRF", nrf::run(run, crate::up::shutdown_signal()))
+            serve_until_signal("NRF", |stop| nrf::run(run, stop))
         }
         Nf::Bsf => {
             let mut run = bsf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("BSF", bsf::run(run, crate::up::shutdown_signal()))
+            serve_until_signal("BSF", |stop| bsf::run(run, stop))
         }
         Nf::Udr => {
             let mut run = udr_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("UDR", udr::run(run, crate::up::shutdown_signal()))
+            serve_until_signal("UDR", |stop| udr::run(run, stop))
         }
         Nf::Pcf => {
             let mut run = pcf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("PCF", pcf::run(run, crate::up::shutdown_signal()))
+            serve_until_signal("PCF", |stop| pcf::run(run, stop))
         }
         // Not reachable while the Data Director is not available.
         _ => not_landed(&format!("the {}", info.name), info.issue),
@@ -254,9 +254,11 @@ pub fn up_listen(config: &crate::config::Config, nf: Nf, port_base: u16) -> Sock
 }
 
 /// Runs one NF on a fresh runtime until SIGINT/SIGTERM: exit 0 after a clean stop, 1 on error.
-fn serve_until_signal<E: std::fmt::Display>(
+/// Runs `serve` with a future that completes on SIGINT or SIGTERM, watched from the runtime's
+/// start (before the NF binds), so no signal finds the process without its handler.
+fn serve_until_signal<E: std::fmt::Display, F: std::future::Future<Output = Result<(), E>>>(
     name: &str,
-    fut: impl std::future::Future<Output = Result<(), E>>,
+    serve: impl FnOnce(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> F,
 ) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -265,7 +267,7 @@ fn serve_until_signal<E: std::fmt::Display>(
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(fut) {
+    match runtime.block_on(async { serve(Box::pin(crate::up::shutdown_signal())).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fivecore: the {name} failed: {e}");

@@ -70,6 +70,9 @@ pub fn run(args: &UpArgs) -> ExitCode {
     // The whole core: the PCF registers its bindings at the BSF it finds through the NRF.
     pcf_config.pcf.bsf.enabled = true;
     let result = runtime.block_on(async move {
+        // Watched before any NF serves: a SIGTERM that arrives once they answer (a supervisor
+        // stopping a core it saw ready) stops them gracefully instead of killing the process.
+        let stop_signal = shutdown_signal();
         // Every NF binds its ports before anything is announced as serving; the first that
         // cannot (a port in use) stops `up` before it has said anything untrue.
         let nrf = nrf::bind(nrf_config).await.map_err(|e| format!("NRF: {e}"))?;
@@ -138,7 +141,7 @@ pub fn run(args: &UpArgs) -> ExitCode {
         ];
         out.line(&endpoint_table(&bound));
         tokio::select! {
-            () = shutdown_signal() => {}
+            () = stop_signal => {}
             _ = done_rx.recv() => {}
         }
         // The others first: they deregister from the NRF while the NRF still serves.
@@ -226,19 +229,34 @@ pub fn endpoint_table(bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)]) -> Str
     out
 }
 
-/// Completes on SIGINT or SIGTERM, whichever comes first.
-pub async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM, whichever comes first. The handlers are installed by this
+/// call, not at the future's first poll: until then a signal's default action would kill the
+/// process, skipping the NRF deregistration and the stores' orderly close. Call it inside the
+/// runtime, before serving.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops fivecore");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = int.recv() => tracing::info!("SIGINT received, stopping"),
+                _ = term.recv() => tracing::info!("SIGTERM received, stopping"),
+            },
+            (Err(e), Ok(mut int)) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops fivecore");
+                int.recv().await;
+                tracing::info!("SIGINT received, stopping");
+            }
+            (Ok(mut term), Err(e)) => {
+                tracing::warn!(error = %e, "cannot watch SIGINT; only SIGTERM stops fivecore");
+                term.recv().await;
+                tracing::info!("SIGTERM received, stopping");
+            }
+            (Err(e), Err(_)) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM or SIGINT; fivecore stops when killed");
+                std::future::pending::<()>().await
+            }
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, stopping"),
-        _ = term.recv() => tracing::info!("SIGTERM received, stopping"),
     }
 }
