@@ -12,6 +12,7 @@
 //!   notifications received; `pcf_policy_data_cache_hits_total` and
 //!   `pcf_policy_data_cached_subscribers`: the per-subscriber SM data cache;
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
+//! - `pcf_am_update_notify_total{result="ok"|"failed"}`: UpdateNotify and terminate sent to AMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
 //! - `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`: the session audit;
 //! - `pcf_app_sessions_total{operation="create"|"update"|"delete"|"terminate"}`: application
@@ -143,6 +144,16 @@ impl Collector for PolicyCollector {
             prometheus_client::metrics::MetricType::Counter,
         )?;
         for (result, n) in [("ok", &ns.sent), ("failed", &ns.failed)] {
+            let c = ConstCounter::new(n.load(Ordering::Relaxed));
+            c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+        let mut e = encoder.encode_descriptor(
+            "pcf_am_update_notify",
+            "AM policy UpdateNotify and terminate sent to AMFs, by result",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?;
+        for (result, n) in [("ok", &ns.am_sent), ("failed", &ns.am_failed)] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
         }

@@ -1,6 +1,8 @@
-//! PCF-initiated messages to the SMF (TS 29.512 §4.2.3, Npcf_SMPolicyControl_UpdateNotify):
-//! the changed decision of an association POSTed to `{notificationUri}/update`. Sent once;
-//! a failure is logged and counted (the SMF gets the decision in force at its next update).
+//! PCF-initiated messages to the SMF (TS 29.512 §4.2.3, Npcf_SMPolicyControl_UpdateNotify) and
+//! the AMF (TS 29.507 §4.2.4, Npcf_AMPolicyControl_UpdateNotify): the changed decision of an
+//! association POSTed to `{notificationUri}/update`, or its termination to `/terminate`. Sent
+//! once; a failure is logged and counted (the peer gets the decision in force at its next
+//! update).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -10,8 +12,12 @@ use serde_json::Value;
 
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// To SMFs.
     pub sent: AtomicU64,
     pub failed: AtomicU64,
+    /// To AMFs.
+    pub am_sent: AtomicU64,
+    pub am_failed: AtomicU64,
 }
 
 /// What a peer said of an association it was told about.
@@ -61,20 +67,37 @@ impl Notifier {
         &self.client
     }
 
-    /// POSTs an SmPolicyNotification to `uri`; 200 and 204 are success.
+    /// POSTs an SmPolicyNotification (or a TerminationNotification) to an SMF's `uri`; 200 and
+    /// 204 are success.
     pub async fn update_notify(&self, uri: &str, body: &Value) {
-        let sent = self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await;
-        match sent {
+        self.deliver(uri, body, "SMF", &self.stats.sent, &self.stats.failed).await
+    }
+
+    /// POSTs a PolicyUpdate (or a TerminationNotification) to an AMF's `uri`.
+    pub async fn am_update_notify(&self, uri: &str, body: &Value) {
+        self.deliver(uri, body, "AMF", &self.stats.am_sent, &self.stats.am_failed).await
+    }
+
+    async fn deliver(
+        &self,
+        uri: &str,
+        body: &Value,
+        peer: &str,
+        sent: &AtomicU64,
+        failed: &AtomicU64,
+    ) {
+        let answer = self.client.post(uri).json(body).max_rsp_time(self.timeout).send().await;
+        match answer {
             Ok(r) if r.status().is_success() => {
-                self.stats.sent.fetch_add(1, Ordering::Relaxed);
+                sent.fetch_add(1, Ordering::Relaxed);
             }
             other => {
                 let why = match other {
-                    Ok(r) => format!("the SMF answered {}", r.status()),
+                    Ok(r) => format!("the {peer} answered {}", r.status()),
                     Err(e) => e.to_string(),
                 };
                 tracing::warn!(%uri, %why, "policy UpdateNotify or terminate not delivered");
-                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                failed.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

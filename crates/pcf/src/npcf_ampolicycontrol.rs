@@ -204,7 +204,7 @@ pub async fn redecide(pcf: &Arc<Pcf>, supi: &str, removed: bool) {
     }
     // Sent once the subscriber is let go: an AMF's answer holds up none of its requests.
     for (uri, body) in send {
-        pcf.notifier.update_notify(&uri, &body).await;
+        pcf.notifier.am_update_notify(&uri, &body).await;
     }
 }
 

@@ -334,6 +334,13 @@ async fn a_change_of_am_data_redecides_and_notifies_the_amf() {
     let n = amf.next().await;
     specs.assert_valid("TS29507_Npcf_AMPolicyControl", "TerminationNotification", &n);
     assert_eq!(n, json!({"resourceUri": loc, "cause": "UE_SUBSCRIPTION"}));
+    // Both went to the AMF and count as the AMF's, none as an SMF's.
+    let m = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    assert!(m.contains("pcf_am_update_notify_total{result=\"ok\"} 2"), "{m}");
+    assert!(m.contains("pcf_sm_update_notify_total{result=\"ok\"} 0"), "{m}");
 
     // The AMF deletes it; the subscription goes with it, so a later change notifies nothing.
     let r = c.delete(&loc).send().await.unwrap();
