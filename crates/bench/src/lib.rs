@@ -271,15 +271,36 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         let mut udr_preloaded = None;
         let sim_urls: Vec<(String, String)> =
             sims.iter().map(|s| (s.name.clone(), s.base_url())).collect();
+        // Every kit-started NF with a Diameter port (`{diameter_addr}` in its configuration, or
+        // the `[diameter]` NF) gets its address before any NF starts, so that another NF's
+        // configuration can name it, `{diameter_addr:NAME}` (a BSF's `[[bsf.rx.peers]]`: the
+        // PCF), whichever of the two starts first.
+        let mut diameter_addrs = HashMap::new();
+        for nf in &scenario.nfs {
+            if targets.iter().any(|t| &t.nf == nf) {
+                continue;
+            }
+            if diameter_nf.as_ref() == Some(nf) || scenario.uses_diameter_addr(nf) {
+                let addr = format!("127.0.0.1:{}", nfproc::free_port()?);
+                vars.insert(scenario::diameter_addr_of(nf), addr.clone());
+                diameter_addrs.insert(nf.clone(), addr);
+            }
+        }
         for nf in &scenario.nfs {
             if targets.iter().any(|t| &t.nf == nf) {
                 continue;
             }
             let dir = nfproc::data_dir(nf)?;
-            if diameter_nf.as_ref() == Some(nf) {
-                let addr = format!("127.0.0.1:{}", nfproc::free_port()?);
-                vars.insert(scenario::DIAMETER_ADDR.into(), addr.clone());
-                diameter_addr = Some(addr.parse()?);
+            match diameter_addrs.get(nf) {
+                Some(addr) => {
+                    vars.insert(scenario::DIAMETER_ADDR.into(), addr.clone());
+                    if diameter_nf.as_ref() == Some(nf) {
+                        diameter_addr = Some(addr.parse()?);
+                    }
+                }
+                None => {
+                    vars.remove(scenario::DIAMETER_ADDR);
+                }
             }
             // The bulk-load commands get the NF's own configuration: the same store.
             let config =
@@ -435,7 +456,8 @@ fn diameter_target(targets: &[String], nf: &str) -> Result<Option<std::net::Sock
 }
 
 /// Replaces placeholders (`{sim:NAME}` → the simulator's URL, `{nf:NAME}` → the URL of an NF
-/// the kit started before this one, `{diameter_addr}` → the address the kit picked) in the
+/// the kit started before this one, `{diameter_addr}` → the Diameter address the kit picked for
+/// this NF, `{diameter_addr:NAME}` → the one it picked for NF NAME) in the
 /// string values of an NF configuration.
 pub fn render_config(t: &toml::Table, vars: &HashMap<String, String>) -> toml::Table {
     fn walk(v: &toml::Value, vars: &HashMap<String, String>) -> toml::Value {

@@ -50,6 +50,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcf-sm-mix-43k", include_str!("../../../scenarios/pcf-sm-mix-43k.toml")),
     ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
     ("pcf-sm-rx-30k", include_str!("../../../scenarios/pcf-sm-rx-30k.toml")),
+    ("pcf-sm-rx-30k-binding", include_str!("../../../scenarios/pcf-sm-rx-30k-binding.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1053,6 +1054,7 @@ impl Scenario {
         if strings.iter().any(|s| s.contains(DIAMETER_ADDR)) && self.diameter.is_none() {
             bail!("nf_config uses {DIAMETER_ADDR} without a [diameter] section");
         }
+        self.validate_diameter_addr_refs()?;
         if let Some(b) = &self.preload.bindings {
             if !self.nfs.contains(&b.nf) {
                 bail!("preload.bindings.nf {} is not in nfs", b.nf);
@@ -1114,6 +1116,46 @@ impl Scenario {
 
 /// In `nf_config` strings: the 127.0.0.1 address the kit picked for the NF's Diameter port.
 pub const DIAMETER_ADDR: &str = "{diameter_addr}";
+
+/// In `nf_config` strings: the Diameter address the kit picked for NF `nf` (`{diameter_addr:pcf}`
+/// in a BSF's `[[bsf.rx.peers]]`), known before any NF starts.
+pub fn diameter_addr_of(nf: &str) -> String {
+    format!("{{diameter_addr:{nf}}}")
+}
+
+impl Scenario {
+    /// Whether NF `nf`'s configuration takes a Diameter address from the kit (`{diameter_addr}`).
+    pub fn uses_diameter_addr(&self, nf: &str) -> bool {
+        let mut strings = Vec::new();
+        for table in self.nf_config.get(nf).into_iter().chain(self.nf_sections.get(nf)) {
+            collect_strings(&toml::Value::Table(table.clone()), &mut strings);
+        }
+        strings.iter().any(|s| s.contains(DIAMETER_ADDR))
+    }
+
+    /// `{diameter_addr:NAME}` names an NF of `nfs` the kit gives a Diameter port.
+    fn validate_diameter_addr_refs(&self) -> Result<()> {
+        for (nf, table) in self.nf_config.iter().chain(&self.nf_sections) {
+            let mut strings = Vec::new();
+            collect_strings(&toml::Value::Table(table.clone()), &mut strings);
+            for t in &strings {
+                let mut rest = t.as_str();
+                while let Some(at) = rest.find("{diameter_addr:") {
+                    let after = &rest[at + "{diameter_addr:".len()..];
+                    let Some(end) = after.find('}') else { break };
+                    let name = &after[..end];
+                    let served = self.diameter.as_ref().is_some_and(|d| d.nf == name)
+                        || self.uses_diameter_addr(name);
+                    if !self.nfs.iter().any(|n| n == name) || !served {
+                        bail!("nf_config.{nf}: {{diameter_addr:{name}}} names no NF of nfs with a Diameter port ({DIAMETER_ADDR} in its configuration, or [diameter] nf)");
+                    }
+                    rest = &after[end..];
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 fn collect_strings(v: &toml::Value, out: &mut Vec<String>) {
     match v {
@@ -1387,6 +1429,62 @@ mod tests {
         assert!(Scenario::from_toml(&no_ue).is_err(), "the preload must give {{ue_ipv4}}");
         let no_answer = text.replace("answer_host = \"pcf.fivecore.local\"\n", "");
         assert!(Scenario::from_toml(&no_answer).is_err(), "no bindings, no answer_host");
+    }
+
+    /// 3.5.1, the binding-on twin of 3.5.2: the same call model and preloads, the bindings at a
+    /// kit-started BSF, the AFs on the BSF's Rx proxy, which has the PCF's Diameter address as
+    /// its peer.
+    #[test]
+    fn pcf_sm_rx_binding_is_3_5_2_with_the_bsf_in_the_rx_path() {
+        let on = Scenario::load("pcf-sm-rx-30k-binding").unwrap();
+        let off = Scenario::load("pcf-sm-rx-30k").unwrap();
+        let calls = |s: &Scenario| -> Vec<(String, f64, Option<String>, String)> {
+            s.procedures
+                .iter()
+                .map(|p| {
+                    (p.name.clone(), p.tps, p.rx.as_ref().map(|r| format!("{r:?}")), p.path.clone())
+                })
+                .collect()
+        };
+        assert_eq!(calls(&on), calls(&off), "the same call model");
+        assert_eq!((on.load.rate, on.load.mix), (off.load.rate, off.load.mix));
+        assert_eq!(on.generators.supi_count, off.generators.supi_count);
+        assert_eq!(
+            on.preload.subscriptions.as_ref().unwrap().count,
+            off.preload.subscriptions.as_ref().unwrap().count
+        );
+        // Binding on: the PCF registers at the BSF, which the kit starts before it.
+        let pos = |n: &str| on.nfs.iter().position(|x| x == n).unwrap();
+        assert!(pos("udr") < pos("pcf") && pos("bsf") < pos("pcf"));
+        assert_eq!(on.nf_config["pcf"]["bsf"]["enabled"].as_bool(), Some(true));
+        assert_eq!(on.nf_config["pcf"]["bsf"]["api_root"].as_str(), Some("{nf:bsf}"));
+        assert_eq!(on.nf_config["pcf"]["diameter"]["listen"].as_str(), Some(DIAMETER_ADDR));
+        // The AFs on the BSF's Rx proxy, the PCF its peer at the address the kit picks for it,
+        // under the Origin-Host the bindings name and the answers carry.
+        let d = on.diameter.as_ref().unwrap();
+        assert_eq!((d.nf.as_str(), d.answer_host.as_deref()), ("bsf", Some("pcf.fivecore.local")));
+        let rx = &on.nf_config["bsf"]["rx"];
+        assert_eq!(rx["listen"].as_str(), Some(DIAMETER_ADDR));
+        let peer = &rx["peers"][0];
+        assert_eq!(peer["addr"].as_str(), Some(diameter_addr_of("pcf").as_str()));
+        assert_eq!(peer["host"].as_str(), on.nf_config["pcf"]["diameter"]["origin_host"].as_str());
+        assert!(on.uses_diameter_addr("pcf") && on.uses_diameter_addr("bsf"));
+        assert!(!on.uses_diameter_addr("udr"));
+        let r = on.reference.as_ref().unwrap();
+        assert_eq!((r.tps_achieved, r.cpu_requested), (29747.0, 303.0));
+        assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1);
+        assert!(
+            (r.tps_achieved / r.used_cores.unwrap() - r.tps_per_used_core.unwrap()).abs() < 0.1
+        );
+        assert_eq!(r.mean_latency_ms.len(), 5);
+
+        // {diameter_addr:NAME} must name an NF with a Diameter port.
+        let text = BUILTIN.iter().find(|(n, _)| *n == "pcf-sm-rx-30k-binding").unwrap().1;
+        let udr = text.replace("{diameter_addr:pcf}", "{diameter_addr:udr}");
+        let err = Scenario::from_toml(&udr).unwrap_err();
+        assert!(format!("{err:#}").contains("{diameter_addr:udr}"), "{err:#}");
+        let nope = text.replace("{diameter_addr:pcf}", "{diameter_addr:nope}");
+        assert!(Scenario::from_toml(&nope).is_err());
     }
 
     #[test]
