@@ -7,30 +7,22 @@ mod common;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use common::peers::start_udr;
-use common::wire::tshark_check;
+use common::wire::{tshark_check, DiameterPeer, Wire};
 use common::*;
 use diameter::dictionary::{base, dcca, gx, nasreq};
-use diameter::{
-    result_code as rc, ApplicationId, Avp, DiameterNode, Message, NodeConfig, PeerConfig, Route,
-    RouteAction,
-};
+use diameter::{result_code as rc, Avp, Message};
 use pcf::config::{DiameterConfig, OnUnknown, OnUnreachable, UdrConfig};
 use pcf::{PcfConfig, RunConfig};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-const T: Duration = Duration::from_secs(5);
 const PCF_HOST: &str = "pcf.pcf.example";
 const PCF_REALM: &str = "pcf.example";
 const PGW_HOST: &str = "pgw.epc.example";
 const PGW_REALM: &str = "epc.example";
-
-/// Every message the PCF sent that the PCEF received (answers and RARs), for tshark.
-type Wire = Arc<Mutex<Vec<Vec<u8>>>>;
 
 struct Pcf {
     pcf: Arc<pcf::Pcf>,
@@ -71,59 +63,6 @@ impl Pcf {
     async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
         self.task.await.unwrap().unwrap();
-    }
-}
-
-/// The PCEF: connects to the PCF, answers RARs with 2001 and keeps them.
-struct Pgw {
-    node: DiameterNode,
-    rars: Arc<Mutex<Vec<Message>>>,
-    wire: Wire,
-}
-
-impl Pgw {
-    async fn start(pcf: SocketAddr, wire: Wire) -> Pgw {
-        let mut c = NodeConfig::new(PGW_HOST, PGW_REALM);
-        c.applications = vec![ApplicationId::tgpp(gx::APP_ID)];
-        c.peers = vec![PeerConfig::connect(PCF_HOST, pcf)];
-        c.routes = vec![Route::new("*", RouteAction::Relay(vec![PCF_HOST.into()]))];
-        c.reconnect_min = Duration::from_millis(50);
-        c.reconnect_max = Duration::from_millis(200);
-        c.request_timeout = Duration::from_secs(3);
-        let rars = Arc::new(Mutex::new(Vec::new()));
-        let (r, w) = (rars.clone(), wire.clone());
-        let node = DiameterNode::builder(c)
-            .handler(gx::APP_ID, move |req: Message| {
-                let (r, w) = (r.clone(), w.clone());
-                async move {
-                    w.lock().unwrap().push(req.to_bytes().unwrap().to_vec());
-                    r.lock().unwrap().push(req.clone());
-                    Message::answer_to(&req)
-                        .origin(PGW_HOST, PGW_REALM)
-                        .result_code_avp(rc::DIAMETER_SUCCESS)
-                }
-            })
-            .start()
-            .await
-            .unwrap();
-        assert!(node.wait_open(PCF_HOST, T).await, "the PGW connects to the PCF");
-        Pgw { node, rars, wire }
-    }
-
-    async fn send(&self, ccr: Message) -> Message {
-        let a = self.node.request(ccr).await.expect("an answer");
-        self.wire.lock().unwrap().push(a.to_bytes().unwrap().to_vec());
-        a
-    }
-
-    async fn rar(&self) -> Message {
-        for _ in 0..100 {
-            if let Some(r) = self.rars.lock().unwrap().pop() {
-                return r;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("no RAR came");
     }
 }
 
@@ -237,7 +176,8 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
     };
     let pcf = Pcf::start(d.path(), config.clone()).await;
     let wire: Wire = Arc::default();
-    let pgw = Pgw::start(pcf.gx, wire.clone()).await;
+    let pgw =
+        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
     let sid = "pgw.epc.example;1;1";
 
     // CCR-I: the whole decision: the gold subscriber's video rule with its QoS, the AMBR and
@@ -300,7 +240,7 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
     // (Before the restart: the UDR subscription's callback names this PCF's SBI port.)
     let r = c.put(&url).json(&sm_data("silver")).send().await.unwrap();
     assert!(r.status().is_success());
-    let rar = pgw.rar().await;
+    let rar = pgw.next().await;
     assert_eq!(rar.command_code(), gx::CMD_RE_AUTH);
     assert_eq!(rar.session_id(), Some(sid));
     assert_eq!(rar.destination_host(), Some(PGW_HOST));
@@ -315,7 +255,8 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
     drop(pgw);
     pcf.stop().await;
     let pcf = Pcf::start(d.path(), config.clone()).await;
-    let pgw = Pgw::start(pcf.gx, wire.clone()).await;
+    let pgw =
+        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
     let a = pgw.send(ccr(sid, 2, 4).avp(ambr(1_000_000_000, 2_000_000_000))).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     assert_eq!(apn_ambr_dl(&a), Some(2_000_000_000));
@@ -350,7 +291,8 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
     };
     let pcf = Pcf::start(d.path(), config).await;
     let wire: Wire = Arc::default();
-    let pgw = Pgw::start(pcf.gx, wire.clone()).await;
+    let pgw =
+        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
 
     // A mandatory AVP of the grammar missing (CC-Request-Number): 5005, Failed-AVP names it.
     let m = Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
@@ -402,7 +344,8 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
         ..PcfConfig::default()
     };
     let pcf = Pcf::start(d2.path(), config).await;
-    let pgw = Pgw::start(pcf.gx, wire.clone()).await;
+    let pgw =
+        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
     let a = pgw.send(ccr_i("pgw;e;7", "001010000000007", 7)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_TOO_BUSY), "{a:?}");
     assert!(a.is_error());

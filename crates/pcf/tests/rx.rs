@@ -9,32 +9,24 @@ mod common;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use common::wire::tshark_check;
+use common::wire::{tshark_check, DiameterPeer as Peer, Wire};
 use common::*;
 use diameter::dictionary::{base, dcca, gx, nasreq, rx};
-use diameter::{
-    result_code as rc, ApplicationId, Avp, DiameterNode, Message, NodeConfig, PeerConfig, Route,
-    RouteAction,
-};
+use diameter::{result_code as rc, Avp, Message};
 use pcf::config::DiameterConfig;
 use pcf::{PcfConfig, RunConfig};
 use serde_json::json;
 use testkit::sink::Sink;
 use tokio::sync::oneshot;
 
-const T: Duration = Duration::from_secs(5);
 const PCF_HOST: &str = "pcf.pcf.example";
 const PCF_REALM: &str = "pcf.example";
 const PGW_HOST: &str = "pgw.epc.example";
 const PGW_REALM: &str = "epc.example";
 const AF_HOST: &str = "pcscf.ims.example";
 const AF_REALM: &str = "ims.example";
-
-/// Every message the PCF sent that a peer received (answers and requests), for tshark.
-type Wire = Arc<Mutex<Vec<Vec<u8>>>>;
 
 struct Pcf {
     pcf: Arc<pcf::Pcf>,
@@ -85,77 +77,6 @@ impl Pcf {
 
     async fn rx_sessions(&self, sm: &str) -> Vec<String> {
         self.pcf.store.apps_of(sm).await.unwrap().into_iter().map(|a| a.id).collect()
-    }
-}
-
-/// A Diameter peer of the PCF (the PGW on Gx or the AF on Rx): answers the PCF's requests
-/// with 2001 and keeps them.
-struct Peer {
-    node: DiameterNode,
-    got: Arc<Mutex<Vec<Message>>>,
-    wire: Wire,
-}
-
-impl Peer {
-    async fn start(
-        pcf: SocketAddr,
-        host: &'static str,
-        realm: &'static str,
-        app: u32,
-        wire: Wire,
-    ) -> Peer {
-        let mut c = NodeConfig::new(host, realm);
-        c.applications = vec![ApplicationId::tgpp(app)];
-        c.peers = vec![PeerConfig::connect(PCF_HOST, pcf)];
-        c.routes = vec![Route::new("*", RouteAction::Relay(vec![PCF_HOST.into()]))];
-        c.reconnect_min = Duration::from_millis(50);
-        c.reconnect_max = Duration::from_millis(200);
-        c.request_timeout = Duration::from_secs(3);
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let (g, w) = (got.clone(), wire.clone());
-        let node = DiameterNode::builder(c)
-            .handler(app, move |req: Message| {
-                let (g, w) = (g.clone(), w.clone());
-                async move {
-                    w.lock().unwrap().push(req.to_bytes().unwrap().to_vec());
-                    g.lock().unwrap().push(req.clone());
-                    Message::answer_to(&req)
-                        .origin(host, realm)
-                        .result_code_avp(rc::DIAMETER_SUCCESS)
-                }
-            })
-            .start()
-            .await
-            .unwrap();
-        assert!(node.wait_open(PCF_HOST, T).await, "{host} connects to the PCF");
-        Peer { node, got, wire }
-    }
-
-    async fn send(&self, m: Message) -> Message {
-        let a = self.node.request(m).await.expect("an answer");
-        self.wire.lock().unwrap().push(a.to_bytes().unwrap().to_vec());
-        a
-    }
-
-    /// The next request the PCF sent this peer.
-    async fn next(&self) -> Message {
-        for _ in 0..100 {
-            {
-                let mut g = self.got.lock().unwrap();
-                if !g.is_empty() {
-                    return g.remove(0);
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("no request came");
-    }
-
-    /// Nothing more comes for a while.
-    async fn quiet(&self) {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let g = self.got.lock().unwrap();
-        assert!(g.is_empty(), "unexpected: {:?}", *g);
     }
 }
 
@@ -311,8 +232,9 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
     let d = tempfile::tempdir().unwrap();
     let pcf = Pcf::start(d.path()).await;
     let wire: Wire = Arc::default();
-    let pgw = Peer::start(pcf.diameter, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
-    let af = Peer::start(pcf.diameter, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+    let pgw =
+        Peer::start(pcf.diameter, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
     let gx_sid = "pgw.epc.example;ims;1";
     let a = pgw.send(ccr_i(gx_sid, "001010000000001", 7)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
@@ -375,8 +297,9 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
     drop((pgw, af));
     pcf.stop().await;
     let pcf = Pcf::start(d.path()).await;
-    let pgw = Peer::start(pcf.diameter, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
-    let af = Peer::start(pcf.diameter, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+    let pgw =
+        Peer::start(pcf.diameter, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
     assert_eq!(pcf.rx_sessions(&gx_id).await, vec![format!("rx:{sid}")]);
     let a = af.send(str_(sid)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
@@ -418,7 +341,7 @@ async fn rx_errors_and_a_session_bound_to_an_n7_association() {
     let d = tempfile::tempdir().unwrap();
     let pcf = Pcf::start(d.path()).await;
     let wire: Wire = Arc::default();
-    let af = Peer::start(pcf.diameter, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
 
     // No IP-CAN session has the address: 5065 IP-CAN_SESSION_NOT_AVAILABLE.
     let a = af.send(call("af;e;1", 9)).await;

@@ -1,7 +1,18 @@
 //! Diameter messages checked by Wireshark's dissector (skipped without tshark).
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use diameter::{
+    result_code as rc, ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, Route,
+    RouteAction,
+};
+
+/// Every Diameter message a test saw, as bytes, for [`tshark_check`].
+pub type Wire = Arc<Mutex<Vec<Vec<u8>>>>;
 
 /// A classic pcap with one fake Ethernet/IPv4/TCP frame per message on port 3868 (as the
 /// diameter crate's tshark test builds it).
@@ -70,4 +81,81 @@ pub fn tshark_check(messages: &[Vec<u8>]) {
         })
         .collect();
     assert!(bad.is_empty(), "tshark complaints:\n{}\n\nfull output:\n{text}", bad.join("\n"));
+}
+
+/// A Diameter peer of the PCF (the PGW on Gx or the AF on Rx): answers the PCF's requests
+/// with 2001 and keeps them.
+pub struct DiameterPeer {
+    pub node: DiameterNode,
+    got: Arc<Mutex<Vec<Message>>>,
+    wire: Wire,
+}
+
+impl DiameterPeer {
+    /// Connects to the PCF at `pcf` (Origin-Host `pcf_host`) as `host` in `realm`, serving the
+    /// 3GPP application `app`; every message either way is kept in `wire` for tshark.
+    pub async fn start(
+        pcf: SocketAddr,
+        pcf_host: &'static str,
+        host: &'static str,
+        realm: &'static str,
+        app: u32,
+        wire: Wire,
+    ) -> DiameterPeer {
+        let mut c = NodeConfig::new(host, realm);
+        c.applications = vec![ApplicationId::tgpp(app)];
+        c.peers = vec![PeerConfig::connect(pcf_host, pcf)];
+        c.routes = vec![Route::new("*", RouteAction::Relay(vec![pcf_host.into()]))];
+        c.reconnect_min = Duration::from_millis(50);
+        c.reconnect_max = Duration::from_millis(200);
+        c.request_timeout = Duration::from_secs(3);
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let (g, w) = (got.clone(), wire.clone());
+        let node = DiameterNode::builder(c)
+            .handler(app, move |req: Message| {
+                let (g, w) = (g.clone(), w.clone());
+                async move {
+                    w.lock().unwrap().push(req.to_bytes().unwrap().to_vec());
+                    g.lock().unwrap().push(req.clone());
+                    Message::answer_to(&req)
+                        .origin(host, realm)
+                        .result_code_avp(rc::DIAMETER_SUCCESS)
+                }
+            })
+            .start()
+            .await
+            .unwrap();
+        assert!(
+            node.wait_open(pcf_host, Duration::from_secs(5)).await,
+            "{host} connects to the PCF"
+        );
+        DiameterPeer { node, got, wire }
+    }
+
+    pub async fn send(&self, m: Message) -> Message {
+        let a = self.node.request(m).await.expect("an answer");
+        self.wire.lock().unwrap().push(a.to_bytes().unwrap().to_vec());
+        a
+    }
+
+    /// The next request the PCF sent this peer.
+    pub async fn next(&self) -> Message {
+        for _ in 0..100 {
+            {
+                let mut g = self.got.lock().unwrap();
+                if !g.is_empty() {
+                    return g.remove(0);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no request came");
+    }
+
+    /// Nothing more comes for a while.
+    pub async fn quiet(&self) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let g = self.got.lock().unwrap();
+        assert!(g.is_empty(), "unexpected: {:?}", *g);
+    }
 }
