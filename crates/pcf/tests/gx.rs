@@ -5,76 +5,18 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::peers::start_udr;
-use common::wire::{tshark_check, DiameterPeer, Wire};
+use common::wire::*;
 use common::*;
 use diameter::dictionary::{base, dcca, gx, nasreq};
 use diameter::{result_code as rc, Avp, Message};
-use pcf::config::{DiameterConfig, OnUnknown, OnUnreachable, UdrConfig};
-use pcf::{PcfConfig, RunConfig};
+use pcf::config::{OnUnknown, OnUnreachable, UdrConfig};
+use pcf::PcfConfig;
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
-
-const PCF_HOST: &str = "pcf.pcf.example";
-const PCF_REALM: &str = "pcf.example";
-const PGW_HOST: &str = "pgw.epc.example";
-const PGW_REALM: &str = "epc.example";
-
-struct Pcf {
-    pcf: Arc<pcf::Pcf>,
-    gx: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), pcf::PcfError>>,
-}
-
-impl Pcf {
-    async fn start(dir: &Path, mut config: PcfConfig) -> Pcf {
-        config.diameter = DiameterConfig {
-            enabled: true,
-            listen: "127.0.0.1:0".parse().unwrap(),
-            origin_host: PCF_HOST.into(),
-            origin_realm: PCF_REALM.into(),
-            ..DiameterConfig::default()
-        };
-        let run = RunConfig {
-            pcf: config,
-            sbi: sbi::ServerConfig::default(),
-            client: sbi::client::ClientConfig { request_timeout_ms: 1000, ..Default::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("pcf.db"))
-            },
-            instance_id: None,
-        };
-        let bound = pcf::bind(run).await.expect("PCF starts");
-        let gx = bound.diameter_addr().expect("Gx served");
-        let pcf = bound.pcf().clone();
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(bound.serve(async {
-            let _ = rx.await;
-        }));
-        Pcf { pcf, gx, stop: Some(tx), task }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap();
-    }
-}
-
-fn ccr(sid: &str, kind: u32, n: u32) -> Message {
-    Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
-        .session_id_avp(sid)
-        .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
-        .origin(PGW_HOST, PGW_REALM)
-        .destination(PCF_REALM, None)
-        .avp(dcca::CC_REQUEST_TYPE.enumerated(kind))
-        .avp(dcca::CC_REQUEST_NUMBER.u32(n))
-}
 
 fn ambr(ul: u32, dl: u32) -> Avp {
     gx::QOS_INFORMATION.grouped(vec![
@@ -174,10 +116,19 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
         udr: UdrConfig { api_root: Some(udr.base.clone()), ..UdrConfig::default() },
         ..PcfConfig::default()
     };
-    let pcf = Pcf::start(d.path(), config.clone()).await;
+    let pcf =
+        TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config.clone() })
+            .await;
     let wire: Wire = Arc::default();
-    let pgw =
-        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
     let sid = "pgw.epc.example;1;1";
 
     // CCR-I: the whole decision: the gold subscriber's video rule with its QoS, the AMBR and
@@ -254,9 +205,18 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
     // Restart: the session is still known (durable), and the new PCF decides it.
     drop(pgw);
     pcf.stop().await;
-    let pcf = Pcf::start(d.path(), config.clone()).await;
-    let pgw =
-        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let pcf =
+        TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config.clone() })
+            .await;
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
     let a = pgw.send(ccr(sid, 2, 4).avp(ambr(1_000_000_000, 2_000_000_000))).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     assert_eq!(apn_ambr_dl(&a), Some(2_000_000_000));
@@ -289,10 +249,17 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
         },
         ..PcfConfig::default()
     };
-    let pcf = Pcf::start(d.path(), config).await;
+    let pcf = TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config }).await;
     let wire: Wire = Arc::default();
-    let pgw =
-        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
 
     // A mandatory AVP of the grammar missing (CC-Request-Number): 5005, Failed-AVP names it.
     let m = Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
@@ -343,9 +310,16 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
         },
         ..PcfConfig::default()
     };
-    let pcf = Pcf::start(d2.path(), config).await;
-    let pgw =
-        DiameterPeer::start(pcf.gx, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let pcf = TestPcf::start_with(d2.path(), PcfConfig { diameter: diameter_on(), ..config }).await;
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
     let a = pgw.send(ccr_i("pgw;e;7", "001010000000007", 7)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_TOO_BUSY), "{a:?}");
     assert!(a.is_error());

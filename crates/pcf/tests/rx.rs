@@ -7,87 +7,34 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::wire::{tshark_check, DiameterPeer as Peer, Wire};
+use common::wire::{DiameterPeer as Peer, *};
 use common::*;
 use diameter::dictionary::{base, dcca, gx, nasreq, rx};
 use diameter::{result_code as rc, Avp, Message};
-use pcf::config::DiameterConfig;
-use pcf::{PcfConfig, RunConfig};
+use pcf::PcfConfig;
 use serde_json::json;
 use testkit::sink::Sink;
-use tokio::sync::oneshot;
 
-const PCF_HOST: &str = "pcf.pcf.example";
-const PCF_REALM: &str = "pcf.example";
-const PGW_HOST: &str = "pgw.epc.example";
-const PGW_REALM: &str = "epc.example";
 const AF_HOST: &str = "pcscf.ims.example";
 const AF_REALM: &str = "ims.example";
 
-struct Pcf {
-    pcf: Arc<pcf::Pcf>,
-    sbi: String,
-    diameter: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<Result<(), pcf::PcfError>>,
+/// The Rx sessions bound to the SM association or Gx session `sm`.
+async fn rx_sessions(pcf: &TestPcf, sm: &str) -> Vec<String> {
+    pcf.pcf.store.apps_of(sm).await.unwrap().into_iter().map(|a| a.id).collect()
 }
 
-impl Pcf {
-    async fn start(dir: &Path) -> Pcf {
-        let config = PcfConfig {
-            policy: Some(default_project(&dir.join("policy"))),
-            diameter: DiameterConfig {
-                enabled: true,
-                listen: "127.0.0.1:0".parse().unwrap(),
-                origin_host: PCF_HOST.into(),
-                origin_realm: PCF_REALM.into(),
-                ..DiameterConfig::default()
-            },
-            ..PcfConfig::default()
-        };
-        let run = RunConfig {
-            pcf: config,
-            sbi: sbi::ServerConfig::default(),
-            client: sbi::client::ClientConfig { request_timeout_ms: 1000, ..Default::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("pcf.db"))
-            },
-            instance_id: None,
-        };
-        let bound = pcf::bind(run).await.expect("PCF starts");
-        let diameter = bound.diameter_addr().expect("Diameter served");
-        let sbi = format!("http://{}", bound.local_addr());
-        let pcf = bound.pcf().clone();
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(bound.serve(async {
-            let _ = rx.await;
-        }));
-        Pcf { pcf, sbi, diameter, stop: Some(tx), task }
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap();
-    }
-
-    async fn rx_sessions(&self, sm: &str) -> Vec<String> {
-        self.pcf.store.apps_of(sm).await.unwrap().into_iter().map(|a| a.id).collect()
-    }
-}
-
-fn ccr(sid: &str, kind: u32, n: u32) -> Message {
-    Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
-        .session_id_avp(sid)
-        .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
-        .origin(PGW_HOST, PGW_REALM)
-        .destination(PCF_REALM, None)
-        .avp(dcca::CC_REQUEST_TYPE.enumerated(kind))
-        .avp(dcca::CC_REQUEST_NUMBER.u32(n))
+/// A PCF with the default project and `[pcf.diameter]` on.
+async fn start_pcf(dir: &Path) -> TestPcf {
+    let config = PcfConfig {
+        policy: Some(default_project(&dir.join("policy"))),
+        diameter: diameter_on(),
+        ..PcfConfig::default()
+    };
+    TestPcf::start_with(dir, config).await
 }
 
 /// The CCR-I of UE `imsi`'s IMS PDN connection at 10.45.0.`host`.
@@ -230,11 +177,12 @@ fn flows(m: &Message) -> Vec<u32> {
 #[tokio::test]
 async fn an_rx_call_over_gx_from_aar_to_asr() {
     let d = tempfile::tempdir().unwrap();
-    let pcf = Pcf::start(d.path()).await;
+    let pcf = start_pcf(d.path()).await;
     let wire: Wire = Arc::default();
     let pgw =
-        Peer::start(pcf.diameter, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
-    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+        Peer::start(pcf.diameter(), PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let af =
+        Peer::start(pcf.diameter(), PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
     let gx_sid = "pgw.epc.example;ims;1";
     let a = pgw.send(ccr_i(gx_sid, "001010000000001", 7)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
@@ -259,7 +207,7 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
     assert!(rar.event_triggers().contains(&gx::event_trigger::SUCCESSFUL_RESOURCE_ALLOCATION));
     // The rule is in the Gx session's stored decision, with the Rx session bound to it.
     let gx_id = format!("gx:{gx_sid}");
-    assert_eq!(pcf.rx_sessions(&gx_id).await, vec![format!("rx:{sid}")]);
+    assert_eq!(rx_sessions(&pcf, &gx_id).await, vec![format!("rx:{sid}")]);
 
     // AAR-U adding video (no Rx-Request-Type: a known Session-Id is a modification).
     let a = af.send(aar(sid, None).avp(video("10.45.0.7"))).await;
@@ -296,18 +244,19 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
     // Restart: the Rx session is still there and its STR removes both rules.
     drop((pgw, af));
     pcf.stop().await;
-    let pcf = Pcf::start(d.path()).await;
+    let pcf = start_pcf(d.path()).await;
     let pgw =
-        Peer::start(pcf.diameter, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
-    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
-    assert_eq!(pcf.rx_sessions(&gx_id).await, vec![format!("rx:{sid}")]);
+        Peer::start(pcf.diameter(), PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await;
+    let af =
+        Peer::start(pcf.diameter(), PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+    assert_eq!(rx_sessions(&pcf, &gx_id).await, vec![format!("rx:{sid}")]);
     let a = af.send(str_(sid)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     let rar = pgw.next().await;
     let mut gone = removed(&rar);
     gone.sort();
     assert_eq!(gone, vec![audio_rule.clone(), video_rule.clone()]);
-    assert!(pcf.rx_sessions(&gx_id).await.is_empty());
+    assert!(rx_sessions(&pcf, &gx_id).await.is_empty());
     let a = af.send(str_(sid)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_UNKNOWN_SESSION_ID));
 
@@ -324,7 +273,7 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
     assert_eq!(asr.session_id(), Some(sid2));
     assert_eq!(asr.abort_cause(), Some(0));
     assert!(pcf.pcf.store.get_app(&format!("rx:{sid2}")).await.unwrap().is_none());
-    assert!(pcf.rx_sessions(&gx_id).await.is_empty());
+    assert!(rx_sessions(&pcf, &gx_id).await.is_empty());
     let a = af.send(str_(sid2)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     let a = af.send(str_(sid2)).await;
@@ -339,9 +288,10 @@ async fn an_rx_call_over_gx_from_aar_to_asr() {
 #[tokio::test]
 async fn rx_errors_and_a_session_bound_to_an_n7_association() {
     let d = tempfile::tempdir().unwrap();
-    let pcf = Pcf::start(d.path()).await;
+    let pcf = start_pcf(d.path()).await;
     let wire: Wire = Arc::default();
-    let af = Peer::start(pcf.diameter, PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
+    let af =
+        Peer::start(pcf.diameter(), PCF_HOST, AF_HOST, AF_REALM, rx::APP_ID, wire.clone()).await;
 
     // No IP-CAN session has the address: 5065 IP-CAN_SESSION_NOT_AVAILABLE.
     let a = af.send(call("af;e;1", 9)).await;
@@ -369,7 +319,7 @@ async fn rx_errors_and_a_session_bound_to_an_n7_association() {
     ctx["ipv4Address"] = json!("10.45.0.9");
     ctx["notificationUri"] = json!(smf.url);
     let c = client();
-    let sms = format!("{}/npcf-smpolicycontrol/v1/sm-policies", pcf.sbi);
+    let sms = format!("{}/npcf-smpolicycontrol/v1/sm-policies", pcf.base);
     let r = c.post(&sms).json(&ctx).send().await.unwrap();
     assert_eq!(r.status(), 201);
     let sm_loc = r.header("location").unwrap().to_string();
@@ -404,7 +354,7 @@ async fn rx_errors_and_a_session_bound_to_an_n7_association() {
         .avp(text);
     let a = af.send(m).await;
     assert_eq!(experimental(&a), Some(5063), "{a:?}");
-    assert!(pcf.rx_sessions(&sm_id).await.is_empty(), "no session kept by an error");
+    assert!(rx_sessions(&pcf, &sm_id).await.is_empty(), "no session kept by an error");
 
     // The call binds to the N7 association: its SMF gets the rule in an UpdateNotify.
     let sid = "pcscf.ims.example;n7;1";

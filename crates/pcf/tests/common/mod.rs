@@ -17,6 +17,10 @@ use tokio::sync::oneshot;
 
 pub struct TestPcf {
     pub base: String,
+    /// Where Gx and Rx are served, when `[pcf.diameter]` is on.
+    pub diameter: Option<std::net::SocketAddr>,
+    /// The PCF itself, for what a test checks in its store.
+    pub pcf: std::sync::Arc<pcf::Pcf>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), pcf::PcfError>>>,
 }
@@ -40,11 +44,13 @@ impl TestPcf {
         };
         let bound = pcf::bind(run).await.expect("PCF starts");
         let base = format!("http://{}", bound.local_addr());
+        let diameter = bound.diameter_addr();
+        let pcf = bound.pcf().clone();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(bound.serve(async {
             let _ = rx.await;
         }));
-        TestPcf { base, stop: Some(tx), task: Some(task) }
+        TestPcf { base, diameter, pcf, stop: Some(tx), task: Some(task) }
     }
 
     pub async fn stop(mut self) {
@@ -54,6 +60,11 @@ impl TestPcf {
         if let Some(t) = self.task.take() {
             t.await.unwrap().unwrap();
         }
+    }
+
+    /// Its Diameter address (Gx, Rx); panics when `[pcf.diameter]` is off.
+    pub fn diameter(&self) -> std::net::SocketAddr {
+        self.diameter.expect("[pcf.diameter] serves Gx and Rx")
     }
 
     pub fn sm(&self, path: &str) -> String {

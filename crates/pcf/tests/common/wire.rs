@@ -6,10 +6,40 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use diameter::dictionary::{base, dcca, gx};
 use diameter::{
     result_code as rc, ApplicationId, DiameterNode, Message, NodeConfig, PeerConfig, Route,
     RouteAction,
 };
+use pcf::config::DiameterConfig;
+
+pub const PCF_HOST: &str = "pcf.pcf.example";
+pub const PCF_REALM: &str = "pcf.example";
+pub const PGW_HOST: &str = "pgw.epc.example";
+pub const PGW_REALM: &str = "epc.example";
+
+/// `[pcf.diameter]` on an ephemeral loopback port, as `PCF_HOST` in `PCF_REALM`.
+pub fn diameter_on() -> DiameterConfig {
+    DiameterConfig {
+        enabled: true,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        origin_host: PCF_HOST.into(),
+        origin_realm: PCF_REALM.into(),
+        ..DiameterConfig::default()
+    }
+}
+
+/// A Gx CCR of the PGW's session `sid`: CC-Request-Type `kind` (1 initial, 2 update, 3
+/// termination, 4 event), CC-Request-Number `n`.
+pub fn ccr(sid: &str, kind: u32, n: u32) -> Message {
+    Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
+        .session_id_avp(sid)
+        .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
+        .origin(PGW_HOST, PGW_REALM)
+        .destination(PCF_REALM, None)
+        .avp(dcca::CC_REQUEST_TYPE.enumerated(kind))
+        .avp(dcca::CC_REQUEST_NUMBER.u32(n))
+}
 
 /// Every Diameter message a test saw, as bytes, for [`tshark_check`].
 pub type Wire = Arc<Mutex<Vec<Vec<u8>>>>;
