@@ -53,6 +53,7 @@ pub mod nudr_policy_data;
 pub mod policy_admin;
 pub mod producers;
 pub mod rx;
+pub mod sd;
 pub mod store;
 pub mod ue_policy_delivery;
 pub mod ursp;
@@ -381,6 +382,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
                 config.pcf.diameter.listen
             ))
         })?;
+        serving.diameter(node);
+    }
+    if config.pcf.sd.enabled {
+        let node = sd::start(pcf.clone(), &config.pcf.diameter)
+            .await
+            .map_err(|e| PcfError::Config(format!("[pcf.sd] cannot start the Sd node: {e}")))?;
         serving.diameter(node);
     }
     if let Some(nrf) = serving.nrf_client() {

@@ -272,6 +272,8 @@ impl Collector for PolicyCollector {
             g.metric_type(),
         )?)?;
 
+        crate::sd::encode_metrics(pcf, &mut encoder)?;
+
         let col = &pcf.collisions;
         for (name, help, n) in [
             (

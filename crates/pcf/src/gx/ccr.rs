@@ -128,7 +128,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     // without a CCR-T); the old one ends first so nothing of it lingers (its UDR subscription
     // count, its bound application sessions).
     if pcf.store.supi_of_sm(&id).await?.is_some() {
-        crate::npcf_smpolicycontrol::remove(pcf, &id).await?;
+        crate::sd::remove_gx(pcf, &id).await?;
     }
     let mut context = mapping::context_of(req);
     context.insert(
@@ -136,12 +136,14 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         json!({"originHost": req.origin_host().unwrap_or_default(),
                "originRealm": req.origin_realm().unwrap_or_default()}),
     );
-    let context = Value::Object(context);
+    let mut context = Value::Object(context);
     let _held = pcf.hold(&supi).await;
     let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = outcome.decision;
+    // Its TDF session, when the decision asks for application detection (crate::sd).
+    pcf.sd.establish(sid, &mut context, &decision).await;
     let udr_subscription = if subscribe {
         let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
         pcf.policy_data.subscribe(&supi, &callback).await
@@ -158,7 +160,12 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         updated_ms: Utc::now().timestamp_millis(),
         binding: None,
     };
-    pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await?;
+    let created = pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await;
+    if created.is_err() {
+        // Not kept, so not known to end later: its TDF session ends now.
+        pcf.sd.release(&context);
+    }
+    created?;
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
     }
@@ -239,7 +246,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
 
 /// CCR-T (§4.5.7): the session and what it holds at other NFs removed, as an N7 delete.
 async fn terminate(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
-    if !crate::npcf_smpolicycontrol::remove(pcf, &super::policy_id(sid)).await? {
+    if !crate::sd::remove_gx(pcf, &super::policy_id(sid)).await? {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     }
     tracing::debug!(session = %sid, "Gx session terminated");
