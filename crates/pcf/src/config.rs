@@ -54,6 +54,12 @@ pub struct PcfConfig {
     /// URSP delivery through the AMF (`[pcf.amf]`, Namf_Communication).
     #[serde(default)]
     pub amf: AmfConfig,
+    /// Policy Event Records (`[pcf.per]`, crate::per).
+    #[serde(default)]
+    pub per: crate::per::PerConfig,
+    /// The subscriber activity log (`[pcf.sal]`, crate::per).
+    #[serde(default)]
+    pub sal: crate::per::SalConfig,
     /// Spending limit subscriptions at the CHF (`[pcf.chf]`, N28).
     #[serde(default)]
     pub chf: ChfConfig,
@@ -323,6 +329,8 @@ impl Default for PcfConfig {
             amf: AmfConfig::default(),
             chf: ChfConfig::default(),
             diameter: DiameterConfig::default(),
+            per: Default::default(),
+            sal: Default::default(),
         }
     }
 }
@@ -348,6 +356,7 @@ impl PcfConfig {
                 ));
             }
         }
+        self.per.validate()?;
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }

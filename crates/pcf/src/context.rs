@@ -43,6 +43,8 @@ pub struct Pcf {
     pub gx: OnceLock<diameter::DiameterNode>,
     /// Rx sessions aborted (ASR sent) whose AF has not yet sent its STR.
     pub rx_aborted: crate::rx::Aborted,
+    /// Policy Event Records and the subscriber activity log (`[pcf.per]`, `[pcf.sal]`).
+    pub per: crate::per::Recorder,
 }
 
 impl Pcf {
@@ -75,7 +77,14 @@ impl Pcf {
             local_authority: OnceLock::new(),
             gx: OnceLock::new(),
             rx_aborted: Default::default(),
+            per: Default::default(),
         }
+    }
+
+    /// With its decisions recorded by `per` (off by default).
+    pub fn with_per(mut self, per: crate::per::Recorder) -> Self {
+        self.per = per;
+        self
     }
 
     /// Holds `supi` for this request (collision control).

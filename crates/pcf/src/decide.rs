@@ -15,6 +15,7 @@ use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
 use crate::nchf_spendinglimitcontrol::{Spending, SpendingRead};
 use crate::nudr_policy_data::Fetched;
+use crate::per::{DataState, Event};
 use crate::store::Subscriber;
 
 /// TS 29.512 §5.7.3: the UDR does not know the subscriber.
@@ -99,6 +100,12 @@ async fn decide_inner(
     let ssv = kept.ssv;
     let subscribed = kept.udr_subscription.is_some();
     let udr = pcf.policy_data.config();
+    let data_state = match &data {
+        Fetched::Found(_) => DataState::Found,
+        Fetched::Unknown => DataState::Unknown,
+        Fetched::Unreachable(_) => DataState::Unreachable,
+        Fetched::Off => DataState::None,
+    };
     // The data the decision reads (None: the subscriber has none, or the source is off).
     let found = match data {
         Fetched::Found(v) => Some(v),
@@ -130,6 +137,17 @@ async fn decide_inner(
                 fired: Vec::new(),
                 error: Some(format!("policy data not read: {why}")),
             };
+            pcf.per.decision(Event {
+                service,
+                supi,
+                request,
+                subscriber: None,
+                ssv: &ssv,
+                spending: Input::empty(),
+                data: DataState::Unreachable,
+                outcome: &outcome,
+                project: &project,
+            });
             return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed, chf });
         }
     };
@@ -144,6 +162,17 @@ async fn decide_inner(
         spending: statuses,
     };
     let (mut outcome, project) = pcf.policy.evaluate(service, input);
+    pcf.per.decision(Event {
+        service,
+        supi,
+        request,
+        subscriber: found.as_deref(),
+        ssv: &ssv,
+        spending: statuses,
+        data: data_state,
+        outcome: &outcome,
+        project: &project,
+    });
     // A state variable set to the value it has (a rule that records the last DNN at every
     // update) changes nothing: not written, the update commits less or nothing of the SSV.
     outcome.ssv_updates.retain(|k, v| match ssv.get(k) {

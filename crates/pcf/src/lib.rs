@@ -50,6 +50,7 @@ pub mod npcf_smpolicycontrol;
 pub mod npcf_uepolicycontrol;
 pub mod nudr_notify;
 pub mod nudr_policy_data;
+pub mod per;
 pub mod policy_admin;
 pub mod producers;
 pub mod rx;
@@ -328,19 +329,25 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         nchf_spendinglimitcontrol::Chf::new(config.pcf.chf.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
     chf.load(store::PcfStore::chf_subscriptions(&store).await?);
-    let pcf = Arc::new(Pcf::new(
-        config.pcf.clone(),
-        policy.clone(),
-        Arc::new(store),
-        policy_data,
-        bindings,
-        notify::Notifier::new(
-            skeleton.client().clone(),
-            Duration::from_millis(config.pcf.udr.timeout_ms),
-        ),
-        chf,
-        scheme,
-    ));
+    let beside = config.store.path.parent().unwrap_or(std::path::Path::new("."));
+    let per =
+        per::Recorder::open(&config.pcf.per, &config.pcf.sal, beside).map_err(PcfError::Config)?;
+    let pcf = Arc::new(
+        Pcf::new(
+            config.pcf.clone(),
+            policy.clone(),
+            Arc::new(store),
+            policy_data,
+            bindings,
+            notify::Notifier::new(
+                skeleton.client().clone(),
+                Duration::from_millis(config.pcf.udr.timeout_ms),
+            ),
+            chf,
+            scheme,
+        )
+        .with_per(per),
+    );
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;

@@ -288,6 +288,23 @@ impl Collector for PolicyCollector {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
         }
+
+        if let Some((per, sal)) = pcf.per.counts() {
+            let mut e = encoder.encode_descriptor(
+                "pcf_per_records",
+                "Policy Event Records (sink per) and subscriber activity log entries (sink sal), by result (dropped: the writer's queue was full)",
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for (sink, c) in [("per", per), ("sal", sal)] {
+                for (result, n) in
+                    [("written", &c.written), ("dropped", &c.dropped), ("failed", &c.failed)]
+                {
+                    let k = ConstCounter::new(n.load(Ordering::Relaxed));
+                    k.encode(e.encode_family(&[("sink", sink), ("result", result)])?)?;
+                }
+            }
+        }
         Ok(())
     }
 }
