@@ -43,6 +43,8 @@ pub struct Pcf {
     pub gx: OnceLock<diameter::DiameterNode>,
     /// Rx sessions aborted (ASR sent) whose AF has not yet sent its STR.
     pub rx_aborted: crate::rx::Aborted,
+    /// Sy sessions with the OCS (`[pcf.sy]`).
+    pub sy: crate::sy::Sy,
 }
 
 impl Pcf {
@@ -59,6 +61,7 @@ impl Pcf {
     ) -> Self {
         // The AMF is reached with the same SBI client as the SMFs.
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
+        let sy = crate::sy::Sy::new(config.sy.clone());
         Pcf {
             config,
             policy,
@@ -75,6 +78,7 @@ impl Pcf {
             local_authority: OnceLock::new(),
             gx: OnceLock::new(),
             rx_aborted: Default::default(),
+            sy,
         }
     }
 
