@@ -531,7 +531,7 @@ pub(crate) fn encode_metrics(
     }
     let mut e = encoder.encode_descriptor(
         "pcf_sy_notifications",
-        "SNRs received from the OCS, by result (refused: answered with an error)",
+        "Requests received from the OCS (SNRs), by result (refused: answered with an error)",
         None,
         MetricType::Counter,
     )?;

@@ -294,11 +294,22 @@ async fn slr_at_the_first_gx_session_snr_sends_a_rar_str_at_the_last_and_a_resta
         .grouped(vec![sy::POLICY_COUNTER_IDENTIFIER.utf8("data-cap")]);
     let a = ocs.snr_into(&sid, vec![no_status], &echoes).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_MISSING_AVP), "{a:?}");
+    // An SLR sent to the PCF is not its to answer: 3001.
+    let slr = Message::request(sy::APP_ID, sy::CMD_SPENDING_LIMIT)
+        .session_id_avp("ocs;slr;1")
+        .avp(base::AUTH_APPLICATION_ID.u32(sy::APP_ID))
+        .origin(OCS_HOST, OCS_REALM)
+        .destination(PCF_REALM, Some(PCF_HOST))
+        .avp(sy::SL_REQUEST_TYPE.enumerated(sy::sl_request_type::INITIAL_REQUEST));
+    let a = ocs.node.request(slr).await.unwrap();
+    wire.lock().unwrap().push(a.to_bytes().unwrap().to_vec());
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_COMMAND_UNSUPPORTED), "{a:?}");
     pgw.quiet().await;
     let m = metrics(&pcf).await;
     assert!(has(&m, "pcf_sy_notifications_total{result=\"ok\"} 1"), "{m}");
-    // The fourth was refused by the node's grammar check, before the Sy handler.
-    assert!(has(&m, "pcf_sy_notifications_total{result=\"refused\"} 3"), "{m}");
+    // The SLR is counted refused too; the report without status was refused by the node's
+    // grammar check, before the Sy handler.
+    assert!(has(&m, "pcf_sy_notifications_total{result=\"refused\"} 4"), "{m}");
     assert!(has(&m, "pcf_sy_requests_total{command=\"SLR-initial\",result=\"ok\"} 1"), "{m}");
     assert!(has(&m, "pcf_sy_sessions 1"), "{m}");
 
