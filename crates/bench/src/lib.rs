@@ -21,6 +21,7 @@ pub mod sim;
 mod sim_amf;
 mod sim_h2;
 mod sim_node;
+pub mod sim_ocs;
 pub mod stats;
 pub mod template;
 pub mod udr;
@@ -262,6 +263,8 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         let sims = sim::start_all(&http_sims).await?;
         let mut vars: HashMap<String, String> =
             sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
+        // An OCS is reached at its address (`[[pcf.sy.ocs]] addr`), not a URL.
+        vars.extend(sims.iter().map(|s| (format!("{{sim_addr:{}}}", s.name), s.addr.to_string())));
         let diameter_nf = scenario.diameter.as_ref().map(|d| d.nf.clone());
         let mut diameter_addr = match &diameter_nf {
             Some(nf) => diameter_target(&args.target, nf)?,

@@ -4,7 +4,7 @@
 //! The files in the repository's `scenarios/` directory are compiled into the binary, so
 //! `fivecore bench --list` works from anywhere; a path to a `.toml` file is accepted too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -463,6 +463,10 @@ pub enum SimKind {
     /// A CHF (Nchf_SpendingLimitControl, TS 29.594): subscribe 201 with a status per requested
     /// counter and `Location`, unsubscribe (DELETE) 204, both counted.
     Chf,
+    /// An OCS on Diameter Sy (TS 29.219, crate::sim_ocs): listens (`{sim_addr:NAME}` is its
+    /// address, for the PCF's `[[pcf.sy.ocs]]`), answers SLR with `statuses`, STR with 2001,
+    /// and sends SNRs with `snr_statuses` to its sessions every `snr_every_ms`.
+    Ocs,
 }
 
 impl SimKind {
@@ -496,6 +500,16 @@ pub struct Simulator {
     /// Diameter simulators: Origin-Host and Origin-Realm.
     pub origin_host: Option<String>,
     pub origin_realm: Option<String>,
+    /// OCS only: Policy-Counter-Status per Policy-Counter-Identifier, answered to an SLR for
+    /// the counters it asks for.
+    #[serde(default)]
+    pub statuses: BTreeMap<String, String>,
+    /// OCS only: the statuses its SNRs report.
+    #[serde(default)]
+    pub snr_statuses: BTreeMap<String, String>,
+    /// OCS only: send an SNR to one of its sessions (in turn) every this many ms; 0: never.
+    #[serde(default)]
+    pub snr_every_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -878,6 +892,18 @@ impl Scenario {
             }
         }
         for sim in &self.simulators {
+            let ocs_only =
+                !sim.statuses.is_empty() || !sim.snr_statuses.is_empty() || sim.snr_every_ms > 0;
+            if ocs_only && sim.kind != SimKind::Ocs {
+                bail!("simulator {}: statuses, snr_statuses and snr_every_ms are for an ocs simulator", sim.name);
+            }
+            if sim.kind == SimKind::Ocs && (sim.origin_host.is_none() || sim.origin_realm.is_none())
+            {
+                bail!("simulator {}: an ocs needs origin_host and origin_realm", sim.name);
+            }
+            if sim.snr_every_ms > 0 && sim.snr_statuses.is_empty() {
+                bail!("simulator {}: snr_every_ms needs snr_statuses to report", sim.name);
+            }
             let answers = sim.answer_profiles > 0 || sim.answer_nf_type.is_some();
             if answers && (sim.kind != SimKind::PeerNrf || sim.answer_nf_type.is_none()) {
                 bail!("simulator {}: answer_profiles and answer_nf_type are for a peer_nrf simulator, together", sim.name);
@@ -894,6 +920,18 @@ impl Scenario {
             collect_strings(&toml::Value::Table(table.clone()), &mut strings);
             for t in strings.iter().filter(|t| t.contains("{sim:")) {
                 check(&format!("nf_config.{nf}"), t)?;
+            }
+            // `{sim_addr:NAME}`: a simulator's address (`127.0.0.1:PORT`, an OCS's for Sy).
+            for t in &strings {
+                let mut rest = t.as_str();
+                while let Some(at) = rest.find("{sim_addr:") {
+                    let after = &rest[at + 10..];
+                    let Some(end) = after.find('}') else { break };
+                    if !sims.contains(&after[..end]) {
+                        bail!("nf_config.{nf}: {{sim_addr:{}}} names no simulator", &after[..end]);
+                    }
+                    rest = &after[end..];
+                }
             }
             // `{nf:NAME}`: an NF the kit starts before this one (it starts them in `nfs` order).
             let me = self.nfs.iter().position(|n| n == nf).unwrap_or(0);

@@ -45,6 +45,8 @@ pub struct Pcf {
     pub rx_aborted: crate::rx::Aborted,
     /// Policy Event Records and the subscriber activity log (`[pcf.per]`, `[pcf.sal]`).
     pub per: crate::per::Recorder,
+    /// Sy sessions with the OCS (`[pcf.sy]`).
+    pub sy: crate::sy::Sy,
 }
 
 impl Pcf {
@@ -61,6 +63,7 @@ impl Pcf {
     ) -> Self {
         // The AMF is reached with the same SBI client as the SMFs.
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
+        let sy = crate::sy::Sy::new(config.sy.clone());
         Pcf {
             config,
             policy,
@@ -78,6 +81,7 @@ impl Pcf {
             gx: OnceLock::new(),
             rx_aborted: Default::default(),
             per: Default::default(),
+            sy,
         }
     }
 

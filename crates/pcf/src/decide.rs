@@ -55,7 +55,11 @@ pub(crate) async fn decide_with(
     supi: &str,
     kept: Option<Subscriber>,
 ) -> Result<Decided, NfError> {
-    let spending = SpendingRead { spending: pcf.chf.spending(supi), new: false };
+    let spending = match pcf.sy.serves(request) {
+        true => pcf.sy.spending(supi),
+        false => pcf.chf.spending(supi),
+    };
+    let spending = SpendingRead { spending, new: false };
     decide_inner(pcf, service, request, supi, kept, async { spending }).await
 }
 
@@ -67,7 +71,14 @@ pub(crate) async fn decide_create(
     supi: &str,
 ) -> Result<Decided, NfError> {
     let project = pcf.policy.current();
-    let spending = pcf.chf.for_create(pcf, supi, request, project.spending_counters());
+    let counters = project.spending_counters();
+    // Gx sessions (and N7 ones with `[pcf.sy] n7`) ask the OCS, the others the CHF.
+    let spending = async {
+        match pcf.sy.serves(request) {
+            true => pcf.sy.for_create(pcf, supi, request, counters).await,
+            false => pcf.chf.for_create(pcf, supi, request, counters).await,
+        }
+    };
     decide_inner(pcf, Service::Sm, request, supi, None, spending).await
 }
 

@@ -23,7 +23,8 @@
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
-//!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s;
+//!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s; [`sy`] asks OCSs
+//!   for spending limit statuses over Sy (`[pcf.sy]`), on its own node connected to them;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
 //!
@@ -55,6 +56,7 @@ pub mod policy_admin;
 pub mod producers;
 pub mod rx;
 pub mod store;
+pub mod sy;
 pub mod ue_policy_delivery;
 pub mod ursp;
 
@@ -349,6 +351,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         .with_per(per),
     );
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
+    pcf.sy.load(store::PcfStore::sy_sessions(&*pcf.store).await?);
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();
@@ -388,6 +391,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
                 config.pcf.diameter.listen
             ))
         })?;
+        serving.diameter(node);
+    }
+    if config.pcf.sy.enabled {
+        let node = sy::start(pcf.clone(), &config.pcf.diameter)
+            .await
+            .map_err(|e| PcfError::Config(format!("[pcf.sy] cannot start the Sy node: {e}")))?;
+        tracing::info!(sy_sessions = pcf.sy.subscribers(), "Sy sessions loaded");
         serving.diameter(node);
     }
     if let Some(nrf) = serving.nrf_client() {

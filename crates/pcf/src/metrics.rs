@@ -24,6 +24,9 @@
 //! - `pcf_chf_subscriptions_total{result="ok"|"failed"}`, `pcf_chf_unsubscriptions_total{result}`,
 //!   `pcf_chf_notifications_total{kind="notify"|"terminate"}` and the gauge
 //!   `pcf_chf_subscribers`: spending limit subscriptions at the CHF (N28);
+//! - `pcf_sy_requests_total{command="SLR-initial"|"SLR-intermediate"|"STR", result}`,
+//!   `pcf_sy_notifications_total{result="ok"|"refused"}` and the gauge `pcf_sy_sessions`: Sy
+//!   with the OCS (crate::sy);
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -271,6 +274,8 @@ impl Collector for PolicyCollector {
             None,
             g.metric_type(),
         )?)?;
+
+        crate::sy::encode_metrics(pcf, &mut encoder)?;
 
         let col = &pcf.collisions;
         for (name, help, n) in [

@@ -59,6 +59,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
+    let sy = pcf.sy.creating(&pcf, &supi);
     let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
         decide_create(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
@@ -85,6 +86,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         binding,
     };
     pcf.chf.create_sm(&*pcf.store, stored, ssv_updates, udr_subscription, chf).await?;
+    sy.done();
     // The subscription keeps the data true from now on: the session's updates read no UDR.
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
@@ -215,6 +217,7 @@ pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };
     crate::app_session::sm_deleted(pcf, apps);
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
+    let sy_ended = pcf.sy.after_delete(pcf, &deleted.supi).await;
     drop(held);
     let unbind = async {
         if let Some(uri) = &deleted.binding {
@@ -227,7 +230,7 @@ pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
         }
     };
     let unsubscribe_chf = pcf.chf.deleted(&deleted.supi, deleted.chf_subscription.as_deref());
-    tokio::join!(unbind, unsubscribe, unsubscribe_chf);
+    tokio::join!(unbind, unsubscribe, unsubscribe_chf, pcf.sy.terminate(sy_ended));
     Ok(true)
 }
 

@@ -138,6 +138,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     );
     let context = Value::Object(context);
     let _held = pcf.hold(&supi).await;
+    let sy = pcf.sy.creating(pcf, &supi);
     let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
@@ -159,6 +160,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         binding: None,
     };
     pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await?;
+    sy.done();
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
     }
