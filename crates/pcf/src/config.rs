@@ -60,6 +60,10 @@ pub struct PcfConfig {
     /// The Diameter side, the converged PCRF (`[pcf.diameter]`: Gx today).
     #[serde(default)]
     pub diameter: DiameterConfig,
+    /// Subscriber profiles from an LDAP directory (`[pcf.ldap]`, for Gx sessions; N7 too when
+    /// configured).
+    #[serde(default)]
+    pub ldap: crate::ldap::LdapConfig,
 }
 
 /// `[pcf.diameter]`: the PCF serving Gx (TS 29.212) as a converged PCRF, on the same policy
@@ -323,6 +327,7 @@ impl Default for PcfConfig {
             amf: AmfConfig::default(),
             chf: ChfConfig::default(),
             diameter: DiameterConfig::default(),
+            ldap: crate::ldap::LdapConfig::default(),
         }
     }
 }
@@ -378,6 +383,7 @@ impl PcfConfig {
             }
             d.limits.validate("pcf.diameter.limits")?;
         }
+        self.ldap.validate()?;
         if self.udr.timeout_ms == 0
             || self.bsf.timeout_ms == 0
             || self.amf.timeout_ms == 0
