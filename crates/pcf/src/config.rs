@@ -70,6 +70,10 @@ pub struct PcfConfig {
     /// with `n7`, N7 ones.
     #[serde(default)]
     pub sy: SyConfig,
+    /// Subscriber profiles from an LDAP directory (`[pcf.ldap]`, for Gx sessions; N7 too when
+    /// configured).
+    #[serde(default)]
+    pub ldap: crate::ldap::LdapConfig,
 }
 
 /// `[pcf.sy]`: the PCF as the PCRF of TS 29.219, asking OCSs for the statuses of the policy
@@ -388,6 +392,7 @@ impl Default for PcfConfig {
             per: Default::default(),
             sal: Default::default(),
             sy: SyConfig::default(),
+            ldap: crate::ldap::LdapConfig::default(),
         }
     }
 }
@@ -459,6 +464,7 @@ impl PcfConfig {
                 return Err("[pcf.sy] takes the PCF's Diameter identity from [pcf.diameter] origin_host and origin_realm, which must be set".into());
             }
         }
+        self.ldap.validate()?;
         if self.udr.timeout_ms == 0
             || self.bsf.timeout_ms == 0
             || self.amf.timeout_ms == 0

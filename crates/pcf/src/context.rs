@@ -47,6 +47,8 @@ pub struct Pcf {
     pub per: crate::per::Recorder,
     /// Sy sessions with the OCS (`[pcf.sy]`).
     pub sy: crate::sy::Sy,
+    /// Subscriber profiles from LDAP (`[pcf.ldap]`).
+    pub ldap: Arc<crate::ldap::Ldap>,
 }
 
 impl Pcf {
@@ -64,6 +66,7 @@ impl Pcf {
         // The AMF is reached with the same SBI client as the SMFs.
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
         let sy = crate::sy::Sy::new(config.sy.clone());
+        let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
         Pcf {
             config,
             policy,
@@ -82,6 +85,7 @@ impl Pcf {
             rx_aborted: Default::default(),
             per: Default::default(),
             sy,
+            ldap,
         }
     }
 

@@ -25,6 +25,8 @@
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
 //!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s; [`sy`] asks OCSs
 //!   for spending limit statuses over Sy (`[pcf.sy]`), on its own node connected to them;
+//!   [`ldap`] reads
+//!   subscriber profiles from an LDAP directory (`[pcf.ldap]`) for Gx (and N7) decisions;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
 //!
@@ -39,6 +41,7 @@ pub mod context;
 pub mod decide;
 pub mod default_policy;
 pub mod gx;
+pub mod ldap;
 pub mod metrics;
 pub mod models;
 pub mod namf_communication;
@@ -353,6 +356,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
     pcf.sy.load(store::PcfStore::sy_sessions(&*pcf.store).await?);
     skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
+    skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());
@@ -429,6 +433,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         (_, false) => tracing::warn!("no policy data source: decisions read no subscriber data ([pcf.udr] off, or no api_root and no [pcf.nrf])"),
         (Some(root), true) => tracing::info!(udr = %root, "policy data from the configured UDR"),
         (None, true) => tracing::info!("policy data from UDRs the NRF finds"),
+    }
+    if config.pcf.ldap.enabled {
+        let l = &config.pcf.ldap;
+        tracing::info!(urls = ?l.urls, base_dn = %l.base_dn, filter = %l.filter, n7 = l.n7, "subscriber profiles from LDAP");
     }
     if config.pcf.audit.enabled {
         let audit = audit::spawn(pcf.clone());

@@ -60,7 +60,7 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
     let sy = pcf.sy.creating(&pcf, &supi);
-    let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
+    let Decided { mut outcome, project, subscribe, data, subscribed, chf, ldap } =
         decide_create(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
@@ -90,6 +90,9 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     // The subscription keeps the data true from now on: the session's updates read no UDR.
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
+    }
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     let mut resp = json_bytes(StatusCode::CREATED, body);
     if let Ok(v) = HeaderValue::from_str(&location(&pcf, &req, &id)) {
@@ -129,7 +132,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let displaced = models::overlay(&mut context, &change);
     let decided = decide_with(&pcf, Service::Sm, &context, &stored.supi, Some(kept)).await;
     models::restore(&mut context, displaced);
-    let Decided { mut outcome, project, data, subscribed, .. } = decided?;
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } = decided?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&stored.supi, d);
     }
@@ -162,9 +165,14 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         if !pcf.store.touch_sm(&id, now).await? {
             return Err(not_found(&id));
         }
+        if let Some(p) = ldap {
+            pcf.ldap.keep(&stored.supi, &id, p);
+        }
         crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
         return Ok(json_response(StatusCode::OK, &delta)?);
     }
+    // Kept once the update is committed (the SUPI moves into the stored association).
+    let ldap = ldap.map(|p| (stored.supi.clone(), p));
     let updated = SmPolicy {
         id: id.clone(),
         supi: stored.supi,
@@ -176,6 +184,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     };
     if !pcf.store.update_sm(updated, ssv_updates).await? {
         return Err(not_found(&id));
+    }
+    if let Some((supi, p)) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     tracing::debug!(sm_policy = %id, policy_version = %project.version, "SM policy updated");
     crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
@@ -217,6 +228,7 @@ pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
     let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };
     crate::app_session::sm_deleted(pcf, apps);
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
+    pcf.ldap.release(&deleted.supi, id);
     let sy_ended = pcf.sy.after_delete(pcf, &deleted.supi).await;
     drop(held);
     let unbind = async {
