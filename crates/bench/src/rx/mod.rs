@@ -111,7 +111,7 @@ pub struct RxSims {
     /// In the order the bindings name them: binding `i` names `pcfs[factory.pcf_index(i)]`.
     pub pcfs: Vec<RxPeer>,
     pub msgs: Arc<RxMessages>,
-    pub sessions: SessionPool,
+    pub sessions: Arc<SessionPool>,
     /// `[diameter] answer_host`: who answers a session no `pcf_rx` simulator serves.
     answer_host: Option<String>,
     next_af: AtomicUsize,
@@ -138,8 +138,9 @@ impl RxSims {
         order.extend(s.simulators.iter().filter(|x| x.kind == SimKind::AfRx));
         let mut afs = Vec::new();
         let mut pcfs = Vec::new();
+        let sessions = Arc::new(SessionPool::default());
         for sim in order {
-            let p = RxPeer::start(sim, d, addr, msgs.clone()).await?;
+            let p = RxPeer::start(sim, d, addr, msgs.clone(), sessions.clone()).await?;
             match sim.kind {
                 SimKind::PcfRx => pcfs.push(p),
                 _ => afs.push(p),
@@ -152,7 +153,7 @@ impl RxSims {
             afs,
             pcfs,
             msgs,
-            sessions: SessionPool::default(),
+            sessions,
             answer_host: d.answer_host.clone(),
             next_af: AtomicUsize::new(0),
         })
@@ -182,7 +183,10 @@ impl RxSims {
                 Some(RxCall { op, node: node.clone(), msg, session: RxSession { sid, af, pcf } })
             }
             RxOp::AarUpdate | RxOp::Str => {
-                let s = self.sessions.take()?;
+                let s = match op {
+                    RxOp::Str => self.sessions.take()?,
+                    _ => self.sessions.take_live()?,
+                };
                 let af = &self.afs[s.af];
                 let msg = if op == RxOp::Str {
                     self.msgs.str_request(&af.id, &s.sid)
@@ -192,7 +196,7 @@ impl RxSims {
                 Some(RxCall { op, node: af.node.clone(), msg, session: s })
             }
             RxOp::Rar => {
-                let s = self.sessions.take()?;
+                let s = self.sessions.take_live()?;
                 let Some(pcf) = s.pcf.and_then(|i| self.pcfs.get(i)) else {
                     self.sessions.give_back(s);
                     return None;
@@ -269,7 +273,10 @@ impl RxCall {
             RxOp::AarInitial if ok => sims.sessions.opened(session),
             RxOp::AarInitial => {}
             RxOp::AarUpdate | RxOp::Rar if ok => sims.sessions.give_back(session),
-            RxOp::AarUpdate | RxOp::Rar | RxOp::Str => sims.sessions.ended(),
+            RxOp::AarUpdate | RxOp::Rar | RxOp::Str => {
+                sims.sessions.forget(&session.sid);
+                sims.sessions.ended();
+            }
         }
         (ok, outcome)
     }
