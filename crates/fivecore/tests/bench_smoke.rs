@@ -320,7 +320,10 @@ fn bench_pcrf_scenarios_smoke_meet_their_success_criteria() {
         let gx = &json["gx"];
         assert_eq!(gx["peers"].as_array().unwrap().len(), 2, "{scenario}");
         assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the PCF");
+        // The PCF's own latency of the CCRs, from its /metrics over the window.
+        own_latency(&json, "pcf", "CCR");
         if scenario == "pcrf-voice-15k" {
+            own_latency(&json, "pcf", "AAR");
             assert!(json["preload"]["rx_sessions"].as_u64().unwrap() >= 64);
             let rars: u64 = gx["peers"]
                 .as_array()
