@@ -128,7 +128,7 @@ impl Sim {
                 .amf
                 .as_ref()
                 .and_then(|a| crate::sim_amf::receive(a, &self.counters, method, uri, body)),
-            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh | SimKind::Ocs => None,
+            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh | SimKind::Ocs | SimKind::PcefGx => None,
         };
         reply.unwrap_or_else(|| {
             c.rejected.fetch_add(1, Ordering::Relaxed);
