@@ -138,7 +138,8 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     );
     let mut context = Value::Object(context);
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
+    let sy = pcf.sy.creating(pcf, &supi);
+    let Decided { mut outcome, project, subscribe, data, subscribed, chf, ldap } =
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = outcome.decision;
@@ -166,8 +167,12 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         pcf.sd.release(&context);
     }
     created?;
+    sy.done();
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
+    }
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &super::policy_id(sid), p);
     }
     tracing::debug!(session = %sid, %supi, policy_version = %project.version, "Gx session created");
     let empty = Value::Object(Map::new());
@@ -199,7 +204,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     }
     let mut view = context.clone();
     view["repPolicyCtrlReqTriggers"] = Value::Array(mapping::reported_triggers(req));
-    let Decided { mut outcome, project, data, subscribed, .. } =
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } =
         decide_with(pcf, Service::Sm, &view, &supi, Some(kept)).await?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&supi, d);
@@ -231,6 +236,10 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         if !pcf.store.update_sm(updated, ssv).await? {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
         }
+    }
+    // Kept once the session is known to live on (after a restart the cache starts empty).
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     drop(_held);
     // What the PCEF reports of the rules (Charging-Rule-Report) and the resources, as an SMF's
