@@ -16,6 +16,8 @@
 //!   in `sd.running`, the Gx session decided again with the report as `request.appDetection`
 //!   (`{started: [...], stopped: [...]}`); the CCA carries the ADC rules that changed, the
 //!   PCEF gets a Gx RAR when the rest of the decision changed.
+//! - RAR (§4b.5.2): when the Gx session is decided again for another reason (its PCEF's
+//!   CCR-U, its subscriber's data, spending limits) and its ADC rules changed.
 //! - Termination (§4b.5.4): once the Gx session is deleted (CCR-T, or a CCR-I replacing it),
 //!   RAR with Session-Release-Cause IP_CAN_SESSION_TERMINATION; the TDF's CCR-T that follows is
 //!   answered 2001. A TDF's own CCR-T ends its session (the Gx session goes on without it).
@@ -134,23 +136,33 @@ impl Sd {
     /// the background; the TDF's CCR-T that follows is answered 2001.
     pub(crate) fn release(self: &Arc<Self>, context: &Value) {
         let Some(s) = context.get("sd").and_then(SdSession::of) else { return };
-        let Some(node) = self.node.get().cloned() else { return };
+        let Some(node) = self.node.get() else { return };
         {
             let mut r = self.released();
             r.retain(|_, at| at.elapsed() < RELEASED_KEPT);
             r.insert(s.session_id.clone(), Instant::now());
         }
+        let rar =
+            rar(node, &s).avp(gx::SESSION_RELEASE_CAUSE.enumerated(IP_CAN_SESSION_TERMINATION));
+        self.send(rar);
+    }
+
+    /// The RAR (§4b.5.2, PCRF-initiated ADC rule provisioning) telling the TDF of a Gx session
+    /// (its context `context`) the ADC rules that changed from decision `old` to `new`; None
+    /// when none did or the session has no TDF session. A Gx session decided again for another
+    /// reason than its TDF's report (its PCEF's CCR-U, its subscriber's data) sends it.
+    pub(crate) fn rar(&self, context: &Value, old: &Value, new: &Value) -> Option<Message> {
+        let s = context.get("sd").and_then(SdSession::of)?;
+        let node = self.node.get()?;
+        let avps = adc_avps(old, new);
+        (!avps.is_empty()).then(|| rar(node, &s).with_avps(avps))
+    }
+
+    /// Sends an Sd RAR in the background (nothing waits for the TDF's answer).
+    pub(crate) fn send(self: &Arc<Self>, rar: Message) {
+        let Some(node) = self.node.get().cloned() else { return };
         let sd = self.clone();
-        tokio::spawn(async move {
-            let rar = Message::request(gx::SD_APP_ID, gx::CMD_RE_AUTH)
-                .session_id_avp(&s.session_id)
-                .avp(base::AUTH_APPLICATION_ID.u32(gx::SD_APP_ID))
-                .origin(node.origin_host(), node.origin_realm())
-                .destination(&s.tdf_realm, Some(&s.tdf_host))
-                .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
-                .avp(gx::SESSION_RELEASE_CAUSE.enumerated(IP_CAN_SESSION_TERMINATION));
-            sd.send_rar(&node, rar).await;
-        });
+        tokio::spawn(async move { sd.send_rar(&node, rar).await });
     }
 
     /// Sends an Sd RAR; its failure is logged and counted.
@@ -167,6 +179,16 @@ impl Sd {
             }
         }
     }
+}
+
+/// An Sd RAR of TDF session `s` (§5b.6.4), without what it asks.
+fn rar(node: &DiameterNode, s: &SdSession) -> Message {
+    Message::request(gx::SD_APP_ID, gx::CMD_RE_AUTH)
+        .session_id_avp(&s.session_id)
+        .avp(base::AUTH_APPLICATION_ID.u32(gx::SD_APP_ID))
+        .origin(node.origin_host(), node.origin_realm())
+        .destination(&s.tdf_realm, Some(&s.tdf_host))
+        .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
 }
 
 /// Session-Release-Cause IP_CAN_SESSION_TERMINATION (TS 29.212 §5.3.44, Sd only).

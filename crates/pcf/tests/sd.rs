@@ -148,6 +148,12 @@ set = "decision.traffContDecs.tc-video.flowStatus"
 value = "ENABLED-DOWNLINK"
 
 [[rule]]
+name = "no-p2p-on-wlan"
+when = ["request.ratType == 'WLAN'"]
+[[rule.then]]
+remove = "decision.pccRules.adc-p2p"
+
+[[rule]]
 name = "last-detected"
 when = ["request.appDetection.started exists"]
 [[rule.then]]
@@ -315,6 +321,23 @@ async fn a_tdf_gets_the_adc_rules_reports_applications_and_ends_with_the_gx_sess
     assert!(adc_installed(&cca).is_empty() && cca.find(&gx::ADC_RULE_REMOVE).is_none());
     pgw1.quiet().await;
 
+    // The PCEF's CCR-U moving the UE to WLAN takes the P2P rule away: the TDF hears it in an
+    // RAR (ADC-Rule-Remove), the PCEF nothing of it.
+    let cca = pgw1.send(ccr(gx_sid, 2, 1).avp(gx::RAT_TYPE.enumerated(gx::rat_type::WLAN))).await;
+    assert_eq!(cca.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert!(charging_rules(&cca).is_empty() && cca.find(&gx::CHARGING_RULE_REMOVE).is_none());
+    let rar = tdf.next().await;
+    assert_eq!((rar.command_code(), rar.application_id()), (gx::CMD_RE_AUTH, gx::SD_APP_ID));
+    assert_eq!(rar.session_id(), Some(sd_sid.as_str()));
+    assert_eq!(rar.get_u32(&gx::SESSION_RELEASE_CAUSE), None);
+    let removed: Vec<String> = rar
+        .find_all(&gx::ADC_RULE_REMOVE)
+        .flat_map(|r| r.children_of(&gx::ADC_RULE_NAME))
+        .map(|n| text(&n))
+        .collect();
+    assert_eq!(removed, ["adc-p2p"]);
+    assert!(adc_installed(&rar).is_empty());
+
     // A restart keeps the TDF session: the PCF connects to the TDF again, and video stopping
     // restores the rule and the AMBR.
     pcf.stop().await;
@@ -333,7 +356,7 @@ async fn a_tdf_gets_the_adc_rules_reports_applications_and_ends_with_the_gx_sess
 
     // CCR-T: the TDF gets an RAR releasing its session (IP_CAN_SESSION_TERMINATION), its CCR-T
     // is answered 2001, and a report after it is a report of an unknown session.
-    let cca = pgw2.send(ccr(gx_sid, 3, 1)).await;
+    let cca = pgw2.send(ccr(gx_sid, 3, 2)).await;
     assert_eq!(cca.result_code(), Some(rc::DIAMETER_SUCCESS));
     let release = tdf.next().await;
     assert_eq!(release.command_code(), gx::CMD_RE_AUTH);
@@ -349,6 +372,7 @@ async fn a_tdf_gets_the_adc_rules_reports_applications_and_ends_with_the_gx_sess
     tdf.quiet().await;
 
     let m = metrics(&pcf).await;
+    // Since the restart: the release.
     assert!(m.contains("pcf_sd_requests_total{command=\"RAR\",result=\"ok\"} 1"), "{m}");
     assert!(m.contains("pcf_sd_reports_total{result=\"ok\"} 2"), "{m}");
     pcf.stop().await;

@@ -242,6 +242,9 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         pcf.ldap.keep(&supi, &id, p);
     }
     drop(_held);
+    if let Some(m) = pcf.sd.rar(&context, &old, &new) {
+        pcf.sd.send(m);
+    }
     // What the PCEF reports of the rules (Charging-Rule-Report) and the resources, as an SMF's
     // update would say it: the bound application sessions' AFs hear of it (N5 events, Rx RAR).
     let reports = mapping::rule_reports(req);
@@ -274,7 +277,12 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
     let old: Value = serde_json::from_slice(&stored.decision)?;
     let mut new = outcome.decision;
     crate::app_session::keep_af_rules(&old, &mut new);
-    let Some(rar) = rar(node, &stored.id, &context, &old, &new) else { return Ok(None) };
+    let rar = rar(node, &stored.id, &context, &old, &new);
+    // Its TDF's ADC rules may change alone (crate::sd).
+    let sd_rar = pcf.sd.rar(&context, &old, &new);
+    if rar.is_none() && sd_rar.is_none() {
+        return Ok(None);
+    }
     let updated = SmPolicy {
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
@@ -284,7 +292,10 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
     if !pcf.store.update_sm(updated, ssv).await? {
         return Ok(None);
     }
-    Ok(Some(rar))
+    if let Some(m) = sd_rar {
+        pcf.sd.send(m);
+    }
+    Ok(rar)
 }
 
 /// The RAR telling the PCEF of Gx session `policy_id` (its context `context`) what changed
