@@ -128,7 +128,12 @@ impl Sim {
                 .amf
                 .as_ref()
                 .and_then(|a| crate::sim_amf::receive(a, &self.counters, method, uri, body)),
-            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh | SimKind::Ocs | SimKind::PcefGx => None,
+            SimKind::AfRx
+            | SimKind::PcfRx
+            | SimKind::AsSh
+            | SimKind::Ocs
+            | SimKind::Tdf
+            | SimKind::PcefGx => None,
         };
         reply.unwrap_or_else(|| {
             c.rejected.fetch_add(1, Ordering::Relaxed);
@@ -269,6 +274,9 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
     if sim.kind == SimKind::Ocs {
         return start_ocs(sim).await;
     }
+    if sim.kind == SimKind::Tdf {
+        return start_tdf(sim).await;
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(SimCounters::default());
@@ -321,6 +329,24 @@ async fn start_ocs(sim: &Simulator) -> std::io::Result<RunningSim> {
         }
         ocs.notify_every(every).await;
     });
+    Ok(RunningSim {
+        name: sim.name.clone(),
+        kind: sim.kind,
+        latency_ms: sim.latency_ms,
+        addr,
+        counters,
+        task,
+    })
+}
+
+/// A TDF (crate::sim_tdf): its Diameter address is the simulator's; the task holds it (and
+/// sends its CCR-Ts and periodic reports) until the simulator is dropped.
+async fn start_tdf(sim: &Simulator) -> std::io::Result<RunningSim> {
+    let counters = Arc::new(SimCounters::default());
+    let tdf = crate::sim_tdf::Tdf::start(sim, counters.clone()).await?;
+    let addr = tdf.addr().ok_or_else(|| std::io::Error::other("the TDF did not bind"))?;
+    let every = Duration::from_millis(sim.report_every_ms);
+    let task = tokio::spawn(async move { tdf.run(every).await });
     Ok(RunningSim {
         name: sim.name.clone(),
         kind: sim.kind,
@@ -485,6 +511,8 @@ mod tests {
             statuses: Default::default(),
             snr_statuses: Default::default(),
             snr_every_ms: 0,
+            report_apps: Vec::new(),
+            report_every_ms: 0,
         }
     }
 
@@ -717,6 +745,8 @@ mod tests {
             statuses: Default::default(),
             snr_statuses: Default::default(),
             snr_every_ms: 0,
+            report_apps: Vec::new(),
+            report_every_ms: 0,
         };
         let s = start(&sim).await.unwrap();
         let client = sbi::client::SbiClient::new(&Default::default()).unwrap();
