@@ -2,7 +2,7 @@
 //! to (`[[pcf.sd.tdf]]`). It listens on 127.0.0.1, takes the PCF's CER, answers TSR with 2001
 //! and keeps the session (its ADC rules' TDF-Application-Identifiers), answers RAR with 2001
 //! (an RAR with Session-Release-Cause ends the session: the TDF then sends its CCR-T, as
-//! §4b.5.4 has it), and reports applications to its sessions: a CCR-U with Event-Trigger
+//! §4b.5 has it), and reports applications to its sessions: a CCR-U with Event-Trigger
 //! APPLICATION_START, or APPLICATION_STOP for one it reported started, and the
 //! Application-Detection-Information of the next of `report_apps`, every `report_every_ms` in
 //! turn or when asked ([`Tdf::report`]). Counted in the simulator's counters: `received`
@@ -221,7 +221,7 @@ impl State {
                 };
                 if released {
                     c.deleted.fetch_add(1, Ordering::Relaxed);
-                    // The CCR-T follows the RAA (§4b.5.4): sent by `run`, after this answer.
+                    // The CCR-T follows the RAA (§4b.5): sent by `run`, after this answer.
                     let ccr = self.ccr(&sid, &s.pcf, TERMINATION_REQUEST, s.next_number);
                     let _ = self.terminations.send(ccr);
                 }

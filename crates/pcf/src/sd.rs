@@ -1,24 +1,24 @@
 //! Sd (TS 29.212 §4b, §5b): the PCF as the PCRF giving a TDF the application detection and
 //! control (ADC) rules of a Gx session, and re-deciding the session when the TDF reports that
-//! an application started or stopped (solicited application reporting, §4b.5.1).
+//! an application started or stopped (solicited application reporting, §4b.5).
 //!
 //! An ADC rule is a PCC rule of the SM decision with an `appId` (TS 29.512 PccRule; TS 29.513
 //! maps the ADC rule to it): its `refTcData` gives Flow-Status and Redirect-Information, its
 //! `refUmData` the Monitoring-Key. Such rules are the TDF's: Gx leaves them out
 //! (crate::gx::mapping).
 //!
-//! - TSR (§4b.5.1): at a Gx session's CCR-I, when `[pcf.sd]` is on and the decision has ADC
+//! - TSR (§4b.5): at a Gx session's CCR-I, when `[pcf.sd]` is on and the decision has ADC
 //!   rules, before the session is committed: the subscriber's ids, UE address, APN and the ADC
 //!   rules. The TSA's TDF and the Sd Session-Id are kept in the Gx session's context (`sd`),
 //!   so the Gx session's commit makes the TDF session durable and its delete ends it.
-//! - CCR-U from the TDF (§4b.5.2 / §5b.6.2) with Event-Trigger APPLICATION_START or
+//! - CCR-U from the TDF (§4b.5, §5b.6) with Event-Trigger APPLICATION_START or
 //!   APPLICATION_STOP and Application-Detection-Information: the applications running are kept
 //!   in `sd.running`, the Gx session decided again with the report as `request.appDetection`
 //!   (`{started: [...], stopped: [...]}`); the CCA carries the ADC rules that changed, the
 //!   PCEF gets a Gx RAR when the rest of the decision changed.
-//! - RAR (§4b.5.2): when the Gx session is decided again for another reason (its PCEF's
+//! - RAR (§4b.5): when the Gx session is decided again for another reason (its PCEF's
 //!   CCR-U, its subscriber's data, spending limits) and its ADC rules changed.
-//! - Termination (§4b.5.4): once the Gx session is deleted (CCR-T, or a CCR-I replacing it),
+//! - Termination (§4b.5): once the Gx session is deleted (CCR-T, or a CCR-I replacing it),
 //!   RAR with Session-Release-Cause IP_CAN_SESSION_TERMINATION; the TDF's CCR-T that follows is
 //!   answered 2001. A TDF's own CCR-T ends its session (the Gx session goes on without it).
 //!
@@ -54,7 +54,7 @@ use crate::store::SmPolicy;
 /// What follows the Diameter part of an Sd Session-Id: the Gx Session-Id it serves.
 const GX_MARK: &str = ";gx=";
 
-/// Re-Auth-Request-Type AUTHORIZE_ONLY (RFC 6733 §8.12), as TS 29.212 §5b.6.4 asks.
+/// Re-Auth-Request-Type AUTHORIZE_ONLY (RFC 6733 §8.12), as TS 29.212 §5b.6 asks.
 const AUTHORIZE_ONLY: u32 = 0;
 
 /// How long a released TDF session's CCR-T is answered 2001 from memory.
@@ -132,7 +132,7 @@ impl Sd {
     }
 
     /// Ends the TDF session of a Gx session whose context was `context` (deleted, or never
-    /// committed): RAR with Session-Release-Cause IP_CAN_SESSION_TERMINATION (§4b.5.4), sent in
+    /// committed): RAR with Session-Release-Cause IP_CAN_SESSION_TERMINATION (§4b.5), sent in
     /// the background; the TDF's CCR-T that follows is answered 2001.
     pub(crate) fn release(self: &Arc<Self>, context: &Value) {
         let Some(s) = context.get("sd").and_then(SdSession::of) else { return };
@@ -147,7 +147,7 @@ impl Sd {
         self.send(rar);
     }
 
-    /// The RAR (§4b.5.2, PCRF-initiated ADC rule provisioning) telling the TDF of a Gx session
+    /// The RAR (§4b.5, PCRF-initiated ADC rule provisioning) telling the TDF of a Gx session
     /// (its context `context`) the ADC rules that changed from decision `old` to `new`; None
     /// when none did or the session has no TDF session. A Gx session decided again for another
     /// reason than its TDF's report (its PCEF's CCR-U, its subscriber's data) sends it.
@@ -181,7 +181,7 @@ impl Sd {
     }
 }
 
-/// An Sd RAR of TDF session `s` (§5b.6.4), without what it asks.
+/// An Sd RAR of TDF session `s` (§5b.6), without what it asks.
 fn rar(node: &DiameterNode, s: &SdSession) -> Message {
     Message::request(gx::SD_APP_ID, gx::CMD_RE_AUTH)
         .session_id_avp(&s.session_id)
@@ -238,7 +238,7 @@ async fn ask(node: &DiameterNode, req: Message) -> Result<Message, String> {
     }
 }
 
-/// The TSR (§5b.6.1) of Gx session context `context` with decision `decision`'s ADC rules.
+/// The TSR (§5b.6) of Gx session context `context` with decision `decision`'s ADC rules.
 fn tsr(node: &DiameterNode, sid: &str, realm: &str, context: &Value, decision: &Value) -> Message {
     let mut m = Message::request(gx::SD_APP_ID, gx::CMD_TDF_SESSION)
         .session_id_avp(sid)
@@ -331,7 +331,7 @@ fn redirect_information(r: &Value) -> Avp {
     gx::REDIRECT_INFORMATION.grouped(kids)
 }
 
-/// An ADC rule as an ADC-Rule-Definition (§5.3.85).
+/// An ADC rule as an ADC-Rule-Definition.
 fn adc_definition(id: &str, rule: &Value, decision: &Value) -> Avp {
     let mut kids = vec![gx::ADC_RULE_NAME.bytes(id.as_bytes().to_vec())];
     if let Some(app) = rule.get("appId").and_then(Value::as_str) {
@@ -359,7 +359,7 @@ fn adc_definition(id: &str, rule: &Value, decision: &Value) -> Avp {
 }
 
 /// What changed in the ADC rules from decision `old` to `new`, as an ADC-Rule-Remove naming
-/// the rules gone and an ADC-Rule-Install with those new or changed (§4b.5.2); with `old`
+/// the rules gone and an ADC-Rule-Install with those new or changed (§4b.5); with `old`
 /// null, every rule of `new` (TSR).
 pub fn adc_avps(old: &Value, new: &Value) -> Vec<Avp> {
     let (old_rules, new_rules) = (adc_rules(old), adc_rules(new));
@@ -421,7 +421,7 @@ pub async fn start(pcf: Arc<Pcf>, d: &DiameterConfig) -> std::io::Result<Diamete
 }
 
 /// The answer to `req` with `code` as Result-Code (E bit for a protocol error, 3xxx), with a
-/// CCA's Auth-Application-Id, CC-Request-Type and CC-Request-Number (§5b.6.3) when `req` is a
+/// CCA's Auth-Application-Id, CC-Request-Type and CC-Request-Number (§5b.6) when `req` is a
 /// CCR.
 fn answer(req: &Message, code: u32) -> Message {
     let mut a = Message::answer_to(req);
@@ -492,7 +492,7 @@ fn report(req: &Message) -> Result<Report, Message> {
     }
 }
 
-/// The Sd handler: the TDF's CCR-U and CCR-T (§5b.6.2); a TSR or RAR sent to the PCF is not
+/// The Sd handler: the TDF's CCR-U and CCR-T (§5b.6); a TSR or RAR sent to the PCF is not
 /// ours to answer (3001).
 pub async fn handle(pcf: &Arc<Pcf>, req: Message) -> Message {
     let a = handle_inner(pcf, &req).await;
@@ -520,7 +520,7 @@ async fn handle_inner(pcf: &Arc<Pcf>, req: &Message) -> Message {
             Err(a) => return a,
         },
         Some(CcRequestType::Termination) => terminate(pcf, req, &sid).await,
-        // A TDF-initiated session (unsolicited reporting, §4b.5.1a) and EVENT are not served.
+        // A TDF-initiated session (unsolicited reporting, §4b.5) and EVENT are not served.
         _ => {
             let a = req
                 .find(&dcca::CC_REQUEST_TYPE)
