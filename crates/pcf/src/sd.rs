@@ -576,8 +576,12 @@ async fn update(
     context["sd"]["running"] = Value::Array(running);
     let mut view = context.clone();
     view["appDetection"] = json!({"started": report.started, "stopped": report.stopped});
-    let Decided { mut outcome, project, .. } =
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } =
         decide_with(pcf, Service::Sm, &view, &supi, Some(kept)).await?;
+    // As a CCR-U keeps them (crate::gx::ccr): the data the decision read stays cached.
+    if let (Some(d), true) = (data, subscribed) {
+        pcf.policy_data.cache_if_absent(&supi, d);
+    }
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let old: Value = serde_json::from_slice(&stored.decision)?;
     let mut new = outcome.decision;
@@ -591,6 +595,9 @@ async fn update(
     };
     if !pcf.store.update_sm(updated, ssv).await? {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
+    }
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     drop(held);
     let rar = pcf.gx.get().and_then(|n| crate::gx::ccr::rar(n, &id, &context, &old, &new));
