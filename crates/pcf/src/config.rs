@@ -60,6 +60,22 @@ pub struct PcfConfig {
     /// The Diameter side, the converged PCRF (`[pcf.diameter]`: Gx today).
     #[serde(default)]
     pub diameter: DiameterConfig,
+    /// Usage monitoring on Gx and N7 (`[pcf.usage]`, crate::usage).
+    #[serde(default)]
+    pub usage: UsageConfig,
+}
+
+/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17, TS 29.512 §4.2.2.10 / §4.2.4.10).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageConfig {
+    /// Add up the usage reports of a subscriber's sessions (Gx Used-Service-Unit per
+    /// Monitoring-Key, N7 accuUsageReports) and give the totals to the policy project as
+    /// `usage.<monitoringKey>`; a report re-decides. Off: reports are not read and `usage
+    /// exists` is false to the project. Default false (the reference's "Usage Monitoring"
+    /// toggle, off but in its 3.6.1).
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 /// `[pcf.diameter]`: the PCF serving Gx (TS 29.212) as a converged PCRF, on the same policy
@@ -323,6 +339,7 @@ impl Default for PcfConfig {
             amf: AmfConfig::default(),
             chf: ChfConfig::default(),
             diameter: DiameterConfig::default(),
+            usage: UsageConfig::default(),
         }
     }
 }

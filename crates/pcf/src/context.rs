@@ -43,6 +43,8 @@ pub struct Pcf {
     pub gx: OnceLock<diameter::DiameterNode>,
     /// Rx sessions aborted (ASR sent) whose AF has not yet sent its STR.
     pub rx_aborted: crate::rx::Aborted,
+    /// The subscribers' accumulated usage (`[pcf.usage]`).
+    pub usage: crate::usage::Usage,
 }
 
 impl Pcf {
@@ -59,6 +61,7 @@ impl Pcf {
     ) -> Self {
         // The AMF is reached with the same SBI client as the SMFs.
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
+        let usage = crate::usage::Usage::new(config.usage.enabled);
         Pcf {
             config,
             policy,
@@ -75,6 +78,7 @@ impl Pcf {
             local_authority: OnceLock::new(),
             gx: OnceLock::new(),
             rx_aborted: Default::default(),
+            usage,
         }
     }
 

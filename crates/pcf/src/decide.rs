@@ -54,8 +54,22 @@ pub(crate) async fn decide_with(
     supi: &str,
     kept: Option<Subscriber>,
 ) -> Result<Decided, NfError> {
+    let usage = pcf.usage.view(supi);
+    decide_reported(pcf, service, request, supi, kept, usage).await
+}
+
+/// As [`decide_with`], reading `usage` as the subscriber's accumulated usage (a report's new
+/// totals, not committed yet).
+pub(crate) async fn decide_reported(
+    pcf: &Pcf,
+    service: Service,
+    request: &Value,
+    supi: &str,
+    kept: Option<Subscriber>,
+    usage: Option<Map<String, Value>>,
+) -> Result<Decided, NfError> {
     let spending = SpendingRead { spending: pcf.chf.spending(supi), new: false };
-    decide_inner(pcf, service, request, supi, kept, async { spending }).await
+    decide_inner(pcf, service, request, supi, kept, async { spending }, usage).await
 }
 
 /// As [`decide`], for a new SM association: its subscriber's spending limit statuses, from a
@@ -67,7 +81,8 @@ pub(crate) async fn decide_create(
 ) -> Result<Decided, NfError> {
     let project = pcf.policy.current();
     let spending = pcf.chf.for_create(pcf, supi, request, project.spending_counters());
-    decide_inner(pcf, Service::Sm, request, supi, None, spending).await
+    let usage = pcf.usage.view(supi);
+    decide_inner(pcf, Service::Sm, request, supi, None, spending, usage).await
 }
 
 async fn decide_inner(
@@ -77,6 +92,7 @@ async fn decide_inner(
     supi: &str,
     kept: Option<Subscriber>,
     spending: impl std::future::Future<Output = SpendingRead>,
+    usage: Option<Map<String, Value>>,
 ) -> Result<Decided, NfError> {
     let data = async {
         match service {
@@ -142,6 +158,7 @@ async fn decide_inner(
         node: node(request),
         now: Utc::now(),
         spending: statuses,
+        usage: usage.as_ref(),
     };
     let (mut outcome, project) = pcf.policy.evaluate(service, input);
     // A state variable set to the value it has (a rule that records the last DNN at every

@@ -23,6 +23,7 @@
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
+//!   [`usage`] is usage monitoring on Gx and N7 (reports added up per subscriber and key);
 //!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
@@ -56,6 +57,7 @@ pub mod rx;
 pub mod store;
 pub mod ue_policy_delivery;
 pub mod ursp;
+pub mod usage;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -342,7 +344,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         scheme,
     ));
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
-    skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
+    pcf.usage.load(store::PcfStore::usage_all(&*pcf.store).await?);
+    skeleton.observability().with_registry(|r| {
+        metrics::register(pcf.clone(), r);
+        usage::register_metrics(pcf.clone(), r);
+    });
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());
