@@ -310,9 +310,11 @@ fn used_of(usu: &Avp) -> UsageTotals {
 
 /// A CCR's usage reports (TS 29.212 §5.3.60 Usage-Monitoring-Information with
 /// Used-Service-Unit). Empty when usage is not monitored. A Usage-Monitoring-Information
-/// without Monitoring-Key is 5005 (Failed-AVP one with an empty key: RFC 6733 §7.5's example
-/// of the missing AVP), two Monitoring-Keys or more than two Used-Service-Units 5009 (the
-/// AVP too many). The node has checked the values' formats (5004/5014 before this).
+/// without Monitoring-Key is 5005 with Failed-AVP that Usage-Monitoring-Information as
+/// received (RFC 6733 §7.5's example of the missing AVP would be an empty OctetString, which
+/// Wireshark flags; the report itself tells the PCEF which one was refused), two
+/// Monitoring-Keys or more than two Used-Service-Units 5009 (the AVP too many). The node has
+/// checked the values' formats (5004/5014 before this).
 pub fn gx_reports(pcf: &Pcf, ccr: &Message) -> Result<Vec<Report>, GxReportError> {
     if !pcf.usage.is_on() {
         return Ok(Vec::new());
@@ -327,11 +329,7 @@ pub fn gx_reports(pcf: &Pcf, ccr: &Message) -> Result<Vec<Report>, GxReportError
             });
         }
         let Some(key) = keys.first() else {
-            return Err(GxReportError {
-                code: rc::DIAMETER_MISSING_AVP,
-                failed: gx::USAGE_MONITORING_INFORMATION
-                    .grouped(vec![gx::MONITORING_KEY.bytes(Vec::new())]),
-            });
+            return Err(GxReportError { code: rc::DIAMETER_MISSING_AVP, failed: umi.clone() });
         };
         let usus = umi.children_of(&dcca::USED_SERVICE_UNIT);
         if usus.len() > 2 {
