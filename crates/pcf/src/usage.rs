@@ -534,6 +534,50 @@ mod tests {
         assert!(gx_rearm(&old, &new, &["m".into()]).is_empty(), "already in gx_changes");
     }
 
+    /// The totals are written in the commit of the decision or delete they go with, read back
+    /// after a reload; a write whose association is gone writes no usage either.
+    #[tokio::test]
+    async fn totals_commit_with_the_decision_or_not_at_all() {
+        use crate::store::{PcfStore, Resident, SmPolicy, SqlitePcfStore};
+        let dir = tempfile::tempdir().unwrap();
+        let db = ::store::SqliteStore::open(::store::SqliteConfig::new(dir.path().join("pcf.db")))
+            .await
+            .unwrap();
+        let sqlite: Arc<dyn PcfStore> = Arc::new(SqlitePcfStore::on(db).await.unwrap());
+        let r = Resident::load(sqlite.clone()).await.unwrap();
+        let sm = |id: &str| SmPolicy {
+            id: id.into(),
+            supi: "imsi-1".into(),
+            context: b"{}".to_vec(),
+            decision: b"{}".to_vec(),
+            policy_version: "1".into(),
+            updated_ms: 1,
+            binding: None,
+        };
+        let row = |key: &str, total: u64| UsageRow {
+            supi: "imsi-1".into(),
+            key: key.into(),
+            totals: UsageTotals { total, uplink: 1, downlink: 2, time: 3 },
+            updated_ms: 5,
+        };
+        r.create_sm(sm("a"), Map::new(), None).await.unwrap();
+        r.create_sm(sm("b"), Map::new(), None).await.unwrap();
+        assert!(r.update_sm_with_usage(sm("a"), Map::new(), vec![row("m", 7)]).await.unwrap());
+        assert!(!r.update_sm_with_usage(sm("gone"), Map::new(), vec![row("x", 1)]).await.unwrap());
+        assert!(r.delete_sm_with_usage("gone", vec![row("y", 1)]).await.unwrap().is_none());
+        let d = r.delete_sm_with_usage("b", vec![row("m", 9)]).await.unwrap().unwrap();
+        assert_eq!(d.supi, "imsi-1");
+        assert!(r.get_sm("b").await.unwrap().is_none());
+        let u = Usage::new(true);
+        u.load(Resident::load(sqlite).await.unwrap().usage_all().await.unwrap());
+        assert_eq!(u.view("imsi-1"), Some(
+            json!({"m": {"volUsage": 9, "volUsageUplink": 1, "volUsageDownlink": 2, "timeUsage": 3}})
+                .as_object()
+                .unwrap()
+                .clone()
+        ));
+    }
+
     #[test]
     fn an_n7_delta_re_arms_a_reported_key() {
         let new = json!({"umDecs": {"m": {"umId": "m", "volumeThreshold": 5}}});
