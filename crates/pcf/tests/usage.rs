@@ -424,3 +424,54 @@ async fn malformed_gx_usage_reports_get_5005_or_5009_with_failed_avp() {
         .collect();
     tshark_check(&ok);
 }
+
+#[tokio::test]
+async fn an_n7_report_crossing_the_cap_sends_the_subscribers_gx_session_an_rar() {
+    let d = tempfile::tempdir().unwrap();
+    let c = client();
+    let imsi = "001020000000004";
+    let supi = format!("imsi-{imsi}");
+    let pcf = TestPcf::start_with(d.path(), config(true)).await;
+    let wire: Wire = Arc::default();
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
+    let sid = "pgw.epc.example;um;4";
+    let a = pgw.send(ccr_i(sid, imsi)).await;
+    assert_eq!(granted(&a, "monthly"), Some(10 * GB));
+    let smf = testkit::sink::Sink::start().await;
+    let r = c.post(&pcf.sm("")).json(&n7_context(&supi, &smf.url)).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let loc = r.header("location").unwrap().to_string();
+
+    // The 5G session reports 11 GB: its answer throttles it, and the 4G session of the same
+    // subscriber gets an RAR with the throttled APN-AMBR and what is left to report.
+    let body = json!({"repPolicyCtrlReqTriggers": ["US_RE"],
+                      "accuUsageReports": [{"refUmIds": "monthly", "volUsage": 11 * GB}]});
+    let r = c.post(&format!("{loc}/update")).json(&body).send().await.unwrap();
+    let v = common::body(&r);
+    assert_eq!(r.status(), 200, "{v}");
+    assert_eq!(v["sessRules"]["s1"]["authSessAmbr"]["downlink"], "1 Mbps");
+    let rar = pgw.next().await;
+    assert_eq!(rar.command_code(), gx::CMD_RE_AUTH);
+    assert_eq!(rar.session_id(), Some(sid));
+    assert_eq!(apn_ambr(&rar), Some((512_000, 1_000_000)));
+    assert_eq!(granted(&rar, "monthly"), Some(GB));
+    pgw.quiet().await;
+    // The RAR's decision is the one in force: the PCEF's next report is answered from it.
+    let a = pgw.send(ccr_u(sid, 1, vec![umi("monthly", GB / 2)])).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
+    assert_eq!(apn_ambr(&a), None, "throttled already: {a:?}");
+    assert_eq!(granted(&a, "monthly"), Some(GB));
+    assert_eq!(total(&pcf, &supi, "monthly"), Some(11 * GB + GB / 2));
+
+    drop(pgw);
+    pcf.stop().await;
+    tshark_check(&wire.lock().unwrap());
+}
