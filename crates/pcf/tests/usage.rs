@@ -475,3 +475,106 @@ async fn an_n7_report_crossing_the_cap_sends_the_subscribers_gx_session_an_rar()
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+/// The default project with a PCC rule level key: a video rule monitored on key `video` until
+/// 5 GB, removed (and its monitoring with it) at 5 GB.
+fn video_project(into: &std::path::Path) -> PathBuf {
+    let p = default_project(into);
+    let sm = p.join("rules/sm.toml");
+    let mut rules = std::fs::read_to_string(&sm).unwrap();
+    rules.push_str(
+        r#"
+[[rule]]
+name = "video-monitored"
+when = ["usage exists"]
+[[rule.then]]
+set = "decision.pccRules.video"
+value = { pccRuleId = "video", precedence = 100, refQosData = ["q1"], refUmData = ["video"], flowInfos = [{ flowDescription = "permit out 17 from any to assigned 5000", flowDirection = "DOWNLINK" }] }
+[[rule.then]]
+set = "decision.qosDecs.q1"
+value = { qosId = "q1", "5qi" = 2, maxbrUl = "1 Mbps", maxbrDl = "4 Mbps", arp = { priorityLevel = 5, preemptCap = "MAY_PREEMPT", preemptVuln = "NOT_PREEMPTABLE" } }
+[[rule.then]]
+set = "decision.umDecs.video"
+value = { umId = "video", volumeThreshold = 5000000000 }
+[[rule.then]]
+append = "decision.policyCtrlReqTriggers"
+value = "US_RE"
+
+[[rule]]
+name = "video-cap"
+when = ["usage.video.volUsage >= 5000000000"]
+[[rule.then]]
+remove = "decision.pccRules.video"
+[[rule.then]]
+remove = "decision.umDecs.video"
+"#,
+    );
+    std::fs::write(&sm, rules).unwrap();
+    p
+}
+
+#[tokio::test]
+async fn a_pcc_rule_level_key_is_the_rules_monitoring_key_and_is_disabled_with_it() {
+    let d = tempfile::tempdir().unwrap();
+    let specs = specs();
+    let c = client();
+    let imsi = "001020000000005";
+    let config = PcfConfig { policy: Some(video_project(&d.path().join("p"))), ..config(true) };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let wire: Wire = Arc::default();
+    let pgw = DiameterPeer::start(
+        pcf.diameter(),
+        PCF_HOST,
+        PGW_HOST,
+        PGW_REALM,
+        gx::APP_ID,
+        wire.clone(),
+    )
+    .await;
+    let sid = "pgw.epc.example;um;5";
+
+    // CCA-I: the rule carries its Monitoring-Key, the grant says PCC_RULE_LEVEL.
+    let a = pgw.send(ccr_i(sid, imsi)).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
+    let def =
+        a.charging_rule_installs().next().unwrap().child(&gx::CHARGING_RULE_DEFINITION).unwrap();
+    assert_eq!(def.child(&gx::MONITORING_KEY).unwrap().as_slice().unwrap(), b"video");
+    let u = a.usage_monitoring_information().next().unwrap();
+    assert_eq!(u.child(&gx::USAGE_MONITORING_LEVEL).unwrap().as_u32().unwrap(), 1);
+    assert_eq!(granted(&a, "video"), Some(5 * GB));
+
+    // 5 GB on the rule: the rule goes and its monitoring is disabled; nothing is re-armed.
+    let a = pgw.send(ccr_u(sid, 1, vec![umi("video", 5 * GB)])).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
+    let gone: Vec<Avp> = a
+        .find_all(&gx::CHARGING_RULE_REMOVE)
+        .flat_map(|r| r.children_of(&gx::CHARGING_RULE_NAME))
+        .collect();
+    assert_eq!(gone.len(), 1);
+    let u: Vec<&Avp> = a.usage_monitoring_information().collect();
+    assert_eq!(u.len(), 1, "{a:?}");
+    assert_eq!(u[0].child(&gx::USAGE_MONITORING_SUPPORT).unwrap().as_u32().unwrap(), 0);
+    assert_eq!(granted(&a, "video"), None);
+
+    // N7 alike: the SMF's delta removes the rule and its usage monitoring data.
+    let smf = testkit::sink::Sink::start().await;
+    let supi = "imsi-001020000000006";
+    let r = c.post(&pcf.sm("")).json(&n7_context(supi, &smf.url)).send().await.unwrap();
+    let v = body(&r);
+    assert_eq!(r.status(), 201, "{v}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &v);
+    assert_eq!(v["pccRules"]["video"]["refUmData"], json!(["video"]));
+    let loc = r.header("location").unwrap().to_string();
+    let body = json!({"repPolicyCtrlReqTriggers": ["US_RE"],
+                      "accuUsageReports": [{"refUmIds": "video", "volUsage": 6 * GB}]});
+    let r = c.post(&format!("{loc}/update")).json(&body).send().await.unwrap();
+    let v = common::body(&r);
+    assert_eq!(r.status(), 200, "{v}");
+    specs.assert_valid("TS29512_Npcf_SMPolicyControl", "SmPolicyDecision", &v);
+    assert_eq!(v["pccRules"], json!({"video": null}));
+    assert_eq!(v["umDecs"], json!({"video": null}));
+
+    drop(pgw);
+    pcf.stop().await;
+    tshark_check(&wire.lock().unwrap());
+}
