@@ -201,7 +201,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         return Err(not_found(&id));
     }
     if let Some(p) = &pending {
-        pcf.usage.committed(&p.rows);
+        pcf.usage.committed(p);
         if crossed {
             crate::usage::redecide_subscriber(&pcf, &supi);
         }
@@ -268,7 +268,7 @@ pub(crate) async fn remove_reporting(
     };
     let Some(deleted) = deleted else { return Ok(false) };
     if let Some(p) = &pending {
-        pcf.usage.committed(&p.rows);
+        pcf.usage.committed(p);
         if !pcf.store.sm_of(&supi).await?.is_empty() {
             crate::usage::redecide_subscriber(pcf, &supi);
         }

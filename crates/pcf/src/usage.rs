@@ -50,7 +50,7 @@ pub struct Report {
 /// Reports added and ignored.
 #[derive(Debug, Default)]
 pub struct Stats {
-    /// Reports added to a subscriber's totals.
+    /// Reports added to a subscriber's totals (committed).
     pub added: AtomicU64,
     /// Reports of a key the session was not given.
     pub ignored: AtomicU64,
@@ -73,6 +73,8 @@ pub struct Pending {
     pub rows: Vec<UsageRow>,
     pub view: Map<String, Value>,
     pub keys: Vec<String>,
+    /// Reports in it (several of one key are one row).
+    pub reports: u64,
 }
 
 /// The engine's view of one key's totals, in AccuUsageReport's names.
@@ -148,9 +150,10 @@ impl Usage {
         let decision: Value = serde_json::from_slice(decision).unwrap_or(Value::Null);
         let given = granted(&decision);
         let mut sums: BTreeMap<String, UsageTotals> = BTreeMap::new();
+        let mut n = 0;
         for r in reports {
             if given.contains(&r.key.as_str()) {
-                self.stats.added.fetch_add(1, Ordering::Relaxed);
+                n += 1;
                 add(sums.entry(r.key).or_default(), &r.used);
             } else {
                 self.stats.ignored.fetch_add(1, Ordering::Relaxed);
@@ -180,13 +183,14 @@ impl Usage {
             });
             keys.push(key);
         }
-        Some(Pending { rows, view, keys })
+        Some(Pending { rows, view, keys, reports: n })
     }
 
     /// The pending totals were committed: memory follows.
-    pub fn committed(&self, rows: &[UsageRow]) {
+    pub fn committed(&self, p: &Pending) {
+        self.stats.added.fetch_add(p.reports, Ordering::Relaxed);
         let mut m = self.lock();
-        for r in rows {
+        for r in &p.rows {
             m.entry(r.supi.clone()).or_default().insert(r.key.clone(), r.totals);
         }
     }
@@ -492,12 +496,13 @@ mod tests {
         assert_eq!(u.view("imsi-1"), Some(Map::new()), "monitored, nothing yet");
         let p = u.pending("imsi-1", &d, vec![report("m", 4), report("m", 1), report("x", 9)]);
         let p = p.unwrap();
+        assert_eq!(p.reports, 2);
         assert_eq!(p.keys, ["m"]);
         assert_eq!(p.rows[0].totals.total, 5);
         assert_eq!(p.view["m"]["volUsage"], 5);
         assert_eq!(u.stats.ignored.load(Ordering::Relaxed), 1);
         assert_eq!(u.view("imsi-1"), Some(Map::new()), "not committed yet");
-        u.committed(&p.rows);
+        u.committed(&p);
         let p = u.pending("imsi-1", &d, vec![report("m", 3)]).unwrap();
         assert_eq!(p.view["m"]["volUsage"], 8);
         assert!(u.pending("imsi-1", &d, vec![report("gone", 3)]).is_none(), "a null entry");

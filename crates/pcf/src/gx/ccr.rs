@@ -243,7 +243,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
         }
         if let Some(p) = &pending {
-            pcf.usage.committed(&p.rows);
+            pcf.usage.committed(p);
             if crate::usage::crossed(&old, &new) {
                 crate::usage::redecide_subscriber(pcf, &supi);
             }
