@@ -65,7 +65,7 @@ pub struct PcfConfig {
     pub usage: UsageConfig,
 }
 
-/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17, TS 29.512 §4.2.2.10 / §4.2.4.10).
+/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17, TS 29.512 §4.2.2, §4.2.4: usage monitoring).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageConfig {

@@ -1,4 +1,4 @@
-//! Usage monitoring on Gx (TS 29.212 §4.5.17) and N7 (TS 29.512 §4.2.2.10, §4.2.4.10,
+//! Usage monitoring on Gx (TS 29.212 §4.5.17) and N7 (TS 29.512 §4.2.2, §4.2.4 and
 //! §4.2.6): the project grants thresholds per monitoring key, the gateways report what was
 //! used, the PCF adds the reports up per subscriber and key, and the next decision reads the
 //! totals (`usage.<monitoringKey>`, docs/policy.md).
@@ -9,7 +9,7 @@
 //!   a Usage-Monitoring-Information with Monitoring-Key = `umId`, Granted-Service-Unit
 //!   (CC-Total/Input/Output-Octets, CC-Time) and Usage-Monitoring-Level; an entry gone is a
 //!   Usage-Monitoring-Information with Usage-Monitoring-Support USAGE_MONITORING_DISABLED
-//!   (§4.5.17.3). A PCC rule level key is also the rule's Monitoring-Key (gx::mapping).
+//!   (§4.5.17). A PCC rule level key is also the rule's Monitoring-Key (gx::mapping).
 //! - **Reports**: a CCR-U or CCR-T's Usage-Monitoring-Information (Used-Service-Unit, up to
 //!   two per key, §5.3.60), an N7 update's or delete's `accuUsageReports` (AccuUsageReport,
 //!   `volUsage` and `nextVolUsage` both counted). A report of a key the session was not given
@@ -19,7 +19,7 @@
 //!   report made (`PcfStore::update_sm_with_usage`, `delete_sm_with_usage`), so an answered
 //!   report is a committed one and a failed commit counts nothing.
 //! - **Re-arming**: a report ends the gateway's monitoring of that key unless the answer
-//!   gives a new threshold (§4.5.17.2; TS 29.512 §4.2.4.10), so the answer carries the key's
+//!   gives a new threshold (TS 29.212 §4.5.17, TS 29.512 §4.2.4), so the answer carries the key's
 //!   usage monitoring data even when the new decision did not change it.
 //! - **Crossing**: when a report changes the session's decision beyond its thresholds (the
 //!   project's cap rule), the subscriber's other sessions are decided again and told (Gx RAR,

@@ -263,7 +263,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
 
 /// CCR-T (§4.5.7): the session and what it holds at other NFs removed, as an N7 delete.
 async fn terminate(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
-    // The session's final usage (§4.5.17.5) is added with its removal.
+    // The session's final usage (§4.5.17) is added with its removal.
     let reports = match crate::usage::gx_reports(pcf, req) {
         Ok(r) => r,
         Err(e) => return Ok(crate::usage::gx_refusal(base_answer(req), e)),

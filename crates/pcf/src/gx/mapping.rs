@@ -381,7 +381,7 @@ fn rule_definition(id: &str, rule: &Value, qos_decs: &Value) -> Avp {
     if let Some(p) = rule.get("precedence").and_then(Value::as_u64) {
         kids.push(gx::PRECEDENCE.u32(u32::try_from(p).unwrap_or(u32::MAX)));
     }
-    // PCC rule level usage monitoring (TS 29.513 §5.3: refUmData is the rule's Monitoring-Key).
+    // PCC rule level usage monitoring (TS 29.513 §5: refUmData is the rule's Monitoring-Key).
     let um = rule.get("refUmData").and_then(Value::as_array).and_then(|a| a.first());
     if let Some(key) = um.and_then(Value::as_str) {
         kids.push(gx::MONITORING_KEY.bytes(key.as_bytes().to_vec()));
