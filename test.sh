@@ -35,6 +35,23 @@ need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
+# OpenLDAP's slapd, the directory the PCRF's LDAP tests start (crates/pcf/tests/ldap.rs). Its
+# postinst starts the system's slapd through invoke-rc.d, which a container without an init
+# system may fail (failing the install): a policy-rc.d refusing every start is put in place for
+# the install unless one is there already. The tests start their own slapd.
+if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    policy_rc_d=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+        $sudo chmod +x /usr/sbin/policy-rc.d
+        policy_rc_d=/usr/sbin/policy-rc.d
+    fi
+    need_deb slapd slapd
+    if [ -n "$policy_rc_d" ]; then $sudo rm -f "$policy_rc_d"; fi
+fi
+export FIVECORE_REQUIRE_SLAPD=1
 # A stock SOAP client reads docs/udr.wsdl in strict mode (crates/udr/tests/soap_zeep.rs)
 if ! python3 -c "import zeep" >/dev/null 2>&1; then
     python3 -m pip --version >/dev/null 2>&1 || need_deb pip3 python3-pip

@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::bindings::{BindingPlan, Preloaded};
+use crate::gx::{GxCall, GxSims, GxUpdate};
 use crate::h2client::{Answer, Call, Failure, H2Pool, Want};
 use crate::host;
 use crate::nf_latency;
@@ -29,7 +30,7 @@ use crate::report::{
     Totals,
 };
 use crate::rx::{self, BoundUes, RxCall, RxSims};
-use crate::scenario::{EtagUse, Generators, Mix, ProfileSet, RxOp, Scenario};
+use crate::scenario::{EtagUse, Generators, GxEvent, GxOp, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
 use crate::sim::RunningSim;
 use crate::stats::{self, AnswerCounts, AnswerKind, Latency, ProcStats, Second, SecondReport};
@@ -56,6 +57,8 @@ pub struct RunConfig {
     pub rx: Option<Arc<RxSims>>,
     /// The Sh application servers, connected to the UDR.
     pub sh: Option<Arc<crate::sh::ShSims>>,
+    /// The PCEF simulators, connected to the PCRF.
+    pub gx: Option<Arc<GxSims>>,
     /// The UDR subscribers preloaded before the UDR started (or over its provisioning API).
     pub udr: Option<crate::udr::UdrPreloaded>,
     /// Closed loop with this many requests outstanding (`--concurrency`, else
@@ -75,6 +78,9 @@ struct Prepared {
     body_binding: bool,
     rx: Option<RxOp>,
     sh: Option<crate::scenario::ShOp>,
+    gx: Option<GxOp>,
+    /// What its CCR-Us report (Gx update procedures).
+    gx_update: GxUpdate,
     content_type: Option<HeaderValue>,
     /// Sent as given on every request of the procedure (e.g. `SOAPAction`).
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -106,6 +112,7 @@ enum Work {
     },
     Rx(RxCall),
     Sh(crate::sh::ShCall),
+    Gx(GxCall),
 }
 
 struct Shared {
@@ -198,6 +205,7 @@ struct Maker {
     bindings: Option<BindingPlan>,
     rx: Option<Arc<RxSims>>,
     sh: Option<Arc<crate::sh::ShSims>>,
+    gx: Option<Arc<GxSims>>,
     bound_ues: Option<BoundUes>,
     shared: Arc<Shared>,
     start: Instant,
@@ -212,6 +220,10 @@ impl Maker {
             _ if p.sh.is_some() => match (p.sh, &self.sh) {
                 (Some(op), Some(sh)) => sh.prepare(op, rng).map(Work::Sh),
                 _ => bail!("an Sh procedure without Sh simulators"),
+            },
+            _ if p.gx.is_some() => match (p.gx, &self.gx) {
+                (Some(op), Some(gx)) => gx.prepare(op, &p.gx_update, rng).map(Work::Gx),
+                _ => bail!("a Gx procedure without PCEF simulators"),
             },
             (Some(op), Some(rx), Some(ues)) => rx.prepare(op, ues, rng).map(Work::Rx),
             (Some(_), _, _) => bail!("an Rx procedure without Diameter simulators or bindings"),
@@ -281,6 +293,12 @@ impl Maker {
             Work::Sh(call) => {
                 let sh = self.sh.as_ref().expect("Sh work comes with the simulators");
                 let (ok, outcome) = call.send(sh, &p.expect).await;
+                let kind = diameter_kind(ok, &outcome);
+                shared.record(pi, measured, from, self.start, (ok, &outcome, kind));
+            }
+            Work::Gx(call) => {
+                let gx = self.gx.as_ref().expect("Gx work comes with the simulators");
+                let (ok, outcome) = call.send(gx, &p.expect).await;
                 let kind = diameter_kind(ok, &outcome);
                 shared.record(pi, measured, from, self.start, (ok, &outcome, kind));
             }
@@ -356,6 +374,59 @@ impl Maker {
             }
         }
     }
+}
+
+/// Where an egress row's count comes from: what an HTTP simulator received (notifications:
+/// their items), or the RARs a Diameter simulator received (a PCEF: the PCRF's Gx RARs; an AF:
+/// its Rx RARs).
+#[derive(Clone)]
+enum EgressCount {
+    Http(Arc<crate::sim::SimCounters>),
+    Rx(Arc<crate::rx::peer::PeerCounters>),
+    Gx(Arc<crate::gx::peer::PcefCounters>),
+}
+
+impl EgressCount {
+    fn now(&self) -> u64 {
+        match self {
+            EgressCount::Http(c) => c.items.load(Ordering::Relaxed),
+            EgressCount::Rx(c) => c.rar.load(Ordering::Relaxed),
+            EgressCount::Gx(c) => c.rar.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Anything received at all (a feature this build does not serve receives nothing).
+    fn ever(&self) -> u64 {
+        match self {
+            EgressCount::Http(c) => c.received.load(Ordering::Relaxed),
+            _ => self.now(),
+        }
+    }
+}
+
+/// One count per `[[egress]]` row of `s`, in its order.
+fn egress_counts(
+    s: &Scenario,
+    sims: &[RunningSim],
+    rx: Option<&RxSims>,
+    gx: Option<&GxSims>,
+) -> Result<Vec<EgressCount>> {
+    s.egress
+        .iter()
+        .map(|e| {
+            if let Some(x) = sims.iter().find(|x| x.name == e.sim) {
+                return Ok(EgressCount::Http(x.counters.clone()));
+            }
+            if let Some(p) = rx.and_then(|r| r.afs.iter().chain(&r.pcfs).find(|p| p.name == e.sim))
+            {
+                return Ok(EgressCount::Rx(p.counters.clone()));
+            }
+            if let Some(p) = gx.and_then(|g| g.pcefs.iter().find(|p| p.name == e.sim)) {
+                return Ok(EgressCount::Gx(p.counters.clone()));
+            }
+            bail!("egress {}: simulator {} is not running", e.name, e.sim)
+        })
+        .collect()
 }
 
 /// A Diameter exchange has no HTTP status: the expected result counts as served.
@@ -648,9 +719,30 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         }
         preload_report.udr = Some(u.report.clone());
     }
+    // Gx sessions first: a voice mix's AAR-Is bind to them.
+    if let (Some(gx), Some(d)) = (&cfg.gx, &s.diameter) {
+        let uses_sessions = s
+            .procedures
+            .iter()
+            .any(|p| matches!(p.gx, Some(GxOp::CcrUpdate | GxOp::CcrTerminate)) && p.tps > 0.0)
+            || s.binds_rx_to_gx();
+        let initial = s.procedures.iter().filter(|p| p.gx == Some(GxOp::CcrInitial));
+        let expect = initial.clone().next().map_or(vec![2001], |p| p.expect.clone());
+        let rate = initial.map(|p| p.tps).sum::<f64>() / s.total_tps() * cfg.rate;
+        if uses_sessions {
+            let n = ((rate * d.gx_session_hold_s).ceil() as u64).max(64);
+            let t0 = std::time::Instant::now();
+            gx.open_sessions(n, &mut rng, &expect).await?;
+            preload_report.gx_sessions = n;
+            preload_report.gx_sessions_seconds = t0.elapsed().as_secs_f64();
+        }
+    }
     let bound_ues = match (&cfg.bindings, s.diameter.as_ref().and_then(|d| d.answer_host.as_ref()))
     {
         (Some(b), _) => Some(b.bound_ues()),
+        (None, Some(_)) if s.binds_rx_to_gx() => {
+            cfg.gx.clone().map(|gx| BoundUes::gx_sessions(&s.generators, gx))
+        }
         // The validated scenario has preloaded subscriptions with {ue_ipv4}, each created (201)
         // before we get here, and kept for the whole run.
         (None, Some(_)) => s
@@ -696,7 +788,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 )?);
                 // Only NFs with HTTP procedures are connected to.
                 if s.procedures.iter().any(|q| {
-                    q.rx.is_none() && q.sh.is_none() && q.nf.as_ref().unwrap_or(first_nf) == &nf
+                    q.rx.is_none()
+                        && q.sh.is_none()
+                        && q.gx.is_none()
+                        && q.nf.as_ref().unwrap_or(first_nf) == &nf
                 }) {
                     c.open().await.with_context(|| format!("connecting to {nf} at {base}"))?;
                 }
@@ -707,8 +802,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
         prepared.push(Prepared {
             // An Rx or Sh procedure sends no HTTP request: its method is never used.
-            method: match (p.rx, p.sh) {
-                (None, None) => Method::from_bytes(p.method.as_bytes())?,
+            method: match (p.rx, p.sh, p.gx) {
+                (None, None, None) => Method::from_bytes(p.method.as_bytes())?,
                 _ => Method::POST,
             },
             base,
@@ -727,6 +822,20 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             body_binding: p.body_binding,
             rx: p.rx,
             sh: p.sh,
+            gx: p.gx,
+            gx_update: GxUpdate {
+                event: p.event_trigger.map(|e| match e {
+                    GxEvent::UserLocationChange => {
+                        crate::gx::messages::UpdateEvent::UserLocationChange
+                    }
+                    GxEvent::RatChange => crate::gx::messages::UpdateEvent::RatChange,
+                }),
+                usage: p.usage_report.as_ref().map(|u| crate::gx::messages::UsageReport {
+                    monitoring_key: u.monitoring_key.clone(),
+                    input_octets: u.input_octets,
+                    output_octets: u.output_octets,
+                }),
+            },
             headers: p
                 .headers
                 .iter()
@@ -802,6 +911,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         bindings: cfg.bindings.as_ref().map(|b| b.plan.clone()),
         rx: cfg.rx.clone(),
         sh: cfg.sh.clone(),
+        gx: cfg.gx.clone(),
         bound_ues,
         shared: shared.clone(),
         start,
@@ -820,7 +930,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let scraper = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
     let nf_urls: Vec<(String, String)> =
         cfg.targets.iter().map(|t| (t.nf.clone(), t.url.clone())).collect();
-    let sim_counters: Vec<_> = sims.iter().map(|x| x.counters.clone()).collect();
+    let sim_counters = egress_counts(s, sims, cfg.rx.as_deref(), cfg.gx.as_deref())?;
     let done_flag = Arc::new(AtomicU64::new(0));
     let sampler = {
         let (samples, shared, pids, window, done_flag, sim_counters) = (
@@ -851,10 +961,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                 (
                     usage(&pids),
                     self_cpu(),
-                    sim_counters
-                        .iter()
-                        .map(|c| c.items.load(Ordering::Relaxed))
-                        .collect::<Vec<_>>(),
+                    sim_counters.iter().map(EgressCount::now).collect::<Vec<_>>(),
                 )
             };
             let mut marks = [(warmup, 0usize), (end, 1usize)];
@@ -1070,22 +1177,22 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let scale = rate / s.load.rate;
     let mut egress = Vec::new();
     let mut notify_tps = 0.0;
-    for e in &s.egress {
-        let si = sims.iter().position(|x| x.name == e.sim).context("egress simulator")?;
+    for (ei, e) in s.egress.iter().enumerate() {
         let observed = match (&win[0], &win[1]) {
-            (Some(a), Some(b)) => b.2[si].saturating_sub(a.2[si]),
+            (Some(a), Some(b)) => b.2[ei].saturating_sub(a.2[ei]),
             _ => 0,
         };
-        let ever = sims[si].counters.received.load(Ordering::Relaxed);
+        let ever = sim_counters[ei].ever();
         let observed_tps = observed as f64 / measured_wall;
-        if sims[si].kind == crate::scenario::SimKind::NotificationSink {
+        let sim = s.simulators.iter().find(|x| x.name == e.sim).context("egress simulator")?;
+        if sim.kind == crate::scenario::SimKind::NotificationSink {
             notify_tps += observed_tps;
         }
         egress.push(EgressReport {
             name: e.name.clone(),
             row: e.row.clone(),
             simulator: e.sim.clone(),
-            sim_latency_ms: sims[si].latency_ms,
+            sim_latency_ms: sim.latency_ms,
             expected_tps: e.tps * scale,
             observed,
             observed_tps,
@@ -1215,6 +1322,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             sessions_peak: r.sessions.peak(),
         }),
         sh: cfg.sh.as_ref().map(|s| s.report()),
+        gx: cfg.gx.as_ref().map(|g| g.report()),
         profile_counts,
         nf_latency: {
             let h = nf_hists.lock().unwrap();
@@ -1225,7 +1333,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     // A Diameter procedure goes to the NF of `[diameter]` (the PCF of an SM +
                     // Rx mix whose first NF is the UDR), unless it names one.
                     let diameter_nf = s.diameter.as_ref().map(|d| d.nf.as_str());
-                    let default_nf = match p.rx.is_some() || p.sh.is_some() {
+                    let default_nf = match p.rx.is_some() || p.sh.is_some() || p.gx.is_some() {
                         true => diameter_nf.unwrap_or(first_nf),
                         false => first_nf,
                     };

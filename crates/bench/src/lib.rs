@@ -4,6 +4,7 @@
 pub mod bindings;
 pub mod bulk_load;
 pub mod engine;
+pub mod gx;
 pub mod h2client;
 pub mod host;
 pub mod nf_latency;
@@ -21,6 +22,7 @@ pub mod sim;
 mod sim_amf;
 mod sim_h2;
 mod sim_node;
+pub mod sim_ocs;
 pub mod stats;
 pub mod template;
 pub mod udr;
@@ -262,6 +264,8 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         let sims = sim::start_all(&http_sims).await?;
         let mut vars: HashMap<String, String> =
             sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
+        // An OCS is reached at its address (`[[pcf.sy.ocs]] addr`), not a URL.
+        vars.extend(sims.iter().map(|s| (format!("{{sim_addr:{}}}", s.name), s.addr.to_string())));
         let diameter_nf = scenario.diameter.as_ref().map(|d| d.nf.clone());
         let mut diameter_addr = match &diameter_nf {
             Some(nf) => diameter_target(&args.target, nf)?,
@@ -358,13 +362,12 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         if let Some(u) = udr_preloaded.as_mut() {
             read_etags(&scenario, u, &targets, &ready_client, progress).await?;
         }
-        let rx = match (&scenario.diameter, diameter_addr) {
+        let (rx, gx) = match (&scenario.diameter, diameter_addr) {
             (Some(d), None) => {
                 bail!("--target {0}: give its Diameter port too ({0}-diameter=HOST:PORT)", d.nf)
             }
-            (Some(_), Some(_)) if sh::ShSims::wanted(&scenario) => None,
-            (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
-            (None, _) => None,
+            (Some(_), Some(addr)) => start_diameter_sims(&scenario, addr).await?,
+            (None, _) => (None, None),
         };
         let sh = start_sh(&scenario, diameter_addr, udr_plan.as_ref()).await?;
         let cfg = engine::RunConfig {
@@ -380,6 +383,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             bindings: preloaded,
             rx: rx.clone(),
             sh: sh.clone(),
+            gx: gx.clone(),
             udr: udr_preloaded,
             concurrency,
         };
@@ -390,6 +394,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         }
         if let Some(sh) = sh {
             sh.shutdown().await;
+        }
+        if let Some(gx) = gx {
+            gx.shutdown().await;
         }
         report
     });
@@ -421,6 +428,23 @@ fn nf_config_file(s: &Scenario, nf: &str, vars: &HashMap<String, String>) -> Opt
         }
     }
     (!root.is_empty()).then_some(root)
+}
+
+/// The Gx PCEFs and the Rx AFs / PCFs of a scenario that has them, connected to the NF's
+/// Diameter port at `addr` (the PCEFs first: a voice mix's AFs bind to their sessions).
+async fn start_diameter_sims(
+    s: &Scenario,
+    addr: std::net::SocketAddr,
+) -> Result<(Option<Arc<rx::RxSims>>, Option<Arc<gx::GxSims>>)> {
+    let gx = match gx::GxSims::wanted(s) {
+        true => Some(Arc::new(gx::GxSims::start(s, addr).await?)),
+        false => None,
+    };
+    let rx = match rx::RxSims::wanted(s) {
+        true => Some(Arc::new(rx::RxSims::start(s, addr).await?)),
+        false => None,
+    };
+    Ok((rx, gx))
 }
 
 /// The Sh application servers of a scenario that has them, connected to the UDR's Sh port.
@@ -545,11 +569,10 @@ pub async fn run_against(
         read_etags(&scenario, &mut u, &targets, &client, false).await?;
         udr_preloaded = Some(u);
     }
-    let rx = match (&scenario.diameter, diameter_addr) {
+    let (rx, gx) = match (&scenario.diameter, diameter_addr) {
         (Some(d), None) => bail!("no {}{DIAMETER_TARGET} target", d.nf),
-        (Some(_), Some(_)) if sh::ShSims::wanted(&scenario) => None,
-        (Some(_), Some(addr)) => Some(Arc::new(rx::RxSims::start(&scenario, addr).await?)),
-        (None, _) => None,
+        (Some(_), Some(addr)) => start_diameter_sims(&scenario, addr).await?,
+        (None, _) => (None, None),
     };
     let sh = start_sh(&scenario, diameter_addr, udr_preloaded.as_ref().map(|u| &u.plan)).await?;
     let concurrency = scenario.load.concurrency;
@@ -566,6 +589,7 @@ pub async fn run_against(
         bindings: preloaded,
         rx: rx.clone(),
         sh: sh.clone(),
+        gx: gx.clone(),
         udr: udr_preloaded,
         concurrency,
     };
@@ -575,6 +599,9 @@ pub async fn run_against(
     }
     if let Some(sh) = sh {
         sh.shutdown().await;
+    }
+    if let Some(gx) = gx {
+        gx.shutdown().await;
     }
     let r = r?;
     report::write_all(&r, out)?;

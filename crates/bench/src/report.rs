@@ -45,6 +45,8 @@ pub struct Report {
     pub rx: Option<RxReport>,
     /// The Diameter Sh application servers (UDR T3).
     pub sh: Option<crate::sh::ShReport>,
+    /// The simulated PCEFs (Gx).
+    pub gx: Option<crate::gx::GxReport>,
     /// What the NFs measured themselves, per operation, from their `/metrics` histograms over
     /// the measured window (crate::nf_latency); empty when the targets do not publish them.
     pub nf_latency: Vec<crate::nf_latency::NfLatencyRow>,
@@ -84,6 +86,9 @@ pub struct PreloadReport {
     /// Rx sessions opened (AAR-I) before the load, and how long that took.
     pub rx_sessions: u64,
     pub rx_sessions_seconds: f64,
+    /// Gx sessions opened (CCR-I) before the load, and how long that took.
+    pub gx_sessions: u64,
+    pub gx_sessions_seconds: f64,
     /// Heartbeats per second the kit sent besides the mix's, so that the NRF suspends no
     /// preloaded profile (crate::engine's `keep_alive_rate`), and how many were not answered 2xx.
     pub keep_alive_tps: f64,
@@ -377,6 +382,13 @@ pub fn markdown(r: &Report) -> String {
         }
         let _ = writeln!(s);
     }
+    if r.preload.gx_sessions > 0 {
+        let _ = writeln!(
+            s,
+            "- preload: {} Gx sessions opened (CCR-I) in {:.1} s",
+            r.preload.gx_sessions, r.preload.gx_sessions_seconds
+        );
+    }
     if r.preload.rx_sessions > 0 {
         let _ = writeln!(
             s,
@@ -517,6 +529,26 @@ pub fn markdown(r: &Report) -> String {
             s,
             "\nRx sessions open: {} at the end, {} at most.",
             rx.sessions_open_at_end, rx.sessions_peak
+        );
+    }
+    if let Some(gx) = &r.gx {
+        let _ = writeln!(s, "\n## Diameter Gx PCEFs (simulated, connected to the PCRF)\n\n| simulator | Origin-Host | added latency ms | RAR received (answered 2001) | ASR received | other received |\n|---|---|--:|--:|--:|--:|");
+        for p in &gx.peers {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                p.name,
+                p.origin_host,
+                p.latency_ms,
+                p.received_rar,
+                p.received_asr,
+                p.received_other
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nGx sessions open: {} at the end, {} at most; rules reported ACTIVE in CCR-Us: {}.",
+            gx.sessions_open_at_end, gx.sessions_peak, gx.rules_reported
         );
     }
     if let Some(sh) = &r.sh {
@@ -908,6 +940,7 @@ mod tests {
             reference: Some(rf),
             rx: None,
             sh: None,
+            gx: None,
             nf_latency: Vec::new(),
             profile_counts: Vec::new(),
             host: None,

@@ -4,7 +4,7 @@
 //! The files in the repository's `scenarios/` directory are compiled into the binary, so
 //! `fivecore bench --list` works from anywhere; a path to a `.toml` file is accepted too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -51,6 +51,9 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcf-sm-mix-41k", include_str!("../../../scenarios/pcf-sm-mix-41k.toml")),
     ("pcf-sm-rx-30k", include_str!("../../../scenarios/pcf-sm-rx-30k.toml")),
     ("pcf-sm-rx-30k-binding", include_str!("../../../scenarios/pcf-sm-rx-30k-binding.toml")),
+    ("pcrf-data-7.5k", include_str!("../../../scenarios/pcrf-data-7.5k.toml")),
+    ("pcrf-voice-15k", include_str!("../../../scenarios/pcrf-voice-15k.toml")),
+    ("pcrf-usage-10k", include_str!("../../../scenarios/pcrf-usage-10k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,6 +167,9 @@ fn default_timeout_ms() -> u64 {
 }
 fn default_session_hold_s() -> f64 {
     4.0
+}
+fn default_gx_apn() -> String {
+    "internet".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -383,6 +389,14 @@ pub struct Diameter {
     /// session lives about this long. Rx only.
     #[serde(default = "default_session_hold_s")]
     pub session_hold_s: f64,
+    /// Gx sessions open before the load: the CCR-I rate times this many seconds (at least 64).
+    /// CCR-U borrows an open session, CCR-T ends the oldest, so with the deck mix a Gx session
+    /// lives about this long. Gx only.
+    #[serde(default = "default_session_hold_s")]
+    pub gx_session_hold_s: f64,
+    /// Called-Station-Id (the APN) of the PCEFs' Gx sessions.
+    #[serde(default = "default_gx_apn")]
+    pub gx_apn: String,
     /// Per-request timeout of the simulators.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
@@ -460,14 +474,21 @@ pub enum SimKind {
     /// MANAGE UE POLICY COMPLETE to the subscribed N1 callback (N1MessageNotify); a sink (204)
     /// for anything else (AM/UE policy UpdateNotify and terminate callbacks).
     Amf,
+    /// A PCEF (P-GW) on Diameter Gx: connects to the PCRF's Diameter port, sends CCR-I, CCR-U
+    /// and CCR-T, answers RAR with RAA (and ASR with ASA), 2001.
+    PcefGx,
     /// A CHF (Nchf_SpendingLimitControl, TS 29.594): subscribe 201 with a status per requested
     /// counter and `Location`, unsubscribe (DELETE) 204, both counted.
     Chf,
+    /// An OCS on Diameter Sy (TS 29.219, crate::sim_ocs): listens (`{sim_addr:NAME}` is its
+    /// address, for the PCF's `[[pcf.sy.ocs]]`), answers SLR with `statuses`, STR with 2001,
+    /// and sends SNRs with `snr_statuses` to its sessions every `snr_every_ms`.
+    Ocs,
 }
 
 impl SimKind {
     pub fn is_diameter(self) -> bool {
-        matches!(self, SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh)
+        matches!(self, SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh | SimKind::PcefGx)
     }
 }
 
@@ -496,6 +517,16 @@ pub struct Simulator {
     /// Diameter simulators: Origin-Host and Origin-Realm.
     pub origin_host: Option<String>,
     pub origin_realm: Option<String>,
+    /// OCS only: Policy-Counter-Status per Policy-Counter-Identifier, answered to an SLR for
+    /// the counters it asks for.
+    #[serde(default)]
+    pub statuses: BTreeMap<String, String>,
+    /// OCS only: the statuses its SNRs report.
+    #[serde(default)]
+    pub snr_statuses: BTreeMap<String, String>,
+    /// OCS only: send an SNR to one of its sessions (in turn) every this many ms; 0: never.
+    #[serde(default)]
+    pub snr_every_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -515,6 +546,13 @@ pub struct Procedure {
     pub rx: Option<RxOp>,
     /// A Diameter Sh procedure (sent by the `as_sh` simulators), like `rx`.
     pub sh: Option<ShOp>,
+    /// A Diameter Gx procedure (sent by the `pcef_gx` simulators), like `rx`.
+    pub gx: Option<GxOp>,
+    /// `gx = "ccr_update"`: the Event-Trigger it reports (`user_location_change`: a new cell;
+    /// `rat_change`: E-UTRAN and UTRAN in turn).
+    pub event_trigger: Option<GxEvent>,
+    /// `gx = "ccr_update"`: the usage it reports (Usage-Monitoring-Information).
+    pub usage_report: Option<GxUsage>,
     #[serde(default)]
     pub method: String,
     /// Path template, e.g. `/nnrf-nfm/v1/nf-instances/{instance:AMF}`.
@@ -600,6 +638,35 @@ pub enum RxOp {
     /// RAR on an open session from the PCF serving it, answered RAA by the AF; measured at the
     /// PCF.
     Rar,
+}
+
+/// The Gx procedures (TS 29.212) a PCEF (P-GW) sends the PCRF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GxOp {
+    /// CCR-I opening an IP-CAN session for a new UE address and a random subscriber.
+    CcrInitial,
+    /// CCR-U on an open session (lent, given back), from the PCEF that opened it.
+    CcrUpdate,
+    /// CCR-T ending the oldest open session.
+    CcrTerminate,
+}
+
+/// The Event-Trigger a CCR-U reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GxEvent {
+    UserLocationChange,
+    RatChange,
+}
+
+/// Usage-Monitoring-Information of a CCR-U: octets used under a Monitoring-Key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GxUsage {
+    pub monitoring_key: String,
+    pub input_octets: u64,
+    pub output_octets: u64,
 }
 
 /// The Sh procedures (TS 29.328 / 29.329) an application server sends to the UDR.
@@ -815,10 +882,23 @@ impl Scenario {
             if p.tps < 0.0 || !p.tps.is_finite() {
                 bail!("{what}: tps must be >= 0");
             }
-            if p.rx.is_some() && p.sh.is_some() {
-                bail!("{what}: rx and sh are exclusive");
+            if [p.rx.is_some(), p.sh.is_some(), p.gx.is_some()].iter().filter(|x| **x).count() > 1 {
+                bail!("{what}: rx, sh and gx are exclusive");
             }
-            if p.sh.is_some() {
+            if (p.event_trigger.is_some() || p.usage_report.is_some())
+                && p.gx != Some(GxOp::CcrUpdate)
+            {
+                bail!("{what}: event_trigger and usage_report are for gx = \"ccr_update\"");
+            }
+            if p.usage_report.as_ref().is_some_and(|u| u.monitoring_key.is_empty()) {
+                bail!("{what}: usage_report.monitoring_key is empty");
+            }
+            if p.gx.is_some() {
+                self.validate_diameter_procedure(&what, p, "gx")?;
+                if !self.simulators.iter().any(|s| s.kind == SimKind::PcefGx) {
+                    bail!("{what}: needs a pcef_gx simulator");
+                }
+            } else if p.sh.is_some() {
                 self.validate_sh_procedure(&what, p)?;
             } else if p.rx.is_some() {
                 self.validate_diameter_procedure(&what, p, "rx")?;
@@ -872,12 +952,24 @@ impl Scenario {
                 check_criteria(&what, c)?;
             }
             if p.expect_profiles.is_some()
-                && (p.rx.is_some() || p.sh.is_some() || p.method != "GET")
+                && (p.rx.is_some() || p.sh.is_some() || p.gx.is_some() || p.method != "GET")
             {
                 bail!("{what}: expect_profiles is for discovery (GET) procedures");
             }
         }
         for sim in &self.simulators {
+            let ocs_only =
+                !sim.statuses.is_empty() || !sim.snr_statuses.is_empty() || sim.snr_every_ms > 0;
+            if ocs_only && sim.kind != SimKind::Ocs {
+                bail!("simulator {}: statuses, snr_statuses and snr_every_ms are for an ocs simulator", sim.name);
+            }
+            if sim.kind == SimKind::Ocs && (sim.origin_host.is_none() || sim.origin_realm.is_none())
+            {
+                bail!("simulator {}: an ocs needs origin_host and origin_realm", sim.name);
+            }
+            if sim.snr_every_ms > 0 && sim.snr_statuses.is_empty() {
+                bail!("simulator {}: snr_every_ms needs snr_statuses to report", sim.name);
+            }
             let answers = sim.answer_profiles > 0 || sim.answer_nf_type.is_some();
             if answers && (sim.kind != SimKind::PeerNrf || sim.answer_nf_type.is_none()) {
                 bail!("simulator {}: answer_profiles and answer_nf_type are for a peer_nrf simulator, together", sim.name);
@@ -894,6 +986,18 @@ impl Scenario {
             collect_strings(&toml::Value::Table(table.clone()), &mut strings);
             for t in strings.iter().filter(|t| t.contains("{sim:")) {
                 check(&format!("nf_config.{nf}"), t)?;
+            }
+            // `{sim_addr:NAME}`: a simulator's address (`127.0.0.1:PORT`, an OCS's for Sy).
+            for t in &strings {
+                let mut rest = t.as_str();
+                while let Some(at) = rest.find("{sim_addr:") {
+                    let after = &rest[at + 10..];
+                    let Some(end) = after.find('}') else { break };
+                    if !sims.contains(&after[..end]) {
+                        bail!("nf_config.{nf}: {{sim_addr:{}}} names no simulator", &after[..end]);
+                    }
+                    rest = &after[end..];
+                }
             }
             // `{nf:NAME}`: an NF the kit starts before this one (it starts them in `nfs` order).
             let me = self.nfs.iter().position(|n| n == nf).unwrap_or(0);
@@ -1036,10 +1140,15 @@ impl Scenario {
             if !self.nfs.contains(&d.nf) {
                 bail!("diameter.nf {} is not in nfs", d.nf);
             }
-            if !d.session_hold_s.is_finite() || d.session_hold_s <= 0.0 || d.timeout_ms == 0 {
-                bail!("diameter.session_hold_s and timeout_ms must be > 0");
+            let hold_ok = |h: f64| h.is_finite() && h > 0.0;
+            if !hold_ok(d.session_hold_s) || !hold_ok(d.gx_session_hold_s) || d.timeout_ms == 0 {
+                bail!("diameter.session_hold_s, gx_session_hold_s and timeout_ms must be > 0");
             }
-            if d.answer_host.is_some() {
+            if d.gx_apn.is_empty() {
+                bail!("diameter.gx_apn is empty");
+            }
+            // The Gx CCAs come from the answer host too; only an Rx load needs its UEs.
+            if d.answer_host.is_some() && self.procedures.iter().any(|p| p.rx.is_some()) {
                 self.validate_rx_ues()?;
             } else if self.procedures.iter().any(|p| p.rx.is_some())
                 && self.preload.bindings.is_none()
@@ -1092,6 +1201,10 @@ impl Scenario {
         if self.procedures.iter().any(|p| p.rx == Some(RxOp::Rar)) {
             bail!("diameter.answer_host: RAR is sent by a pcf_rx simulator, which this mode has none of");
         }
+        // The AAR-Is bind to the UEs of the Gx sessions the PCEFs open.
+        if self.binds_rx_to_gx() {
+            return Ok(());
+        }
         let Some(sub) = self.preload.subscriptions.as_ref() else {
             bail!(
                 "diameter.answer_host: the Rx UEs are [preload.subscriptions], and there is none"
@@ -1111,6 +1224,15 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// The AFs' AAR-Is name the UE addresses of the Gx sessions the PCEF simulators open (a
+    /// voice mix: Gx and Rx at the same PCRF), not preloaded associations.
+    pub fn binds_rx_to_gx(&self) -> bool {
+        self.procedures.iter().any(|p| p.gx == Some(GxOp::CcrInitial) && p.tps > 0.0)
+            && self.procedures.iter().any(|p| p.rx.is_some())
     }
 }
 
@@ -1485,6 +1607,96 @@ mod tests {
         assert!(format!("{err:#}").contains("{diameter_addr:udr}"), "{err:#}");
         let nope = text.replace("{diameter_addr:pcf}", "{diameter_addr:nope}");
         assert!(Scenario::from_toml(&nope).is_err());
+    }
+
+    /// The PCRF scenarios (3.1.1, 3.1.2, 3.6.1): the PCEFs' Gx mix in the reference's ratios,
+    /// straight to the PCF's Diameter node, and for voice the AFs' Rx leg bound to the Gx
+    /// sessions with the PCF's RARs as egress rows.
+    #[test]
+    fn pcrf_scenarios_carry_the_reference_call_models() {
+        let tps = |s: &Scenario, op: GxOp| -> f64 {
+            s.procedures.iter().filter(|p| p.gx == Some(op)).map(|p| p.tps).sum()
+        };
+        let pcf_diameter = |s: &Scenario| {
+            let d = s.diameter.as_ref().unwrap();
+            assert_eq!(
+                (d.nf.as_str(), d.answer_host.as_deref()),
+                ("pcf", Some("pcf.fivecore.local"))
+            );
+            assert_eq!(s.nf_config["pcf"]["diameter"]["listen"].as_str(), Some(DIAMETER_ADDR));
+            assert_eq!(s.nf_config["pcf"]["diameter"]["enabled"].as_bool(), Some(true));
+            assert!(s.simulators.iter().any(|x| x.kind == SimKind::PcefGx));
+            assert_eq!(s.load.mix, Mix::ShuffledDeck);
+        };
+        // 3.1.1: CCR-I : CCR-U : CCR-T 1:1:1, the Gx half of Table 3-2's 7.5K; no UDR.
+        let data = Scenario::load("pcrf-data-7.5k").unwrap();
+        pcf_diameter(&data);
+        let i = tps(&data, GxOp::CcrInitial);
+        assert_eq!((i, tps(&data, GxOp::CcrUpdate), tps(&data, GxOp::CcrTerminate)), (i, i, i));
+        assert_eq!(data.total_tps(), 7500.0 * 960.0 / 1920.0);
+        assert_eq!(data.nfs, ["pcf"]);
+        assert!(data.description.contains("Sy and LDAP: not yet in the PCF"));
+        assert!(!data.binds_rx_to_gx());
+        // 3.1.2: 11 messages per call, 7 of them sent by the PCEFs and AFs, the PCF's 2 Gx RARs
+        // and 2 Rx RARs per call set beside the reference's as egress.
+        let voice = Scenario::load("pcrf-voice-15k").unwrap();
+        pcf_diameter(&voice);
+        let calls = tps(&voice, GxOp::CcrInitial);
+        assert!((calls - 15000.0 / 11.0).abs() < 0.1, "{calls}");
+        assert_eq!(tps(&voice, GxOp::CcrUpdate), 2.0 * calls);
+        assert_eq!(tps(&voice, GxOp::CcrTerminate), calls);
+        for op in [RxOp::AarInitial, RxOp::AarUpdate, RxOp::Str] {
+            let rx: f64 = voice.procedures.iter().filter(|p| p.rx == Some(op)).map(|p| p.tps).sum();
+            assert_eq!(rx, calls, "{op:?}");
+        }
+        assert!((voice.total_tps() - 7.0 * calls).abs() < 0.01);
+        assert!(voice.binds_rx_to_gx() && voice.preload.subscriptions.is_none());
+        let egress = |row: &str| -> f64 {
+            voice.egress.iter().filter(|e| e.row == row).map(|e| e.tps).sum()
+        };
+        assert_eq!((egress("Gx RAR"), egress("Rx RAR")), (2.0 * calls, 2.0 * calls));
+        let d = voice.diameter.as_ref().unwrap();
+        assert_eq!(d.gx_apn, "ims");
+        assert!(d.gx_session_hold_s > d.session_hold_s, "a call's STR before its CCR-T");
+        // 3.6.1: Gx-init, Gx-Update x3 with usage, Gx-Terminate: 2,000 sessions/s of 10K.
+        let usage = Scenario::load("pcrf-usage-10k").unwrap();
+        pcf_diameter(&usage);
+        assert_eq!(usage.total_tps(), 10_000.0);
+        assert_eq!(tps(&usage, GxOp::CcrUpdate), 3.0 * tps(&usage, GxOp::CcrInitial));
+        for p in usage.procedures.iter().filter(|p| p.gx == Some(GxOp::CcrUpdate)) {
+            let u = p.usage_report.as_ref().unwrap();
+            assert_eq!(u.monitoring_key, "mk-data", "{}", p.name);
+            assert!(u.input_octets + u.output_octets > 0);
+        }
+        assert_eq!(usage.reference.as_ref().unwrap().mean_latency_ms.len(), 5);
+        assert_eq!(usage.nf_config["pcf"]["udr"]["api_root"].as_str(), Some("{nf:udr}"));
+        for s in [&data, &voice, &usage] {
+            let r = s.reference.as_ref().unwrap();
+            assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1, "{}", s.name);
+            if let Some(used) = r.used_cores {
+                let per = r.tps_achieved / used;
+                assert!((per - r.tps_per_used_core.unwrap()).abs() < 1.0, "{}", s.name);
+            }
+        }
+
+        // What a Gx procedure may not say.
+        let text = BUILTIN.iter().find(|(n, _)| *n == "pcrf-data-7.5k").unwrap().1;
+        let on_initial = text.replacen(
+            "gx = \"ccr_initial\"",
+            "gx = \"ccr_initial\"\nevent_trigger = \"rat_change\"",
+            1,
+        );
+        let err = Scenario::from_toml(&on_initial).unwrap_err();
+        assert!(format!("{err:#}").contains("ccr_update"), "{err:#}");
+        let with_path =
+            text.replacen("gx = \"ccr_terminate\"", "gx = \"ccr_terminate\"\npath = \"/x\"", 1);
+        assert!(Scenario::from_toml(&with_path).is_err(), "a Gx procedure has no path");
+        let both =
+            text.replacen("gx = \"ccr_terminate\"", "gx = \"ccr_terminate\"\nrx = \"str\"", 1);
+        assert!(Scenario::from_toml(&both).is_err(), "gx and rx are exclusive");
+        let mut no_pcef = data.clone();
+        no_pcef.simulators.retain(|x| x.kind != SimKind::PcefGx);
+        assert!(no_pcef.validate().is_err(), "Gx needs pcef_gx simulators");
     }
 
     #[test]

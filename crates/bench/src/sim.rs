@@ -128,7 +128,7 @@ impl Sim {
                 .amf
                 .as_ref()
                 .and_then(|a| crate::sim_amf::receive(a, &self.counters, method, uri, body)),
-            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh => None,
+            SimKind::AfRx | SimKind::PcfRx | SimKind::AsSh | SimKind::Ocs | SimKind::PcefGx => None,
         };
         reply.unwrap_or_else(|| {
             c.rejected.fetch_add(1, Ordering::Relaxed);
@@ -266,6 +266,9 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
         // Those connect to the NF once it runs (crate::rx), they serve no HTTP.
         return Err(std::io::Error::other(format!("{} is a Diameter simulator", sim.name)));
     }
+    if sim.kind == SimKind::Ocs {
+        return start_ocs(sim).await;
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(SimCounters::default());
@@ -294,6 +297,29 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
                 }
             });
         }
+    });
+    Ok(RunningSim {
+        name: sim.name.clone(),
+        kind: sim.kind,
+        latency_ms: sim.latency_ms,
+        addr,
+        counters,
+        task,
+    })
+}
+
+/// An OCS (crate::sim_ocs): its Diameter address is the simulator's; the task holds it (and
+/// sends its periodic SNRs) until the simulator is dropped.
+async fn start_ocs(sim: &Simulator) -> std::io::Result<RunningSim> {
+    let counters = Arc::new(SimCounters::default());
+    let ocs = crate::sim_ocs::Ocs::start(sim, counters.clone()).await?;
+    let addr = ocs.addr().ok_or_else(|| std::io::Error::other("the OCS did not bind"))?;
+    let every = Duration::from_millis(sim.snr_every_ms);
+    let task = tokio::spawn(async move {
+        if every.is_zero() {
+            std::future::pending::<()>().await;
+        }
+        ocs.notify_every(every).await;
     });
     Ok(RunningSim {
         name: sim.name.clone(),
@@ -456,6 +482,9 @@ mod tests {
             answer_nf_type: None,
             origin_host: None,
             origin_realm: None,
+            statuses: Default::default(),
+            snr_statuses: Default::default(),
+            snr_every_ms: 0,
         }
     }
 
@@ -685,6 +714,9 @@ mod tests {
             answer_nf_type: None,
             origin_host: None,
             origin_realm: None,
+            statuses: Default::default(),
+            snr_statuses: Default::default(),
+            snr_every_ms: 0,
         };
         let s = start(&sim).await.unwrap();
         let client = sbi::client::SbiClient::new(&Default::default()).unwrap();

@@ -290,6 +290,63 @@ fn udr_smoke(scenario: &str, rate: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The PCRF scenarios and the arguments of their smoke run (at most 50/s and 5 s: the machine
+/// is shared): 3.1.1 data, 3.1.2 voice (Gx + Rx), 3.6.1 usage (with the UDR's policy data).
+const PCRF_SCENARIOS: [(&str, &[&str]); 3] = [
+    ("pcrf-data-7.5k", &["--rate", "30", "--duration", "3"]),
+    ("pcrf-voice-15k", &["--rate", "44", "--duration", "4"]),
+    ("pcrf-usage-10k", &["--rate", "40", "--duration", "4", "--subscribers", "1000"]),
+];
+
+/// The PCRF scenarios against the PCF the kit starts (`[pcf.diameter]` on a port it picks),
+/// one after the other, from the repository root (the PCF loads `policies/default`): the kit's PCEFs open their Gx sessions before the load, then the
+/// mix; every procedure sent, none skipped, every CCA, AAA and STA the expected 2001 from the
+/// PCF (`--max-p99-ms 1000`, as for the BSF). For voice, the PCF's Gx RARs reached the PCEFs
+/// and its Rx RARs the AFs (the PCEFs reported the rules the RARs installed).
+#[test]
+fn bench_pcrf_scenarios_smoke_meet_their_success_criteria() {
+    for (scenario, args) in PCRF_SCENARIOS {
+        let mut all = args.to_vec();
+        all.extend(["--warmup", "1", "--max-p99-ms", "1000"]);
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let (out, _, json) = run_bench_in(Some(&root), scenario, &all);
+        assert_eq!(json["criteria_passed"], true, "{scenario}: {}", json["failures"]);
+        for p in json["procedures"].as_array().unwrap() {
+            assert!(p["sent"].as_u64().unwrap() > 0, "{scenario}: {} sent nothing", p["name"]);
+            assert_eq!(p["skipped"], 0, "{scenario}: {} skipped requests", p["name"]);
+            assert_eq!(p["ok"], p["sent"], "{scenario}: {} {}", p["name"], p["outcomes"]);
+        }
+        assert!(json["preload"]["gx_sessions"].as_u64().unwrap() >= 64, "{scenario}");
+        let gx = &json["gx"];
+        assert_eq!(gx["peers"].as_array().unwrap().len(), 2, "{scenario}");
+        assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the PCF");
+        // The PCF's own latency of the CCRs, from its /metrics over the window.
+        own_latency(&json, "pcf", "CCR");
+        if scenario == "pcrf-voice-15k" {
+            own_latency(&json, "pcf", "AAR");
+            assert!(json["preload"]["rx_sessions"].as_u64().unwrap() >= 64);
+            let rars: u64 = gx["peers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["received_rar"].as_u64().unwrap())
+                .sum();
+            assert!(rars > 0 && gx["rules_reported"].as_u64().unwrap() > 0, "{gx}");
+            for e in json["egress"].as_array().unwrap() {
+                assert!(e["observed"].as_u64().unwrap() > 0, "{e}");
+                assert_eq!(e["status"], "observed", "{e}");
+            }
+        } else {
+            // Nothing binds to a data session: the PCF has nothing to push.
+            assert!(gx["peers"].as_array().unwrap().iter().all(|p| p["received_rar"] == 0), "{gx}");
+        }
+        if scenario == "pcrf-usage-10k" {
+            assert_eq!(json["preload"]["udr"]["count"], 1000);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
 /// `--target` mode against a BSF started here, not by the kit: the kit registers its bindings
 /// over Nbsf_Management_Register, opens Rx sessions, then ~2 s of Binding Create/Delete and
 /// AAR-I, AAR-U, RAR, STR through the BSF's Rx proxy to the simulated PCFs and AFs.
@@ -537,7 +594,8 @@ fn bench_lists_the_scenarios_and_rejects_unknown_ones() {
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(text.lines().any(|l| l.starts_with("nrf-5k ")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("nrf-51.6k ")), "{text}");
-    for name in BSF_SCENARIOS.into_iter().chain(UDR_SCENARIOS.map(|(n, _)| n)) {
+    let pcrf = PCRF_SCENARIOS.map(|(n, _)| n);
+    for name in BSF_SCENARIOS.into_iter().chain(UDR_SCENARIOS.map(|(n, _)| n)).chain(pcrf) {
         assert!(text.lines().any(|l| l.starts_with(&format!("{name} "))), "{name}: {text}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_fivecore"))
@@ -569,9 +627,23 @@ fn own_latency<'a>(
 /// Runs `fivecore bench SCENARIO ARGS --quiet --out DIR`: must exit 0; returns DIR, its stderr
 /// and report.json, which must name the scenario.
 fn run_bench(scenario: &str, args: &[&str]) -> (PathBuf, String, serde_json::Value) {
+    run_bench_in(None, scenario, args)
+}
+
+/// [`run_bench`] from directory `dir` (the repository root for the PCF's scenarios, which name
+/// their policy project by a relative path).
+fn run_bench_in(
+    dir: Option<&std::path::Path>,
+    scenario: &str,
+    args: &[&str],
+) -> (PathBuf, String, serde_json::Value) {
     let out = std::env::temp_dir()
         .join(format!("fivecore-bench-smoke-{scenario}-{}", std::process::id()));
-    let run = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fivecore"));
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let run = cmd
         .args(["bench", scenario])
         .args(args)
         .args(["--quiet", "--out"])

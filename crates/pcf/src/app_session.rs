@@ -125,6 +125,17 @@ pub async fn decide(
         usage: None,
     };
     let (outcome, project) = pcf.policy.evaluate(Service::Pa, input);
+    pcf.per.decision(crate::per::Event {
+        service: Service::Pa,
+        supi,
+        request,
+        subscriber: None,
+        ssv: &kept.ssv,
+        spending: Input::empty(),
+        data: crate::per::DataState::None,
+        outcome: &outcome,
+        project: &project,
+    });
     if let Some(e) = &outcome.error {
         tracing::warn!(policy = %project.name, version = %project.version, error = %e,
             "PA policy script failed: the project's fallback decision answers");

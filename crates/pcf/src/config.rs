@@ -54,6 +54,12 @@ pub struct PcfConfig {
     /// URSP delivery through the AMF (`[pcf.amf]`, Namf_Communication).
     #[serde(default)]
     pub amf: AmfConfig,
+    /// Policy Event Records (`[pcf.per]`, crate::per).
+    #[serde(default)]
+    pub per: crate::per::PerConfig,
+    /// The subscriber activity log (`[pcf.sal]`, crate::per).
+    #[serde(default)]
+    pub sal: crate::per::SalConfig,
     /// Spending limit subscriptions at the CHF (`[pcf.chf]`, N28).
     #[serde(default)]
     pub chf: ChfConfig,
@@ -63,9 +69,17 @@ pub struct PcfConfig {
     /// Usage monitoring on Gx and N7 (`[pcf.usage]`, crate::usage).
     #[serde(default)]
     pub usage: UsageConfig,
+    /// Spending limits from an OCS over Sy (`[pcf.sy]`, TS 29.219), for Gx sessions and,
+    /// with `n7`, N7 ones.
+    #[serde(default)]
+    pub sy: SyConfig,
+    /// Subscriber profiles from an LDAP directory (`[pcf.ldap]`, for Gx sessions; N7 too when
+    /// configured).
+    #[serde(default)]
+    pub ldap: crate::ldap::LdapConfig,
 }
 
-/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17, TS 29.512 §4.2.2, §4.2.4: usage monitoring).
+/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17; TS 29.512 §4.2.2, §4.2.4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageConfig {
@@ -76,6 +90,58 @@ pub struct UsageConfig {
     /// toggle, off but in its 3.6.1).
     #[serde(default)]
     pub enabled: bool,
+}
+
+/// `[pcf.sy]`: the PCF as the PCRF of TS 29.219, asking OCSs for the statuses of the policy
+/// counters the project reads (`[spending] counters`). The PCF connects out to each OCS (CER,
+/// DWR, reconnection) with the Diameter identity of `[pcf.diameter]`.
+///
+/// Which sessions read their statuses from the OCS: with `enabled`, Gx sessions; N7 SM
+/// associations too when `n7` is true (the reference's "Sy (PCF N7-Sy)" toggle), else they
+/// keep reading them from the CHF (`[pcf.chf]`, N28).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyConfig {
+    /// Default false.
+    #[serde(default)]
+    pub enabled: bool,
+    /// N7 SM associations use Sy too, not N28. Default false.
+    #[serde(default)]
+    pub n7: bool,
+    /// The OCSs, in order of preference: a subscriber's first SLR goes to the first one open,
+    /// its later requests to the OCS that answered it.
+    #[serde(default)]
+    pub ocs: Vec<OcsPeer>,
+    /// How long an SLR or STR waits for its answer, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// DWR interval (RFC 3539 Tw), seconds. Default 30.
+    #[serde(default = "default_diameter_watchdog_secs")]
+    pub watchdog_secs: u64,
+}
+
+/// One OCS of `[pcf.sy]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OcsPeer {
+    /// Its Diameter identity (the Origin-Host its CEA must carry).
+    pub host: String,
+    /// Its realm (Destination-Realm of the requests it gets).
+    pub realm: String,
+    /// Where to connect.
+    pub addr: std::net::SocketAddr,
+}
+
+impl Default for SyConfig {
+    fn default() -> Self {
+        SyConfig {
+            enabled: false,
+            n7: false,
+            ocs: Vec::new(),
+            request_timeout_ms: default_udr_timeout_ms(),
+            watchdog_secs: default_diameter_watchdog_secs(),
+        }
+    }
 }
 
 /// `[pcf.diameter]`: the PCF serving Gx (TS 29.212) as a converged PCRF, on the same policy
@@ -339,6 +405,10 @@ impl Default for PcfConfig {
             amf: AmfConfig::default(),
             chf: ChfConfig::default(),
             diameter: DiameterConfig::default(),
+            per: Default::default(),
+            sal: Default::default(),
+            sy: SyConfig::default(),
+            ldap: crate::ldap::LdapConfig::default(),
             usage: UsageConfig::default(),
         }
     }
@@ -365,6 +435,7 @@ impl PcfConfig {
                 ));
             }
         }
+        self.per.validate()?;
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }
@@ -395,6 +466,22 @@ impl PcfConfig {
             }
             d.limits.validate("pcf.diameter.limits")?;
         }
+        if self.sy.enabled {
+            let (d, sy) = (&self.diameter, &self.sy);
+            if sy.ocs.is_empty() {
+                return Err("[pcf.sy] enabled needs at least one [[pcf.sy.ocs]]".into());
+            }
+            if sy.ocs.iter().any(|o| o.host.is_empty() || o.realm.is_empty()) {
+                return Err("[[pcf.sy.ocs]] host and realm must be set".into());
+            }
+            if sy.request_timeout_ms == 0 || sy.watchdog_secs == 0 {
+                return Err("[pcf.sy] request_timeout_ms and watchdog_secs must be > 0".into());
+            }
+            if d.origin_host.is_empty() || d.origin_realm.is_empty() {
+                return Err("[pcf.sy] takes the PCF's Diameter identity from [pcf.diameter] origin_host and origin_realm, which must be set".into());
+            }
+        }
+        self.ldap.validate()?;
         if self.udr.timeout_ms == 0
             || self.bsf.timeout_ms == 0
             || self.amf.timeout_ms == 0
@@ -422,5 +509,19 @@ mod tests {
         assert!(PcfConfig { api_root: Some("ftp://x".into()), ..Default::default() }
             .validate()
             .is_err());
+    }
+
+    #[test]
+    fn sy_needs_an_ocs() {
+        let c: PcfConfig = toml::from_str(
+            "[sy]\nenabled = true\nn7 = true\n[[sy.ocs]]\nhost = \"ocs.example\"\n\
+             realm = \"example\"\naddr = \"127.0.0.1:3870\"",
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!((c.sy.n7, c.sy.request_timeout_ms, c.sy.ocs.len()), (true, 1000, 1));
+        let none = PcfConfig { sy: SyConfig { enabled: true, ..SyConfig::default() }, ..c };
+        assert!(none.validate().is_err());
+        assert!(toml::from_str::<PcfConfig>("[sy]\nenabeld = true").is_err());
     }
 }

@@ -43,6 +43,12 @@ pub struct Pcf {
     pub gx: OnceLock<diameter::DiameterNode>,
     /// Rx sessions aborted (ASR sent) whose AF has not yet sent its STR.
     pub rx_aborted: crate::rx::Aborted,
+    /// Policy Event Records and the subscriber activity log (`[pcf.per]`, `[pcf.sal]`).
+    pub per: crate::per::Recorder,
+    /// Sy sessions with the OCS (`[pcf.sy]`).
+    pub sy: crate::sy::Sy,
+    /// Subscriber profiles from LDAP (`[pcf.ldap]`).
+    pub ldap: Arc<crate::ldap::Ldap>,
     /// The subscribers' accumulated usage (`[pcf.usage]`).
     pub usage: crate::usage::Usage,
 }
@@ -61,6 +67,8 @@ impl Pcf {
     ) -> Self {
         // The AMF is reached with the same SBI client as the SMFs.
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
+        let sy = crate::sy::Sy::new(config.sy.clone());
+        let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
         let usage = crate::usage::Usage::new(config.usage.enabled);
         Pcf {
             config,
@@ -78,8 +86,17 @@ impl Pcf {
             local_authority: OnceLock::new(),
             gx: OnceLock::new(),
             rx_aborted: Default::default(),
+            per: Default::default(),
+            sy,
+            ldap,
             usage,
         }
+    }
+
+    /// With its decisions recorded by `per` (off by default).
+    pub fn with_per(mut self, per: crate::per::Recorder) -> Self {
+        self.per = per;
+        self
     }
 
     /// Holds `supi` for this request (collision control).

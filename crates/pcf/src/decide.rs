@@ -13,8 +13,11 @@ use serde_json::{Map, Value};
 
 use crate::config::{OnUnknown, OnUnreachable};
 use crate::context::Pcf;
+use crate::ldap::config::OnUnreachable as LdapOnUnreachable;
+use crate::ldap::LdapRead;
 use crate::nchf_spendinglimitcontrol::{Spending, SpendingRead};
 use crate::nudr_policy_data::Fetched;
+use crate::per::{DataState, Event};
 use crate::store::Subscriber;
 
 /// TS 29.512 §5.7.3: the UDR does not know the subscriber.
@@ -68,7 +71,11 @@ pub(crate) async fn decide_reported(
     kept: Option<Subscriber>,
     usage: Option<Map<String, Value>>,
 ) -> Result<Decided, NfError> {
-    let spending = SpendingRead { spending: pcf.chf.spending(supi), new: false };
+    let spending = match pcf.sy.serves(request) {
+        true => pcf.sy.spending(supi),
+        false => pcf.chf.spending(supi),
+    };
+    let spending = SpendingRead { spending, new: false };
     decide_inner(pcf, service, request, supi, kept, async { spending }, usage).await
 }
 
@@ -80,7 +87,14 @@ pub(crate) async fn decide_create(
     supi: &str,
 ) -> Result<Decided, NfError> {
     let project = pcf.policy.current();
-    let spending = pcf.chf.for_create(pcf, supi, request, project.spending_counters());
+    let counters = project.spending_counters();
+    // Gx sessions (and N7 ones with `[pcf.sy] n7`) ask the OCS, the others the CHF.
+    let spending = async {
+        match pcf.sy.serves(request) {
+            true => pcf.sy.for_create(pcf, supi, request, counters).await,
+            false => pcf.chf.for_create(pcf, supi, request, counters).await,
+        }
+    };
     let usage = pcf.usage.view(supi);
     decide_inner(pcf, Service::Sm, request, supi, None, spending, usage).await
 }
@@ -102,12 +116,19 @@ async fn decide_inner(
             _ => Fetched::Off,
         }
     };
-    let (kept, data, spending) = match kept {
-        Some(k) => {
-            let (data, spending) = tokio::join!(data, spending);
-            (Ok(k), data, spending)
+    // The LDAP profile (`[pcf.ldap]`) is read beside the UDR's data, for SM decisions only.
+    let ldap = async {
+        match service {
+            Service::Sm => pcf.ldap.read(supi, request).await,
+            _ => LdapRead::Off,
         }
-        None => tokio::join!(pcf.store.subscriber(supi), data, spending),
+    };
+    let (kept, data, spending, ldap) = match kept {
+        Some(k) => {
+            let (data, spending, ldap) = tokio::join!(data, spending, ldap);
+            (Ok(k), data, spending, ldap)
+        }
+        None => tokio::join!(pcf.store.subscriber(supi), data, spending, ldap),
     };
     // A subscription made for this create is the caller's to store, whatever is decided.
     let chf = spending.spending.clone().filter(|_| spending.new);
@@ -115,6 +136,12 @@ async fn decide_inner(
     let ssv = kept.ssv;
     let subscribed = kept.udr_subscription.is_some();
     let udr = pcf.policy_data.config();
+    let data_state = match &data {
+        Fetched::Found(_) => DataState::Found,
+        Fetched::Unknown => DataState::Unknown,
+        Fetched::Unreachable(_) => DataState::Unreachable,
+        Fetched::Off => DataState::None,
+    };
     // The data the decision reads (None: the subscriber has none, or the source is off).
     let found = match data {
         Fetched::Found(v) => Some(v),
@@ -146,10 +173,82 @@ async fn decide_inner(
                 fired: Vec::new(),
                 error: Some(format!("policy data not read: {why}")),
             };
-            return Ok(Decided { outcome, project, subscribe: false, data: None, subscribed, chf });
+            pcf.per.decision(Event {
+                service,
+                supi,
+                request,
+                subscriber: None,
+                ssv: &ssv,
+                spending: Input::empty(),
+                data: DataState::Unreachable,
+                outcome: &outcome,
+                project: &project,
+            });
+            return Ok(Decided {
+                outcome,
+                project,
+                subscribe: false,
+                data: None,
+                subscribed,
+                chf,
+                ldap: None,
+            });
         }
     };
-    let subscriber = found.as_deref().unwrap_or(&Value::Null);
+    let ldap_config = pcf.ldap.config();
+    let profile = match ldap {
+        LdapRead::Found(p) => Some(p),
+        LdapRead::Off => None,
+        LdapRead::Unknown if ldap_config.on_unknown_subscriber == OnUnknown::Reject => {
+            pcf.chf.release(chf.as_deref()).await;
+            return Err(ProblemDetails::new(
+                StatusCode::BAD_REQUEST,
+                USER_UNKNOWN,
+                format!("no LDAP entry for {supi}"),
+            )
+            .into());
+        }
+        LdapRead::Unknown => None,
+        LdapRead::Failed(why) => match ldap_config.on_unreachable {
+            LdapOnUnreachable::Decide => None,
+            LdapOnUnreachable::Reject => {
+                pcf.chf.release(chf.as_deref()).await;
+                return Err(ProblemDetails::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    TARGET_NF_NOT_REACHABLE,
+                    format!("no LDAP directory answered for the subscriber profile: {why}"),
+                )
+                .into());
+            }
+            LdapOnUnreachable::Fallback => {
+                let project = pcf.policy.current();
+                let outcome = Outcome {
+                    decision: project.fallback(service).clone(),
+                    ssv_updates: Map::new(),
+                    fired: Vec::new(),
+                    error: Some(format!("subscriber profile not read from LDAP: {why}")),
+                };
+                let subscribe = false;
+                return Ok(Decided {
+                    outcome,
+                    project,
+                    subscribe,
+                    data: None,
+                    subscribed,
+                    chf,
+                    ldap: None,
+                });
+            }
+        },
+    };
+    let merged;
+    let subscriber = match &profile {
+        Some(p) => {
+            merged = crate::ldap::overlay(found.as_deref(), p);
+            &merged
+        }
+        None => found.as_deref().unwrap_or(&Value::Null),
+    };
     let statuses = spending.spending.as_deref().map_or(Input::empty(), |s| &s.statuses);
     let input = Input {
         request,
@@ -161,6 +260,17 @@ async fn decide_inner(
         usage: usage.as_ref(),
     };
     let (mut outcome, project) = pcf.policy.evaluate(service, input);
+    pcf.per.decision(Event {
+        service,
+        supi,
+        request,
+        subscriber: found.as_deref(),
+        ssv: &ssv,
+        spending: statuses,
+        data: data_state,
+        outcome: &outcome,
+        project: &project,
+    });
     // A state variable set to the value it has (a rule that records the last DNN at every
     // update) changes nothing: not written, the update commits less or nothing of the SSV.
     outcome.ssv_updates.retain(|k, v| match ssv.get(k) {
@@ -175,7 +285,7 @@ async fn decide_inner(
     }
     // Only SM data is subscribed to (the SM associations are what a change re-decides).
     let subscribe = service == Service::Sm && found.is_some() && !subscribed;
-    Ok(Decided { outcome, project, subscribe, data: found, subscribed, chf })
+    Ok(Decided { outcome, project, subscribe, data: found, subscribed, chf, ldap: profile })
 }
 
 /// A decision and what goes with it.
@@ -190,4 +300,6 @@ pub(crate) struct Decided {
     pub subscribed: bool,
     /// The spending limit subscription made at the CHF for this create, to store with it.
     pub chf: Option<Arc<Spending>>,
+    /// The LDAP profile the decision read (`[pcf.ldap]`), for the session to keep cached.
+    pub ldap: Option<Arc<Value>>,
 }

@@ -24,7 +24,10 @@
 //!   update's decision delta;
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
 //!   [`usage`] is usage monitoring on Gx and N7 (reports added up per subscriber and key);
-//!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s;
+//!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s; [`sy`] asks OCSs
+//!   for spending limit statuses over Sy (`[pcf.sy]`), on its own node connected to them;
+//!   [`ldap`] reads
+//!   subscriber profiles from an LDAP directory (`[pcf.ldap]`) for Gx (and N7) decisions;
 //! - [`store`] is the PCF's store trait and [`store::sqlite`] its SQLite implementation;
 //!   [`metrics`] exports the version in force and the PCF's counters.
 //!
@@ -39,6 +42,7 @@ pub mod context;
 pub mod decide;
 pub mod default_policy;
 pub mod gx;
+pub mod ldap;
 pub mod metrics;
 pub mod models;
 pub mod namf_communication;
@@ -51,10 +55,12 @@ pub mod npcf_smpolicycontrol;
 pub mod npcf_uepolicycontrol;
 pub mod nudr_notify;
 pub mod nudr_policy_data;
+pub mod per;
 pub mod policy_admin;
 pub mod producers;
 pub mod rx;
 pub mod store;
+pub mod sy;
 pub mod ue_policy_delivery;
 pub mod ursp;
 pub mod usage;
@@ -330,25 +336,33 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         nchf_spendinglimitcontrol::Chf::new(config.pcf.chf.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
     chf.load(store::PcfStore::chf_subscriptions(&store).await?);
-    let pcf = Arc::new(Pcf::new(
-        config.pcf.clone(),
-        policy.clone(),
-        Arc::new(store),
-        policy_data,
-        bindings,
-        notify::Notifier::new(
-            skeleton.client().clone(),
-            Duration::from_millis(config.pcf.udr.timeout_ms),
-        ),
-        chf,
-        scheme,
-    ));
+    let beside = config.store.path.parent().unwrap_or(std::path::Path::new("."));
+    let per =
+        per::Recorder::open(&config.pcf.per, &config.pcf.sal, beside).map_err(PcfError::Config)?;
+    let pcf = Arc::new(
+        Pcf::new(
+            config.pcf.clone(),
+            policy.clone(),
+            Arc::new(store),
+            policy_data,
+            bindings,
+            notify::Notifier::new(
+                skeleton.client().clone(),
+                Duration::from_millis(config.pcf.udr.timeout_ms),
+            ),
+            chf,
+            scheme,
+        )
+        .with_per(per),
+    );
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
     pcf.usage.load(store::PcfStore::usage_all(&*pcf.store).await?);
+    pcf.sy.load(store::PcfStore::sy_sessions(&*pcf.store).await?);
     skeleton.observability().with_registry(|r| {
         metrics::register(pcf.clone(), r);
         usage::register_metrics(pcf.clone(), r);
     });
+    skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());
@@ -389,6 +403,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         })?;
         serving.diameter(node);
     }
+    if config.pcf.sy.enabled {
+        let node = sy::start(pcf.clone(), &config.pcf.diameter)
+            .await
+            .map_err(|e| PcfError::Config(format!("[pcf.sy] cannot start the Sy node: {e}")))?;
+        tracing::info!(sy_sessions = pcf.sy.subscribers(), "Sy sessions loaded");
+        serving.diameter(node);
+    }
     if let Some(nrf) = serving.nrf_client() {
         pcf.policy_data.use_nrf(nrf.clone());
         pcf.ue_policy.amf.use_nrf(nrf.clone());
@@ -418,6 +439,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         (_, false) => tracing::warn!("no policy data source: decisions read no subscriber data ([pcf.udr] off, or no api_root and no [pcf.nrf])"),
         (Some(root), true) => tracing::info!(udr = %root, "policy data from the configured UDR"),
         (None, true) => tracing::info!("policy data from UDRs the NRF finds"),
+    }
+    if config.pcf.ldap.enabled {
+        let l = &config.pcf.ldap;
+        tracing::info!(urls = ?l.urls, base_dn = %l.base_dn, filter = %l.filter, n7 = l.n7, "subscriber profiles from LDAP");
     }
     if config.pcf.audit.enabled {
         let audit = audit::spawn(pcf.clone());

@@ -24,6 +24,9 @@
 //! - `pcf_chf_subscriptions_total{result="ok"|"failed"}`, `pcf_chf_unsubscriptions_total{result}`,
 //!   `pcf_chf_notifications_total{kind="notify"|"terminate"}` and the gauge
 //!   `pcf_chf_subscribers`: spending limit subscriptions at the CHF (N28);
+//! - `pcf_sy_requests_total{command="SLR-initial"|"SLR-intermediate"|"STR", result}`,
+//!   `pcf_sy_notifications_total{result="ok"|"refused"}` and the gauge `pcf_sy_sessions`: Sy
+//!   with the OCS (crate::sy);
 //! - `pcf_collision_waits_total`, `pcf_collision_lease_expired_total`: requests that waited for
 //!   another of the same subscriber, and those that went ahead past a stuck one's lease.
 
@@ -272,6 +275,8 @@ impl Collector for PolicyCollector {
             g.metric_type(),
         )?)?;
 
+        crate::sy::encode_metrics(pcf, &mut encoder)?;
+
         let col = &pcf.collisions;
         for (name, help, n) in [
             (
@@ -287,6 +292,23 @@ impl Collector for PolicyCollector {
         ] {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+
+        if let Some((per, sal)) = pcf.per.counts() {
+            let mut e = encoder.encode_descriptor(
+                "pcf_per_records",
+                "Policy Event Records (sink per) and subscriber activity log entries (sink sal), by result (dropped: the writer's queue was full)",
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for (sink, c) in [("per", per), ("sal", sal)] {
+                for (result, n) in
+                    [("written", &c.written), ("dropped", &c.dropped), ("failed", &c.failed)]
+                {
+                    let k = ConstCounter::new(n.load(Ordering::Relaxed));
+                    k.encode(e.encode_family(&[("sink", sink), ("result", result)])?)?;
+                }
+            }
         }
         Ok(())
     }

@@ -59,7 +59,8 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     models::check_context(&context)?;
     let supi = context["supi"].as_str().unwrap_or_default().to_string();
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
+    let sy = pcf.sy.creating(&pcf, &supi);
+    let Decided { mut outcome, project, subscribe, data, subscribed, chf, ldap } =
         decide_create(&pcf, &context, &supi).await?;
     let ssv_updates = std::mem::take(&mut outcome.ssv_updates);
     let decision = decision(outcome, &context);
@@ -85,9 +86,13 @@ pub async fn create(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         binding,
     };
     pcf.chf.create_sm(&*pcf.store, stored, ssv_updates, udr_subscription, chf).await?;
+    sy.done();
     // The subscription keeps the data true from now on: the session's updates read no UDR.
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
+    }
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     let mut resp = json_bytes(StatusCode::CREATED, body);
     if let Ok(v) = HeaderValue::from_str(&location(&pcf, &req, &id)) {
@@ -135,7 +140,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let decided =
         decide_reported(&pcf, Service::Sm, &context, &stored.supi, Some(kept), usage).await;
     models::restore(&mut context, displaced);
-    let Decided { mut outcome, project, data, subscribed, .. } = decided?;
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } = decided?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&stored.supi, d);
     }
@@ -180,9 +185,14 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         if !pcf.store.touch_sm(&id, now).await? {
             return Err(not_found(&id));
         }
+        if let Some(p) = ldap {
+            pcf.ldap.keep(&stored.supi, &id, p);
+        }
         crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
         return Ok(json_response(StatusCode::OK, &delta)?);
     }
+    // Kept once the update is committed (the SUPI moves into the stored association).
+    let ldap = ldap.map(|p| (stored.supi.clone(), p));
     let updated = SmPolicy {
         id: id.clone(),
         supi: stored.supi,
@@ -205,6 +215,9 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         if crossed {
             crate::usage::redecide_subscriber(&pcf, &supi);
         }
+    }
+    if let Some((supi, p)) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     tracing::debug!(sm_policy = %id, policy_version = %project.version, "SM policy updated");
     crate::app_session::sm_updated(&pcf, &id, &change, &context).await;
@@ -275,6 +288,8 @@ pub(crate) async fn remove_reporting(
     }
     crate::app_session::sm_deleted(pcf, apps);
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
+    pcf.ldap.release(&deleted.supi, id);
+    let sy_ended = pcf.sy.after_delete(pcf, &deleted.supi).await;
     drop(held);
     let unbind = async {
         if let Some(uri) = &deleted.binding {
@@ -287,7 +302,7 @@ pub(crate) async fn remove_reporting(
         }
     };
     let unsubscribe_chf = pcf.chf.deleted(&deleted.supi, deleted.chf_subscription.as_deref());
-    tokio::join!(unbind, unsubscribe, unsubscribe_chf);
+    tokio::join!(unbind, unsubscribe, unsubscribe_chf, pcf.sy.terminate(sy_ended));
     Ok(true)
 }
 

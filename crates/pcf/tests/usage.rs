@@ -1,4 +1,4 @@
-//! Usage monitoring (TS 29.212 §4.5.17, TS 29.512 §4.2.2, §4.2.4: usage monitoring) over real sockets,
+//! Usage monitoring (TS 29.212 §4.5.17; TS 29.512 §4.2.2, §4.2.4) over real sockets,
 //! with the repository's High project (a monthly cap on key `monthly`: what is left granted,
 //! the AMBR throttled at the cap): the reference's 3.6.1 flow (Gx CCR-I, three CCR-Us
 //! reporting usage, the third crossing the cap, CCR-T) with an N7 session of the same

@@ -1,9 +1,10 @@
 //! Test support shared by the NF test suites: validating answers against the 3GPP OpenAPI
 //! files in `../shared/3gpp`, a notification sink that records what NFs POST to it, and small
-//! request/answer helpers.
+//! request/answer helpers, and Wireshark's dissector as a check of Diameter messages.
 //! A dev-dependency only; nothing in a shipped crate uses it.
 
 pub mod freediameter;
 pub mod http;
 pub mod sink;
 pub mod specs;
+pub mod tshark;

@@ -44,6 +44,11 @@ impl Identity {
             ],
         }
     }
+
+    /// Origin-Host and Origin-Realm, encoded once.
+    pub fn origin_avps(&self) -> &[Avp; 2] {
+        &self.origin
+    }
 }
 
 /// The constant parts of every Rx message of the run.

@@ -47,6 +47,9 @@ enum UeSource {
     /// SM associations preloaded at the PCF itself, UE `i` at `ue_ipv4_first + i`
     /// (`{ue_ipv4}`) with subscriber [`ue_msin`]`(i)`: the PCF answers for itself.
     Associations { ue_ipv4_first: Ipv4Addr, gpsi_prefix: String, supi_first: u64, supi_count: u64 },
+    /// The Gx sessions the PCEF simulators hold open at the PCRF (a voice mix): an AAR-I names
+    /// one's UE address and its subscriber's MSISDN.
+    GxSessions { gx: Arc<crate::gx::GxSims>, gpsi_prefix: String },
 }
 
 /// The MSIN of the subscriber holding UE `i` of a `{ue_ipv4}` preload (its SUPI's and GPSI's
@@ -71,15 +74,32 @@ impl BoundUes {
         BoundUes { source, count }
     }
 
-    /// UE `i`: its IPv4 address, MSISDN, and the `pcf_rx` simulator serving it (`None`: the
-    /// NF answers itself, as `[diameter] answer_host`).
-    fn ue(&self, i: u64) -> (Ipv4Addr, String, Option<usize>) {
+    /// The UEs of the Gx sessions open at the PCRF (`count` only sizes the Rx preload).
+    pub fn gx_sessions(g: &Generators, gx: Arc<crate::gx::GxSims>) -> BoundUes {
+        BoundUes {
+            source: UeSource::GxSessions { gx, gpsi_prefix: g.gpsi_prefix.clone() },
+            count: 0,
+        }
+    }
+
+    /// A UE drawn at random: its IPv4 address, MSISDN, and the `pcf_rx` simulator serving it
+    /// (`None`: the NF answers itself, as `[diameter] answer_host`). `None` when no Gx session
+    /// is open.
+    fn pick(&self, rng: &mut Rng) -> Option<(Ipv4Addr, String, Option<usize>)> {
         match &self.source {
-            UeSource::Bindings(f) => (f.ue_ipv4(i), f.msisdn(i), Some(f.pcf_index(i))),
+            UeSource::Bindings(f) => {
+                let i = rng.below(self.count.max(1));
+                Some((f.ue_ipv4(i), f.msisdn(i), Some(f.pcf_index(i))))
+            }
             UeSource::Associations { ue_ipv4_first, gpsi_prefix, supi_first, supi_count } => {
+                let i = rng.below(self.count.max(1));
                 let ip = Ipv4Addr::from(u32::from(*ue_ipv4_first).wrapping_add(i as u32));
                 let msin = supi_first + i % (*supi_count).max(1);
-                (ip, format!("{gpsi_prefix}{msin:010}"), None)
+                Some((ip, format!("{gpsi_prefix}{msin:010}"), None))
+            }
+            UeSource::GxSessions { gx, gpsi_prefix } => {
+                let (ip, msin) = gx.pick_ue(rng)?;
+                Some((ip, format!("{gpsi_prefix}{msin:010}"), None))
             }
         }
     }
@@ -91,13 +111,18 @@ pub struct RxSims {
     /// In the order the bindings name them: binding `i` names `pcfs[factory.pcf_index(i)]`.
     pub pcfs: Vec<RxPeer>,
     pub msgs: Arc<RxMessages>,
-    pub sessions: SessionPool,
+    pub sessions: Arc<SessionPool>,
     /// `[diameter] answer_host`: who answers a session no `pcf_rx` simulator serves.
     answer_host: Option<String>,
     next_af: AtomicUsize,
 }
 
 impl RxSims {
+    /// Whether the scenario has Rx simulators.
+    pub fn wanted(s: &Scenario) -> bool {
+        s.simulators.iter().any(|x| matches!(x.kind, SimKind::AfRx | SimKind::PcfRx))
+    }
+
     /// Starts every `af_rx` and `pcf_rx` simulator of `s`, connected to the NF's Diameter port
     /// at `addr`.
     pub async fn start(s: &Scenario, addr: SocketAddr) -> Result<RxSims> {
@@ -113,8 +138,9 @@ impl RxSims {
         order.extend(s.simulators.iter().filter(|x| x.kind == SimKind::AfRx));
         let mut afs = Vec::new();
         let mut pcfs = Vec::new();
+        let sessions = Arc::new(SessionPool::default());
         for sim in order {
-            let p = RxPeer::start(sim, d, addr, msgs.clone()).await?;
+            let p = RxPeer::start(sim, d, addr, msgs.clone(), sessions.clone()).await?;
             match sim.kind {
                 SimKind::PcfRx => pcfs.push(p),
                 _ => afs.push(p),
@@ -127,7 +153,7 @@ impl RxSims {
             afs,
             pcfs,
             msgs,
-            sessions: SessionPool::default(),
+            sessions,
             answer_host: d.answer_host.clone(),
             next_af: AtomicUsize::new(0),
         })
@@ -149,8 +175,7 @@ impl RxSims {
     pub fn prepare(&self, op: RxOp, ues: &BoundUes, rng: &mut Rng) -> Option<RxCall> {
         match op {
             RxOp::AarInitial => {
-                let i = rng.below(ues.count.max(1));
-                let (ue, msisdn, pcf) = ues.ue(i);
+                let (ue, msisdn, pcf) = ues.pick(rng)?;
                 let af = self.next_af.fetch_add(1, Ordering::Relaxed) % self.afs.len();
                 let node = &self.afs[af].node;
                 let sid = Bytes::from(node.new_session_id());
@@ -158,7 +183,10 @@ impl RxSims {
                 Some(RxCall { op, node: node.clone(), msg, session: RxSession { sid, af, pcf } })
             }
             RxOp::AarUpdate | RxOp::Str => {
-                let s = self.sessions.take()?;
+                let s = match op {
+                    RxOp::Str => self.sessions.take()?,
+                    _ => self.sessions.take_live()?,
+                };
                 let af = &self.afs[s.af];
                 let msg = if op == RxOp::Str {
                     self.msgs.str_request(&af.id, &s.sid)
@@ -168,7 +196,7 @@ impl RxSims {
                 Some(RxCall { op, node: af.node.clone(), msg, session: s })
             }
             RxOp::Rar => {
-                let s = self.sessions.take()?;
+                let s = self.sessions.take_live()?;
                 let Some(pcf) = s.pcf.and_then(|i| self.pcfs.get(i)) else {
                     self.sessions.give_back(s);
                     return None;
@@ -192,8 +220,9 @@ impl RxSims {
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..n {
             let permit = sem.clone().acquire_owned().await?;
-            let call =
-                self.prepare(RxOp::AarInitial, ues, rng).context("an AAR-I is always possible")?;
+            let call = self.prepare(RxOp::AarInitial, ues, rng).context(
+                "an AAR-I needs a UE to bind to (a preloaded one, or an open Gx session)",
+            )?;
             let (sims, expect) = (self.clone(), expect.to_vec());
             set.spawn(async move {
                 let _permit = permit;
@@ -244,7 +273,10 @@ impl RxCall {
             RxOp::AarInitial if ok => sims.sessions.opened(session),
             RxOp::AarInitial => {}
             RxOp::AarUpdate | RxOp::Rar if ok => sims.sessions.give_back(session),
-            RxOp::AarUpdate | RxOp::Rar | RxOp::Str => sims.sessions.ended(),
+            RxOp::AarUpdate | RxOp::Rar | RxOp::Str => {
+                sims.sessions.forget(&session.sid);
+                sims.sessions.ended();
+            }
         }
         (ok, outcome)
     }

@@ -55,6 +55,7 @@ impl RxPeer {
         nf: &Diameter,
         addr: SocketAddr,
         msgs: Arc<RxMessages>,
+        sessions: Arc<super::sessions::SessionPool>,
     ) -> Result<RxPeer> {
         let (host, realm, c) = crate::sim_node::config(sim, nf, addr, rx::APP_ID)?;
         let id = Identity::new(host, realm);
@@ -65,11 +66,18 @@ impl RxPeer {
         let node = DiameterNode::builder(c)
             .handler(rx::APP_ID, move |req: Message| {
                 let (cn, msgs, me) = (cn.clone(), msgs.clone(), answer_as.clone());
+                let sessions = sessions.clone();
                 async move {
                     let counter = match req.command_code() {
                         rx::CMD_AA => &cn.aar,
                         rx::CMD_SESSION_TERMINATION => &cn.str,
                         rx::CMD_RE_AUTH => &cn.rar,
+                        diameter::dictionary::base::CMD_ABORT_SESSION => {
+                            // The session is over at the PCF: no more updates; the STR ends it.
+                            sessions
+                                .aborted_by_pcf(req.session_id().unwrap_or_default().as_bytes());
+                            &cn.other
+                        }
                         _ => &cn.other,
                     };
                     counter.fetch_add(1, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 //! RAR borrow one and give it back, STR ends the oldest. A session is lent to one request at a
 //! time, so an update never races the STR of the same session.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -27,6 +27,8 @@ pub struct SessionPool {
     opened: AtomicU64,
     ended: AtomicU64,
     peak: AtomicU64,
+    /// Sessions the PCF aborted (ASR: their bound Gx session ended), until their STR.
+    aborted: Mutex<HashSet<Bytes>>,
 }
 
 impl SessionPool {
@@ -40,6 +42,40 @@ impl SessionPool {
     /// Lends the oldest idle session.
     pub fn take(&self) -> Option<RxSession> {
         self.idle.lock().unwrap().pop_front()
+    }
+
+    /// Lends the oldest idle session the PCF has not aborted, for a request that modifies it
+    /// (AAR-U, RAR). Aborted sessions it passes go to the front of the line, where the next
+    /// STR ends them, as an AF answers an ASR with STR (TS 29.214 §4.4.6.2).
+    pub fn take_live(&self) -> Option<RxSession> {
+        let aborted = self.aborted.lock().unwrap();
+        let mut idle = self.idle.lock().unwrap();
+        let mut passed = Vec::new();
+        let mut found = None;
+        // Bounded: a burst of aborts must not make one request scan the whole pool.
+        for _ in 0..16 {
+            let Some(s) = idle.pop_front() else { break };
+            if aborted.contains(&s.sid) {
+                passed.push(s);
+            } else {
+                found = Some(s);
+                break;
+            }
+        }
+        for s in passed.into_iter().rev() {
+            idle.push_front(s);
+        }
+        found
+    }
+
+    /// The PCF aborted session `sid` (an ASR to its AF).
+    pub fn aborted_by_pcf(&self, sid: &[u8]) {
+        self.aborted.lock().unwrap().insert(Bytes::copy_from_slice(sid));
+    }
+
+    /// Session `sid` is over for good (its STR was sent).
+    pub fn forget(&self, sid: &[u8]) {
+        self.aborted.lock().unwrap().remove(sid);
     }
 
     /// Gives a lent session back (it goes to the end of the line).
@@ -86,5 +122,21 @@ mod tests {
         assert_eq!(&p.take().unwrap().sid[..], &[2]);
         assert_eq!(&p.take().unwrap().sid[..], &[0]);
         assert!(p.take().is_none());
+    }
+
+    #[test]
+    fn aborted_sessions_are_not_modified_but_ended_first() {
+        let p = SessionPool::default();
+        for n in 0..3u8 {
+            p.opened(RxSession { sid: Bytes::from(vec![n]), af: 0, pcf: None });
+        }
+        p.aborted_by_pcf(&[0]);
+        p.aborted_by_pcf(&[1]);
+        assert_eq!(&p.take_live().unwrap().sid[..], &[2]);
+        assert!(p.take_live().is_none());
+        // The STRs take the aborted ones, oldest first.
+        assert_eq!(&p.take().unwrap().sid[..], &[0]);
+        p.forget(&[0]);
+        assert_eq!(&p.take().unwrap().sid[..], &[1]);
     }
 }

@@ -138,7 +138,8 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     );
     let context = Value::Object(context);
     let _held = pcf.hold(&supi).await;
-    let Decided { mut outcome, project, subscribe, data, subscribed, chf } =
+    let sy = pcf.sy.creating(pcf, &supi);
+    let Decided { mut outcome, project, subscribe, data, subscribed, chf, ldap } =
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = outcome.decision;
@@ -159,8 +160,12 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         binding: None,
     };
     pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await?;
+    sy.done();
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
+    }
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &super::policy_id(sid), p);
     }
     tracing::debug!(session = %sid, %supi, policy_version = %project.version, "Gx session created");
     let empty = Value::Object(Map::new());
@@ -202,7 +207,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         Some(p) => Some(p.view.clone()),
         None => pcf.usage.view(&supi),
     };
-    let Decided { mut outcome, project, data, subscribed, .. } =
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } =
         decide_reported(pcf, Service::Sm, &view, &supi, Some(kept), usage).await?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&supi, d);
@@ -248,6 +253,10 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
                 crate::usage::redecide_subscriber(pcf, &supi);
             }
         }
+    }
+    // Kept once the session is known to live on (after a restart the cache starts empty).
+    if let Some(p) = ldap {
+        pcf.ldap.keep(&supi, &id, p);
     }
     drop(_held);
     // What the PCEF reports of the rules (Charging-Rule-Report) and the resources, as an SMF's

@@ -14,8 +14,8 @@
 //! alone (it has no notificationUri: Gx has no audit query; a PCEF that lost a session ends it
 //! with a CCR-T or the next CCR-I of the same Session-Id replaces it).
 //!
-//! Rx is served on the same node (crate::rx). Not here yet (docs/pcf.md): Sy, Sd, usage
-//! monitoring, LDAP, PERs.
+//! Rx is served on the same node (crate::rx), Sy on a node of its own (crate::sy). Not here
+//! yet (docs/pcf.md): Sd, usage monitoring, LDAP, PERs.
 
 pub mod ccr;
 pub mod mapping;

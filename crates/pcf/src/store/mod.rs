@@ -101,6 +101,22 @@ pub struct ChfSubscription {
     pub statuses: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A subscriber's Sy session with an OCS (TS 29.219), kept while it has sessions that read
+/// their spending limit statuses over Sy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SySession {
+    pub supi: String,
+    /// The Sy Session-Id (the PCF's, made at the initial SLR).
+    pub session_id: String,
+    /// The OCS that answered the initial SLR: where the session's later requests go.
+    pub ocs_host: String,
+    pub ocs_realm: String,
+    /// The policy counters last asked for (SLR's Policy-Counter-Identifiers).
+    pub counters: Vec<String>,
+    /// Policy-Counter-Identifier → Policy-Counter-Status, as the OCS last said.
+    pub statuses: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A stored application session (Npcf_PolicyAuthorization, TS 29.514; Rx later): bound to one
 /// SM policy association, whose decision carries the PCC rules made for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,6 +339,16 @@ pub trait PcfStore: Send + Sync {
 
     /// The application sessions bound to an SM policy association.
     fn apps_of(&self, sm_policy_id: &str) -> StoreFuture<'_, Vec<AppSession>>;
+
+    /// Writes the subscriber's Sy session (replacing the one it had).
+    fn put_sy_session(&self, s: SySession) -> StoreFuture<'_, ()>;
+
+    /// Forgets the subscriber's Sy session `session_id`; false when it has none of that id.
+    fn drop_sy_session(&self, supi: &str, session_id: &str) -> StoreFuture<'_, bool>;
+
+    /// Every Sy session kept (read at start: a restart decides with the same statuses and
+    /// takes the OCS's notifications).
+    fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>>;
 
     /// Every subscriber's accumulated usage (read once at start: the usage monitoring keeps
     /// it in memory, `crate::usage`).

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::{
     merge_ssv, AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy,
-    Snapshot, SsvUpdates, StoreFuture, Subscriber, UeAddress, UeDelivery, UsageRow,
+    Snapshot, SsvUpdates, StoreFuture, Subscriber, SySession, UeAddress, UeDelivery, UsageRow,
 };
 
 #[derive(Default)]
@@ -573,6 +573,20 @@ impl PcfStore for Resident {
             .map(|ids| ids.iter().filter_map(|id| s.apps.get(id).cloned()).collect())
             .unwrap_or_default();
         ready(all)
+    }
+
+    // The Sy sessions and their statuses are held in memory by crate::sy, loaded once at
+    // start: these only write through.
+    fn put_sy_session(&self, s: SySession) -> StoreFuture<'_, ()> {
+        self.inner.put_sy_session(s)
+    }
+
+    fn drop_sy_session(&self, supi: &str, session_id: &str) -> StoreFuture<'_, bool> {
+        self.inner.drop_sy_session(supi, session_id)
+    }
+
+    fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>> {
+        self.inner.sy_sessions()
     }
 
     // The usage totals are held in memory by the usage monitoring (crate::usage), loaded once

@@ -6,10 +6,10 @@ use store::{Migration, SqliteStore};
 
 use super::{
     AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy, Snapshot,
-    SsvUpdates, StoreFuture, Subscriber, UeDelivery, UsageRow, UsageTotals,
+    SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery, UsageRow, UsageTotals,
 };
 
-pub const MIGRATIONS: [Migration; 11] = [
+pub const MIGRATIONS: [Migration; 12] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -118,10 +118,22 @@ pub const MIGRATIONS: [Migration; 11] = [
         DROP TABLE pcf_chf_subscription;
         ALTER TABLE pcf_chf_subscription_0010 RENAME TO pcf_chf_subscription",
     ),
+    // A subscriber's Sy session with its OCS (crate::sy); keyed by SUPI, one small row.
+    Migration::new(
+        "pcf-0011-sy-session",
+        "CREATE TABLE pcf_sy_session (
+            supi TEXT PRIMARY KEY NOT NULL,
+            session_id TEXT NOT NULL,
+            ocs_host TEXT NOT NULL,
+            ocs_realm TEXT NOT NULL,
+            counters BLOB NOT NULL,
+            statuses BLOB NOT NULL
+        ) WITHOUT ROWID",
+    ),
     // A subscriber's accumulated usage per monitoring key (crate::usage). Keyed by the pair
     // itself, WITHOUT ROWID as the other subscriber tables: one page per report's write.
     Migration::new(
-        "pcf-0011-usage",
+        "pcf-0012-usage",
         "CREATE TABLE pcf_usage (
             supi TEXT NOT NULL,
             monitoring_key TEXT NOT NULL,
@@ -824,6 +836,58 @@ impl PcfStore for SqlitePcfStore {
             let sql = format!("SELECT {APP_COLUMNS} FROM pcf_app_session WHERE sm_policy_id = ?1");
             let mut st = c.prepare(&sql)?;
             let rows = st.query_map([&sm], app_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
+    }
+
+    fn put_sy_session(&self, s: SySession) -> StoreFuture<'_, ()> {
+        Box::pin(self.db.write(move |tx| {
+            let counters = serde_json::to_vec(&s.counters).map_err(store::Error::backend)?;
+            let statuses = serde_json::to_vec(&s.statuses).map_err(store::Error::backend)?;
+            exec(
+                tx,
+                "INSERT INTO pcf_sy_session (supi, session_id, ocs_host, ocs_realm, counters, statuses)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (supi) DO UPDATE SET session_id = excluded.session_id,
+                    ocs_host = excluded.ocs_host, ocs_realm = excluded.ocs_realm,
+                    counters = excluded.counters, statuses = excluded.statuses",
+                params![s.supi, s.session_id, s.ocs_host, s.ocs_realm, counters, statuses],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn drop_sy_session(&self, supi: &str, session_id: &str) -> StoreFuture<'_, bool> {
+        let (supi, sid) = (supi.to_string(), session_id.to_string());
+        Box::pin(self.db.write(move |tx| {
+            Ok(exec(
+                tx,
+                "DELETE FROM pcf_sy_session WHERE supi = ?1 AND session_id = ?2",
+                params![supi, sid],
+            )? > 0)
+        }))
+    }
+
+    fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>> {
+        Box::pin(self.db.read(|c| {
+            let mut st = c.prepare(
+                "SELECT supi, session_id, ocs_host, ocs_realm, counters, statuses FROM pcf_sy_session",
+            )?;
+            let rows = st.query_map([], |r| {
+                let counters: Vec<u8> = r.get(4)?;
+                let statuses: Vec<u8> = r.get(5)?;
+                Ok(SySession {
+                    supi: r.get(0)?,
+                    session_id: r.get(1)?,
+                    ocs_host: r.get(2)?,
+                    ocs_realm: r.get(3)?,
+                    counters: serde_json::from_slice(&counters).unwrap_or_default(),
+                    statuses: match serde_json::from_slice::<Value>(&statuses) {
+                        Ok(Value::Object(m)) => m,
+                        _ => Map::new(),
+                    },
+                })
+            })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         }))
     }
