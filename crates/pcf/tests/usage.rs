@@ -407,6 +407,19 @@ async fn malformed_gx_usage_reports_get_5005_or_5009_with_failed_avp() {
     let a = pgw.send(ccr_u(sid, 5, vec![two])).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     assert_eq!(granted(&a, "monthly"), Some(8 * GB));
+    // Input and output octets without a total (as the kit's PCEF reports): their sum is used.
+    let in_out = gx::USAGE_MONITORING_INFORMATION.grouped(vec![
+        gx::MONITORING_KEY.bytes(b"monthly".to_vec()),
+        dcca::USED_SERVICE_UNIT.grouped(vec![
+            dcca::CC_INPUT_OCTETS.u64(GB / 2),
+            dcca::CC_OUTPUT_OCTETS.u64(3 * GB / 2),
+        ]),
+    ]);
+    let a = pgw.send(ccr_u(sid, 6, vec![in_out])).await;
+    assert_eq!(granted(&a, "monthly"), Some(6 * GB));
+    let view = pcf.pcf.usage.view(&format!("imsi-{imsi}")).unwrap();
+    assert_eq!(view["monthly"]["volUsageDownlink"], json!(3 * GB / 2));
+    assert_eq!(view["monthly"]["volUsage"], json!(4 * GB));
 
     drop(pgw);
     pcf.stop().await;
