@@ -66,6 +66,9 @@ pub struct PcfConfig {
     /// The Diameter side, the converged PCRF (`[pcf.diameter]`: Gx today).
     #[serde(default)]
     pub diameter: DiameterConfig,
+    /// Usage monitoring on Gx and N7 (`[pcf.usage]`, crate::usage).
+    #[serde(default)]
+    pub usage: UsageConfig,
     /// Spending limits from an OCS over Sy (`[pcf.sy]`, TS 29.219), for Gx sessions and,
     /// with `n7`, N7 ones.
     #[serde(default)]
@@ -74,6 +77,19 @@ pub struct PcfConfig {
     /// configured).
     #[serde(default)]
     pub ldap: crate::ldap::LdapConfig,
+}
+
+/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17; TS 29.512 §4.2.2, §4.2.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageConfig {
+    /// Add up the usage reports of a subscriber's sessions (Gx Used-Service-Unit per
+    /// Monitoring-Key, N7 accuUsageReports) and give the totals to the policy project as
+    /// `usage.<monitoringKey>`; a report re-decides. Off: reports are not read and `usage
+    /// exists` is false to the project. Default false (the reference's "Usage Monitoring"
+    /// toggle, off but in its 3.6.1).
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 /// `[pcf.sy]`: the PCF as the PCRF of TS 29.219, asking OCSs for the statuses of the policy
@@ -393,6 +409,7 @@ impl Default for PcfConfig {
             sal: Default::default(),
             sy: SyConfig::default(),
             ldap: crate::ldap::LdapConfig::default(),
+            usage: UsageConfig::default(),
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct Pcf {
     pub sy: crate::sy::Sy,
     /// Subscriber profiles from LDAP (`[pcf.ldap]`).
     pub ldap: Arc<crate::ldap::Ldap>,
+    /// The subscribers' accumulated usage (`[pcf.usage]`).
+    pub usage: crate::usage::Usage,
 }
 
 impl Pcf {
@@ -67,6 +69,7 @@ impl Pcf {
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
         let sy = crate::sy::Sy::new(config.sy.clone());
         let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
+        let usage = crate::usage::Usage::new(config.usage.enabled);
         Pcf {
             config,
             policy,
@@ -86,6 +89,7 @@ impl Pcf {
             per: Default::default(),
             sy,
             ldap,
+            usage,
         }
     }
 

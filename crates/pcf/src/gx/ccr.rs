@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 use super::mapping;
 use crate::context::Pcf;
 use crate::decide::{
-    decide, decide_create, decide_with, Decided, TARGET_NF_NOT_REACHABLE, USER_UNKNOWN,
+    decide, decide_create, decide_reported, Decided, TARGET_NF_NOT_REACHABLE, USER_UNKNOWN,
 };
 use crate::store::SmPolicy;
 
@@ -176,6 +176,10 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
 /// the reported Event-Triggers in the engine's view (`repPolicyCtrlReqTriggers`, not kept);
 /// the CCA carries only what changed.
 async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
+    let reports = match crate::usage::gx_reports(pcf, req) {
+        Ok(r) => r,
+        Err(e) => return Ok(crate::usage::gx_refusal(base_answer(req), e)),
+    };
     let id = super::policy_id(sid);
     let Some(supi) = pcf.store.supi_of_sm(&id).await? else {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
@@ -197,8 +201,14 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     }
     let mut view = context.clone();
     view["repPolicyCtrlReqTriggers"] = Value::Array(mapping::reported_triggers(req));
+    // Reported usage is added to the subscriber's totals, which this decision reads.
+    let pending = pcf.usage.pending(&supi, &stored.decision, reports);
+    let usage = match &pending {
+        Some(p) => Some(p.view.clone()),
+        None => pcf.usage.view(&supi),
+    };
     let Decided { mut outcome, project, data, subscribed, ldap, .. } =
-        decide_with(pcf, Service::Sm, &view, &supi, Some(kept)).await?;
+        decide_reported(pcf, Service::Sm, &view, &supi, Some(kept), usage).await?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&supi, d);
     }
@@ -207,13 +217,17 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     let mut new = outcome.decision;
     // Rules an application session (N5 today, Rx next) installed stay until it ends.
     crate::app_session::keep_af_rules(&old, &mut new);
-    let avps = mapping::decision_avps(&old, &new);
+    let mut avps = mapping::decision_avps(&old, &new);
+    if let Some(p) = &pending {
+        avps.extend(crate::usage::gx_rearm(&old, &new, &p.keys));
+    }
     let new_bytes = serde_json::to_vec(&new)?;
     let now = Utc::now().timestamp_millis();
     if !changed
         && new_bytes == stored.decision
         && ssv.is_empty()
         && project.version == stored.policy_version
+        && pending.is_none()
     {
         if !pcf.store.touch_sm(&id, now).await? {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
@@ -226,8 +240,18 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             updated_ms: now,
             ..stored
         };
-        if !pcf.store.update_sm(updated, ssv).await? {
+        let written = match &pending {
+            Some(p) => pcf.store.update_sm_with_usage(updated, ssv, p.rows.clone()).await?,
+            None => pcf.store.update_sm(updated, ssv).await?,
+        };
+        if !written {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
+        }
+        if let Some(p) = &pending {
+            pcf.usage.committed(p);
+            if crate::usage::crossed(&old, &new) {
+                crate::usage::redecide_subscriber(pcf, &supi);
+            }
         }
     }
     // Kept once the session is known to live on (after a restart the cache starts empty).
@@ -248,7 +272,13 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
 
 /// CCR-T (§4.5.7): the session and what it holds at other NFs removed, as an N7 delete.
 async fn terminate(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
-    if !crate::npcf_smpolicycontrol::remove(pcf, &super::policy_id(sid)).await? {
+    // The session's final usage (§4.5.17) is added with its removal.
+    let reports = match crate::usage::gx_reports(pcf, req) {
+        Ok(r) => r,
+        Err(e) => return Ok(crate::usage::gx_refusal(base_answer(req), e)),
+    };
+    let id = super::policy_id(sid);
+    if !crate::npcf_smpolicycontrol::remove_reporting(pcf, &id, reports).await? {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     }
     tracing::debug!(session = %sid, "Gx session terminated");
