@@ -49,6 +49,8 @@ pub struct Pcf {
     pub sy: crate::sy::Sy,
     /// Subscriber profiles from LDAP (`[pcf.ldap]`).
     pub ldap: Arc<crate::ldap::Ldap>,
+    /// Gx and Rx requests sent again, and those never answered (crate::resend).
+    pub resend: crate::resend::Stats,
 }
 
 impl Pcf {
@@ -86,6 +88,7 @@ impl Pcf {
             per: Default::default(),
             sy,
             ldap,
+            resend: Default::default(),
         }
     }
 

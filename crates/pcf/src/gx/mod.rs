@@ -17,8 +17,11 @@
 //! Rx is served on the same node (crate::rx), Sy on a node of its own (crate::sy). Not here
 //! yet (docs/pcf.md): Sd, usage monitoring, LDAP, PERs.
 
+pub mod audit;
+pub mod binding;
 pub mod ccr;
 pub mod mapping;
+pub mod release;
 
 use std::sync::Arc;
 use std::time::Duration;
