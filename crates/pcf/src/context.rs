@@ -51,6 +51,8 @@ pub struct Pcf {
     pub ldap: Arc<crate::ldap::Ldap>,
     /// The subscribers' accumulated usage (`[pcf.usage]`).
     pub usage: crate::usage::Usage,
+    /// Gx and Rx requests sent again, and those never answered (crate::resend).
+    pub resend: crate::resend::Stats,
 }
 
 impl Pcf {
@@ -90,6 +92,7 @@ impl Pcf {
             sy,
             ldap,
             usage,
+            resend: Default::default(),
         }
     }
 

@@ -58,6 +58,7 @@ pub mod nudr_policy_data;
 pub mod per;
 pub mod policy_admin;
 pub mod producers;
+pub mod resend;
 pub mod rx;
 pub mod store;
 pub mod sy;

@@ -379,6 +379,10 @@ pub async fn terminate_all(pcf: &Arc<Pcf>, supi: &str, cause: &str) {
             }
         }
     };
+    // A Gx session's PCEF is asked with an RAR instead (TS 29.212 §4.5.6).
+    let (gx, associations): (Vec<_>, Vec<_>) =
+        associations.into_iter().partition(|p| crate::gx::is_gx(&p.id));
+    crate::gx::release::release(pcf, gx, cause).await;
     for p in associations {
         let Ok(context) = serde_json::from_slice::<Value>(&p.context) else { continue };
         let Some(smf) = context.get("notificationUri").and_then(Value::as_str) else { continue };

@@ -143,12 +143,18 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = outcome.decision;
-    let udr_subscription = if subscribe {
-        let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
-        pcf.policy_data.subscribe(&supi, &callback).await
-    } else {
-        None
-    };
+    let (udr_subscription, binding) = tokio::join!(
+        async {
+            if subscribe {
+                let callback =
+                    format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
+                pcf.policy_data.subscribe(&supi, &callback).await
+            } else {
+                None
+            }
+        },
+        super::binding::register(pcf, &context)
+    );
     let keep = subscribed || udr_subscription.is_some();
     let stored = SmPolicy {
         id,
@@ -157,7 +163,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         decision: serde_json::to_vec(&decision)?,
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
-        binding: None,
+        binding,
     };
     pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await?;
     sy.done();
@@ -189,6 +195,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
+    let before = crate::nbsf_management::Bindings::addresses(&context);
     let mut changed = false;
     if let Some(c) = context.as_object_mut() {
         // The subscriber is the session's: a CCR-U naming another IMSI does not move it.
@@ -222,8 +229,10 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         avps.extend(crate::usage::gx_rearm(&old, &new, &p.keys));
     }
     let new_bytes = serde_json::to_vec(&new)?;
+    let binding = super::binding::rebind(pcf, before, &context, stored.binding.clone()).await;
     let now = Utc::now().timestamp_millis();
     if !changed
+        && binding == stored.binding
         && new_bytes == stored.decision
         && ssv.is_empty()
         && project.version == stored.policy_version
@@ -238,6 +247,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             decision: new_bytes,
             policy_version: project.version.clone(),
             updated_ms: now,
+            binding,
             ..stored
         };
         let written = match &pending {
@@ -323,6 +333,16 @@ pub(crate) fn rar(
     if avps.is_empty() {
         return None;
     }
+    Some(bare_rar(node, policy_id, context)?.with_avps(avps))
+}
+
+/// An RAR (AUTHORIZE_ONLY) to the PCEF of Gx session `policy_id` (its context `context`)
+/// with nothing in it yet; None when the PCEF is not known.
+pub(crate) fn bare_rar(
+    node: &diameter::DiameterNode,
+    policy_id: &str,
+    context: &Value,
+) -> Option<Message> {
     let host = context["gx"]["originHost"].as_str().filter(|s| !s.is_empty())?;
     let realm = context["gx"]["originRealm"].as_str().filter(|s| !s.is_empty())?;
     let sid = policy_id.strip_prefix(super::SESSION_PREFIX)?;
@@ -332,8 +352,7 @@ pub(crate) fn rar(
             .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
             .origin(node.origin_host(), node.origin_realm())
             .destination(realm, Some(host))
-            .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
-            .with_avps(avps),
+            .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY)),
     )
 }
 
@@ -344,7 +363,7 @@ pub(crate) async fn send_rars(pcf: &Pcf, rars: Vec<Message>) {
     let Some(node) = pcf.gx.get() else { return };
     for rar in rars {
         let sid = rar.session_id().unwrap_or_default().to_owned();
-        match node.request(rar).await {
+        match crate::resend::request(pcf, node, crate::resend::Command::GxRar, rar).await {
             Ok(raa) if raa.is_success() => tracing::debug!(session = %sid, "Gx RAR answered"),
             Ok(raa) => {
                 tracing::warn!(session = %sid, result = ?raa.any_result_code(), "Gx RAR refused")
