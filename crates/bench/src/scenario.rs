@@ -1692,11 +1692,13 @@ mod tests {
         assert_eq!(tps(&usage, GxOp::CcrUpdate), 3.0 * tps(&usage, GxOp::CcrInitial));
         for p in usage.procedures.iter().filter(|p| p.gx == Some(GxOp::CcrUpdate)) {
             let u = p.usage_report.as_ref().unwrap();
-            assert_eq!(u.monitoring_key, "mk-data", "{}", p.name);
+            assert_eq!(u.monitoring_key, "monthly", "the High project's key: {}", p.name);
             assert!(u.input_octets + u.output_octets > 0);
         }
         assert_eq!(usage.reference.as_ref().unwrap().mean_latency_ms.len(), 5);
         assert_eq!(usage.nf_config["pcf"]["udr"]["api_root"].as_str(), Some("{nf:udr}"));
+        assert_eq!(usage.nf_config["pcf"]["usage"]["enabled"].as_bool(), Some(true));
+        assert_eq!(usage.nf_config["pcf"]["policy"].as_str(), Some("policies/high"));
         for s in [&data, &voice, &usage] {
             let r = s.reference.as_ref().unwrap();
             assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1, "{}", s.name);

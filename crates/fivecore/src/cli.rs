@@ -229,6 +229,10 @@ pub enum PolicyCommand {
         /// Subscriber state variables, a JSON or TOML object.
         #[arg(long, value_name = "FILE")]
         ssv: Option<PathBuf>,
+        /// Accumulated usage per monitoring key (`{"monthly": {"volUsage": 1000}}`), a JSON or
+        /// TOML object; without it the evaluation monitors no usage (`usage exists` is false).
+        #[arg(long, value_name = "FILE")]
+        usage: Option<PathBuf>,
         /// SM, AM, UE, PA, GX or SY.
         #[arg(long, default_value = "SM")]
         service: String,

@@ -113,7 +113,7 @@ fn run_to(cmd: &PolicyCommand, out: &mut impl Write) -> Result<ExitCode, String>
                 ExitCode::from(1)
             })
         }
-        PolicyCommand::Eval { dir, request, subscriber, ssv, service, node, now } => {
+        PolicyCommand::Eval { dir, request, subscriber, ssv, usage, service, node, now } => {
             let p = match load(dir, out) {
                 Ok(p) => p,
                 Err(c) => return Ok(c),
@@ -128,6 +128,12 @@ fn run_to(cmd: &PolicyCommand, out: &mut impl Write) -> Result<ExitCode, String>
                 Some(Value::Object(m)) => m,
                 Some(_) => return Err("--ssv: an object of state variables".into()),
             };
+            let usage: Option<Map<String, Value>> =
+                match usage.as_deref().map(read_data).transpose()? {
+                    None => None,
+                    Some(Value::Object(m)) => Some(m),
+                    Some(_) => return Err("--usage: an object of monitoring keys".into()),
+                };
             let now = match now {
                 None => Utc::now(),
                 Some(t) => policy::testcase::parse_time(t).map_err(|e| format!("--now {e}"))?,
@@ -139,6 +145,7 @@ fn run_to(cmd: &PolicyCommand, out: &mut impl Write) -> Result<ExitCode, String>
                 node,
                 now,
                 spending: Input::empty(),
+                usage: usage.as_ref(),
             };
             let mut trace = Vec::new();
             let o = p.evaluate_traced(service, input, &mut trace);

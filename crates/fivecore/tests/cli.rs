@@ -630,3 +630,106 @@ fn pcf_keeps_every_acknowledged_association_through_kill_9() {
     sigterm(&child);
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// A PCF killed with SIGKILL while SMFs report usage (N7 updates with accuUsageReports) keeps
+/// every report it acknowledged: each 200 is answered only after the new totals' commit, with
+/// the decision they made (docs/pcf.md, "Usage monitoring"). After the restart, each
+/// subscriber's next session is granted the High project's cap less exactly what was
+/// acknowledged (plus, at most, the one report in flight at the kill).
+#[test]
+fn pcf_keeps_every_acknowledged_usage_report_through_kill_9() {
+    const REPORT: u64 = 1_000_000;
+    const CAP: u64 = 10_000_000_000;
+    let dir = tempfile_dir();
+    let data = format!("{dir}/pcf-usage-data");
+    let config = format!("{dir}/pcf-usage.toml");
+    let high = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/high");
+    std::fs::write(&config, format!("[pcf]\npolicy = \"{high}\"\n[pcf.usage]\nenabled = true\n"))
+        .unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_fivecore"))
+            .args(["pcf", "--config", &config, "--listen", &listen, "--data-dir", &data])
+            .args(["--log-format", "json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = spawn();
+    wait_ready(&mut child, port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let url = format!("http://{listen}/npcf-smpolicycontrol/v1/sm-policies");
+    let (c, u) = (client.clone(), url.clone());
+    let create = move |supi: String| {
+        let (client, url) = (c.clone(), u.clone());
+        async move {
+            let body = format!(
+                r#"{{"supi":"{supi}","pduSessionId":1,"pduSessionType":"IPV4","dnn":"internet","sliceInfo":{{"sst":1}},"notificationUri":"http://127.0.0.1:9/smf","servingNetwork":{{"mcc":"001","mnc":"02"}}}}"#
+            );
+            let r = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            let v: serde_json::Value = serde_json::from_slice(r.body()).unwrap();
+            let left = v["umDecs"]["monthly"]["volumeThreshold"].as_u64().expect("monitored");
+            (r.header("location").unwrap().to_string(), left)
+        }
+    };
+    let supis: Vec<String> = (0..4).map(|i| format!("imsi-00102000000{i:04}")).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let smfs: Vec<_> = supis
+        .iter()
+        .map(|supi| {
+            let (client, stop, create) = (client.clone(), stop.clone(), create.clone());
+            let supi = supi.clone();
+            rt.spawn(async move {
+                let (loc, left) = create(supi).await;
+                assert_eq!(left, CAP);
+                let body = format!(
+                    r#"{{"repPolicyCtrlReqTriggers":["US_RE"],"accuUsageReports":[{{"refUmIds":"monthly","volUsage":{REPORT}}}]}}"#
+                );
+                let mut acked = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let sent = client
+                        .post(&format!("{loc}/update"))
+                        .header("content-type", "application/json")
+                        .body(body.clone())
+                        .send()
+                        .await;
+                    match sent {
+                        Ok(r) if r.status() == 200 => acked += 1,
+                        // Killed under the request: not acknowledged.
+                        _ => break,
+                    }
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acked: Vec<u64> = smfs.into_iter().map(|s| rt.block_on(s).unwrap()).collect();
+    assert!(acked.iter().all(|n| *n >= 1), "reports acknowledged before the kill: {acked:?}");
+
+    let mut child = spawn();
+    wait_ready(&mut child, port);
+    for (supi, n) in supis.iter().zip(&acked) {
+        let (_, left) = rt.block_on(create(supi.clone()));
+        let used = CAP - left;
+        assert!(
+            used == n * REPORT || used == (n + 1) * REPORT,
+            "{supi}: {n} reports acknowledged, {used} octets kept"
+        );
+    }
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

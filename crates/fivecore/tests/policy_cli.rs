@@ -37,7 +37,7 @@ fn check_says_ok_with_the_sizes_or_names_file_and_line() {
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(
         stdout(&o)
-            .contains("high 2.3.0: ok (SM AM UE; 20 rules, 1 tables of 10000 rows, 3 match lists"),
+            .contains("high 2.4.0: ok (SM AM UE; 23 rules, 1 tables of 10000 rows, 3 match lists"),
         "{}",
         stdout(&o)
     );

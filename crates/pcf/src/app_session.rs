@@ -122,6 +122,7 @@ pub async fn decide(
         node,
         now: Utc::now(),
         spending: Input::empty(),
+        usage: None,
     };
     let (outcome, project) = pcf.policy.evaluate(Service::Pa, input);
     pcf.per.decision(crate::per::Event {

@@ -10,6 +10,8 @@
 //! association is removed as a delete removes it (its BSF binding and, with the subscriber's
 //! last, its UDR subscription go too). Anything else (no answer, 5xx) changes nothing: an
 //! unreachable SMF does not lose its sessions; the next pass asks again.
+//! A Gx session (converged PCRF) is asked with an RAR instead, in the same pass and rate
+//! (crate::gx::audit): success is Known, 5002 DIAMETER_UNKNOWN_SESSION_ID is Gone.
 //! Counted in `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,14 +87,34 @@ fn notification_uri(context: &[u8]) -> Option<String> {
     Some(v.get("notificationUri")?.as_str()?.trim_end_matches('/').to_string())
 }
 
+/// What the peer of a stale SM association said of it.
+pub(crate) enum Found {
+    Known,
+    Gone,
+    NoAnswer(String),
+}
+
 async fn check_sm(pcf: &Arc<Pcf>, p: SmPolicy) {
+    if crate::gx::is_gx(&p.id) {
+        return crate::gx::audit::check(pcf, p).await;
+    }
     let Some(smf) = notification_uri(&p.context) else { return };
     let body = json!({
         "resourceUri": npcf_smpolicycontrol::resource_uri(pcf, &p.id),
         "smPolicyDecision": {}
     });
-    match pcf.notifier.probe(&format!("{smf}/update"), &body).await {
-        Probe::Known => {
+    let found = match pcf.notifier.probe(&format!("{smf}/update"), &body).await {
+        Probe::Known => Found::Known,
+        Probe::Gone => Found::Gone,
+        Probe::NoAnswer(why) => Found::NoAnswer(why.to_string()),
+    };
+    found_sm(pcf, p, found, "SMF").await
+}
+
+/// Acts on what `peer` (the SMF, or a Gx session's PCEF) said of stale association `p`.
+pub(crate) async fn found_sm(pcf: &Arc<Pcf>, p: SmPolicy, found: Found, peer: &str) {
+    match found {
+        Found::Known => {
             pcf.audit.known.fetch_add(1, Ordering::Relaxed);
             let _held = pcf.hold(&p.supi).await;
             // Renewed only if nothing wrote it since it was read: a write renews it anyway.
@@ -105,18 +127,18 @@ async fn check_sm(pcf: &Arc<Pcf>, p: SmPolicy) {
                 }
             }
         }
-        Probe::Gone => match npcf_smpolicycontrol::remove(pcf, &p.id).await {
+        Found::Gone => match npcf_smpolicycontrol::remove(pcf, &p.id).await {
             Ok(gone) => {
                 if gone {
                     pcf.audit.removed.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(sm_policy = %p.id, supi = %p.supi, "session audit: the SMF no longer knows the session: removed");
+                    tracing::info!(sm_policy = %p.id, supi = %p.supi, %peer, "session audit: the peer no longer knows the session: removed");
                 }
             }
             Err(e) => tracing::warn!(sm_policy = %p.id, error = %e, "session audit: not removed"),
         },
-        Probe::NoAnswer(why) => {
+        Found::NoAnswer(why) => {
             pcf.audit.no_answer.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(sm_policy = %p.id, %why, "session audit: the SMF did not say");
+            tracing::debug!(sm_policy = %p.id, %why, %peer, "session audit: the peer did not say");
         }
     }
 }

@@ -66,6 +66,9 @@ pub struct PcfConfig {
     /// The Diameter side, the converged PCRF (`[pcf.diameter]`: Gx today).
     #[serde(default)]
     pub diameter: DiameterConfig,
+    /// Usage monitoring on Gx and N7 (`[pcf.usage]`, crate::usage).
+    #[serde(default)]
+    pub usage: UsageConfig,
     /// Spending limits from an OCS over Sy (`[pcf.sy]`, TS 29.219), for Gx sessions and,
     /// with `n7`, N7 ones.
     #[serde(default)]
@@ -127,6 +130,19 @@ impl Default for SdConfig {
             watchdog_secs: default_diameter_watchdog_secs(),
         }
     }
+}
+
+/// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17; TS 29.512 §4.2.2, §4.2.4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageConfig {
+    /// Add up the usage reports of a subscriber's sessions (Gx Used-Service-Unit per
+    /// Monitoring-Key, N7 accuUsageReports) and give the totals to the policy project as
+    /// `usage.<monitoringKey>`; a report re-decides. Off: reports are not read and `usage
+    /// exists` is false to the project. Default false (the reference's "Usage Monitoring"
+    /// toggle, off but in its 3.6.1).
+    #[serde(default)]
+    pub enabled: bool,
 }
 
 /// `[pcf.sy]`: the PCF as the PCRF of TS 29.219, asking OCSs for the statuses of the policy
@@ -214,6 +230,20 @@ pub struct DiameterConfig {
     /// The node's size and connection limits (`[pcf.diameter.limits]`, as the BSF's Rx).
     #[serde(default)]
     pub limits: nf::DiameterLimits,
+    /// How many times an unanswered RAR (Gx, Rx) or ASR (Rx) is sent again. Default 2.
+    #[serde(default = "default_diameter_retries")]
+    pub retries: u32,
+    /// The wait before the first resend, ms, doubled before each next. Default 200.
+    #[serde(default = "default_diameter_retry_backoff_ms")]
+    pub retry_backoff_ms: u64,
+}
+
+fn default_diameter_retries() -> u32 {
+    2
+}
+
+fn default_diameter_retry_backoff_ms() -> u64 {
+    200
 }
 
 fn default_diameter_listen() -> std::net::SocketAddr {
@@ -248,6 +278,8 @@ impl Default for DiameterConfig {
             request_timeout_ms: default_diameter_request_timeout_ms(),
             watchdog_secs: default_diameter_watchdog_secs(),
             limits: nf::DiameterLimits::default(),
+            retries: default_diameter_retries(),
+            retry_backoff_ms: default_diameter_retry_backoff_ms(),
         }
     }
 }
@@ -355,11 +387,35 @@ pub struct BsfConfig {
     /// How long a register or deregister may take, ms. Default 1000.
     #[serde(default = "default_udr_timeout_ms")]
     pub timeout_ms: u64,
+    /// The S-NSSAI a Gx session's binding names: a CCR carries none (TS 29.212 has no S-NSSAI
+    /// AVP) and a PcfBinding requires one (TS 29.521). Default `{ sst = 1 }`.
+    #[serde(default)]
+    pub gx_snssai: GxSnssai,
+}
+
+/// `[pcf.bsf] gx_snssai`: an S-NSSAI (TS 29.571 Snssai).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GxSnssai {
+    pub sst: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sd: Option<String>,
+}
+
+impl Default for GxSnssai {
+    fn default() -> Self {
+        GxSnssai { sst: 1, sd: None }
+    }
 }
 
 impl Default for BsfConfig {
     fn default() -> Self {
-        BsfConfig { enabled: false, api_root: None, timeout_ms: default_udr_timeout_ms() }
+        BsfConfig {
+            enabled: false,
+            api_root: None,
+            timeout_ms: default_udr_timeout_ms(),
+            gx_snssai: GxSnssai::default(),
+        }
     }
 }
 
@@ -446,6 +502,7 @@ impl Default for PcfConfig {
             sal: Default::default(),
             sy: SyConfig::default(),
             ldap: crate::ldap::LdapConfig::default(),
+            usage: UsageConfig::default(),
             sd: SdConfig::default(),
         }
     }
@@ -470,6 +527,11 @@ impl PcfConfig {
                 return Err(format!(
                     "[pcf.bsf] api_root {root:?} must start with http:// or https://"
                 ));
+            }
+        }
+        if let Some(sd) = &self.bsf.gx_snssai.sd {
+            if sd.len() != 6 || !sd.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("[pcf.bsf] gx_snssai.sd {sd:?} must be 6 hex digits"));
             }
         }
         self.per.validate()?;

@@ -49,6 +49,10 @@ pub struct Pcf {
     pub sy: crate::sy::Sy,
     /// Subscriber profiles from LDAP (`[pcf.ldap]`).
     pub ldap: Arc<crate::ldap::Ldap>,
+    /// The subscribers' accumulated usage (`[pcf.usage]`).
+    pub usage: crate::usage::Usage,
+    /// Gx and Rx requests sent again, and those never answered (crate::resend).
+    pub resend: crate::resend::Stats,
     /// TDF sessions of Gx sessions (`[pcf.sd]`).
     pub sd: Arc<crate::sd::Sd>,
 }
@@ -69,6 +73,7 @@ impl Pcf {
         let ue_policy = UePolicy::new(Amf::new(config.amf.clone(), notifier.client().clone()));
         let sy = crate::sy::Sy::new(config.sy.clone());
         let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
+        let usage = crate::usage::Usage::new(config.usage.enabled);
         let sd = Arc::new(crate::sd::Sd::new(config.sd.clone()));
         Pcf {
             config,
@@ -89,6 +94,8 @@ impl Pcf {
             per: Default::default(),
             sy,
             ldap,
+            usage,
+            resend: Default::default(),
             sd,
         }
     }

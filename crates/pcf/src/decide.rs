@@ -57,12 +57,26 @@ pub(crate) async fn decide_with(
     supi: &str,
     kept: Option<Subscriber>,
 ) -> Result<Decided, NfError> {
+    let usage = pcf.usage.view(supi);
+    decide_reported(pcf, service, request, supi, kept, usage).await
+}
+
+/// As [`decide_with`], reading `usage` as the subscriber's accumulated usage (a report's new
+/// totals, not committed yet).
+pub(crate) async fn decide_reported(
+    pcf: &Pcf,
+    service: Service,
+    request: &Value,
+    supi: &str,
+    kept: Option<Subscriber>,
+    usage: Option<Map<String, Value>>,
+) -> Result<Decided, NfError> {
     let spending = match pcf.sy.serves(request) {
         true => pcf.sy.spending(supi),
         false => pcf.chf.spending(supi),
     };
     let spending = SpendingRead { spending, new: false };
-    decide_inner(pcf, service, request, supi, kept, async { spending }).await
+    decide_inner(pcf, service, request, supi, kept, async { spending }, usage).await
 }
 
 /// As [`decide`], for a new SM association: its subscriber's spending limit statuses, from a
@@ -81,7 +95,8 @@ pub(crate) async fn decide_create(
             false => pcf.chf.for_create(pcf, supi, request, counters).await,
         }
     };
-    decide_inner(pcf, Service::Sm, request, supi, None, spending).await
+    let usage = pcf.usage.view(supi);
+    decide_inner(pcf, Service::Sm, request, supi, None, spending, usage).await
 }
 
 async fn decide_inner(
@@ -91,6 +106,7 @@ async fn decide_inner(
     supi: &str,
     kept: Option<Subscriber>,
     spending: impl std::future::Future<Output = SpendingRead>,
+    usage: Option<Map<String, Value>>,
 ) -> Result<Decided, NfError> {
     let data = async {
         match service {
@@ -241,6 +257,7 @@ async fn decide_inner(
         node: node(request),
         now: Utc::now(),
         spending: statuses,
+        usage: usage.as_ref(),
     };
     let (mut outcome, project) = pcf.policy.evaluate(service, input);
     pcf.per.decision(Event {

@@ -23,6 +23,7 @@
 //!   one subscriber's requests; [`models`] checks the TS 29.512 / 29.507 bodies and makes an
 //!   update's decision delta;
 //! - [`gx`] is the Diameter side, Gx as a converged PCRF (`[pcf.diameter]`), decided as N7;
+//!   [`usage`] is usage monitoring on Gx and N7 (reports added up per subscriber and key);
 //!   [`rx`] is Rx on the same node, the AF's sessions as [`app_session`]s; [`sy`] asks OCSs
 //!   for spending limit statuses over Sy (`[pcf.sy]`), on its own node connected to them;
 //!   [`ldap`] reads
@@ -57,12 +58,14 @@ pub mod nudr_policy_data;
 pub mod per;
 pub mod policy_admin;
 pub mod producers;
+pub mod resend;
 pub mod rx;
 pub mod sd;
 pub mod store;
 pub mod sy;
 pub mod ue_policy_delivery;
 pub mod ursp;
+pub mod usage;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -355,8 +358,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         .with_per(per),
     );
     tracing::info!(chf_subscriptions = pcf.chf.subscribers(), "CHF subscriptions loaded");
+    pcf.usage.load(store::PcfStore::usage_all(&*pcf.store).await?);
     pcf.sy.load(store::PcfStore::sy_sessions(&*pcf.store).await?);
-    skeleton.observability().with_registry(|r| metrics::register(pcf.clone(), r));
+    skeleton.observability().with_registry(|r| {
+        metrics::register(pcf.clone(), r);
+        usage::register_metrics(pcf.clone(), r);
+    });
     skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     let addr = serving.local_addr();

@@ -14,7 +14,11 @@
 //! - `pcf_sm_update_notify_total{result="ok"|"failed"}`: UpdateNotify sent to SMFs;
 //! - `pcf_am_update_notify_total{result="ok"|"failed"}`: UpdateNotify and terminate sent to AMFs;
 //! - `pcf_bsf_bindings_total{operation="register"|"deregister", result="ok"|"failed"}`;
-//! - `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`: the session audit;
+//! - `pcf_audit_checks_total{result="known"|"removed"|"no_answer"}`: the session audit (N7,
+//!   N15, and Gx sessions asked with an RAR);
+//! - `pcf_diameter_resent_total{command="Gx-RAR"|"Rx-RAR"|"Rx-ASR"}`,
+//!   `pcf_diameter_unanswered_total{command}`: PCRF-initiated requests sent again, and those
+//!   never answered (crate::resend);
 //! - `pcf_app_sessions_total{operation="create"|"update"|"delete"|"terminate"}`: application
 //!   sessions (N5) created, modified, deleted by the AF, ended with their SM association;
 //! - `pcf_af_notifications_total{kind="notify"|"terminate", result="ok"|"failed"}`: events
@@ -190,6 +194,30 @@ impl Collector for PolicyCollector {
         {
             let c = ConstCounter::new(n.load(Ordering::Relaxed));
             c.encode(e.encode_family(&[("result", result)])?)?;
+        }
+
+        for (name, help, counts) in [
+            (
+                "pcf_diameter_resent",
+                "PCRF-initiated Diameter requests sent again after no answer, by command",
+                &pcf.resend.resent,
+            ),
+            (
+                "pcf_diameter_unanswered",
+                "PCRF-initiated Diameter requests left unanswered after their last send, by command",
+                &pcf.resend.unanswered,
+            ),
+        ] {
+            let mut e = encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                prometheus_client::metrics::MetricType::Counter,
+            )?;
+            for cmd in crate::resend::Command::ALL {
+                let c = ConstCounter::new(counts[cmd as usize].load(Ordering::Relaxed));
+                c.encode(e.encode_family(&[("command", cmd.label())])?)?;
+            }
         }
 
         let a = &pcf.apps;

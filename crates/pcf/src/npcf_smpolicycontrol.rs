@@ -17,7 +17,7 @@ use sbi::{empty_response, json_response, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Map, Value};
 
 use crate::context::Pcf;
-use crate::decide::{decide, decide_create, decide_with, Decided};
+use crate::decide::{decide, decide_create, decide_reported, Decided};
 use crate::models;
 use crate::store::{new_policy_id, SmPolicy};
 
@@ -116,6 +116,7 @@ pub async fn get(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     let change: Value = req.json()?;
     models::check_update(&change)?;
+    let reports = crate::usage::n7_reports(&pcf, &change)?;
     let id = req.param("smPolicyId").to_string();
     // The subscriber is known only from the association: read it, hold the subscriber, and
     // read again (a request that held it first may have changed or deleted the association).
@@ -130,7 +131,14 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     // The engine reads the context with every attribute of the update over it (the reported
     // triggers, usage reports, ...); the stored context keeps what is the session's.
     let displaced = models::overlay(&mut context, &change);
-    let decided = decide_with(&pcf, Service::Sm, &context, &stored.supi, Some(kept)).await;
+    // Reported usage is added to the subscriber's totals, which this decision reads.
+    let pending = pcf.usage.pending(&stored.supi, &stored.decision, reports);
+    let usage = match &pending {
+        Some(p) => Some(p.view.clone()),
+        None => pcf.usage.view(&stored.supi),
+    };
+    let decided =
+        decide_reported(&pcf, Service::Sm, &context, &stored.supi, Some(kept), usage).await;
     models::restore(&mut context, displaced);
     let Decided { mut outcome, project, data, subscribed, ldap, .. } = decided?;
     if let (Some(d), true) = (data, subscribed) {
@@ -147,11 +155,22 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
     }
     let new_bytes = serde_json::to_vec(&new)?;
     let decision_changed = new_bytes != stored.decision;
-    let delta = match old {
+    let mut crossed = false;
+    let mut delta = match old {
         _ if !decision_changed => Value::Object(Map::new()),
-        Some(o) => models::delta(&o, &new),
-        None => models::delta(&serde_json::from_slice(&stored.decision)?, &new),
+        Some(o) => {
+            crossed = crate::usage::crossed(&o, &new);
+            models::delta(&o, &new)
+        }
+        None => {
+            let o = serde_json::from_slice(&stored.decision)?;
+            crossed = crate::usage::crossed(&o, &new);
+            models::delta(&o, &new)
+        }
     };
+    if let Some(p) = &pending {
+        crate::usage::rearm_n7(&mut delta, &new, &p.keys);
+    }
     let binding = pcf.bindings.rebind(before, &context, stored.binding.clone()).await;
     let now = Utc::now().timestamp_millis();
     if !context_changed
@@ -159,6 +178,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         && ssv_updates.is_empty()
         && binding == stored.binding
         && project.version == stored.policy_version
+        && pending.is_none()
     {
         // Nothing the store holds changed (a trigger reported with no new attribute): nothing
         // to commit; only the time of this update is kept.
@@ -182,8 +202,19 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
         updated_ms: now,
         binding,
     };
-    if !pcf.store.update_sm(updated, ssv_updates).await? {
+    let supi = updated.supi.clone();
+    let written = match &pending {
+        Some(p) => pcf.store.update_sm_with_usage(updated, ssv_updates, p.rows.clone()).await?,
+        None => pcf.store.update_sm(updated, ssv_updates).await?,
+    };
+    if !written {
         return Err(not_found(&id));
+    }
+    if let Some(p) = &pending {
+        pcf.usage.committed(p);
+        if crossed {
+            crate::usage::redecide_subscriber(&pcf, &supi);
+        }
     }
     if let Some((supi, p)) = ldap {
         pcf.ldap.keep(&supi, &id, p);
@@ -198,6 +229,7 @@ pub async fn update(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// create or update: the subscriber's last delete ends its UDR subscription, which a create
 /// deciding at the same time must not count on.
 pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
+    let mut reports = Vec::new();
     if !req.body.is_empty() {
         let body: Value = req.json()?;
         if !body.is_object() {
@@ -207,9 +239,10 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
             )
             .into());
         }
+        reports = crate::usage::n7_reports(&pcf, &body)?;
     }
     let id = req.param("smPolicyId");
-    if !remove(&pcf, id).await? {
+    if !remove_reporting(&pcf, id, reports).await? {
         return Err(not_found(id));
     }
     tracing::debug!(sm_policy = %id, "SM policy deleted");
@@ -221,12 +254,43 @@ pub async fn delete(pcf: Arc<Pcf>, req: SbiRequest) -> Answer {
 /// when there was none. The delete's work, and the session audit's for a session its SMF no
 /// longer knows.
 pub(crate) async fn remove(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
+    remove_reporting(pcf, id, Vec::new()).await
+}
+
+/// [`remove`] with the session's final usage reports (N7 delete, Gx CCR-T), committed with
+/// the delete; the subscriber's other sessions are then decided again on the new totals.
+pub(crate) async fn remove_reporting(
+    pcf: &Arc<Pcf>,
+    id: &str,
+    reports: Vec<crate::usage::Report>,
+) -> Result<bool, NfError> {
     let Some(supi) = pcf.store.supi_of_sm(id).await? else { return Ok(false) };
     let held = pcf.hold(&supi).await;
     // Read before: the delete takes them in its commit.
     let apps = crate::app_session::bound(pcf, id).await;
-    let Some(deleted) = pcf.store.delete_sm(id).await? else { return Ok(false) };
+    let tdf = crate::sd::before_delete(pcf, id).await?;
+    let pending = match reports.is_empty() {
+        true => None,
+        false => match pcf.store.get_sm(id).await? {
+            Some(p) => pcf.usage.pending(&supi, &p.decision, reports),
+            None => None,
+        },
+    };
+    let deleted = match &pending {
+        Some(p) => pcf.store.delete_sm_with_usage(id, p.rows.clone()).await?,
+        None => pcf.store.delete_sm(id).await?,
+    };
+    let Some(deleted) = deleted else { return Ok(false) };
+    if let Some(p) = &pending {
+        pcf.usage.committed(p);
+        if !pcf.store.sm_of(&supi).await?.is_empty() {
+            crate::usage::redecide_subscriber(pcf, &supi);
+        }
+    }
     crate::app_session::sm_deleted(pcf, apps);
+    if let Some(c) = &tdf {
+        pcf.sd.release(c);
+    }
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
     pcf.ldap.release(&deleted.supi, id);
     let sy_ended = pcf.sy.after_delete(pcf, &deleted.supi).await;
@@ -319,6 +383,10 @@ pub async fn terminate_all(pcf: &Arc<Pcf>, supi: &str, cause: &str) {
             }
         }
     };
+    // A Gx session's PCEF is asked with an RAR instead (TS 29.212 §4.5.6).
+    let (gx, associations): (Vec<_>, Vec<_>) =
+        associations.into_iter().partition(|p| crate::gx::is_gx(&p.id));
+    crate::gx::release::release(pcf, gx, cause).await;
     for p in associations {
         let Ok(context) = serde_json::from_slice::<Value>(&p.context) else { continue };
         let Some(smf) = context.get("notificationUri").and_then(Value::as_str) else { continue };

@@ -18,7 +18,8 @@
 //!   PCEF gets a Gx RAR when the rest of the decision changed.
 //! - RAR (§4b.5): when the Gx session is decided again for another reason (its PCEF's
 //!   CCR-U, its subscriber's data, spending limits) and its ADC rules changed.
-//! - Termination (§4b.5): once the Gx session is deleted (CCR-T, or a CCR-I replacing it),
+//! - Termination (§4b.5): once the Gx session is deleted (CCR-T, a CCR-I replacing it, the
+//!   session audit finding its PCEF lost it),
 //!   RAR with Session-Release-Cause IP_CAN_SESSION_TERMINATION; the TDF's CCR-T that follows is
 //!   answered 2001. A TDF's own CCR-T ends its session (the Gx session goes on without it).
 //!
@@ -212,21 +213,17 @@ impl SdSession {
     }
 }
 
-/// Removes Gx session `id` as a CCR-T does (crate::npcf_smpolicycontrol::remove) and, with
-/// `[pcf.sd]` on, ends its TDF session; false when there was none.
-pub(crate) async fn remove_gx(pcf: &Arc<Pcf>, id: &str) -> Result<bool, NfError> {
-    if !pcf.sd.enabled() {
-        return crate::npcf_smpolicycontrol::remove(pcf, id).await;
+/// With `[pcf.sd]` on, the context of Gx session `id` when it has a TDF session: what
+/// [`Sd::release`] needs once the delete (crate::npcf_smpolicycontrol::remove_reporting: a
+/// CCR-T, a CCR-I replacing the session, the session audit) has committed. Read by the delete,
+/// holding the subscriber, before it commits.
+pub(crate) async fn before_delete(pcf: &Pcf, id: &str) -> Result<Option<Value>, NfError> {
+    if !pcf.sd.enabled() || !crate::gx::is_gx(id) {
+        return Ok(None);
     }
-    let context = match pcf.store.get_sm(id).await? {
-        Some(p) => serde_json::from_slice::<Value>(&p.context).unwrap_or(Value::Null),
-        None => Value::Null,
-    };
-    let removed = crate::npcf_smpolicycontrol::remove(pcf, id).await?;
-    if removed {
-        pcf.sd.release(&context);
-    }
-    Ok(removed)
+    let Some(p) = pcf.store.get_sm(id).await? else { return Ok(None) };
+    let context: Value = serde_json::from_slice(&p.context)?;
+    Ok(context.get("sd").is_some().then_some(context))
 }
 
 /// Sends a request to the TDF; its answer when it is a success, else why not.

@@ -496,3 +496,44 @@ async fn bad_sd_requests_get_the_result_code_and_failed_avp() {
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+#[tokio::test]
+async fn a_ccr_i_replacing_a_gx_session_releases_its_tdf_session() {
+    let d = tempfile::tempdir().unwrap();
+    let wire: Wire = Arc::default();
+    let tdf = Tdf::start(wire.clone()).await;
+    let config = PcfConfig {
+        policy: Some(adc_project(&d.path().join("policy"))),
+        diameter: diameter_on(),
+        sd: sd_on(tdf.addr()),
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    tdf.wait_pcf().await;
+    let pgw = pgw(&pcf, &wire).await;
+    let gx_sid = "pgw.epc.example;1;80";
+    assert_eq!(pgw.send(ccr_i(gx_sid)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
+    let first = tdf.next().await.session_id().unwrap().to_owned();
+    // The PCEF set the session up again without a CCR-T: the old TDF session is released, a
+    // new one made (the two requests in either order).
+    assert_eq!(pgw.send(ccr_i(gx_sid)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
+    let (a, b) = (tdf.next().await, tdf.next().await);
+    let (release, tsr) = if a.command_code() == gx::CMD_RE_AUTH { (a, b) } else { (b, a) };
+    assert_eq!(release.session_id(), Some(first.as_str()));
+    assert_eq!(release.get_u32(&gx::SESSION_RELEASE_CAUSE), Some(3));
+    assert_eq!(tsr.command_code(), gx::CMD_TDF_SESSION);
+    let second = tsr.session_id().unwrap().to_owned();
+    assert_ne!(first, second);
+    assert_eq!(context(&pcf, gx_sid).await.unwrap()["sd"]["sessionId"], second);
+    // The old session's CCR-T is answered; its reports are of an unknown session, the new
+    // one's are taken.
+    assert_eq!(tdf.send(sd_ccr(&first, 3, 1)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
+    let start = gx::event_trigger::APPLICATION_START;
+    let a = tdf.send(report(&first, 2, start, "video-streaming")).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_UNKNOWN_SESSION_ID));
+    let a = tdf.send(report(&second, 1, start, "video-streaming")).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert_eq!(apn_ambr_dl(&pgw.next().await), Some(5_000_000));
+    pcf.stop().await;
+    tshark_check(&wire.lock().unwrap());
+}

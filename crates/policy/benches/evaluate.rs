@@ -49,6 +49,7 @@ fn evaluate(c: &mut Criterion) {
         node: "smf-1",
         now,
         spending: Input::empty(),
+        usage: None,
     };
     // The High decision must be the full one: the table row, the script, the JSON operations.
     let o = high.evaluate(Service::Sm, input);

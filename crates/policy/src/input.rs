@@ -25,15 +25,28 @@ pub struct Input<'a> {
     /// (a string, e.g. `"exhausted"`), read as `spending.<policyCounterId>`; empty when the NF
     /// has none.
     pub spending: &'a Map<String, Value>,
+    /// The subscriber's accumulated usage: monitoring key → `{volUsage, volUsageUplink,
+    /// volUsageDownlink, timeUsage}`, read as `usage.<key>.volUsage`. None when the NF does
+    /// not monitor usage (then `usage exists` is false); an empty map when it does and has
+    /// seen no report yet.
+    pub usage: Option<&'a Map<String, Value>>,
 }
 
 static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
 
 impl<'a> Input<'a> {
-    /// A request with no subscriber data, state, spending statuses or node, at `now`.
+    /// A request with no subscriber data, state, spending statuses, usage or node, at `now`.
     pub fn request(request: &'a Value, now: DateTime<Utc>) -> Self {
         let empty = EMPTY.get_or_init(Map::new);
-        Input { request, subscriber: &Value::Null, ssv: empty, node: "", now, spending: empty }
+        Input {
+            request,
+            subscriber: &Value::Null,
+            ssv: empty,
+            node: "",
+            now,
+            spending: empty,
+            usage: None,
+        }
     }
 
     /// The empty map, for the state variables or spending statuses of an input that has none.
@@ -64,6 +77,11 @@ impl<'a> Ctx<'a> {
             Root::Decision => p.walk(&self.decision).map(Cow::Borrowed),
             Root::Ssv => ssv_get(&self.ssv_updates, self.input.ssv, p).map(Cow::Borrowed),
             Root::Spending => p.walk_map(self.input.spending).map(Cow::Borrowed),
+            Root::Usage => match self.input.usage {
+                Some(m) if p.segs.is_empty() => Some(Cow::Owned(Value::Object(m.clone()))),
+                Some(m) => p.walk_map(m).map(Cow::Borrowed),
+                None => None,
+            },
             Root::Node => Some(Cow::Owned(Value::String(self.input.node.to_string()))),
             Root::Now => match p.segs.first() {
                 Some(Seg::Key(k)) => now_field(self.input.now, k).map(Cow::Owned),

@@ -22,6 +22,12 @@ pub enum Root {
     /// The subscriber's spending limit statuses: `spending.<policyCounterId>` is the counter's
     /// currentStatus (TS 29.594 PolicyCounterInfo), absent when the NF has none for it.
     Spending,
+    /// The subscriber's accumulated usage per monitoring key, as the NF adds up the usage
+    /// reports of its sessions (Gx Used-Service-Unit, N7 accuUsageReports):
+    /// `usage.<monitoringKey>.volUsage` (octets), `.volUsageUplink`, `.volUsageDownlink`,
+    /// `.timeUsage` (seconds). `usage` alone is the map, present (maybe empty) only when the NF
+    /// monitors usage, so `usage exists` tells a rule it can grant thresholds.
+    Usage,
     /// The requesting node (an NF instance id, a Diameter Origin-Host).
     Node,
     /// The time of the evaluation: `now.hour`, `now.minute`, `now.weekday` (1 = Monday),
@@ -96,9 +102,10 @@ impl Path {
                     "node" => Root::Node,
                     "now" => Root::Now,
                     "spending" => Root::Spending,
+                    "usage" => Root::Usage,
                     other => {
                         return Err(PathError(format!(
-                            "`{s}`: `{other}` is not a root (request, subscriber, ssv, const, decision, node, now, spending)"
+                            "`{s}`: `{other}` is not a root (request, subscriber, ssv, const, decision, node, now, spending, usage)"
                         )))
                     }
                 };
@@ -229,6 +236,7 @@ impl fmt::Display for Path {
             Root::Node => "node",
             Root::Now => "now",
             Root::Spending => "spending",
+            Root::Usage => "usage",
         };
         f.write_str(root)?;
         for s in &self.segs {
@@ -270,6 +278,11 @@ mod tests {
         ] {
             assert!(Path::parse(bad).is_err(), "{bad}");
         }
+        let u = Path::parse("usage.monthly.volUsage").unwrap();
+        assert_eq!(u.root, Root::Usage);
+        let m = json!({"monthly": {"volUsage": 7}});
+        assert_eq!(u.walk_map(m.as_object().unwrap()), Some(&json!(7)));
+        assert!(Path::parse("usage").unwrap().segs.is_empty(), "the map itself, for `exists`");
         let sp = Path::parse("spending.data-cap").unwrap();
         assert_eq!(sp.root, Root::Spending);
         let m = json!({"data-cap": "exhausted"});

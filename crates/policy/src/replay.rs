@@ -29,6 +29,9 @@ struct Record {
     /// policyCounterId → currentStatus.
     #[serde(default)]
     spending: Map<String, Value>,
+    /// Monitoring key → accumulated usage; absent: the NF monitored no usage.
+    #[serde(default)]
+    usage: Option<Map<String, Value>>,
 }
 
 /// One request whose decisions differ.
@@ -89,6 +92,7 @@ pub fn replay(
             node: &rec.node,
             now,
             spending: &rec.spending,
+            usage: rec.usage.as_ref(),
         };
         report.requests += 1;
         let a = old.evaluate(service, input);

@@ -1,8 +1,9 @@
 //! Scripts, for what rules, tables and lists cannot say: `scripts/NAME.rhai`, in Rhai (chosen by
 //! benchmark: docs/BENCHMARKS.md, session s20). A script is an expression or a block whose last
 //! value is its result. It reads `request`, `subscriber`, `ssv`, `decision`, `constants`,
-//! `node`, `now` (a map: hour, minute, weekday, date, epoch) and `spending` (a map:
-//! policyCounterId → currentStatus), converted from JSON only when its text names them.
+//! `node`, `now` (a map: hour, minute, weekday, date, epoch), `spending` (a map:
+//! policyCounterId → currentStatus) and `usage` (a map: monitoring key → accumulated usage),
+//! converted from JSON only when its text names them.
 //!
 //! Besides Rhai's own functions, scripts have the policy helpers of [`helpers`]: `sum`,
 //! `bitrate` and `bps`.
@@ -64,7 +65,7 @@ struct Compiled {
     name: String,
     ast: AST,
     /// Which inputs the script names, so only those are converted.
-    reads: [bool; 8],
+    reads: [bool; 9],
     /// For the request and the subscriber: the only members the script reads, when every use
     /// of the name is `name.member` (a UDR's policy data is large; a script reads a few of it).
     members: [Option<Vec<String>>; 2],
@@ -84,8 +85,8 @@ impl std::fmt::Debug for Scripts {
     }
 }
 
-const INPUTS: [&str; 8] =
-    ["request", "subscriber", "ssv", "decision", "constants", "node", "now", "spending"];
+const INPUTS: [&str; 9] =
+    ["request", "subscriber", "ssv", "decision", "constants", "node", "now", "spending", "usage"];
 
 impl Scripts {
     pub fn new(limits: &Limits) -> Self {
@@ -133,7 +134,7 @@ impl Scripts {
     pub fn compile(&mut self, name: &str, text: &str) -> Result<usize, (usize, String)> {
         let ast =
             self.engine.compile(text).map_err(|e| (e.1.line().unwrap_or(0), e.0.to_string()))?;
-        let mut reads = [false; 8];
+        let mut reads = [false; 9];
         for (i, n) in INPUTS.iter().enumerate() {
             reads[i] = text.contains(n);
         }
@@ -193,6 +194,16 @@ impl Scripts {
                     ctx.input
                         .spending
                         .iter()
+                        .map(|(k, v)| (k.as_str().into(), to_dynamic(v)))
+                        .collect(),
+                ),
+                // No usage (the NF does not monitor it) reads as an empty map: the rules
+                // decide whether to monitor (`usage exists`), a script only adds up.
+                8 => Dynamic::from_map(
+                    ctx.input
+                        .usage
+                        .into_iter()
+                        .flatten()
                         .map(|(k, v)| (k.as_str().into(), to_dynamic(v)))
                         .collect(),
                 ),

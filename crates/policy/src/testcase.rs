@@ -10,6 +10,7 @@
 //! ssv = { lastDnn = "ims" }
 //! node = "smf-1"
 //! spending = { "data-cap" = "exhausted" }         # policyCounterId → currentStatus
+//! usage = { monthly = { volUsage = 1000 } }         # monitoring key → accumulated usage
 //! now = "2026-11-26T10:00:00Z"
 //! fired = ["gold-internet", "default-triggers"]    # optional: exactly these rules, in order
 //! absent = ["decision.pccRules.video"]              # optional: paths that must have no value
@@ -60,6 +61,8 @@ struct CaseDef {
     #[serde(default)]
     spending: Option<toml::Table>,
     #[serde(default)]
+    usage: Option<toml::Table>,
+    #[serde(default)]
     expect: toml::Table,
     #[serde(default)]
     absent: Vec<String>,
@@ -83,6 +86,8 @@ pub struct Case {
     pub now: DateTime<Utc>,
     /// The spending limit statuses: policyCounterId → currentStatus.
     pub spending: Map<String, Value>,
+    /// The accumulated usage per monitoring key; None: the NF monitors no usage.
+    pub usage: Option<Map<String, Value>>,
     expect: Vec<(Path, Value)>,
     absent: Vec<Path>,
     fired: Option<Vec<String>>,
@@ -247,6 +252,7 @@ pub fn load_cases(project_dir: &FsPath) -> Result<Vec<Case>, Vec<CheckError>> {
                     .spending
                     .map(|t| t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
                     .unwrap_or_default(),
+                usage: d.usage.map(|t| t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect()),
                 expect,
                 absent,
                 fired: d.fired,
@@ -270,6 +276,7 @@ impl Case {
             node: &self.node,
             now: self.now,
             spending: &self.spending,
+            usage: self.usage.as_ref(),
         }
     }
 

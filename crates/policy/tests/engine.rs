@@ -420,3 +420,74 @@ fired = ["ambr", "capped", "roaming-status"]
     // No [spending]: no counters.
     assert!(Project::load(corpus("default")).unwrap().spending_counters().is_empty());
 }
+
+#[test]
+fn rules_scripts_and_cases_read_accumulated_usage_when_the_nf_monitors_it() {
+    let d = project(&[
+        (
+            "project.toml",
+            "name = \"um\"\nversion = \"1\"\nservices = [\"SM\"]\n[constants]\ncap = 100\n",
+        ),
+        (
+            "rules/sm.toml",
+            r#"
+[[rule]]
+name = "monitor"
+when = ["usage exists"]
+[[rule.then]]
+script = "left"
+into = "decision.umDecs.k.volumeThreshold"
+[[rule]]
+name = "capped"
+when = ["usage.k.volUsage >= const.cap"]
+[[rule.then]]
+set = "decision.capped"
+value = true
+"#,
+        ),
+        (
+            "scripts/left.rhai",
+            "let used = if \"k\" in usage { usage.k.volUsage } else { 0 }; constants.cap - used",
+        ),
+        (
+            "tests/cases.toml",
+            r#"
+[[case]]
+name = "over the cap"
+service = "SM"
+request = {}
+usage = { k = { volUsage = 130 } }
+fired = ["monitor", "capped"]
+[case.expect]
+"decision.umDecs.k.volumeThreshold" = -30
+"decision.capped" = true
+
+[[case]]
+name = "not monitored"
+service = "SM"
+request = {}
+fired = []
+absent = ["decision.umDecs"]
+"#,
+        ),
+    ]);
+    let p = Project::load(d.path()).unwrap();
+    let req = json!({});
+    // The NF monitors no usage: `usage exists` is false, nothing fires.
+    let o = p.evaluate(Service::Sm, Input::request(&req, now()));
+    assert_eq!(o.decision, json!({}));
+    // Monitored, nothing reported yet: an empty map; the whole cap is left.
+    let none = serde_json::Map::new();
+    let o = p.evaluate(Service::Sm, Input { usage: Some(&none), ..Input::request(&req, now()) });
+    assert_eq!(o.decision, json!({"umDecs": {"k": {"volumeThreshold": 100}}}));
+    let used = json!({"k": {"volUsage": 40}});
+    let input = Input { usage: used.as_object(), ..Input::request(&req, now()) };
+    assert_eq!(p.evaluate(Service::Sm, input).decision["umDecs"]["k"]["volumeThreshold"], 60);
+    let used = json!({"k": {"volUsage": 100}});
+    let input = Input { usage: used.as_object(), ..Input::request(&req, now()) };
+    assert_eq!(p.evaluate(Service::Sm, input).decision["capped"], true, "at the cap");
+    for c in load_cases(d.path()).unwrap() {
+        let r = c.run(&p);
+        assert!(r.passed(), "{}: {:?}", r.name, r.failures);
+    }
+}

@@ -30,7 +30,7 @@ use serde_json::{json, Map, Value};
 use super::mapping;
 use crate::context::Pcf;
 use crate::decide::{
-    decide, decide_create, decide_with, Decided, TARGET_NF_NOT_REACHABLE, USER_UNKNOWN,
+    decide, decide_create, decide_reported, Decided, TARGET_NF_NOT_REACHABLE, USER_UNKNOWN,
 };
 use crate::store::SmPolicy;
 
@@ -128,7 +128,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     // without a CCR-T); the old one ends first so nothing of it lingers (its UDR subscription
     // count, its bound application sessions).
     if pcf.store.supi_of_sm(&id).await?.is_some() {
-        crate::sd::remove_gx(pcf, &id).await?;
+        crate::npcf_smpolicycontrol::remove(pcf, &id).await?;
     }
     let mut context = mapping::context_of(req);
     context.insert(
@@ -145,12 +145,18 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     let decision = outcome.decision;
     // Its TDF session, when the decision asks for application detection (crate::sd).
     pcf.sd.establish(sid, &mut context, &decision).await;
-    let udr_subscription = if subscribe {
-        let callback = format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
-        pcf.policy_data.subscribe(&supi, &callback).await
-    } else {
-        None
-    };
+    let (udr_subscription, binding) = tokio::join!(
+        async {
+            if subscribe {
+                let callback =
+                    format!("{}{}", pcf.api_root(None), crate::nudr_notify::CALLBACK_PATH);
+                pcf.policy_data.subscribe(&supi, &callback).await
+            } else {
+                None
+            }
+        },
+        super::binding::register(pcf, &context)
+    );
     let keep = subscribed || udr_subscription.is_some();
     let stored = SmPolicy {
         id,
@@ -159,7 +165,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         decision: serde_json::to_vec(&decision)?,
         policy_version: project.version.clone(),
         updated_ms: Utc::now().timestamp_millis(),
-        binding: None,
+        binding,
     };
     let created = pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await;
     if created.is_err() {
@@ -183,6 +189,10 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
 /// the reported Event-Triggers in the engine's view (`repPolicyCtrlReqTriggers`, not kept);
 /// the CCA carries only what changed.
 async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
+    let reports = match crate::usage::gx_reports(pcf, req) {
+        Ok(r) => r,
+        Err(e) => return Ok(crate::usage::gx_refusal(base_answer(req), e)),
+    };
     let id = super::policy_id(sid);
     let Some(supi) = pcf.store.supi_of_sm(&id).await? else {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
@@ -192,6 +202,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     };
     let mut context: Value = serde_json::from_slice(&stored.context)?;
+    let before = crate::nbsf_management::Bindings::addresses(&context);
     let mut changed = false;
     if let Some(c) = context.as_object_mut() {
         // The subscriber is the session's: a CCR-U naming another IMSI does not move it.
@@ -204,8 +215,14 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     }
     let mut view = context.clone();
     view["repPolicyCtrlReqTriggers"] = Value::Array(mapping::reported_triggers(req));
+    // Reported usage is added to the subscriber's totals, which this decision reads.
+    let pending = pcf.usage.pending(&supi, &stored.decision, reports);
+    let usage = match &pending {
+        Some(p) => Some(p.view.clone()),
+        None => pcf.usage.view(&supi),
+    };
     let Decided { mut outcome, project, data, subscribed, ldap, .. } =
-        decide_with(pcf, Service::Sm, &view, &supi, Some(kept)).await?;
+        decide_reported(pcf, Service::Sm, &view, &supi, Some(kept), usage).await?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&supi, d);
     }
@@ -214,13 +231,19 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     let mut new = outcome.decision;
     // Rules an application session (N5 today, Rx next) installed stay until it ends.
     crate::app_session::keep_af_rules(&old, &mut new);
-    let avps = mapping::decision_avps(&old, &new);
+    let mut avps = mapping::decision_avps(&old, &new);
+    if let Some(p) = &pending {
+        avps.extend(crate::usage::gx_rearm(&old, &new, &p.keys));
+    }
     let new_bytes = serde_json::to_vec(&new)?;
+    let binding = super::binding::rebind(pcf, before, &context, stored.binding.clone()).await;
     let now = Utc::now().timestamp_millis();
     if !changed
+        && binding == stored.binding
         && new_bytes == stored.decision
         && ssv.is_empty()
         && project.version == stored.policy_version
+        && pending.is_none()
     {
         if !pcf.store.touch_sm(&id, now).await? {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
@@ -231,10 +254,21 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             decision: new_bytes,
             policy_version: project.version.clone(),
             updated_ms: now,
+            binding,
             ..stored
         };
-        if !pcf.store.update_sm(updated, ssv).await? {
+        let written = match &pending {
+            Some(p) => pcf.store.update_sm_with_usage(updated, ssv, p.rows.clone()).await?,
+            None => pcf.store.update_sm(updated, ssv).await?,
+        };
+        if !written {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
+        }
+        if let Some(p) = &pending {
+            pcf.usage.committed(p);
+            if crate::usage::crossed(&old, &new) {
+                crate::usage::redecide_subscriber(pcf, &supi);
+            }
         }
     }
     // Kept once the session is known to live on (after a restart the cache starts empty).
@@ -258,7 +292,13 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
 
 /// CCR-T (§4.5.7): the session and what it holds at other NFs removed, as an N7 delete.
 async fn terminate(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfError> {
-    if !crate::sd::remove_gx(pcf, &super::policy_id(sid)).await? {
+    // The session's final usage (§4.5.17) is added with its removal.
+    let reports = match crate::usage::gx_reports(pcf, req) {
+        Ok(r) => r,
+        Err(e) => return Ok(crate::usage::gx_refusal(base_answer(req), e)),
+    };
+    let id = super::policy_id(sid);
+    if !crate::npcf_smpolicycontrol::remove_reporting(pcf, &id, reports).await? {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     }
     tracing::debug!(session = %sid, "Gx session terminated");
@@ -311,6 +351,16 @@ pub(crate) fn rar(
     if avps.is_empty() {
         return None;
     }
+    Some(bare_rar(node, policy_id, context)?.with_avps(avps))
+}
+
+/// An RAR (AUTHORIZE_ONLY) to the PCEF of Gx session `policy_id` (its context `context`)
+/// with nothing in it yet; None when the PCEF is not known.
+pub(crate) fn bare_rar(
+    node: &diameter::DiameterNode,
+    policy_id: &str,
+    context: &Value,
+) -> Option<Message> {
     let host = context["gx"]["originHost"].as_str().filter(|s| !s.is_empty())?;
     let realm = context["gx"]["originRealm"].as_str().filter(|s| !s.is_empty())?;
     let sid = policy_id.strip_prefix(super::SESSION_PREFIX)?;
@@ -320,8 +370,7 @@ pub(crate) fn rar(
             .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
             .origin(node.origin_host(), node.origin_realm())
             .destination(realm, Some(host))
-            .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY))
-            .with_avps(avps),
+            .avp(base::RE_AUTH_REQUEST_TYPE.enumerated(AUTHORIZE_ONLY)),
     )
 }
 
@@ -332,7 +381,7 @@ pub(crate) async fn send_rars(pcf: &Pcf, rars: Vec<Message>) {
     let Some(node) = pcf.gx.get() else { return };
     for rar in rars {
         let sid = rar.session_id().unwrap_or_default().to_owned();
-        match node.request(rar).await {
+        match crate::resend::request(pcf, node, crate::resend::Command::GxRar, rar).await {
             Ok(raa) if raa.is_success() => tracing::debug!(session = %sid, "Gx RAR answered"),
             Ok(raa) => {
                 tracing::warn!(session = %sid, result = ?raa.any_result_code(), "Gx RAR refused")

@@ -381,6 +381,11 @@ fn rule_definition(id: &str, rule: &Value, qos_decs: &Value) -> Avp {
     if let Some(p) = rule.get("precedence").and_then(Value::as_u64) {
         kids.push(gx::PRECEDENCE.u32(u32::try_from(p).unwrap_or(u32::MAX)));
     }
+    // PCC rule level usage monitoring (TS 29.513 §5: refUmData is the rule's Monitoring-Key).
+    let um = rule.get("refUmData").and_then(Value::as_array).and_then(|a| a.first());
+    if let Some(key) = um.and_then(Value::as_str) {
+        kids.push(gx::MONITORING_KEY.bytes(key.as_bytes().to_vec()));
+    }
     gx::CHARGING_RULE_DEFINITION.grouped(kids)
 }
 
@@ -396,8 +401,9 @@ fn sess_rule(d: &Value) -> &Value {
 /// §4.5.2): a Charging-Rule-Remove naming the PCC rules gone, a Charging-Rule-Install with the
 /// rules new or changed (a rule changes when it, or the QoS decision it refers to, does),
 /// QoS-Information with the APN-AMBR and Default-EPS-Bearer-QoS when the session rule's changed,
-/// and the whole Event-Trigger list when it changed (the PCEF replaces its list; an empty one
-/// is NO_EVENT_TRIGGERS). With `old` empty: the whole decision (CCA-I).
+/// the whole Event-Trigger list when it changed (the PCEF replaces its list; an empty one
+/// is NO_EVENT_TRIGGERS), and Usage-Monitoring-Information for usage monitoring data new,
+/// changed or gone (crate::usage). With `old` empty: the whole decision (CCA-I).
 pub fn decision_avps(old: &Value, new: &Value) -> Vec<Avp> {
     let mut out = Vec::new();
     // A rule with an `appId` is an application detection rule: the TDF's, over Sd (crate::sd).
@@ -480,6 +486,7 @@ pub fn decision_avps(old: &Value, new: &Value) -> Vec<Avp> {
         }
         out.extend(codes.into_iter().map(|c| gx::EVENT_TRIGGER.enumerated(c)));
     }
+    out.extend(crate::usage::gx_changes(old, new));
     out
 }
 

@@ -10,15 +10,19 @@
 //! whose context is the SmPolicyContextData-shaped request the CCR-I mapped to, with the
 //! PCEF's Diameter identity under `gx`. So it is durable as N7's are, re-decided with them on a
 //! UDR notification, and found by the UE-address index (`PcfStore::sm_of_ue`) that binds an
-//! application session: the seam Rx binds through. The session audit leaves it
-//! alone (it has no notificationUri: Gx has no audit query; a PCEF that lost a session ends it
-//! with a CCR-T or the next CCR-I of the same Session-Id replaces it).
+//! application session: the seam Rx binds through. Around it: [`binding`] registers it at the
+//! BSF (so the BSF's Rx proxy finds it), [`release`] asks its PCEF to end it when the UDR
+//! removes the subscriber (Session-Release-Cause), [`audit`] asks its PCEF with an RAR when it
+//! has had no CCR for long, and crate::resend sends an unanswered RAR again.
 //!
 //! Rx is served on the same node (crate::rx), Sy on a node of its own (crate::sy). Not here
-//! yet (docs/pcf.md): Sd, usage monitoring, LDAP, PERs.
+//! yet (docs/pcf.md): Sd, usage monitoring.
 
+pub mod audit;
+pub mod binding;
 pub mod ccr;
 pub mod mapping;
+pub mod release;
 
 use std::sync::Arc;
 use std::time::Duration;

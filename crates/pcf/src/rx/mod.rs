@@ -328,7 +328,7 @@ pub(crate) async fn abort(pcf: &Pcf, app: &AppSession) {
     let asr = asr.avp(rx::ABORT_CAUSE.enumerated(BEARER_RELEASED));
     let sid = asr.session_id().unwrap_or_default().to_owned();
     pcf.rx_aborted.insert(&sid);
-    match node.request(asr).await {
+    match crate::resend::request(pcf, node, crate::resend::Command::RxAsr, asr).await {
         Ok(asa) if asa.is_success() => {
             pcf.apps.terminate_sent.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(session = %sid, "Rx ASR answered");
@@ -408,7 +408,7 @@ pub(crate) async fn bearer_events(pcf: &Pcf, app: &AppSession, change: &Value) {
             .avp(rx::SPECIFIC_ACTION.enumerated(action))
             .with_avps(mapping::flows(&ctx["medComponents"], &comps));
         let sid = rar.session_id().unwrap_or_default().to_owned();
-        match node.request(rar).await {
+        match crate::resend::request(pcf, node, crate::resend::Command::RxRar, rar).await {
             Ok(raa) if raa.is_success() => {
                 pcf.apps.notify_sent.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(session = %sid, action, "Rx RAR answered");

@@ -153,6 +153,29 @@ pub struct UeDelivery {
     pub updated_ms: i64,
 }
 
+/// A subscriber's usage accumulated on one monitoring key (Gx Used-Service-Unit, N7
+/// accuUsageReports, added up over all its sessions, 4G and 5G): the totals so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageTotals {
+    /// Octets, both directions (CC-Total-Octets, `volUsage`).
+    pub total: u64,
+    /// Octets from the UE (CC-Input-Octets, `volUsageUplink`).
+    pub uplink: u64,
+    /// Octets to the UE (CC-Output-Octets, `volUsageDownlink`).
+    pub downlink: u64,
+    /// Seconds (CC-Time, `timeUsage`).
+    pub time: u64,
+}
+
+/// One subscriber's totals on one monitoring key, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRow {
+    pub supi: String,
+    pub key: String,
+    pub totals: UsageTotals,
+    pub updated_ms: i64,
+}
+
 /// A subscriber's state variables to merge (a value of `null` removes one).
 pub type SsvUpdates = serde_json::Map<String, serde_json::Value>;
 
@@ -326,6 +349,29 @@ pub trait PcfStore: Send + Sync {
     /// Every Sy session kept (read at start: a restart decides with the same statuses and
     /// takes the OCS's notifications).
     fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>>;
+
+    /// Every subscriber's accumulated usage (read once at start: the usage monitoring keeps
+    /// it in memory, `crate::usage`).
+    fn usage_all(&self) -> StoreFuture<'_, Vec<UsageRow>>;
+
+    /// [`PcfStore::update_sm`] with the subscriber's new usage totals (the report the update
+    /// carried, added), in one commit: a report is acknowledged only with the decision it
+    /// made, so a retried report after a failed commit is not counted twice. False when the
+    /// association no longer exists (nothing written).
+    fn update_sm_with_usage(
+        &self,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, bool>;
+
+    /// [`PcfStore::delete_sm`] with the new usage totals of the session's final report, in one
+    /// commit; None when there was no association (nothing written).
+    fn delete_sm_with_usage(
+        &self,
+        id: &str,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>>;
 }
 
 /// A UE's address as an SM association's context holds it (`ipv4Address`,

@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 
 use super::{
     merge_ssv, AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy,
-    Snapshot, SsvUpdates, StoreFuture, Subscriber, SySession, UeAddress, UeDelivery,
+    Snapshot, SsvUpdates, StoreFuture, Subscriber, SySession, UeAddress, UeDelivery, UsageRow,
 };
 
 #[derive(Default)]
@@ -180,6 +180,42 @@ impl State {
         Some(a)
     }
 
+    /// An association's update committed (only if it is still here: a delete racing the
+    /// update took it).
+    fn updated_sm(&mut self, policy: SmPolicy, ssv: SsvUpdates) {
+        self.merge(&policy.supi, ssv);
+        if self.sm.contains_key(&policy.id) {
+            self.ues.set(&policy.id, &policy.context);
+        }
+        if let Some(held) = self.sm.get_mut(&policy.id) {
+            *held = policy;
+        }
+    }
+
+    /// An association's delete committed.
+    fn deleted_sm(&mut self, id: &str, deleted: Option<&Deleted>) {
+        self.ues.remove(id);
+        // Its application sessions went in the same commit.
+        for app in self.apps_of.remove(id).unwrap_or_default() {
+            self.apps.remove(&app);
+        }
+        if let Some(p) = self.sm.remove(id) {
+            if let Some(ids) = self.sm_of.get_mut(&p.supi) {
+                ids.retain(|i| *i != id);
+                if ids.is_empty() {
+                    self.sm_of.remove(&p.supi);
+                }
+            }
+        }
+        if let Some(d) = deleted {
+            if d.udr_subscription.is_some() {
+                if let Some(k) = self.subscribers.get_mut(&d.supi) {
+                    k.udr_subscription = None;
+                }
+            }
+        }
+    }
+
     /// An association's new decision (an application session's rules in or out of it).
     fn put_decision(&mut self, p: SmPolicy) {
         if let Some(held) = self.sm.get_mut(&p.id) {
@@ -324,14 +360,7 @@ impl PcfStore for Resident {
             if !self.inner.update_sm(policy.clone(), ssv.clone()).await? {
                 return Ok(false);
             }
-            let mut s = self.state();
-            s.merge(&policy.supi, ssv);
-            if s.sm.contains_key(&policy.id) {
-                s.ues.set(&policy.id, &policy.context);
-            }
-            if let Some(held) = s.sm.get_mut(&policy.id) {
-                *held = policy;
-            }
+            self.state().updated_sm(policy, ssv);
             Ok(true)
         })
     }
@@ -351,27 +380,7 @@ impl PcfStore for Resident {
         let id = id.to_string();
         Box::pin(async move {
             let deleted = self.inner.delete_sm(&id).await?;
-            let mut s = self.state();
-            s.ues.remove(&id);
-            // Its application sessions went in the same commit.
-            for app in s.apps_of.remove(&id).unwrap_or_default() {
-                s.apps.remove(&app);
-            }
-            if let Some(p) = s.sm.remove(&id) {
-                if let Some(ids) = s.sm_of.get_mut(&p.supi) {
-                    ids.retain(|i| *i != id);
-                    if ids.is_empty() {
-                        s.sm_of.remove(&p.supi);
-                    }
-                }
-            }
-            if let Some(d) = &deleted {
-                if d.udr_subscription.is_some() {
-                    if let Some(k) = s.subscribers.get_mut(&d.supi) {
-                        k.udr_subscription = None;
-                    }
-                }
-            }
+            self.state().deleted_sm(&id, deleted.as_ref());
             Ok(deleted)
         })
     }
@@ -578,6 +587,40 @@ impl PcfStore for Resident {
 
     fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>> {
         self.inner.sy_sessions()
+    }
+
+    // The usage totals are held in memory by the usage monitoring (crate::usage), loaded once
+    // at start: the store is only written through.
+    fn usage_all(&self) -> StoreFuture<'_, Vec<UsageRow>> {
+        self.inner.usage_all()
+    }
+
+    fn update_sm_with_usage(
+        &self,
+        policy: SmPolicy,
+        ssv: SsvUpdates,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            if !self.inner.update_sm_with_usage(policy.clone(), ssv.clone(), usage).await? {
+                return Ok(false);
+            }
+            self.state().updated_sm(policy, ssv);
+            Ok(true)
+        })
+    }
+
+    fn delete_sm_with_usage(
+        &self,
+        id: &str,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>> {
+        let id = id.to_string();
+        Box::pin(async move {
+            let deleted = self.inner.delete_sm_with_usage(&id, usage).await?;
+            self.state().deleted_sm(&id, deleted.as_ref());
+            Ok(deleted)
+        })
     }
 }
 

@@ -6,10 +6,10 @@ use store::{Migration, SqliteStore};
 
 use super::{
     AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy, Snapshot,
-    SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery,
+    SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery, UsageRow, UsageTotals,
 };
 
-pub const MIGRATIONS: [Migration; 11] = [
+pub const MIGRATIONS: [Migration; 12] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -128,6 +128,21 @@ pub const MIGRATIONS: [Migration; 11] = [
             ocs_realm TEXT NOT NULL,
             counters BLOB NOT NULL,
             statuses BLOB NOT NULL
+        ) WITHOUT ROWID",
+    ),
+    // A subscriber's accumulated usage per monitoring key (crate::usage). Keyed by the pair
+    // itself, WITHOUT ROWID as the other subscriber tables: one page per report's write.
+    Migration::new(
+        "pcf-0012-usage",
+        "CREATE TABLE pcf_usage (
+            supi TEXT NOT NULL,
+            monitoring_key TEXT NOT NULL,
+            vol_total INTEGER NOT NULL,
+            vol_uplink INTEGER NOT NULL,
+            vol_downlink INTEGER NOT NULL,
+            time_s INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            PRIMARY KEY (supi, monitoring_key)
         ) WITHOUT ROWID",
     ),
 ];
@@ -305,6 +320,80 @@ fn insert_sm(
     merge_ssv(tx, &p.supi, ssv)
 }
 
+/// Replaces an association's context, decision and binding and merges `ssv`, in `tx`; false
+/// when it no longer exists.
+fn update_sm_tx(tx: &Transaction<'_>, p: SmPolicy, ssv: SsvUpdates) -> store::Result<bool> {
+    let n = exec(
+        tx,
+        "UPDATE pcf_sm_policy SET context = ?2, decision = ?3, policy_version = ?4,
+         updated_ms = ?5, binding_uri = ?6 WHERE sm_policy_id = ?1",
+        params![p.id, p.context, p.decision, p.policy_version, p.updated_ms, p.binding],
+    )?;
+    if n == 0 {
+        return Ok(false);
+    }
+    merge_ssv(tx, &p.supi, ssv)?;
+    Ok(true)
+}
+
+/// Removes an association, its application sessions and, with the subscriber's last, its
+/// subscriptions' rows, in `tx`.
+fn delete_sm_tx(tx: &Transaction<'_>, id: &str) -> store::Result<Option<Deleted>> {
+    let gone: Option<(String, Option<String>)> = row(
+        tx,
+        "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING supi, binding_uri",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()?;
+    let Some((supi, binding)) = gone else { return Ok(None) };
+    // Its application sessions end with it (TS 29.514 §4.2.5.2).
+    exec(tx, "DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [id])?;
+    let left: i64 =
+        row(tx, "SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| r.get(0))?;
+    // The subscriber's subscriptions go with its last association.
+    let last = |sql: &str| -> rusqlite::Result<Option<String>> {
+        if left > 0 {
+            return Ok(None);
+        }
+        row(tx, sql, [&supi], |r| r.get(0)).optional()
+    };
+    let udr_subscription = last("DELETE FROM pcf_udr_subscription WHERE supi = ?1 RETURNING uri")?;
+    let chf_subscription = last("DELETE FROM pcf_chf_subscription WHERE supi = ?1 RETURNING uri")?;
+    Ok(Some(Deleted { supi, binding, udr_subscription, chf_subscription }))
+}
+
+/// Octets and seconds as SQLite integers (i64): a total past 2^63 is kept at the largest.
+fn sql_u64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Writes a subscriber's new usage totals (absolute: computed under its hold) in `tx`.
+fn put_usage(tx: &Transaction<'_>, usage: &[UsageRow]) -> store::Result<()> {
+    for u in usage {
+        let t = &u.totals;
+        exec(
+            tx,
+            "INSERT INTO pcf_usage
+             (supi, monitoring_key, vol_total, vol_uplink, vol_downlink, time_s, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (supi, monitoring_key) DO UPDATE SET vol_total = excluded.vol_total,
+                 vol_uplink = excluded.vol_uplink, vol_downlink = excluded.vol_downlink,
+                 time_s = excluded.time_s, updated_ms = excluded.updated_ms",
+            params![
+                u.supi,
+                u.key,
+                sql_u64(t.total),
+                sql_u64(t.uplink),
+                sql_u64(t.downlink),
+                sql_u64(t.time),
+                u.updated_ms
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 impl PcfStore for SqlitePcfStore {
     fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber> {
         let supi = supi.to_string();
@@ -406,19 +495,7 @@ impl PcfStore for SqlitePcfStore {
     }
 
     fn update_sm(&self, p: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
-        Box::pin(self.db.write(move |tx| {
-            let n = exec(
-                tx,
-                "UPDATE pcf_sm_policy SET context = ?2, decision = ?3, policy_version = ?4,
-                 updated_ms = ?5, binding_uri = ?6 WHERE sm_policy_id = ?1",
-                params![p.id, p.context, p.decision, p.policy_version, p.updated_ms, p.binding],
-            )?;
-            if n == 0 {
-                return Ok(false);
-            }
-            merge_ssv(tx, &p.supi, ssv)?;
-            Ok(true)
-        }))
+        Box::pin(self.db.write(move |tx| update_sm_tx(tx, p, ssv)))
     }
 
     fn touch_sm(&self, id: &str, updated_ms: i64) -> StoreFuture<'_, bool> {
@@ -434,34 +511,7 @@ impl PcfStore for SqlitePcfStore {
 
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
-        Box::pin(self.db.write(move |tx| {
-            let gone: Option<(String, Option<String>)> = row(
-                tx,
-                "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING supi, binding_uri",
-                [&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-            let Some((supi, binding)) = gone else { return Ok(None) };
-            // Its application sessions end with it (TS 29.514 §4.2.5.2).
-            exec(tx, "DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [&id])?;
-            let left: i64 =
-                row(tx, "SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| {
-                    r.get(0)
-                })?;
-            // The subscriber's subscriptions go with its last association.
-            let last = |sql: &str| -> rusqlite::Result<Option<String>> {
-                if left > 0 {
-                    return Ok(None);
-                }
-                row(tx, sql, [&supi], |r| r.get(0)).optional()
-            };
-            let udr_subscription =
-                last("DELETE FROM pcf_udr_subscription WHERE supi = ?1 RETURNING uri")?;
-            let chf_subscription =
-                last("DELETE FROM pcf_chf_subscription WHERE supi = ?1 RETURNING uri")?;
-            Ok(Some(Deleted { supi, binding, udr_subscription, chf_subscription }))
-        }))
+        Box::pin(self.db.write(move |tx| delete_sm_tx(tx, &id)))
     }
 
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
@@ -789,6 +839,7 @@ impl PcfStore for SqlitePcfStore {
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         }))
     }
+
     fn put_sy_session(&self, s: SySession) -> StoreFuture<'_, ()> {
         Box::pin(self.db.write(move |tx| {
             let counters = serde_json::to_vec(&s.counters).map_err(store::Error::backend)?;
@@ -838,6 +889,58 @@ impl PcfStore for SqlitePcfStore {
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
+    }
+
+    fn usage_all(&self) -> StoreFuture<'_, Vec<UsageRow>> {
+        Box::pin(self.db.read(|c| {
+            let mut st = c.prepare(
+                "SELECT supi, monitoring_key, vol_total, vol_uplink, vol_downlink, time_s,
+                 updated_ms FROM pcf_usage",
+            )?;
+            let u = |r: &rusqlite::Row<'_>, i| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+            let rows = st.query_map([], |r| {
+                Ok(UsageRow {
+                    supi: r.get(0)?,
+                    key: r.get(1)?,
+                    totals: UsageTotals {
+                        total: u(r, 2)?,
+                        uplink: u(r, 3)?,
+                        downlink: u(r, 4)?,
+                        time: u(r, 5)?,
+                    },
+                    updated_ms: r.get(6)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
+    }
+
+    fn update_sm_with_usage(
+        &self,
+        p: SmPolicy,
+        ssv: SsvUpdates,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, bool> {
+        Box::pin(self.db.write(move |tx| {
+            if !update_sm_tx(tx, p, ssv)? {
+                return Ok(false);
+            }
+            put_usage(tx, &usage)?;
+            Ok(true)
+        }))
+    }
+
+    fn delete_sm_with_usage(
+        &self,
+        id: &str,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let Some(d) = delete_sm_tx(tx, &id)? else { return Ok(None) };
+            put_usage(tx, &usage)?;
+            Ok(Some(d))
         }))
     }
 }
