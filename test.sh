@@ -35,7 +35,8 @@ need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
-# OpenLDAP's slapd, the directory the PCRF's LDAP tests start (crates/pcf/tests/ldap.rs). Its
+# OpenLDAP's slapd, the directory the PCRF's LDAP tests (crates/pcf/tests/ldap.rs) and the kit's
+# ldap simulator (crates/bench/src/sim_ldap.rs, the pcrf-data-7.5k smoke run) start. Its
 # postinst starts the system's slapd through invoke-rc.d, which a container without an init
 # system may fail (failing the install): a policy-rc.d refusing every start is put in place for
 # the install unless one is there already. The tests start their own slapd.

@@ -376,12 +376,13 @@ impl Maker {
     }
 }
 
-/// Where an egress row's count comes from: what an HTTP simulator received (notifications:
-/// their items), or the RARs a Diameter simulator received (a PCEF: the PCRF's Gx RARs; an AF:
+/// Where an egress row's count comes from: the row's counter of a simulator started before the
+/// NFs (a notification sink: the notifications; an OCS: its Initial SLRs or STRs; a directory:
+/// its searches), or the RARs a Diameter simulator received (a PCEF: the PCRF's Gx RARs; an AF:
 /// its Rx RARs).
 #[derive(Clone)]
 enum EgressCount {
-    Http(Arc<crate::sim::SimCounters>),
+    Http(Arc<crate::sim::SimCounters>, crate::scenario::EgressCounter),
     Rx(Arc<crate::rx::peer::PeerCounters>),
     Gx(Arc<crate::gx::peer::PcefCounters>),
 }
@@ -389,7 +390,11 @@ enum EgressCount {
 impl EgressCount {
     fn now(&self) -> u64 {
         match self {
-            EgressCount::Http(c) => c.items.load(Ordering::Relaxed),
+            EgressCount::Http(c, which) => match which {
+                crate::scenario::EgressCounter::Items => c.items.load(Ordering::Relaxed),
+                crate::scenario::EgressCounter::Created => c.created.load(Ordering::Relaxed),
+                crate::scenario::EgressCounter::Deleted => c.deleted.load(Ordering::Relaxed),
+            },
             EgressCount::Rx(c) => c.rar.load(Ordering::Relaxed),
             EgressCount::Gx(c) => c.rar.load(Ordering::Relaxed),
         }
@@ -398,7 +403,7 @@ impl EgressCount {
     /// Anything received at all (a feature this build does not serve receives nothing).
     fn ever(&self) -> u64 {
         match self {
-            EgressCount::Http(c) => c.received.load(Ordering::Relaxed),
+            EgressCount::Http(c, _) => c.received.load(Ordering::Relaxed),
             _ => self.now(),
         }
     }
@@ -415,7 +420,7 @@ fn egress_counts(
         .iter()
         .map(|e| {
             if let Some(x) = sims.iter().find(|x| x.name == e.sim) {
-                return Ok(EgressCount::Http(x.counters.clone()));
+                return Ok(EgressCount::Http(x.counters.clone(), e.counter));
             }
             if let Some(p) = rx.and_then(|r| r.afs.iter().chain(&r.pcfs).find(|p| p.name == e.sim))
             {

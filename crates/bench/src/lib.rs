@@ -21,6 +21,7 @@ pub mod sh;
 pub mod sim;
 mod sim_amf;
 mod sim_h2;
+pub mod sim_ldap;
 mod sim_node;
 pub mod sim_ocs;
 pub mod sim_tdf;
@@ -70,7 +71,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub bindings: Option<u64>,
     /// Preloaded UDR subscribers: SLF entries, EIR equipment or policy data UEs (default: the
-    /// reference's count times the scenario's scale).
+    /// reference's count times the scenario's scale); in a scenario with an LDAP directory
+    /// (simulator kind `ldap`) and no UDR preload, the subscribers the directory holds and the
+    /// requests draw from (default: `[generators] supi_count`).
     #[arg(long, value_name = "N")]
     pub subscribers: Option<u64>,
     /// Replace every procedure's p99 bound (smoke runs of a debug build on a shared machine,
@@ -183,8 +186,15 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     if let Some(u) = &udr_plan {
         // `{supi}`, `{gpsi}` and `{imei}` name preloaded subscribers (never a deletable one).
         scenario.generators.supi_count = u.drawn();
-    } else if args.subscribers.is_some() {
-        bail!("--subscribers: scenario {} preloads no UDR subscribers", scenario.name);
+    } else if let Some(n) = args.subscribers {
+        // A directory (kind `ldap`) holds the generators' range: the flag sizes both.
+        if n == 0 || !scenario.simulators.iter().any(|x| x.kind == scenario::SimKind::Ldap) {
+            bail!(
+                "--subscribers: scenario {} preloads no UDR subscribers and has no directory, or N is 0",
+                scenario.name
+            );
+        }
+        scenario.generators.supi_count = n;
     }
     let rate = match (args.rate, args.scale) {
         (Some(r), _) => r,
@@ -262,7 +272,15 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let result = rt.block_on(async {
         let http_sims: Vec<_> =
             scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
-        let sims = sim::start_all(&http_sims).await?;
+        let t = std::time::Instant::now();
+        let sims = sim::start_all(&http_sims, &scenario.generators).await?;
+        if progress && http_sims.iter().any(|x| x.kind == scenario::SimKind::Ldap) {
+            eprintln!(
+                "simulators started in {:.1} s (the LDAP directory loaded with {} subscribers)",
+                t.elapsed().as_secs_f64(),
+                scenario.generators.supi_count
+            );
+        }
         let mut vars: HashMap<String, String> =
             sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
         // An OCS or a TDF is reached at its address (`[[pcf.sy.ocs]]`, `[[pcf.sd.tdf]] addr`),
@@ -536,7 +554,7 @@ pub async fn run_against(
 ) -> Result<report::Report> {
     let http_sims: Vec<_> =
         scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
-    let sims = sim::start_all(&http_sims).await?;
+    let sims = sim::start_all(&http_sims, &scenario.generators).await?;
     let flags: Vec<String> = targets.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let diameter_addr = match &scenario.diameter {
         Some(d) => diameter_target(&flags, &d.nf)?,

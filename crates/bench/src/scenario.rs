@@ -489,6 +489,10 @@ pub enum SimKind {
     /// releasing a session is followed by its CCR-T), and reports the start or stop of one of
     /// `report_apps` to one of its sessions every `report_every_ms`.
     Tdf,
+    /// An LDAP directory (crate::sim_ldap): a real OpenLDAP slapd on 127.0.0.1 loaded with one
+    /// entry per subscriber of `[generators]`; `{sim_addr:NAME}` is its address, for the PCF's
+    /// `[pcf.ldap] urls`; it counts the searches it serves.
+    Ldap,
 }
 
 impl SimKind {
@@ -707,6 +711,20 @@ pub struct Egress {
     pub tps: f64,
     /// Feature name, shown when the NF sends none ("not served by this build").
     pub feature: String,
+    /// Which of the simulator's counts the row is: `items` (the default: what it received; a
+    /// notification sink's notifications, a directory's searches), `created` (an OCS's Initial
+    /// SLRs, a CHF's subscriptions) or `deleted` (an OCS's STRs, a CHF's unsubscriptions).
+    #[serde(default)]
+    pub counter: EgressCounter,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EgressCounter {
+    #[default]
+    Items,
+    Created,
+    Deleted,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -993,6 +1011,12 @@ impl Scenario {
             if sim.report_every_ms > 0 && sim.report_apps.is_empty() {
                 bail!("simulator {}: report_every_ms needs report_apps to report", sim.name);
             }
+            if sim.kind == SimKind::Ldap && sim.latency_ms > 0 {
+                bail!(
+                    "simulator {}: a directory (slapd) adds no latency: latency_ms must be 0",
+                    sim.name
+                );
+            }
             if sim.snr_every_ms > 0 && sim.snr_statuses.is_empty() {
                 bail!("simulator {}: snr_every_ms needs snr_statuses to report", sim.name);
             }
@@ -1046,6 +1070,12 @@ impl Scenario {
         for e in &self.egress {
             if !sims.contains(e.sim.as_str()) {
                 bail!("egress {}: unknown simulator {}", e.name, e.sim);
+            }
+            let kind = self.simulators.iter().find(|x| x.name == e.sim).map(|x| x.kind);
+            if e.counter != EgressCounter::Items
+                && !matches!(kind, Some(SimKind::Ocs | SimKind::Chf))
+            {
+                bail!("egress {}: counter created / deleted is an ocs's or a chf's", e.name);
             }
         }
         if self.load.mix == Mix::ShuffledDeck {
@@ -1662,8 +1692,36 @@ mod tests {
         assert_eq!((i, tps(&data, GxOp::CcrUpdate), tps(&data, GxOp::CcrTerminate)), (i, i, i));
         assert_eq!(data.total_tps(), 7500.0 * 960.0 / 1920.0);
         assert_eq!(data.nfs, ["pcf"]);
-        assert!(data.description.contains("Sy and LDAP: not yet in the PCF"));
         assert!(!data.binds_rx_to_gx());
+        // Its Sy and LDAP: the PCF's OCS and directory are the kit's, and the reference's 2,500
+        // Sy (an SLR per CCR-I, an STR per CCR-T) and 1,250 LDAP searches are egress rows.
+        assert_eq!(data.nf_config["pcf"]["policy"].as_str(), Some("policies/pcrf-data"));
+        assert_eq!(data.nf_config["pcf"]["sy"]["ocs"][0]["addr"].as_str(), Some("{sim_addr:ocs}"));
+        let urls = data.nf_config["pcf"]["ldap"]["urls"].as_array().unwrap();
+        assert_eq!(urls[0].as_str(), Some("ldap://{sim_addr:ldap}"));
+        // Bound and searching where the kit's directory has its entries.
+        let ldap = &data.nf_config["pcf"]["ldap"];
+        let (dn, pw) = (crate::sim_ldap::BIND_DN, crate::sim_ldap::BIND_PASSWORD);
+        assert_eq!(
+            (ldap["bind_dn"].as_str(), ldap["bind_password"].as_str()),
+            (Some(dn), Some(pw))
+        );
+        assert_eq!(ldap["base_dn"].as_str(), Some(crate::sim_ldap::BASE_DN));
+        let kind = |n: &str| data.simulators.iter().find(|x| x.name == n).map(|x| x.kind);
+        assert_eq!((kind("ocs"), kind("ldap")), (Some(SimKind::Ocs), Some(SimKind::Ldap)));
+        let row = |row: &str, c: EgressCounter| -> f64 {
+            data.egress.iter().filter(|e| e.row == row && e.counter == c).map(|e| e.tps).sum()
+        };
+        assert_eq!(row("Sy", EgressCounter::Created), i);
+        assert_eq!(row("Sy", EgressCounter::Deleted), i);
+        assert_eq!(row("LDAP", EgressCounter::Items), i);
+        // A created / deleted count is an OCS's or a CHF's; a directory adds no latency.
+        let mut wrong = data.clone();
+        wrong.egress.iter_mut().find(|e| e.sim == "ldap").unwrap().counter = EgressCounter::Created;
+        assert!(wrong.validate().is_err());
+        let mut slow = data.clone();
+        slow.simulators.iter_mut().find(|x| x.kind == SimKind::Ldap).unwrap().latency_ms = 5;
+        assert!(slow.validate().is_err());
         // 3.1.2: 11 messages per call, 7 of them sent by the PCEFs and AFs, the PCF's 2 Gx RARs
         // and 2 Rx RARs per call set beside the reference's as egress.
         let voice = Scenario::load("pcrf-voice-15k").unwrap();

@@ -32,7 +32,7 @@ use hyper_util::server::conn::auto::Builder;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use crate::scenario::{SimKind, Simulator};
+use crate::scenario::{Generators, SimKind, Simulator};
 use crate::sim_h2;
 
 #[derive(Debug, Default)]
@@ -61,6 +61,8 @@ pub struct RunningSim {
     pub addr: SocketAddr,
     pub counters: Arc<SimCounters>,
     task: JoinHandle<()>,
+    /// A directory's slapd (kind `ldap`), stopped when this is dropped.
+    _directory: Option<crate::sim_ldap::Directory>,
 }
 
 impl RunningSim {
@@ -133,7 +135,8 @@ impl Sim {
             | SimKind::AsSh
             | SimKind::Ocs
             | SimKind::Tdf
-            | SimKind::PcefGx => None,
+            | SimKind::PcefGx
+            | SimKind::Ldap => None,
         };
         reply.unwrap_or_else(|| {
             c.rejected.fetch_add(1, Ordering::Relaxed);
@@ -277,6 +280,12 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
     if sim.kind == SimKind::Tdf {
         return start_tdf(sim).await;
     }
+    if sim.kind == SimKind::Ldap {
+        return Err(std::io::Error::other(format!(
+            "{}: a directory is started with the scenario's subscribers (start_all)",
+            sim.name
+        )));
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let counters = Arc::new(SimCounters::default());
@@ -313,6 +322,7 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
         addr,
         counters,
         task,
+        _directory: None,
     })
 }
 
@@ -336,6 +346,7 @@ async fn start_ocs(sim: &Simulator) -> std::io::Result<RunningSim> {
         addr,
         counters,
         task,
+        _directory: None,
     })
 }
 
@@ -354,6 +365,7 @@ async fn start_tdf(sim: &Simulator) -> std::io::Result<RunningSim> {
         addr,
         counters,
         task,
+        _directory: None,
     })
 }
 
@@ -405,12 +417,35 @@ async fn serve_hyper(stream: TcpStream, sim: Arc<Sim>) {
     let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
 }
 
-pub async fn start_all(sims: &[Simulator]) -> std::io::Result<Vec<RunningSim>> {
+/// Starts `sims`; a directory (kind `ldap`) is loaded with the subscribers of `g`.
+pub async fn start_all(sims: &[Simulator], g: &Generators) -> std::io::Result<Vec<RunningSim>> {
     let mut out = Vec::new();
     for s in sims {
-        out.push(start(s).await?);
+        out.push(match s.kind {
+            SimKind::Ldap => start_ldap(s, g).await?,
+            _ => start(s).await?,
+        });
     }
     Ok(out)
+}
+
+/// A directory (crate::sim_ldap): slapd loaded and started off the runtime's workers (a large
+/// range's bulk load takes seconds); its address is the simulator's.
+async fn start_ldap(sim: &Simulator, g: &Generators) -> std::io::Result<RunningSim> {
+    let counters = Arc::new(SimCounters::default());
+    let (s, g, c) = (sim.clone(), g.clone(), counters.clone());
+    let directory = tokio::task::spawn_blocking(move || crate::sim_ldap::start(&s, &g, c))
+        .await
+        .map_err(std::io::Error::other)??;
+    Ok(RunningSim {
+        name: sim.name.clone(),
+        kind: sim.kind,
+        latency_ms: sim.latency_ms,
+        addr: directory.addr,
+        counters,
+        task: tokio::spawn(std::future::pending()),
+        _directory: Some(directory),
+    })
 }
 
 /// SLF: which subscribers belong to a group this NRF does not hold.

@@ -51,7 +51,7 @@ sessRules = { s1 = { authSessAmbr = { uplink = "1 Mbps", downlink = "1 Mbps" } }
 
 #[test]
 fn every_corpus_project_checks_and_passes_its_own_cases() {
-    for name in ["low", "medium", "high", "default", "pcrf-ldap"] {
+    for name in ["low", "medium", "high", "default", "pcrf-ldap", "pcrf-data"] {
         let dir = corpus(name);
         let p = Project::load(&dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let cases = load_cases(&dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
