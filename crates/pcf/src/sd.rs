@@ -563,6 +563,10 @@ async fn update(
     if !serves(&context, sid) {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     }
+    if report.started.is_empty() && report.stopped.is_empty() {
+        // Nothing this PCF reads (usage on Sd is not served): nothing to decide.
+        return Ok(answer(req, rc::DIAMETER_SUCCESS));
+    }
     let mut running: Vec<Value> = context["sd"]["running"].as_array().cloned().unwrap_or_default();
     running.retain(|a| !report.stopped.iter().any(|s| a == s));
     for s in &report.started {

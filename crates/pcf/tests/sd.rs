@@ -488,7 +488,14 @@ async fn bad_sd_requests_get_the_result_code_and_failed_avp() {
     // TDF ending its session itself leaves the Gx session going without one.
     let ctx = context(&pcf, gx_sid).await.unwrap();
     assert_eq!(ctx["sd"]["running"], json!([]));
-    assert_eq!(tdf.send(sd_ccr(&sd_sid, 3, 6)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
+    // A CCR-U reporting no application is answered and decides nothing (no write).
+    let before = pcf.pcf.store.get_sm(&format!("gx:{gx_sid}")).await.unwrap().unwrap();
+    let a = tdf.send(sd_ccr(&sd_sid, 2, 6)).await;
+    assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS));
+    assert!(adc_installed(&a).is_empty());
+    let after = pcf.pcf.store.get_sm(&format!("gx:{gx_sid}")).await.unwrap().unwrap();
+    assert_eq!(after.updated_ms, before.updated_ms);
+    assert_eq!(tdf.send(sd_ccr(&sd_sid, 3, 7)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
     assert!(context(&pcf, gx_sid).await.unwrap().get("sd").is_none());
     assert_eq!(pgw.send(ccr(gx_sid, 3, 1)).await.result_code(), Some(rc::DIAMETER_SUCCESS));
     tdf.quiet().await;
