@@ -24,6 +24,7 @@ mod sim_h2;
 pub mod sim_ldap;
 mod sim_node;
 pub mod sim_ocs;
+pub mod sim_tdf;
 pub mod stats;
 pub mod template;
 pub mod udr;
@@ -282,7 +283,8 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         }
         let mut vars: HashMap<String, String> =
             sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
-        // An OCS is reached at its address (`[[pcf.sy.ocs]] addr`), not a URL.
+        // An OCS or a TDF is reached at its address (`[[pcf.sy.ocs]]`, `[[pcf.sd.tdf]] addr`),
+        // not a URL.
         vars.extend(sims.iter().map(|s| (format!("{{sim_addr:{}}}", s.name), s.addr.to_string())));
         let diameter_nf = scenario.diameter.as_ref().map(|d| d.nf.clone());
         let mut diameter_addr = match &diameter_nf {

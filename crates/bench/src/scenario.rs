@@ -484,6 +484,11 @@ pub enum SimKind {
     /// address, for the PCF's `[[pcf.sy.ocs]]`), answers SLR with `statuses`, STR with 2001,
     /// and sends SNRs with `snr_statuses` to its sessions every `snr_every_ms`.
     Ocs,
+    /// A TDF on Diameter Sd (TS 29.212 §4b, crate::sim_tdf): listens (`{sim_addr:NAME}` is its
+    /// address, for the PCF's `[[pcf.sd.tdf]]`), answers TSR and RAR with 2001 (an RAR
+    /// releasing a session is followed by its CCR-T), and reports the start or stop of one of
+    /// `report_apps` to one of its sessions every `report_every_ms`.
+    Tdf,
     /// An LDAP directory (crate::sim_ldap): a real OpenLDAP slapd on 127.0.0.1 loaded with one
     /// entry per subscriber of `[generators]`; `{sim_addr:NAME}` is its address, for the PCF's
     /// `[pcf.ldap] urls`; it counts the searches it serves.
@@ -531,6 +536,13 @@ pub struct Simulator {
     /// OCS only: send an SNR to one of its sessions (in turn) every this many ms; 0: never.
     #[serde(default)]
     pub snr_every_ms: u64,
+    /// TDF only: the TDF-Application-Identifiers its application reports name, in turn.
+    #[serde(default)]
+    pub report_apps: Vec<String>,
+    /// TDF only: send an application report (CCR-U) to one of its sessions (in turn) every
+    /// this many ms; 0: never.
+    #[serde(default)]
+    pub report_every_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -985,6 +997,20 @@ impl Scenario {
             {
                 bail!("simulator {}: an ocs needs origin_host and origin_realm", sim.name);
             }
+            let tdf_only = !sim.report_apps.is_empty() || sim.report_every_ms > 0;
+            if tdf_only && sim.kind != SimKind::Tdf {
+                bail!(
+                    "simulator {}: report_apps and report_every_ms are for a tdf simulator",
+                    sim.name
+                );
+            }
+            if sim.kind == SimKind::Tdf && (sim.origin_host.is_none() || sim.origin_realm.is_none())
+            {
+                bail!("simulator {}: a tdf needs origin_host and origin_realm", sim.name);
+            }
+            if sim.report_every_ms > 0 && sim.report_apps.is_empty() {
+                bail!("simulator {}: report_every_ms needs report_apps to report", sim.name);
+            }
             if sim.kind == SimKind::Ldap && sim.latency_ms > 0 {
                 bail!(
                     "simulator {}: a directory (slapd) adds no latency: latency_ms must be 0",
@@ -1011,7 +1037,8 @@ impl Scenario {
             for t in strings.iter().filter(|t| t.contains("{sim:")) {
                 check(&format!("nf_config.{nf}"), t)?;
             }
-            // `{sim_addr:NAME}`: a simulator's address (`127.0.0.1:PORT`, an OCS's for Sy).
+            // `{sim_addr:NAME}`: a simulator's address (`127.0.0.1:PORT`, an OCS's for Sy, a
+            // TDF's for Sd).
             for t in &strings {
                 let mut rest = t.as_str();
                 while let Some(at) = rest.find("{sim_addr:") {

@@ -134,6 +134,7 @@ impl Sim {
             | SimKind::PcfRx
             | SimKind::AsSh
             | SimKind::Ocs
+            | SimKind::Tdf
             | SimKind::PcefGx
             | SimKind::Ldap => None,
         };
@@ -276,6 +277,9 @@ pub async fn start(sim: &Simulator) -> std::io::Result<RunningSim> {
     if sim.kind == SimKind::Ocs {
         return start_ocs(sim).await;
     }
+    if sim.kind == SimKind::Tdf {
+        return start_tdf(sim).await;
+    }
     if sim.kind == SimKind::Ldap {
         return Err(std::io::Error::other(format!(
             "{}: a directory is started with the scenario's subscribers (start_all)",
@@ -335,6 +339,25 @@ async fn start_ocs(sim: &Simulator) -> std::io::Result<RunningSim> {
         }
         ocs.notify_every(every).await;
     });
+    Ok(RunningSim {
+        name: sim.name.clone(),
+        kind: sim.kind,
+        latency_ms: sim.latency_ms,
+        addr,
+        counters,
+        task,
+        _directory: None,
+    })
+}
+
+/// A TDF (crate::sim_tdf): its Diameter address is the simulator's; the task holds it (and
+/// sends its CCR-Ts and periodic reports) until the simulator is dropped.
+async fn start_tdf(sim: &Simulator) -> std::io::Result<RunningSim> {
+    let counters = Arc::new(SimCounters::default());
+    let tdf = crate::sim_tdf::Tdf::start(sim, counters.clone()).await?;
+    let addr = tdf.addr().ok_or_else(|| std::io::Error::other("the TDF did not bind"))?;
+    let every = Duration::from_millis(sim.report_every_ms);
+    let task = tokio::spawn(async move { tdf.run(every).await });
     Ok(RunningSim {
         name: sim.name.clone(),
         kind: sim.kind,
@@ -523,6 +546,8 @@ mod tests {
             statuses: Default::default(),
             snr_statuses: Default::default(),
             snr_every_ms: 0,
+            report_apps: Vec::new(),
+            report_every_ms: 0,
         }
     }
 
@@ -755,6 +780,8 @@ mod tests {
             statuses: Default::default(),
             snr_statuses: Default::default(),
             snr_every_ms: 0,
+            report_apps: Vec::new(),
+            report_every_ms: 0,
         };
         let s = start(&sim).await.unwrap();
         let client = sbi::client::SbiClient::new(&Default::default()).unwrap();

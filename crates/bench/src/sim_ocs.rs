@@ -207,6 +207,8 @@ mod tests {
             statuses: BTreeMap::from([("data-cap".into(), "normal".into())]),
             snr_statuses: BTreeMap::from([("data-cap".into(), "exhausted".into())]),
             snr_every_ms: 0,
+            report_apps: Vec::new(),
+            report_every_ms: 0,
         };
         let counters = Arc::new(SimCounters::default());
         let ocs = Ocs::start(&sim, counters.clone()).await.unwrap();

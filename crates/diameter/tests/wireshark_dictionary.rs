@@ -87,7 +87,9 @@ fn compatible(ours: DataType, theirs: &str) -> bool {
 
 /// Ours deliberately differs (spec over Wireshark), or Wireshark lacks a newer value.
 fn known_difference(d: &AvpDef) -> bool {
-    matches!(d.name, "Authorization-Lifetime" | "Usage-Monitoring-Level")
+    // Session-Release-Cause: Wireshark lacks Sd's IP_CAN_SESSION_TERMINATION and
+    // UE_IP_ADDRESS_RELEASE (TS 29.212 §5.3.44, Rel-12).
+    matches!(d.name, "Authorization-Lifetime" | "Usage-Monitoring-Level" | "Session-Release-Cause")
 }
 
 #[test]

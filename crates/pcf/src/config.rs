@@ -77,6 +77,59 @@ pub struct PcfConfig {
     /// configured).
     #[serde(default)]
     pub ldap: crate::ldap::LdapConfig,
+    /// Application detection by a TDF over Sd (`[pcf.sd]`, TS 29.212 §4b, §5b), for Gx
+    /// sessions whose decision has application detection rules.
+    #[serde(default)]
+    pub sd: SdConfig,
+}
+
+/// `[pcf.sd]`: the PCF as the PCRF of TS 29.212's Sd, giving TDFs the ADC rules of its Gx
+/// sessions (solicited application reporting) and re-deciding a session when its TDF reports
+/// an application's start or stop. The PCF connects out to each TDF (CER, DWR, reconnection)
+/// with the Diameter identity of `[pcf.diameter]`.
+///
+/// Which sessions get a TDF session: with `enabled`, a Gx session whose decision holds a PCC
+/// rule with an `appId` (TS 29.512 PccRule: an application detection rule, TS 29.513 §6.x's
+/// ADC rule); its TDF session is made at the CCR-I.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SdConfig {
+    /// Default false.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The TDFs, in order of preference: a session's TSR goes to the first one open, its later
+    /// requests to the TDF that answered it.
+    #[serde(default)]
+    pub tdf: Vec<TdfPeer>,
+    /// How long a TSR or RAR waits for its answer, ms. Default 1000.
+    #[serde(default = "default_udr_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// DWR interval (RFC 3539 Tw), seconds. Default 30.
+    #[serde(default = "default_diameter_watchdog_secs")]
+    pub watchdog_secs: u64,
+}
+
+/// One TDF of `[pcf.sd]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TdfPeer {
+    /// Its Diameter identity (the Origin-Host its CEA must carry).
+    pub host: String,
+    /// Its realm (Destination-Realm of the requests it gets).
+    pub realm: String,
+    /// Where to connect.
+    pub addr: std::net::SocketAddr,
+}
+
+impl Default for SdConfig {
+    fn default() -> Self {
+        SdConfig {
+            enabled: false,
+            tdf: Vec::new(),
+            request_timeout_ms: default_udr_timeout_ms(),
+            watchdog_secs: default_diameter_watchdog_secs(),
+        }
+    }
 }
 
 /// `[pcf.usage]`: usage monitoring (TS 29.212 §4.5.17; TS 29.512 §4.2.2, §4.2.4).
@@ -450,6 +503,7 @@ impl Default for PcfConfig {
             sy: SyConfig::default(),
             ldap: crate::ldap::LdapConfig::default(),
             usage: UsageConfig::default(),
+            sd: SdConfig::default(),
         }
     }
 }
@@ -527,6 +581,23 @@ impl PcfConfig {
             }
         }
         self.ldap.validate()?;
+        if self.sd.enabled {
+            let sd = &self.sd;
+            if !self.diameter.enabled {
+                return Err(
+                    "[pcf.sd] needs [pcf.diameter] enabled: Sd serves its Gx sessions".into()
+                );
+            }
+            if sd.tdf.is_empty() {
+                return Err("[pcf.sd] enabled needs at least one [[pcf.sd.tdf]]".into());
+            }
+            if sd.tdf.iter().any(|t| t.host.is_empty() || t.realm.is_empty()) {
+                return Err("[[pcf.sd.tdf]] host and realm must be set".into());
+            }
+            if sd.request_timeout_ms == 0 || sd.watchdog_secs == 0 {
+                return Err("[pcf.sd] request_timeout_ms and watchdog_secs must be > 0".into());
+            }
+        }
         if self.udr.timeout_ms == 0
             || self.bsf.timeout_ms == 0
             || self.amf.timeout_ms == 0
@@ -568,5 +639,21 @@ mod tests {
         let none = PcfConfig { sy: SyConfig { enabled: true, ..SyConfig::default() }, ..c };
         assert!(none.validate().is_err());
         assert!(toml::from_str::<PcfConfig>("[sy]\nenabeld = true").is_err());
+    }
+
+    #[test]
+    fn sd_needs_gx_and_a_tdf() {
+        let c: PcfConfig = toml::from_str(
+            "[diameter]\nenabled = true\n[sd]\nenabled = true\n[[sd.tdf]]\n\
+             host = \"tdf.example\"\nrealm = \"example\"\naddr = \"127.0.0.1:3871\"",
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!((c.sd.request_timeout_ms, c.sd.tdf.len()), (1000, 1));
+        let no_gx = PcfConfig { diameter: DiameterConfig::default(), ..c.clone() };
+        assert!(no_gx.validate().is_err());
+        let no_tdf = PcfConfig { sd: SdConfig { enabled: true, ..SdConfig::default() }, ..c };
+        assert!(no_tdf.validate().is_err());
+        assert!(toml::from_str::<PcfConfig>("[sd]\nenabeld = true").is_err());
     }
 }

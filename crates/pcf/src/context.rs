@@ -53,6 +53,8 @@ pub struct Pcf {
     pub usage: crate::usage::Usage,
     /// Gx and Rx requests sent again, and those never answered (crate::resend).
     pub resend: crate::resend::Stats,
+    /// TDF sessions of Gx sessions (`[pcf.sd]`).
+    pub sd: Arc<crate::sd::Sd>,
 }
 
 impl Pcf {
@@ -72,6 +74,7 @@ impl Pcf {
         let sy = crate::sy::Sy::new(config.sy.clone());
         let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
         let usage = crate::usage::Usage::new(config.usage.enabled);
+        let sd = Arc::new(crate::sd::Sd::new(config.sd.clone()));
         Pcf {
             config,
             policy,
@@ -93,6 +96,7 @@ impl Pcf {
             ldap,
             usage,
             resend: Default::default(),
+            sd,
         }
     }
 

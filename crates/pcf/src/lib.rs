@@ -60,6 +60,7 @@ pub mod policy_admin;
 pub mod producers;
 pub mod resend;
 pub mod rx;
+pub mod sd;
 pub mod store;
 pub mod sy;
 pub mod ue_policy_delivery;
@@ -409,6 +410,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             .await
             .map_err(|e| PcfError::Config(format!("[pcf.sy] cannot start the Sy node: {e}")))?;
         tracing::info!(sy_sessions = pcf.sy.subscribers(), "Sy sessions loaded");
+        serving.diameter(node);
+    }
+    if config.pcf.sd.enabled {
+        let node = sd::start(pcf.clone(), &config.pcf.diameter)
+            .await
+            .map_err(|e| PcfError::Config(format!("[pcf.sd] cannot start the Sd node: {e}")))?;
         serving.diameter(node);
     }
     if let Some(nrf) = serving.nrf_client() {

@@ -304,6 +304,7 @@ impl Collector for PolicyCollector {
         )?)?;
 
         crate::sy::encode_metrics(pcf, &mut encoder)?;
+        crate::sd::encode_metrics(pcf, &mut encoder)?;
 
         let col = &pcf.collisions;
         for (name, help, n) in [

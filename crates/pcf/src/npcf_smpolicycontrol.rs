@@ -268,6 +268,7 @@ pub(crate) async fn remove_reporting(
     let held = pcf.hold(&supi).await;
     // Read before: the delete takes them in its commit.
     let apps = crate::app_session::bound(pcf, id).await;
+    let tdf = crate::sd::before_delete(pcf, id).await?;
     let pending = match reports.is_empty() {
         true => None,
         false => match pcf.store.get_sm(id).await? {
@@ -287,6 +288,9 @@ pub(crate) async fn remove_reporting(
         }
     }
     crate::app_session::sm_deleted(pcf, apps);
+    if let Some(c) = &tdf {
+        pcf.sd.release(c);
+    }
     pcf.policy_data.release_sm(&deleted.supi, deleted.udr_subscription.is_some());
     pcf.ldap.release(&deleted.supi, id);
     let sy_ended = pcf.sy.after_delete(pcf, &deleted.supi).await;

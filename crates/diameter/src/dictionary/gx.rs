@@ -281,6 +281,9 @@ pub static SESSION_RELEASE_CAUSE: AvpDef =
         (0, "UNSPECIFIED_REASON"),
         (1, "UE_SUBSCRIPTION_REASON"),
         (2, "INSUFFICIENT_SERVER_RESOURCES"),
+        // Sd only (TS 29.212 §5.3.44): the PCRF ends a TDF session with its IP-CAN session.
+        (3, "IP_CAN_SESSION_TERMINATION"),
+        (4, "UE_IP_ADDRESS_RELEASE"),
     ]);
 pub static PRIORITY_LEVEL: AvpDef = AvpDef::tgpp("Priority-Level", 1046, T::Unsigned32);
 pub static PRE_EMPTION_CAPABILITY: AvpDef =
@@ -429,6 +432,13 @@ pub static APPLICATION_DETECTION_INFORMATION: AvpDef =
         .group(&[Rule::one(&TDF_APPLICATION_IDENTIFIER)]);
 pub static TDF_APPLICATION_INSTANCE_IDENTIFIER: AvpDef =
     AvpDef::tgpp("TDF-Application-Instance-Identifier", 2802, T::OctetString).m(FlagRule::MustNot);
+/// §5.3.82: an ADC (or PCC) rule's redirection, with the DCCA Redirect-Address-Type and
+/// Redirect-Server-Address (RFC 4006 §8.38, §8.39).
+pub static REDIRECT_INFORMATION: AvpDef =
+    AvpDef::tgpp("Redirect-Information", 1085, T::Grouped).m(FlagRule::MustNot);
+pub static REDIRECT_SUPPORT: AvpDef = AvpDef::tgpp("Redirect-Support", 1086, T::Enumerated)
+    .m(FlagRule::MustNot)
+    .enums(&[(0, "REDIRECTION_DISABLED"), (1, "REDIRECTION_ENABLED")]);
 
 pub static SD_AVPS: &[&AvpDef] = &[
     &TDF_INFORMATION,
@@ -444,6 +454,8 @@ pub static SD_AVPS: &[&AvpDef] = &[
     &ADC_RULE_REPORT,
     &APPLICATION_DETECTION_INFORMATION,
     &TDF_APPLICATION_INSTANCE_IDENTIFIER,
+    &REDIRECT_INFORMATION,
+    &REDIRECT_SUPPORT,
 ];
 
 pub static CCR: CommandDef = CommandDef {
@@ -677,6 +689,8 @@ pub static SD_RAR: CommandDef = CommandDef {
         Rule::one(&DESTINATION_REALM),
         Rule::one(&DESTINATION_HOST),
         Rule::one(&RE_AUTH_REQUEST_TYPE),
+        Rule::opt(&SESSION_RELEASE_CAUSE),
+        Rule::opt(&ORIGIN_STATE_ID),
         Rule::any(&ADC_RULE_INSTALL),
         Rule::any(&ADC_RULE_REMOVE),
         Rule::any(&EVENT_TRIGGER),

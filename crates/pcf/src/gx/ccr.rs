@@ -136,13 +136,15 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         json!({"originHost": req.origin_host().unwrap_or_default(),
                "originRealm": req.origin_realm().unwrap_or_default()}),
     );
-    let context = Value::Object(context);
+    let mut context = Value::Object(context);
     let _held = pcf.hold(&supi).await;
     let sy = pcf.sy.creating(pcf, &supi);
     let Decided { mut outcome, project, subscribe, data, subscribed, chf, ldap } =
         decide_create(pcf, &context, &supi).await?;
     let ssv = std::mem::take(&mut outcome.ssv_updates);
     let decision = outcome.decision;
+    // Its TDF session, when the decision asks for application detection (crate::sd).
+    pcf.sd.establish(sid, &mut context, &decision).await;
     let (udr_subscription, binding) = tokio::join!(
         async {
             if subscribe {
@@ -165,7 +167,12 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         updated_ms: Utc::now().timestamp_millis(),
         binding,
     };
-    pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await?;
+    let created = pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await;
+    if created.is_err() {
+        // Not kept, so not known to end later: its TDF session ends now.
+        pcf.sd.release(&context);
+    }
+    created?;
     sy.done();
     if let (Some(d), true) = (data, keep) {
         pcf.policy_data.hold_sm(&supi, d);
@@ -269,6 +276,9 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         pcf.ldap.keep(&supi, &id, p);
     }
     drop(_held);
+    if let Some(m) = pcf.sd.rar(&context, &old, &new) {
+        pcf.sd.send(m);
+    }
     // What the PCEF reports of the rules (Charging-Rule-Report) and the resources, as an SMF's
     // update would say it: the bound application sessions' AFs hear of it (N5 events, Rx RAR).
     let reports = mapping::rule_reports(req);
@@ -307,7 +317,12 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
     let old: Value = serde_json::from_slice(&stored.decision)?;
     let mut new = outcome.decision;
     crate::app_session::keep_af_rules(&old, &mut new);
-    let Some(rar) = rar(node, &stored.id, &context, &old, &new) else { return Ok(None) };
+    let rar = rar(node, &stored.id, &context, &old, &new);
+    // Its TDF's ADC rules may change alone (crate::sd).
+    let sd_rar = pcf.sd.rar(&context, &old, &new);
+    if rar.is_none() && sd_rar.is_none() {
+        return Ok(None);
+    }
     let updated = SmPolicy {
         decision: serde_json::to_vec(&new)?,
         policy_version: project.version.clone(),
@@ -317,7 +332,10 @@ pub(crate) async fn redecide_one(pcf: &Pcf, stored: SmPolicy) -> Result<Option<M
     if !pcf.store.update_sm(updated, ssv).await? {
         return Ok(None);
     }
-    Ok(Some(rar))
+    if let Some(m) = sd_rar {
+        pcf.sd.send(m);
+    }
+    Ok(rar)
 }
 
 /// The RAR telling the PCEF of Gx session `policy_id` (its context `context`) what changed

@@ -406,8 +406,15 @@ fn sess_rule(d: &Value) -> &Value {
 /// changed or gone (crate::usage). With `old` empty: the whole decision (CCA-I).
 pub fn decision_avps(old: &Value, new: &Value) -> Vec<Avp> {
     let mut out = Vec::new();
-    let rules =
-        |d: &Value| d.get("pccRules").and_then(Value::as_object).cloned().unwrap_or_default();
+    // A rule with an `appId` is an application detection rule: the TDF's, over Sd (crate::sd).
+    let rules = |d: &Value| -> Map<String, Value> {
+        let all = d.get("pccRules").and_then(Value::as_object);
+        all.into_iter()
+            .flatten()
+            .filter(|(_, r)| r.get("appId").is_none())
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect()
+    };
     let (old_rules, new_rules) = (rules(old), rules(new));
     let old_qos = old.get("qosDecs").unwrap_or(empty());
     let new_qos = new.get("qosDecs").unwrap_or(empty());
