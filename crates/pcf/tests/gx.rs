@@ -120,15 +120,7 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
         TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config.clone() })
             .await;
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sid = "pgw.epc.example;1;1";
 
     // CCR-I: the whole decision: the gold subscriber's video rule with its QoS, the AMBR and
@@ -208,15 +200,7 @@ async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
     let pcf =
         TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config.clone() })
             .await;
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let a = pgw.send(ccr(sid, 2, 4).avp(ambr(1_000_000_000, 2_000_000_000))).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
     assert_eq!(apn_ambr_dl(&a), Some(2_000_000_000));
@@ -251,15 +235,7 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
     };
     let pcf = TestPcf::start_with(d.path(), PcfConfig { diameter: diameter_on(), ..config }).await;
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
 
     // A mandatory AVP of the grammar missing (CC-Request-Number): 5005, Failed-AVP names it.
     let m = Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
@@ -311,15 +287,7 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
         ..PcfConfig::default()
     };
     let pcf = TestPcf::start_with(d2.path(), PcfConfig { diameter: diameter_on(), ..config }).await;
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let a = pgw.send(ccr_i("pgw;e;7", "001010000000007", 7)).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_TOO_BUSY), "{a:?}");
     assert!(a.is_error());

@@ -131,8 +131,7 @@ async fn pcf_with(dir: &std::path::Path, ldap: LdapConfig) -> TestPcf {
 }
 
 async fn pgw(pcf: &TestPcf, wire: &Wire) -> DiameterPeer {
-    DiameterPeer::start(pcf.diameter(), PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone())
-        .await
+    DiameterPeer::pgw(pcf.diameter(), wire).await
 }
 
 /// A CCR-I of UE `imsi` with its subscribed APN-AMBR of 1 / 2 Gbit/s.

@@ -246,8 +246,7 @@ async fn metrics(pcf: &TestPcf) -> String {
 }
 
 async fn pgw(pcf: &TestPcf, wire: &Wire) -> DiameterPeer {
-    DiameterPeer::start(pcf.diameter(), PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone())
-        .await
+    DiameterPeer::pgw(pcf.diameter(), wire).await
 }
 
 #[tokio::test]

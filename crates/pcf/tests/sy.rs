@@ -214,15 +214,7 @@ async fn slr_at_the_first_gx_session_snr_sends_a_rar_str_at_the_last_and_a_resta
     let cfg = config(project, ocs.addr, false);
     let pcf = TestPcf::start_with(d.path(), cfg.clone()).await;
     sy_open(&pcf).await;
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let supi = "imsi-001010000000701";
 
     // CCR-I: an Initial SLR with the subscriber and the project's counter; the decision
@@ -321,15 +313,7 @@ async fn slr_at_the_first_gx_session_snr_sends_a_rar_str_at_the_last_and_a_resta
     assert_eq!(again.session_id, sid);
     assert_eq!(again.statuses, json!({"data-cap": "normal"}).as_object().unwrap().clone());
     sy_open(&pcf).await;
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sna = ocs.snr(&sid, vec![report("data-cap", "exhausted")]).await;
     assert_eq!(sna.result_code(), Some(rc::DIAMETER_SUCCESS), "{sna:?}");
     let rars = [pgw.next().await, pgw.next().await];

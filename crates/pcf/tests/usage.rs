@@ -135,15 +135,7 @@ async fn gx_usage_adds_up_the_third_report_crosses_the_cap_and_the_n7_session_is
     let n7 = r.header("location").unwrap().to_string();
 
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sid = "pgw.epc.example;um;1";
 
     // Gx-init: the same cap granted on the PCEF, session level, USAGE_REPORT armed.
@@ -209,15 +201,7 @@ async fn gx_usage_adds_up_the_third_report_crosses_the_cap_and_the_n7_session_is
     pcf.stop().await;
     let pcf = TestPcf::start_with(d.path(), config(true)).await;
     assert_eq!(total(&pcf, &supi, "monthly"), Some(12 * GB + GB / 2));
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     // A report with nothing else changing is re-armed with the same grant.
     let a = pgw.send(ccr_u(sid, 4, vec![umi("monthly", GB / 2)])).await;
     assert_eq!(a.result_code(), Some(rc::DIAMETER_SUCCESS), "{a:?}");
@@ -348,15 +332,7 @@ async fn malformed_gx_usage_reports_get_5005_or_5009_with_failed_avp() {
     let d = tempfile::tempdir().unwrap();
     let pcf = TestPcf::start_with(d.path(), config(true)).await;
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sid = "pgw.epc.example;um;2";
     let imsi = "001020000000003";
     let a = pgw.send(ccr_i(sid, imsi)).await;
@@ -446,15 +422,7 @@ async fn an_n7_report_crossing_the_cap_sends_the_subscribers_gx_session_an_rar()
     let supi = format!("imsi-{imsi}");
     let pcf = TestPcf::start_with(d.path(), config(true)).await;
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sid = "pgw.epc.example;um;4";
     let a = pgw.send(ccr_i(sid, imsi)).await;
     assert_eq!(granted(&a, "monthly"), Some(10 * GB));
@@ -535,15 +503,7 @@ async fn a_pcc_rule_level_key_is_the_rules_monitoring_key_and_is_disabled_with_i
     let config = PcfConfig { policy: Some(video_project(&d.path().join("p"))), ..config(true) };
     let pcf = TestPcf::start_with(d.path(), config).await;
     let wire: Wire = Arc::default();
-    let pgw = DiameterPeer::start(
-        pcf.diameter(),
-        PCF_HOST,
-        PGW_HOST,
-        PGW_REALM,
-        gx::APP_ID,
-        wire.clone(),
-    )
-    .await;
+    let pgw = DiameterPeer::pgw(pcf.diameter(), &wire).await;
     let sid = "pgw.epc.example;um;5";
 
     // CCA-I: the rule carries its Monitoring-Key, the grant says PCC_RULE_LEVEL.

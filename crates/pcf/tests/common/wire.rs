@@ -64,6 +64,11 @@ pub struct DiameterPeer {
 impl DiameterPeer {
     /// Connects to the PCF at `pcf` (Origin-Host `pcf_host`) as `host` in `realm`, serving the
     /// 3GPP application `app`; every message either way is kept in `wire` for tshark.
+    /// The PGW on Gx ([`PGW_HOST`], [`PGW_REALM`]), connected to the PCF's Diameter node.
+    pub async fn pgw(pcf: SocketAddr, wire: &Wire) -> DiameterPeer {
+        Self::start(pcf, PCF_HOST, PGW_HOST, PGW_REALM, gx::APP_ID, wire.clone()).await
+    }
+
     pub async fn start(
         pcf: SocketAddr,
         pcf_host: &'static str,
