@@ -1,7 +1,162 @@
 //! The Data Director (issue #24), built like Vector: sources (NF message copies through the ingest
 //! API, Kafka), transforms (per-NF aggregation into MAIN with ordering, filters, correlation into
 //! xDRs) and sinks (HTTP/2, TCP and Kafka feeds, xDR storage), each a module with its `config.rs`
-//! and its tests. In the embedded mode (what `up` runs) the NF topics and MAIN are the on-disk logs
-//! of [`log`]-to-come; the copy format is `dd_client::envelope`.
+//! and its tests.
+//!
+//! A newcomer's map: [`config`] is `[dd]`; [`sources::ingest`] is `POST /dd-ingest/v1/copies`;
+//! [`topics`] names the NF topics and MAIN and says what a topic backend gives; [`log`] is the
+//! embedded on-disk log those topics live in ([`log_topics`] binds the two);
+//! [`transforms::aggregate`] merges the NF topics into MAIN; [`pipeline`] runs a feed's consumers
+//! of MAIN through its filter into its sink; [`admin`] is the admin API that creates them;
+//! [`components`] builds a sink, a filter or a correlator from its configuration. The copy format
+//! is `dd_client::envelope`. [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until
+//! shutdown.
 
+pub mod admin;
+pub mod components;
+pub mod config;
+pub mod context;
+pub mod log;
+pub mod log_topics;
+pub mod metrics;
+pub mod pipeline;
+pub mod sources;
+pub mod topics;
+pub mod transforms;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Method;
+use nf::{Serving, Skeleton, Spec};
+use sbi::client::ClientConfig;
+use sbi::{Router, ServerConfig};
+use store::SqliteConfig;
+
+pub use config::DdConfig;
+pub use context::Dd;
 pub use dd_client::envelope;
+
+/// Everything `run` needs: the `[dd]` section and the shared sections of the configuration.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub dd: DdConfig,
+    pub sbi: ServerConfig,
+    pub client: ClientConfig,
+    pub store: SqliteConfig,
+    pub instance_id: Option<String>,
+}
+
+pub type DdError = nf::StartError;
+
+/// The ingest and admin routes over `dd`.
+pub fn router(dd: Arc<Dd>) -> Router {
+    let b = Router::builder(dd).route(
+        Method::POST,
+        sources::ingest::PATH,
+        sources::ingest::OPERATION,
+        sources::ingest::copies,
+    );
+    admin::routes(b).build()
+}
+
+/// A bound Data Director, its topics open and its pipeline running.
+pub struct Bound {
+    serving: Serving,
+    dd: Arc<Dd>,
+}
+
+/// The log directory: `[dd] log_dir`, or `dd-log` beside the store's database.
+pub fn log_dir(config: &RunConfig) -> PathBuf {
+    config.dd.log_dir.clone().unwrap_or_else(|| {
+        let db = &config.store.path;
+        db.parent().map(|p| p.join("dd-log")).unwrap_or_else(|| PathBuf::from("dd-log"))
+    })
+}
+
+/// The NF skeleton's steps for the Data Director: the store (admin configuration) and the log
+/// open, the SBI port bound, the aggregation of every NF topic into MAIN started, and the feeds,
+/// filters and correlations the admin API configured before started again.
+pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
+    config.dd.validate().map_err(DdError::Config)?;
+    let mut sbi = config.sbi.clone();
+    // A batch of copies is one request: the server's body limit must let the largest through.
+    sbi.max_body_bytes = sbi.max_body_bytes.max(config.dd.ingest.max_request_bytes);
+    let skeleton = Skeleton::open(Spec {
+        nf_type: "DD",
+        instance_id: config.instance_id.clone(),
+        sbi,
+        client: config.client.clone(),
+        store: config.store.clone(),
+        nrf: None,
+    })
+    .await?;
+    let dir = log_dir(&config);
+    let topics = {
+        let (dir, dd_config) = (dir.clone(), config.dd.clone());
+        tokio::task::spawn_blocking(move || log_topics::LogTopics::open(&dir, &dd_config))
+            .await
+            .map_err(|e| DdError::Config(format!("opening the log: {e}")))?
+            .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?
+    };
+    let metrics = skeleton.observability().with_registry(metrics::Metrics::register);
+    let admin = admin::Admin::new(skeleton.store().clone());
+    let dd = Arc::new(
+        Dd::new(config.dd.clone(), topics.clone(), metrics.clone(), admin, skeleton.scheme())
+            .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
+    );
+    let mut serving = skeleton.bind(router(dd.clone())).await?;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::new();
+    for (i, _) in topics::NF_TOPICS.iter().enumerate() {
+        let nf = dd.nf_topic(i).map_err(DdError::Io)?;
+        tasks.push(tokio::spawn(transforms::aggregate::run(
+            nf,
+            i,
+            dd.main().to_vec(),
+            dd.config.aggregate.clone(),
+            metrics.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    let retention = topics.spawn_retention(Duration::from_secs(10));
+    dd.admin.load(&dd).await?;
+    let stopping = dd.clone();
+    serving.on_stop(async move {
+        // Feeds first (they stop at a batch boundary, offsets committed), then aggregation.
+        stopping.admin.stop().await;
+        let _ = stop_tx.send(true);
+        for t in tasks {
+            let _ = t.await;
+        }
+        retention.abort();
+    });
+    Ok(Bound { serving, dd })
+}
+
+impl Bound {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.serving.local_addr()
+    }
+
+    pub fn dd(&self) -> &Arc<Dd> {
+        &self.dd
+    }
+
+    /// Serves until `shutdown`, then stops as every NF does: the SBI port drains, the feeds and
+    /// aggregation stop at a batch boundary, the store closes.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), DdError> {
+        self.serving.serve(shutdown).await
+    }
+}
+
+/// Runs the Data Director until `shutdown` completes.
+pub async fn run(config: RunConfig, shutdown: impl Future<Output = ()>) -> Result<(), DdError> {
+    let bound = bind(config).await?;
+    tracing::info!(addr = %bound.local_addr(), "Data Director serving");
+    bound.serve(shutdown).await
+}

@@ -25,8 +25,8 @@ pub struct Config {
     pub udr: udr::UdrConfig,
     /// The PCF (docs/pcf.md).
     pub pcf: pcf::PcfConfig,
-    /// The section of the NF still to land; its issue defines it.
-    pub dd: toml::Table,
+    /// The Data Director (docs/dd.md).
+    pub dd: dd::DdConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

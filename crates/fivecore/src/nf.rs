@@ -88,8 +88,8 @@ pub const ALL: [NfInfo; 5] = [
         db_file: "dd.db",
         diameter: None,
         diameter_served: false,
-        issue: None,
-        available: false,
+        issue: Some(24),
+        available: true,
     },
 ];
 
@@ -154,8 +154,13 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             }
             serve_until_signal("PCF", |stop| pcf::run(run, stop))
         }
-        // Not reachable while the Data Director is not available.
-        _ => not_landed(&format!("the {}", info.name), info.issue),
+        Nf::Dd => {
+            let mut run = dd_run_config(&config, Some(dir));
+            if let Some(listen) = args.listen {
+                run.sbi.listen = listen;
+            }
+            serve_until_signal("Data Director", |stop| dd::run(run, stop))
+        }
     }
 }
 
@@ -199,6 +204,20 @@ pub fn pcf_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -
         store,
         instance_id: config.instance_id.clone(),
     }
+}
+
+/// The Data Director's run configuration from the file: its port is 7004 unless one is
+/// configured, its database (the admin API's feeds, filters, correlations) `dd.db` and its log
+/// `dd-log/` under `data_dir` when given.
+pub fn dd_run_config(config: &crate::config::Config, data_dir: Option<&Path>) -> dd::RunConfig {
+    let (sbi, store) = nf_sbi_and_store(config, Nf::Dd, data_dir);
+    let mut dd = config.dd.clone();
+    if let (Some(dir), Some(log)) = (data_dir, dd.log_dir.as_mut()) {
+        if log.is_relative() {
+            *log = dir.join(&*log);
+        }
+    }
+    dd::RunConfig { dd, sbi, client: config.client.clone(), store, instance_id: config.instance_id.clone() }
 }
 
 /// The SBI listener and store of an NF: the NF's default port ([`ALL`]) unless one is

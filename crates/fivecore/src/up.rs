@@ -69,6 +69,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
     pcf_config.instance_id = None;
     // The whole core: the PCF registers its bindings at the BSF it finds through the NRF.
     pcf_config.pcf.bsf.enabled = true;
+    let mut dd_config = nf::dd_run_config(&config, dir);
+    dd_config.store.path = db(nf::Nf::Dd);
+    dd_config.sbi.listen = listen(nf::Nf::Dd);
+    dd_config.instance_id = None;
     let result = runtime.block_on(async move {
         // Watched before any NF serves: a SIGTERM that arrives once they answer (a supervisor
         // stopping a core it saw ready) stops them gracefully instead of killing the process.
@@ -88,11 +92,13 @@ pub fn run(args: &UpArgs) -> ExitCode {
         let udr = udr::bind(udr_config).await.map_err(|e| format!("UDR: {e}"))?;
         let bsf = bsf::bind(bsf_config).await.map_err(|e| format!("BSF: {e}"))?;
         let pcf = pcf::bind(pcf_config).await.map_err(|e| format!("PCF: {e}"))?;
+        let dd = dd::bind(dd_config).await.map_err(|e| format!("Data Director: {e}"))?;
         let bound = [
             (nf::Nf::Nrf, nrf.local_addr(), None),
             (nf::Nf::Udr, udr.local_addr(), udr.sh_local_addr()),
             (nf::Nf::Bsf, bsf.local_addr(), bsf.rx_local_addr()),
             (nf::Nf::Pcf, pcf.local_addr(), pcf.diameter_addr()),
+            (nf::Nf::Dd, dd.local_addr(), None),
         ];
 
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -136,6 +142,13 @@ pub fn run(args: &UpArgs) -> ExitCode {
                 Box::pin({
                     let stop = stopped(stop_rx.clone());
                     async move { pcf.serve(stop).await.map_err(|e| e.to_string()) }
+                }),
+            ),
+            spawn(
+                "Data Director",
+                Box::pin({
+                    let stop = stopped(stop_rx.clone());
+                    async move { dd.serve(stop).await.map_err(|e| e.to_string()) }
                 }),
             ),
         ];

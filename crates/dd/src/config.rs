@@ -1,0 +1,81 @@
+//! `[dd]` in the configuration file. Every field has a default, so an empty (or absent) section is
+//! a working Data Director in its embedded mode; unknown keys are errors so a typo never falls
+//! back to a default silently. docs/dd.md explains each setting.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::log::LogConfig;
+use crate::sources::ingest::IngestConfig;
+use crate::transforms::aggregate::AggregateConfig;
+
+/// The Data Director's own settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DdConfig {
+    /// Directory of the embedded logs (NF topics and MAIN) and their consumer offsets. Unset:
+    /// `dd-log` beside the store's database.
+    #[serde(default)]
+    pub log_dir: Option<PathBuf>,
+
+    /// The ingest API (`POST /dd-ingest/v1/copies`).
+    #[serde(default)]
+    pub ingest: IngestConfig,
+
+    /// Per-NF aggregation into MAIN.
+    #[serde(default)]
+    pub aggregate: AggregateConfig,
+
+    /// The embedded log of the NF topics and MAIN (`[dd.log]`: fsync, segments, retention
+    /// per topic; `[dd.log.topics.MAIN]` applies to every MAIN partition).
+    #[serde(default)]
+    pub log: LogConfig,
+
+    /// How a feed consumer reads MAIN: at most this many copies per delivery. Default 1024.
+    #[serde(default = "default_feed_batch")]
+    pub feed_batch: usize,
+}
+
+fn default_feed_batch() -> usize {
+    1024
+}
+
+impl Default for DdConfig {
+    fn default() -> Self {
+        DdConfig {
+            log_dir: None,
+            ingest: IngestConfig::default(),
+            aggregate: AggregateConfig::default(),
+            log: LogConfig::default(),
+            feed_batch: default_feed_batch(),
+        }
+    }
+}
+
+impl DdConfig {
+    /// What is wrong with the section, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        self.ingest.validate()?;
+        self.aggregate.validate()?;
+        if self.feed_batch == 0 || self.feed_batch > 65_536 {
+            return Err("[dd] feed_batch must be between 1 and 65536".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_section_is_the_default_and_typos_are_refused() {
+        let c: DdConfig = toml::from_str("").unwrap();
+        assert_eq!(c, DdConfig::default());
+        c.validate().unwrap();
+        assert!(toml::from_str::<DdConfig>("feed_bach = 3").is_err());
+        let bad: DdConfig = toml::from_str("feed_batch = 0").unwrap();
+        assert!(bad.validate().unwrap_err().contains("feed_batch"));
+    }
+}

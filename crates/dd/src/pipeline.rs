@@ -1,0 +1,120 @@
+//! The consumers of MAIN: one task per feed and MAIN partition reads from the feed's committed
+//! offset, keeps what the feed's filter passes, hands it to the feed's sink and commits once the
+//! sink has delivered it. A sink that fails gets the same batch again after a backoff (at-least-
+//! once), and while it fails the feed reads nothing more: its lag grows on disk, within MAIN's
+//! retention, not in memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use dd_client::Copy;
+use tokio::sync::watch;
+
+use crate::metrics::Metrics;
+use crate::topics::{BoxFuture, TopicLog};
+
+/// Largest read from MAIN, bytes.
+const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where a feed's copies go (a TCP, HTTP/2 or Kafka sink; an xDR correlator).
+pub trait Deliver: Send + Sync + 'static {
+    /// Resolves Ok once the whole batch is delivered; Err means none of it counts.
+    fn deliver<'a>(&'a self, batch: &'a [Bytes]) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// Which copies a feed takes.
+pub trait Select: Send + Sync + 'static {
+    fn select(&self, copy: &Copy) -> bool;
+}
+
+/// Where a new feed starts reading MAIN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// The oldest copy MAIN still holds.
+    Earliest,
+    /// Copies that arrive from now on.
+    #[default]
+    Latest,
+}
+
+/// One feed's consumer of one MAIN partition.
+pub struct Consumer {
+    pub consumer: String,
+    pub partition: Arc<dyn TopicLog>,
+    pub select: Option<Arc<dyn Select>>,
+    pub sink: Arc<dyn Deliver>,
+    pub start: Start,
+    pub batch: usize,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Consumer {
+    /// Runs until `stop` turns true; returns at a batch boundary, its offset committed.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let part = &self.partition;
+        let mut offset = part.committed(&self.consumer).unwrap_or(match self.start {
+            Start::Earliest => part.start_offset(),
+            Start::Latest => part.end_offset(),
+        });
+        // A feed created at "latest" keeps that place across restarts even before it delivers.
+        if part.committed(&self.consumer).is_none() {
+            let _ = part.commit(&self.consumer, offset).await;
+        }
+        loop {
+            tokio::select! {
+                _ = part.wait_for(offset) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            let batch = match part.read(offset, MAX_READ_BYTES, self.batch).await {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::error!(feed = %self.consumer, topic = part.name(), error = %e, "feed cannot read MAIN");
+                    if pause(&mut stop, Duration::from_secs(1)).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            if batch.skipped > 0 {
+                self.metrics.consumer_skipped(part.name(), &self.consumer, batch.skipped);
+            }
+            let records = match &self.select {
+                None => batch.records,
+                Some(s) => batch
+                    .records
+                    .into_iter()
+                    .filter(|r| Copy::decode(r.clone()).is_ok_and(|c| s.select(&c)))
+                    .collect(),
+            };
+            if !records.is_empty() {
+                let mut backoff = Duration::from_millis(50);
+                loop {
+                    match self.sink.deliver(&records).await {
+                        Ok(()) => break,
+                        Err(e) => {
+                            tracing::warn!(feed = %self.consumer, error = %e, "feed delivery failed; retrying");
+                            if pause(&mut stop, backoff).await {
+                                return;
+                            }
+                            backoff = (backoff * 2).min(Duration::from_secs(5));
+                        }
+                    }
+                }
+            }
+            offset = batch.next;
+            if let Err(e) = part.commit(&self.consumer, offset).await {
+                tracing::warn!(feed = %self.consumer, error = %e, "feed offset not committed");
+            }
+        }
+    }
+}
+
+/// Sleeps, or returns true at once when asked to stop.
+async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = stop.wait_for(|s| *s) => true,
+    }
+}
