@@ -17,6 +17,8 @@ pub struct Dd {
     /// Bytes the ingest API has accepted and not yet seen durable.
     pub ingest_pending: AtomicUsize,
     pub metrics: Arc<Metrics>,
+    /// The feeds' metric families, shared by every sink.
+    pub feed_metrics: crate::sinks::FeedMetrics,
     /// Feeds, filters and correlations configured through the admin API.
     pub admin: Admin,
     /// `http` or `https`, for Location headers.
@@ -29,6 +31,7 @@ impl Dd {
         config: DdConfig,
         topics: Arc<dyn Topics>,
         metrics: Arc<Metrics>,
+        feed_metrics: crate::sinks::FeedMetrics,
         admin: Admin,
         scheme: &'static str,
     ) -> io::Result<Dd> {
@@ -42,6 +45,7 @@ impl Dd {
             main,
             ingest_pending: AtomicUsize::new(0),
             metrics,
+            feed_metrics,
             admin,
             scheme,
         })

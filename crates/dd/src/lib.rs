@@ -20,6 +20,7 @@ pub mod log;
 pub mod log_topics;
 pub mod metrics;
 pub mod pipeline;
+pub mod sinks;
 pub mod sources;
 pub mod topics;
 pub mod transforms;
@@ -103,9 +104,18 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?
     };
     let metrics = skeleton.observability().with_registry(metrics::Metrics::register);
+    let feed_metrics = sinks::FeedMetrics::default();
+    skeleton.observability().with_registry(|r| feed_metrics.register(r));
     let admin = admin::Admin::new(skeleton.store().clone());
     let dd = Arc::new(
-        Dd::new(config.dd.clone(), topics.clone(), metrics.clone(), admin, skeleton.scheme())
+        Dd::new(
+            config.dd.clone(),
+            topics.clone(),
+            metrics.clone(),
+            feed_metrics,
+            admin,
+            skeleton.scheme(),
+        )
             .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
     );
     let mut serving = skeleton.bind(router(dd.clone())).await?;

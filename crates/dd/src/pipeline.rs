@@ -17,10 +17,18 @@ use crate::topics::{BoxFuture, TopicLog};
 /// Largest read from MAIN, bytes.
 const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
 
+/// Why a batch was not delivered, and when the sink expects to take it again.
+#[derive(Debug, Clone)]
+pub struct Undelivered {
+    pub reason: String,
+    /// The sink's own estimate (an endpoint's backoff, a Retry-After); none: the feed's backoff.
+    pub retry_in: Option<Duration>,
+}
+
 /// Where a feed's copies go (a TCP, HTTP/2 or Kafka sink; an xDR correlator).
 pub trait Deliver: Send + Sync + 'static {
     /// Resolves Ok once the whole batch is delivered; Err means none of it counts.
-    fn deliver<'a>(&'a self, batch: &'a [Bytes]) -> BoxFuture<'a, Result<(), String>>;
+    fn deliver<'a>(&'a self, batch: &'a [Bytes]) -> BoxFuture<'a, Result<(), Undelivered>>;
 }
 
 /// Which copies a feed takes.
@@ -94,8 +102,9 @@ impl Consumer {
                     match self.sink.deliver(&records).await {
                         Ok(()) => break,
                         Err(e) => {
-                            tracing::warn!(feed = %self.consumer, error = %e, "feed delivery failed; retrying");
-                            if pause(&mut stop, backoff).await {
+                            tracing::warn!(feed = %self.consumer, error = %e.reason, "feed delivery failed; retrying");
+                            let wait = e.retry_in.unwrap_or(backoff).clamp(Duration::from_millis(10), Duration::from_secs(30));
+                            if pause(&mut stop, wait).await {
                                 return;
                             }
                             backoff = (backoff * 2).min(Duration::from_secs(5));

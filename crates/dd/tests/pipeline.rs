@@ -267,16 +267,16 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
 
     let r = create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr), "filter": "nope"})).await;
     assert_eq!(r.status(), 400);
-    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "filter");
+    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "/filter");
 
     let r = create(&dd.base, "feeds", json!({"name": "f", "sink": {"type": "pigeon"}})).await;
     assert_eq!(r.status(), 400);
     let p: Value = r.json().unwrap();
-    assert!(p["invalidParams"][0]["param"].as_str().unwrap().starts_with("sink"), "{p}");
+    assert!(p["invalidParams"][0]["param"].as_str().unwrap().starts_with("/sink"), "{p}");
 
     let r = create(&dd.base, "feeds", json!({"name": "a/b", "sink": tcp_sink(addr)})).await;
     assert_eq!(r.status(), 400);
-    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "name");
+    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "/name");
 
     let r = create(&dd.base, "feeds", json!({"sink": tcp_sink(addr)})).await;
     assert_eq!(r.json::<Value>().unwrap()["cause"], "MANDATORY_IE_MISSING");
@@ -291,7 +291,7 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "name");
+    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "/name");
 
     let r = client().delete(&format!("{}/dd-admin/v1/feeds/none", dd.base)).send().await.unwrap();
     assert_eq!(r.status(), 404);

@@ -30,7 +30,7 @@ use store::{DocumentData, DocumentStore, SqliteStore};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use resource::{CorrelationSpec, FeedSpec, FilterSpec, Kind};
+pub use resource::{pointer as resource_pointer, CorrelationSpec, FeedSpec, FilterSpec, Kind};
 
 use crate::components;
 use crate::context::Dd;
@@ -166,7 +166,7 @@ impl Admin {
             Some(f) => match lock(&self.state).filters.get(f) {
                 Some((_, s)) => Some(s.clone()),
                 None => {
-                    return Err(invalid(vec![InvalidParam::new("filter", format!("no filter is named {f:?}"))]));
+                    return Err(invalid(vec![InvalidParam::new("/filter", format!("no filter is named {f:?}"))]));
                 }
             },
         };
@@ -284,17 +284,13 @@ fn spawn(
     Running { stop, tasks }
 }
 
+/// A component's invalid params (pointers into its own configuration) as pointers into the
+/// resource's body, under `field`.
 fn prefixed(field: &str, params: Vec<InvalidParam>) -> Vec<InvalidParam> {
     params
         .into_iter()
         .map(|mut p| {
-            p.param = if p.param.is_empty() || p.param == field {
-                field.to_string()
-            } else if p.param.starts_with('[') {
-                format!("{field}{}", p.param)
-            } else {
-                format!("{field}.{}", p.param)
-            };
+            p.param = format!("/{field}{}", resource::pointer(&p.param));
             p
         })
         .collect()
@@ -342,7 +338,7 @@ async fn replace(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, P
         }
         Some(Value::String(n)) if *n == name => {}
         Some(_) => {
-            return Err(invalid(vec![InvalidParam::new("name", "differs from the name in the path")]));
+            return Err(invalid(vec![InvalidParam::new("/name", "differs from the name in the path")]));
         }
     }
     let _guard = dd.admin.changes.lock().await;

@@ -117,6 +117,25 @@ pub struct CorrelationSpec {
     pub correlation: Value,
 }
 
+/// A dotted path (`conditions[2].status`, serde's) as the JSON pointer `invalidParams` carry
+/// (`/conditions/2/status`); a pointer stays as it is.
+pub fn pointer(path: &str) -> String {
+    if path.is_empty() || path.starts_with('/') {
+        return path.to_string();
+    }
+    let mut out = String::with_capacity(path.len() + 2);
+    for part in path.split('.') {
+        for piece in part.split('[') {
+            let piece = piece.trim_end_matches(']');
+            if !piece.is_empty() {
+                out.push('/');
+                out.push_str(piece);
+            }
+        }
+    }
+    out
+}
+
 /// A resource name: what goes in a path segment and a consumer name, nothing to escape.
 pub fn check_name(name: &str) -> Result<String, Vec<InvalidParam>> {
     let ok = !name.is_empty()
@@ -126,7 +145,7 @@ pub fn check_name(name: &str) -> Result<String, Vec<InvalidParam>> {
         Ok(name.to_string())
     } else {
         Err(vec![InvalidParam::new(
-            "name",
+            "/name",
             "1 to 64 characters of A-Z, a-z, 0-9, '-', '_' and '.'",
         )])
     }
@@ -138,11 +157,11 @@ pub fn name_of(body: &Value) -> Result<String, ProblemDetails> {
         Some(Value::String(n)) => check_name(n).map_err(|p| ProblemDetails::invalid_params(cause::INVALID_MSG_FORMAT, p)),
         Some(_) => Err(ProblemDetails::invalid_params(
             cause::INVALID_MSG_FORMAT,
-            vec![InvalidParam::new("name", "must be a string")],
+            vec![InvalidParam::new("/name", "must be a string")],
         )),
         None => Err(ProblemDetails::invalid_params(
             cause::MANDATORY_IE_MISSING,
-            vec![InvalidParam::new("name", "is missing")],
+            vec![InvalidParam::new("/name", "is missing")],
         )),
     }
 }
@@ -152,7 +171,7 @@ pub fn parse<T: DeserializeOwned>(name: &str, body: Value) -> Result<T, ProblemD
     check_name(name).map_err(|p| ProblemDetails::invalid_params(cause::INVALID_MSG_FORMAT, p))?;
     serde_path_to_error::deserialize::<_, T>(body).map_err(|e| {
         let path = e.path().to_string();
-        let param = if path == "." { String::new() } else { path };
+        let param = if path == "." { String::new() } else { pointer(&path) };
         ProblemDetails::invalid_params(
             cause::INVALID_MSG_FORMAT,
             vec![InvalidParam::new(param, e.into_inner().to_string())],
@@ -172,7 +191,9 @@ mod tests {
         assert!(check_name("a/b").is_err());
         assert!(check_name(&"x".repeat(65)).is_err());
         let p = parse::<FeedSpec>("f", json!({"name": "f", "sink": {}, "start": "middle"})).unwrap_err();
-        assert_eq!(p.invalid_params[0].param, "start");
+        assert_eq!(p.invalid_params[0].param, "/start");
+        assert_eq!(pointer("conditions[2].status"), "/conditions/2/status");
+        assert_eq!(pointer("/a/b"), "/a/b");
         let p = parse::<FeedSpec>("f", json!({"name": "f", "sink": {}, "sinc": 1})).unwrap_err();
         assert!(p.invalid_params[0].reason.as_ref().unwrap().contains("sinc"));
         let p = name_of(&json!({"sink": {}})).unwrap_err();
