@@ -97,8 +97,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     .await?;
     let dir = log_dir(&config);
     let topics = {
-        let (dir, dd_config) = (dir.clone(), config.dd.clone());
-        tokio::task::spawn_blocking(move || log_topics::LogTopics::open(&dir, &dd_config))
+        let (at, dd_config) = (dir.clone(), config.dd.clone());
+        tokio::task::spawn_blocking(move || log_topics::LogTopics::open(&at, &dd_config))
             .await
             .map_err(|e| DdError::Config(format!("opening the log: {e}")))?
             .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?

@@ -107,9 +107,9 @@ impl Admin {
     pub async fn stop(&self) {
         let running: Vec<Running> = {
             let mut s = lock(&self.state);
-            let feeds = s.feeds.values_mut().filter_map(|(_, r)| r.take());
-            let corr: Vec<Running> = s.correlations.values_mut().filter_map(|(_, r)| r.take()).collect();
-            feeds.collect::<Vec<_>>().into_iter().chain(corr).collect()
+            let mut all: Vec<Running> = s.feeds.values_mut().filter_map(|(_, r)| r.take()).collect();
+            all.extend(s.correlations.values_mut().filter_map(|(_, r)| r.take()));
+            all
         };
         for r in running {
             r.stop().await;

@@ -1,0 +1,120 @@
+//! Appends and reads per second of the embedded log, for the figures in the report and
+//! docs/BENCHMARKS.md. Ignored by default (it writes a few hundred MB and wants an optimised
+//! build):
+//!
+//! ```text
+//! CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p fivecore-dd --test log_throughput -- --ignored --nocapture
+//! ```
+//!
+//! For each flush policy and batch size, `APPENDERS` tasks append 1.2 KB records in batches
+//! until `RECORDS` are in, then one reader reads them all back (1 MiB reads, from the page
+//! cache), three rounds each; it prints each round and the median.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dd::log::{Fsync, LogConfig, LogDir};
+
+const RECORD: usize = 1200;
+const RECORDS: u64 = 200_000;
+const APPENDERS: u64 = 4;
+const ROUNDS: usize = 3;
+
+/// CPU time (user + system) of this process so far: on a shared machine the cost per record is
+/// steadier than the rate.
+fn cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid initial value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage owned by this frame.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+struct Round {
+    appends_per_sec: f64,
+    reads_per_sec: f64,
+    append_cpu_us: f64,
+    read_cpu_us: f64,
+    fdatasyncs: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+async fn round(fsync: Fsync, batch: u64) -> Round {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = LogDir::open(dir.path(), LogConfig { fsync, ..LogConfig::default() }).expect("open");
+    let topic = log.topic("scp").expect("topic");
+    let payload = Bytes::from(vec![b'x'; RECORD]);
+    let batches_each = RECORDS / batch / APPENDERS;
+    let (started, cpu0) = (Instant::now(), cpu());
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..APPENDERS {
+        let topic = topic.clone();
+        let payload = payload.clone();
+        tasks.spawn(async move {
+            for _ in 0..batches_each {
+                // Clones of one Bytes: the log's cost, not the generator's.
+                let records = vec![payload.clone(); batch as usize];
+                topic.append(records).await.expect("append");
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("appender");
+    }
+    let (append_secs, append_cpu) = (started.elapsed().as_secs_f64(), cpu() - cpu0);
+    let appended = topic.end_offset();
+    let syncs = topic.stats().fdatasyncs;
+    let (started, cpu0) = (Instant::now(), cpu());
+    let mut at = 0;
+    let mut read = 0u64;
+    while at < appended {
+        let b = topic.read(at, 1 << 20, usize::MAX).await.expect("read");
+        read += b.records.iter().map(|r| r.len() as u64).sum::<u64>() / RECORD as u64;
+        at = b.next_offset;
+    }
+    let (read_secs, read_cpu) = (started.elapsed().as_secs_f64(), cpu() - cpu0);
+    assert_eq!(read, appended);
+    let n = appended as f64;
+    Round {
+        appends_per_sec: n / append_secs,
+        reads_per_sec: n / read_secs,
+        append_cpu_us: append_cpu.as_secs_f64() * 1e6 / n,
+        read_cpu_us: read_cpu.as_secs_f64() * 1e6 / n,
+        fdatasyncs: syncs as f64,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "throughput measurement: run with --ignored on an optimised build"]
+async fn appends_and_reads_per_second() {
+    println!(
+        "{RECORDS} records of {RECORD} B, {APPENDERS} appenders, 1 reader (1 MiB reads); medians of {ROUNDS}"
+    );
+    println!("fsync          batch  appends/s  reads/s    CPU µs/append  CPU µs/read  fdatasyncs");
+    for fsync in [Fsync::Always, Fsync::Interval(Duration::from_millis(10))] {
+        for batch in [64, 256, 1024] {
+            let mut rounds = Vec::new();
+            for _ in 0..ROUNDS {
+                rounds.push(round(fsync, batch).await);
+            }
+            let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
+            let name = match fsync {
+                Fsync::Always => "always".to_owned(),
+                Fsync::Interval(d) => format!("interval {}ms", d.as_millis()),
+            };
+            println!(
+                "{name:<14} {batch:>5}  {:>9.0}  {:>9.0}  {:>13.2}  {:>11.2}  {:>10.0}",
+                m(|r| r.appends_per_sec),
+                m(|r| r.reads_per_sec),
+                m(|r| r.append_cpu_us),
+                m(|r| r.read_cpu_us),
+                m(|r| r.fdatasyncs),
+            );
+        }
+    }
+}
