@@ -4,4 +4,6 @@
 //! and its tests. In the embedded mode (what `up` runs) the NF topics and MAIN are the on-disk logs
 //! of [`log`]-to-come; the copy format is `dd_client::envelope`.
 
+pub mod transforms;
+
 pub use dd_client::envelope;
