@@ -13,6 +13,7 @@ use crate::context::Dd;
 use crate::pipeline::{Deliver, Select, Undelivered};
 use crate::sinks::{self, Sink, SinkConfig};
 use crate::topics::BoxFuture;
+use crate::transforms::filter::{Filter, FilterConfig};
 
 fn from_json<T: serde::de::DeserializeOwned>(cfg: &Value) -> Result<T, Vec<InvalidParam>> {
     serde_path_to_error::deserialize::<_, T>(cfg.clone()).map_err(|e| {
@@ -44,8 +45,14 @@ impl Deliver for SinkDeliver {
 
 /// A filter (crate::transforms::filter's configuration).
 pub fn filter(cfg: &Value) -> Result<Arc<dyn Select>, Vec<InvalidParam>> {
-    let _ = cfg;
-    Err(vec![InvalidParam::new("", "MERGE PENDING: filters land with h5")])
+    let config: FilterConfig = from_json(cfg)?;
+    Ok(Arc::new(Filter::compile(&config)?))
+}
+
+impl Select for Filter {
+    fn select(&self, copy: &Copy) -> bool {
+        self.matches(copy)
+    }
 }
 
 /// A correlation (crate::transforms::correlate's configuration).

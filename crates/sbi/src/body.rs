@@ -18,39 +18,70 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 pub const MERGE_PATCH_JSON: &str = "application/merge-patch+json";
 pub const JSON_PATCH_JSON: &str = "application/json-patch+json";
 
-/// A fully buffered body. SBI messages are small JSON documents, so buffering costs nothing and
+/// A response body: fully buffered, or streamed for the rare answer too large to hold (the Data
+/// Director's xDR export). SBI messages are small JSON documents, so buffering costs nothing and
 /// lets the message-copy tap and the metrics see the bytes without re-streaming.
 #[derive(Debug, Default, Clone)]
-pub struct Body(Option<Bytes>);
+pub struct Body(Repr);
+
+#[derive(Debug, Default, Clone)]
+enum Repr {
+    #[default]
+    Empty,
+    Full(Bytes),
+    Stream(Streamed),
+}
+
+/// The receiving end of a streamed body. Behind a lock only so that `Body` stays `Clone`: a
+/// response is sent once, so clones of one streamed body are never polled side by side.
+#[derive(Clone)]
+struct Streamed(std::sync::Arc<std::sync::Mutex<tokio::sync::mpsc::Receiver<Bytes>>>);
+
+impl std::fmt::Debug for Streamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Streamed")
+    }
+}
 
 impl Body {
     pub fn empty() -> Self {
-        Body(None)
+        Body(Repr::Empty)
     }
-    /// The bytes, without consuming the body (used by the message-copy tap).
+
+    /// A body sent chunk by chunk as `chunks` yields them, ending when every sender is dropped.
+    /// The channel's bound is the back-pressure: a producer waits while the peer does not read.
+    pub fn stream(chunks: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
+        Body(Repr::Stream(Streamed(std::sync::Arc::new(std::sync::Mutex::new(chunks)))))
+    }
+
+    /// The bytes, without consuming the body (used by the message-copy tap); empty for a
+    /// streamed body, whose bytes are never all in memory.
     pub fn bytes(&self) -> &[u8] {
-        self.0.as_deref().unwrap_or_default()
+        match &self.0 {
+            Repr::Full(b) => b,
+            Repr::Empty | Repr::Stream(_) => &[],
+        }
     }
 }
 
 impl From<Bytes> for Body {
     fn from(b: Bytes) -> Self {
-        Body(Some(b))
+        Body(Repr::Full(b))
     }
 }
 impl From<Vec<u8>> for Body {
     fn from(v: Vec<u8>) -> Self {
-        Body(Some(Bytes::from(v)))
+        Body(Repr::Full(Bytes::from(v)))
     }
 }
 impl From<&'static str> for Body {
     fn from(s: &'static str) -> Self {
-        Body(Some(Bytes::from_static(s.as_bytes())))
+        Body(Repr::Full(Bytes::from_static(s.as_bytes())))
     }
 }
 impl From<String> for Body {
     fn from(s: String) -> Self {
-        Body(Some(Bytes::from(s)))
+        Body(Repr::Full(Bytes::from(s)))
     }
 }
 
@@ -60,17 +91,42 @@ impl http_body::Body for Body {
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.0.take().filter(|b| !b.is_empty()).map(|b| Ok(Frame::data(b))))
+        match &mut self.0 {
+            Repr::Empty => Poll::Ready(None),
+            Repr::Full(_) => match std::mem::take(&mut self.0) {
+                Repr::Full(b) if !b.is_empty() => Poll::Ready(Some(Ok(Frame::data(b)))),
+                _ => Poll::Ready(None),
+            },
+            Repr::Stream(s) => {
+                let mut rx = s.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                loop {
+                    match rx.poll_recv(cx) {
+                        Poll::Ready(Some(b)) if b.is_empty() => continue,
+                        Poll::Ready(Some(b)) => return Poll::Ready(Some(Ok(Frame::data(b)))),
+                        Poll::Ready(None) => return Poll::Ready(None),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.as_ref().is_none_or(|b| b.is_empty())
+        match &self.0 {
+            Repr::Empty => true,
+            Repr::Full(b) => b.is_empty(),
+            Repr::Stream(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+        match &self.0 {
+            Repr::Empty => SizeHint::with_exact(0),
+            Repr::Full(b) => SizeHint::with_exact(b.len() as u64),
+            Repr::Stream(_) => SizeHint::default(),
+        }
     }
 }
 
@@ -318,6 +374,21 @@ mod tests {
         let mut doc = json!({"a": 1, "b": {"c": 2, "d": 3}});
         apply_merge_patch(&mut doc, br#"{"a":null,"b":{"c":5}}"#).unwrap();
         assert_eq!(doc, json!({"b": {"c": 5, "d": 3}}));
+    }
+
+    #[tokio::test]
+    async fn a_streamed_body_yields_its_chunks_then_ends() {
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        let body = Body::stream(rx);
+        assert!(!http_body::Body::is_end_stream(&body));
+        assert!(body.bytes().is_empty());
+        tokio::spawn(async move {
+            for chunk in ["a,b\r\n", "", "c,d\r\n"] {
+                tx.send(Bytes::from_static(chunk.as_bytes())).await.unwrap();
+            }
+        });
+        let all = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&all[..], b"a,b\r\nc,d\r\n");
     }
 
     #[test]
