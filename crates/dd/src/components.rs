@@ -35,10 +35,10 @@ struct SinkDeliver(Arc<dyn Sink>);
 impl Deliver for SinkDeliver {
     fn deliver<'a>(&'a self, batch: &'a [Bytes]) -> BoxFuture<'a, Result<(), Undelivered>> {
         Box::pin(async move {
-            self.0.deliver(batch).await.map_err(|e| Undelivered {
-                reason: e.to_string(),
-                retry_in: Some(e.retry_in()),
-            })
+            self.0
+                .deliver(batch)
+                .await
+                .map_err(|e| Undelivered { reason: e.to_string(), retry_in: Some(e.retry_in()) })
         })
     }
 }
@@ -56,7 +56,11 @@ impl Select for Filter {
 }
 
 /// A correlation (crate::transforms::correlate's configuration).
-pub fn correlation(name: &str, cfg: &Value, dd: &Arc<Dd>) -> Result<Arc<dyn Deliver>, Vec<InvalidParam>> {
+pub fn correlation(
+    name: &str,
+    cfg: &Value,
+    dd: &Arc<Dd>,
+) -> Result<Arc<dyn Deliver>, Vec<InvalidParam>> {
     let _ = (name, cfg, dd, std::marker::PhantomData::<Copy>);
     Err(vec![InvalidParam::new("", "MERGE PENDING: correlation lands with h5")])
 }

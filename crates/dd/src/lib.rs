@@ -116,7 +116,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             admin,
             skeleton.scheme(),
         )
-            .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
+        .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
     );
     let mut serving = skeleton.bind(router(dd.clone())).await?;
 

@@ -70,7 +70,12 @@ impl TopicLog for LogTopic {
         Box::pin(async move { self.0.append(records).await.map_err(io_error) })
     }
 
-    fn read(&self, from: u64, max_bytes: usize, max_records: usize) -> BoxFuture<'_, io::Result<Batch>> {
+    fn read(
+        &self,
+        from: u64,
+        max_bytes: usize,
+        max_records: usize,
+    ) -> BoxFuture<'_, io::Result<Batch>> {
         Box::pin(async move {
             let b = self.0.read(from, max_bytes, max_records).await.map_err(io_error)?;
             Ok(Batch { records: b.records, next: b.next_offset, skipped: b.skipped })

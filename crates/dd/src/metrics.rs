@@ -40,7 +40,10 @@ impl Metrics {
         let aggregated_f = Family::<Labels, Counter>::default();
         let skipped = Family::<Labels, Counter>::default();
         let per_topic = |f: &Family<Labels, Counter>| -> Vec<Counter> {
-            NF_TOPICS.iter().map(|t| f.get_or_create(&vec![("topic", t.to_string())]).clone()).collect()
+            NF_TOPICS
+                .iter()
+                .map(|t| f.get_or_create(&vec![("topic", t.to_string())]).clone())
+                .collect()
         };
         let m = Metrics {
             ingested: per_topic(&ingested_f),
@@ -70,10 +73,26 @@ impl Metrics {
             "Copies a consumer never read because retention removed them first",
             skipped,
         );
-        r.register("dd_ingest_bytes", "Bytes of copies accepted by the ingest API", m.ingest_bytes.clone());
-        r.register("dd_ingest_requests", "Batches accepted by the ingest API", m.ingest_requests.clone());
-        r.register("dd_ingest_refused", "Batches shed with 503 (ingest queue full)", m.refused.clone());
-        r.register("dd_ingest_refused_bytes", "Bytes of the batches shed with 503", m.refused_bytes.clone());
+        r.register(
+            "dd_ingest_bytes",
+            "Bytes of copies accepted by the ingest API",
+            m.ingest_bytes.clone(),
+        );
+        r.register(
+            "dd_ingest_requests",
+            "Batches accepted by the ingest API",
+            m.ingest_requests.clone(),
+        );
+        r.register(
+            "dd_ingest_refused",
+            "Batches shed with 503 (ingest queue full)",
+            m.refused.clone(),
+        );
+        r.register(
+            "dd_ingest_refused_bytes",
+            "Bytes of the batches shed with 503",
+            m.refused_bytes.clone(),
+        );
         Arc::new(m)
     }
 

@@ -103,7 +103,10 @@ impl Consumer {
                         Ok(()) => break,
                         Err(e) => {
                             tracing::warn!(feed = %self.consumer, error = %e.reason, "feed delivery failed; retrying");
-                            let wait = e.retry_in.unwrap_or(backoff).clamp(Duration::from_millis(10), Duration::from_secs(30));
+                            let wait = e
+                                .retry_in
+                                .unwrap_or(backoff)
+                                .clamp(Duration::from_millis(10), Duration::from_secs(30));
                             if pause(&mut stop, wait).await {
                                 return;
                             }

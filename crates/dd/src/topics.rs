@@ -48,7 +48,12 @@ pub struct Batch {
 pub trait TopicLog: Send + Sync + 'static {
     fn name(&self) -> &str;
     fn append(&self, records: Vec<Bytes>) -> BoxFuture<'_, io::Result<Range<u64>>>;
-    fn read(&self, from: u64, max_bytes: usize, max_records: usize) -> BoxFuture<'_, io::Result<Batch>>;
+    fn read(
+        &self,
+        from: u64,
+        max_bytes: usize,
+        max_records: usize,
+    ) -> BoxFuture<'_, io::Result<Batch>>;
     /// Resolves once the topic holds a record at `offset` (its end offset is past it).
     fn wait_for(&self, offset: u64) -> BoxFuture<'_, ()>;
     fn end_offset(&self) -> u64;

@@ -27,7 +27,10 @@ impl TestDd {
             dd: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig::default(),
-            store: store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("dd.db")) },
+            store: store::SqliteConfig {
+                readers: 1,
+                ..store::SqliteConfig::new(dir.join("dd.db"))
+            },
             instance_id: None,
         };
         let bound = dd::bind(run).await.expect("the Data Director starts");
@@ -149,7 +152,12 @@ async fn copies_reach_a_tcp_feed_with_their_metadata_each_nf_in_order() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut rx = tcp_consumer(listener).await;
-    let r = create(&dd.base, "feeds", json!({"name": "all", "sink": tcp_sink(addr), "start": "earliest"})).await;
+    let r = create(
+        &dd.base,
+        "feeds",
+        json!({"name": "all", "sink": tcp_sink(addr), "start": "earliest"}),
+    )
+    .await;
     assert_eq!(r.status(), 201, "{:?}", r.body());
     assert!(r.header("location").unwrap().ends_with("/dd-admin/v1/feeds/all"));
 
@@ -179,7 +187,12 @@ async fn copies_reach_a_tcp_feed_with_their_metadata_each_nf_in_order() {
     let r = client().get(&format!("{}/dd-admin/v1/feeds/all", dd.base)).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let v: Value = r.json().unwrap();
-    let lag: u64 = v["status"]["partitions"].as_array().unwrap().iter().map(|p| p["lag"].as_u64().unwrap()).sum();
+    let lag: u64 = v["status"]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["lag"].as_u64().unwrap())
+        .sum();
     assert_eq!(lag, 0, "{v}");
     dd.stop().await;
 }
@@ -191,7 +204,10 @@ async fn a_bad_batch_is_refused_naming_its_frame_and_nothing_of_it_is_kept() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut rx = tcp_consumer(listener).await;
-    assert_eq!(create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(), 201);
+    assert_eq!(
+        create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(),
+        201
+    );
 
     let mut b = BytesMut::new();
     copy("PCF", "imsi-001010000000001", 1, &mut b);
@@ -229,7 +245,12 @@ async fn a_consumer_down_then_back_gets_everything_and_a_restart_keeps_feeds_and
     // A port nothing listens on yet: the consumer starts there later.
     let addr = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
-    let r = create(&dd.base, "feeds", json!({"name": "late", "sink": tcp_sink(addr), "start": "earliest"})).await;
+    let r = create(
+        &dd.base,
+        "feeds",
+        json!({"name": "late", "sink": tcp_sink(addr), "start": "earliest"}),
+    )
+    .await;
     assert_eq!(r.status(), 201, "{:?}", r.body());
     let mut b = BytesMut::new();
     for n in 1..=20 {
@@ -265,7 +286,9 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
     let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
 
-    let r = create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr), "filter": "nope"})).await;
+    let r =
+        create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr), "filter": "nope"}))
+            .await;
     assert_eq!(r.status(), 400);
     assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "/filter");
 
@@ -281,8 +304,14 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
     let r = create(&dd.base, "feeds", json!({"sink": tcp_sink(addr)})).await;
     assert_eq!(r.json::<Value>().unwrap()["cause"], "MANDATORY_IE_MISSING");
 
-    assert_eq!(create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(), 201);
-    assert_eq!(create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(), 409);
+    assert_eq!(
+        create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(),
+        201
+    );
+    assert_eq!(
+        create(&dd.base, "feeds", json!({"name": "f", "sink": tcp_sink(addr)})).await.status(),
+        409
+    );
 
     let r = client()
         .put(&format!("{}/dd-admin/v1/feeds/g", dd.base))
@@ -299,5 +328,86 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
     assert_eq!(r.status(), 204);
     let r = client().get(&format!("{}/dd-admin/v1/feeds/f", dd.base)).send().await.unwrap();
     assert_eq!(r.status(), 404);
+    dd.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_feed_beside_a_full_one_gets_its_share_and_a_used_filter_cannot_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
+    let full = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let part = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (full_addr, part_addr) = (full.local_addr().unwrap(), part.local_addr().unwrap());
+    let (mut full_rx, mut part_rx) = (tcp_consumer(full).await, tcp_consumer(part).await);
+    // One percent of the subscribers, plus every BSF copy.
+    let filter = json!({"name": "one-percent", "filter": {"conditions": [
+        {"any": [{"nf_type": "BSF"}, {"sample": {"percent": 1, "by": "supi"}}]}
+    ]}});
+    assert_eq!(create(&dd.base, "filters", filter).await.status(), 201);
+    let r = create(
+        &dd.base,
+        "filters",
+        json!({"name": "bad", "filter": {"conditions": [{"status": ["abc"]}]}}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let p: Value = r.json().unwrap();
+    assert!(
+        p["invalidParams"][0]["param"].as_str().unwrap().starts_with("/filter/conditions/0/status"),
+        "{p}"
+    );
+    for (name, addr, filter) in
+        [("full", full_addr, None), ("sampled", part_addr, Some("one-percent"))]
+    {
+        let mut f = json!({"name": name, "sink": tcp_sink(addr), "start": "earliest"});
+        if let Some(x) = filter {
+            f["filter"] = json!(x);
+        }
+        assert_eq!(create(&dd.base, "feeds", f).await.status(), 201);
+    }
+    let mut b = BytesMut::new();
+    for n in 1..=2000u64 {
+        copy(if n % 500 == 0 { "BSF" } else { "PCF" }, &format!("imsi-00101{n:010}"), n, &mut b);
+    }
+    assert_eq!(ingest(&dd.base, b.freeze()).await.status(), 204);
+    let all = receive(&mut full_rx, 2000).await;
+    assert_eq!(all.len(), 2000);
+    // Let the sampled feed drain, then count what it got.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut sampled = Vec::new();
+    while let Ok(c) = part_rx.try_recv() {
+        sampled.push(c);
+    }
+    let bsf = sampled.iter().filter(|c| c.nf_type() == "BSF").count();
+    assert_eq!(bsf, 4, "every BSF copy passes");
+    let pcf = sampled.len() - bsf;
+    assert!((5..=45).contains(&pcf), "about 1 % of 1,996 subscribers, got {pcf}");
+    // Sampled by subscriber: the same subscribers again pass again, the others do not.
+    let chosen: Vec<String> =
+        sampled.iter().filter(|c| c.nf_type() == "PCF").map(|c| c.supi().to_string()).collect();
+    let mut b = BytesMut::new();
+    for (i, supi) in chosen.iter().enumerate() {
+        copy("PCF", supi, 10_000 + i as u64, &mut b);
+    }
+    copy("PCF", "imsi-001019999999999", 99_999, &mut b);
+    assert_eq!(ingest(&dd.base, b.freeze()).await.status(), 204);
+    let again = receive(&mut part_rx, chosen.len()).await;
+    assert!(again.iter().all(|c| chosen.contains(&c.supi().to_string())));
+
+    let r = client()
+        .delete(&format!("{}/dd-admin/v1/filters/one-percent", dd.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let r =
+        client().delete(&format!("{}/dd-admin/v1/feeds/sampled", dd.base)).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = client()
+        .delete(&format!("{}/dd-admin/v1/filters/one-percent", dd.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
     dd.stop().await;
 }

@@ -217,7 +217,13 @@ pub fn dd_run_config(config: &crate::config::Config, data_dir: Option<&Path>) ->
             *log = dir.join(&*log);
         }
     }
-    dd::RunConfig { dd, sbi, client: config.client.clone(), store, instance_id: config.instance_id.clone() }
+    dd::RunConfig {
+        dd,
+        sbi,
+        client: config.client.clone(),
+        store,
+        instance_id: config.instance_id.clone(),
+    }
 }
 
 /// The SBI listener and store of an NF: the NF's default port ([`ALL`]) unless one is

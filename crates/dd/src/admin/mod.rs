@@ -107,7 +107,8 @@ impl Admin {
     pub async fn stop(&self) {
         let running: Vec<Running> = {
             let mut s = lock(&self.state);
-            let mut all: Vec<Running> = s.feeds.values_mut().filter_map(|(_, r)| r.take()).collect();
+            let mut all: Vec<Running> =
+                s.feeds.values_mut().filter_map(|(_, r)| r.take()).collect();
             all.extend(s.correlations.values_mut().filter_map(|(_, r)| r.take()));
             all
         };
@@ -117,11 +118,18 @@ impl Admin {
     }
 
     /// Validates `body` as a `kind` named `name` and makes it the one in force (not stored).
-    async fn apply(&self, dd: &Arc<Dd>, kind: Kind, name: &str, body: Value) -> Result<Value, ProblemDetails> {
+    async fn apply(
+        &self,
+        dd: &Arc<Dd>,
+        kind: Kind,
+        name: &str,
+        body: Value,
+    ) -> Result<Value, ProblemDetails> {
         match kind {
             Kind::Filter => {
                 let spec: FilterSpec = resource::parse(name, body)?;
-                let select = components::filter(&spec.filter).map_err(|p| invalid(prefixed("filter", p)))?;
+                let select =
+                    components::filter(&spec.filter).map_err(|p| invalid(prefixed("filter", p)))?;
                 let users: Vec<(String, FeedSpec)> = {
                     let mut s = lock(&self.state);
                     s.filters.insert(name.to_string(), (spec.clone(), select));
@@ -147,7 +155,13 @@ impl Admin {
                 let spec: CorrelationSpec = resource::parse(name, body)?;
                 let sink = components::correlation(name, &spec.correlation, dd)
                     .map_err(|p| invalid(prefixed("correlation", p)))?;
-                let running = spawn(dd, &format!("correlation:{name}"), None, sink, crate::pipeline::Start::Earliest);
+                let running = spawn(
+                    dd,
+                    &format!("correlation:{name}"),
+                    None,
+                    sink,
+                    crate::pipeline::Start::Earliest,
+                );
                 let old = lock(&self.state)
                     .correlations
                     .insert(name.to_string(), (spec.clone(), Some(running)))
@@ -160,17 +174,26 @@ impl Admin {
         }
     }
 
-    async fn start_feed(&self, dd: &Arc<Dd>, name: &str, spec: FeedSpec) -> Result<(), ProblemDetails> {
+    async fn start_feed(
+        &self,
+        dd: &Arc<Dd>,
+        name: &str,
+        spec: FeedSpec,
+    ) -> Result<(), ProblemDetails> {
         let select = match &spec.filter {
             None => None,
             Some(f) => match lock(&self.state).filters.get(f) {
                 Some((_, s)) => Some(s.clone()),
                 None => {
-                    return Err(invalid(vec![InvalidParam::new("/filter", format!("no filter is named {f:?}"))]));
+                    return Err(invalid(vec![InvalidParam::new(
+                        "/filter",
+                        format!("no filter is named {f:?}"),
+                    )]));
                 }
             },
         };
-        let sink = components::sink(name, &spec.sink, dd).map_err(|p| invalid(prefixed("sink", p)))?;
+        let sink =
+            components::sink(name, &spec.sink, dd).map_err(|p| invalid(prefixed("sink", p)))?;
         // The old consumers stop first: two consumers of one name would deliver twice.
         let old = lock(&self.state).feeds.get_mut(name).and_then(|(_, r)| r.take());
         if let Some(old) = old {
@@ -231,11 +254,16 @@ impl Admin {
             let mut s = lock(&self.state);
             match kind {
                 Kind::Filter => {
-                    if let Some(feed) = s.feeds.iter().find(|(_, (f, _))| f.filter.as_deref() == Some(name)) {
+                    if let Some(feed) =
+                        s.feeds.iter().find(|(_, (f, _))| f.filter.as_deref() == Some(name))
+                    {
                         return Err(ProblemDetails::new(
                             StatusCode::CONFLICT,
                             "FILTER_IN_USE",
-                            format!("the feed {:?} uses this filter; change or delete it first", feed.0),
+                            format!(
+                                "the feed {:?} uses this filter; change or delete it first",
+                                feed.0
+                            ),
                         ));
                     }
                     s.filters.remove(name);
@@ -338,7 +366,10 @@ async fn replace(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, P
         }
         Some(Value::String(n)) if *n == name => {}
         Some(_) => {
-            return Err(invalid(vec![InvalidParam::new("/name", "differs from the name in the path")]));
+            return Err(invalid(vec![InvalidParam::new(
+                "/name",
+                "differs from the name in the path",
+            )]));
         }
     }
     let _guard = dd.admin.changes.lock().await;
@@ -354,7 +385,12 @@ async fn replace(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, P
     }
 }
 
-async fn save(store: &SqliteStore, kind: Kind, name: &str, view: &Value) -> Result<(), ProblemDetails> {
+async fn save(
+    store: &SqliteStore,
+    kind: Kind,
+    name: &str,
+    view: &Value,
+) -> Result<(), ProblemDetails> {
     let mut stored = view.clone();
     if let Some(o) = stored.as_object_mut() {
         o.remove("status");

@@ -1,10 +1,10 @@
 //! The admin API's resources: their kinds, paths and bodies.
 
+use sbi::problem::cause;
+use sbi::{InvalidParam, ProblemDetails};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sbi::problem::cause;
-use sbi::{InvalidParam, ProblemDetails};
 
 use crate::pipeline::Start;
 
@@ -154,7 +154,9 @@ pub fn check_name(name: &str) -> Result<String, Vec<InvalidParam>> {
 /// The `name` of a body.
 pub fn name_of(body: &Value) -> Result<String, ProblemDetails> {
     match body.get("name") {
-        Some(Value::String(n)) => check_name(n).map_err(|p| ProblemDetails::invalid_params(cause::INVALID_MSG_FORMAT, p)),
+        Some(Value::String(n)) => {
+            check_name(n).map_err(|p| ProblemDetails::invalid_params(cause::INVALID_MSG_FORMAT, p))
+        }
         Some(_) => Err(ProblemDetails::invalid_params(
             cause::INVALID_MSG_FORMAT,
             vec![InvalidParam::new("/name", "must be a string")],
@@ -190,7 +192,8 @@ mod tests {
         assert!(check_name("").is_err());
         assert!(check_name("a/b").is_err());
         assert!(check_name(&"x".repeat(65)).is_err());
-        let p = parse::<FeedSpec>("f", json!({"name": "f", "sink": {}, "start": "middle"})).unwrap_err();
+        let p = parse::<FeedSpec>("f", json!({"name": "f", "sink": {}, "start": "middle"}))
+            .unwrap_err();
         assert_eq!(p.invalid_params[0].param, "/start");
         assert_eq!(pointer("conditions[2].status"), "/conditions/2/status");
         assert_eq!(pointer("/a/b"), "/a/b");

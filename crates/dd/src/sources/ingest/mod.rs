@@ -18,7 +18,7 @@ use bytes::Bytes;
 use dd_client::envelope::{self, Copy, Frames};
 use http::{header, HeaderValue, StatusCode};
 use sbi::problem::cause;
-use sbi::{empty_response, body, InvalidParam, ProblemDetails, Response, SbiRequest};
+use sbi::{body, empty_response, InvalidParam, ProblemDetails, Response, SbiRequest};
 
 pub use config::IngestConfig;
 
