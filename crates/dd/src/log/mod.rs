@@ -54,14 +54,17 @@
 //! offset, payload), a sparse index per segment (`segment.rs`; on disk as `<base>.idx` once the
 //! segment is closed) and `consumers.offsets` (`offsets.rs`). Each topic has one writer thread
 //! (`writer.rs`) that takes every append queued while it was busy into one write and one
-//! `fdatasync` (group commit); reads are `pread`s into one buffer handed out as `Bytes` slices,
-//! on the blocking pool when called from async code. Nothing blocks a tokio worker on disk.
+//! `fdatasync` (group commit). A read of recent records is served from the topic's tail cache
+//! (`tail.rs`: the last writes' buffers, kept in memory) as `Bytes` slices of them, inline; an
+//! older one is a `pread` into one buffer handed out as `Bytes` slices, on the blocking pool
+//! when called from async code. Nothing blocks a tokio worker on disk.
 
 mod config;
 mod frame;
 mod offsets;
 mod retention;
 mod segment;
+mod tail;
 #[cfg(test)]
 mod tests;
 mod topic;

@@ -18,8 +18,9 @@ fn open_topic(root: &Path, config: TopicConfig) -> Topic {
     Topic::open(root, "t", config, lock).expect("topic opens")
 }
 
+/// Without the tail cache: these tests are about what is on disk.
 fn config() -> TopicConfig {
-    TopicConfig::new(Fsync::Always)
+    TopicConfig { tail_cache_bytes: 0, ..TopicConfig::new(Fsync::Always) }
 }
 
 fn record(i: u64, len: usize) -> Bytes {
@@ -476,4 +477,46 @@ async fn the_retention_task_deletes_what_is_past_retention() {
     assert!(stats.bytes <= 2 << 20 && stats.start_offset > 0, "{stats:?}");
     let batch = topic.read(0, 1 << 20, 10).await.expect("read");
     assert_eq!(batch.skipped, stats.start_offset);
+}
+
+#[test]
+fn the_tail_cache_serves_recent_reads_as_the_files_would() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = TopicConfig {
+        tail_cache_bytes: 1 << 20,
+        segment_bytes: 1 << 20,
+        ..TopicConfig::new(Fsync::Always)
+    };
+    let topic = open_topic(dir.path(), config);
+    for b in 0..30u64 {
+        let batch: Vec<Bytes> = (b * 100..b * 100 + 100).map(|i| record(i, 1200)).collect();
+        topic.append_batch_blocking(&batch).expect("append");
+    }
+    assert!(topic.stats().segments > 2);
+    let limits = [(1 << 20, 10_000), (5000, 10_000), (1, 1), (1 << 20, 7)];
+    for from in [0, 1000, 2100, 2150, 2899, 2950, 2999, 3000] {
+        for (max_bytes, max_records) in limits {
+            let got = topic.read_blocking(from, max_bytes, max_records).expect("read");
+            let disk = topic.read_from_disk(from, max_bytes, max_records).expect("disk read");
+            // The cache may go on past a segment's end where the file read stops: the records
+            // both return are the same.
+            let n = got.len().min(disk.len());
+            assert_eq!(
+                got.records[..n],
+                disk.records[..n],
+                "from {from} limits {max_bytes}/{max_records}"
+            );
+            assert_eq!(got.first_offset, disk.first_offset);
+            assert!(got.len() >= disk.len());
+            assert!(got.iter().all(|(o, r)| *r == record(o, 1200)));
+        }
+    }
+    let stats = topic.stats();
+    assert!(stats.reads_from_memory > 0 && stats.reads_from_disk > 0, "{stats:?}");
+    // The last megabyte comes from memory, the start from the files.
+    let before = topic.stats();
+    topic.read_blocking(2990, 1 << 20, 10).expect("read");
+    assert_eq!(topic.stats().reads_from_memory, before.reads_from_memory + 1);
+    topic.read_blocking(0, 1 << 20, 10).expect("read");
+    assert_eq!(topic.stats().reads_from_disk, before.reads_from_disk + 1);
 }
