@@ -520,3 +520,31 @@ fn the_tail_cache_serves_recent_reads_as_the_files_would() {
     topic.read_blocking(0, 1 << 20, 10).expect("read");
     assert_eq!(topic.stats().reads_from_disk, before.reads_from_disk + 1);
 }
+
+#[test]
+fn a_damaged_closed_segment_is_cut_and_readers_skip_the_gap() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = TopicConfig { segment_bytes: 2_000, ..config() };
+    let topic = open_topic(dir.path(), config.clone());
+    for b in 0..6u64 {
+        let batch: Vec<Bytes> = (b * 10..b * 10 + 10).map(|i| record(i, 100)).collect();
+        topic.append_batch_blocking(&batch).expect("append");
+    }
+    // Two batches (20 records) a segment: 0, 20, 40.
+    assert_eq!(topic.stats().segments, 3);
+    drop(topic);
+    let tdir = dir.path().join("t");
+    // Record 25 of the middle segment damaged, and its index file gone, so it is scanned.
+    let seg = segment::log_path(&tdir, 20);
+    let mut bytes = fs::read(&seg).expect("segment");
+    bytes[5 * (HEADER + 100) + HEADER + 3] ^= 0x40;
+    fs::write(&seg, &bytes).expect("damage");
+    fs::remove_file(segment::index_path(&tdir, 20)).expect("index removed");
+    let topic = open_topic(dir.path(), config);
+    assert_eq!(topic.end_offset(), 60);
+    let batch = topic.read_blocking(22, 1 << 20, 100).expect("read");
+    assert_eq!((batch.first_offset, batch.next_offset), (22, 25), "up to the cut");
+    let batch = topic.read_blocking(25, 1 << 20, 100).expect("read");
+    assert_eq!((batch.first_offset, batch.skipped), (40, 15), "the lost records are counted");
+    assert_eq!(batch.records[0], record(40, 100));
+}

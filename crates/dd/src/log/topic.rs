@@ -19,6 +19,10 @@ use super::segment::{self, Segment};
 use super::tail::Tail;
 use super::{io_err, writer, DirLock, LogError, TopicConfig};
 
+/// The most one read from a segment file returns (beyond a single larger record): a larger
+/// `max_bytes` is capped to it.
+const MAX_FILE_READ: usize = 8 << 20;
+
 /// What one read returns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ReadBatch {
@@ -197,6 +201,8 @@ impl Shared {
             |offset| LogError::Corrupt { path: segment::log_path(&self.dir, base), offset };
         // What lies between the index entry and `from` is read too: at most about one index
         // interval, plus one record.
+        // A caller's limit of "everything" must not become a read of a whole segment into memory.
+        let max_bytes = max_bytes.min(MAX_FILE_READ);
         let mut budget =
             max_bytes.saturating_add(self.config.index_interval_bytes as usize).max(HEADER);
         let mut records = Vec::new();
