@@ -87,6 +87,10 @@ pub struct LogConfig {
     pub max_write_mib: u64,
     /// Appends queued per topic before appenders wait (default 1024).
     pub queue_capacity: usize,
+    /// The latest writes kept in memory per topic, in MiB, so that readers keeping up read no
+    /// file (default 16; 0 turns it off). At 200,000 records/s of 1.2 KB into one topic 16 MiB
+    /// hold the last ~70 ms.
+    pub tail_cache_mib: u64,
     /// Overrides by topic name.
     pub topics: BTreeMap<String, TopicOverrides>,
 }
@@ -103,6 +107,7 @@ pub struct TopicOverrides {
     pub retention_mib: Option<u64>,
     pub max_write_mib: Option<u64>,
     pub queue_capacity: Option<usize>,
+    pub tail_cache_mib: Option<u64>,
 }
 
 impl Default for LogConfig {
@@ -116,6 +121,7 @@ impl Default for LogConfig {
             retention_mib: None,
             max_write_mib: 4,
             queue_capacity: 1024,
+            tail_cache_mib: 16,
             topics: BTreeMap::new(),
         }
     }
@@ -133,6 +139,7 @@ pub struct TopicConfig {
     pub retention_bytes: Option<u64>,
     pub max_write_bytes: usize,
     pub queue_capacity: usize,
+    pub tail_cache_bytes: usize,
 }
 
 impl LogConfig {
@@ -161,6 +168,7 @@ impl LogConfig {
             retention_bytes: o.retention_mib.or(self.retention_mib).map(|m| m << 20),
             max_write_bytes: (o.max_write_mib.unwrap_or(self.max_write_mib).max(1) << 20) as usize,
             queue_capacity: o.queue_capacity.unwrap_or(self.queue_capacity).max(1),
+            tail_cache_bytes: (o.tail_cache_mib.unwrap_or(self.tail_cache_mib) << 20) as usize,
         }
     }
 }
@@ -177,6 +185,7 @@ impl TopicConfig {
             retention_bytes: None,
             max_write_bytes: 4 << 20,
             queue_capacity: 1024,
+            tail_cache_bytes: 16 << 20,
         }
     }
 }

@@ -36,13 +36,25 @@
 //! - [`Topic::enforce_retention`] / [`LogDir::enforce_retention`] delete whole segments past the
 //!   topic's retention by age or size; [`LogDir::spawn_retention`] runs it periodically.
 //!
+//! Configuration: [`LogConfig`] (`config.rs` documents each key and its default): the flush
+//! policy, segment size (128 MiB) and age, index interval (4 KiB), retention per topic (the
+//! reference's: 5 minutes for an NF topic, 6 hours for `MAIN`), the tail cache (16 MiB).
+//!
+//! # Retention
+//!
+//! A pass deletes whole segments, oldest first, while the oldest was last written longer ago
+//! than the topic's retention age or the topic is larger than its retention size. The segment
+//! being written is never deleted: when its records are themselves past the retention age (an
+//! idle topic) the pass asks the writer to close it, and the next pass deletes it. A reader
+//! whose offset was deleted reads from the new start and is told how many records it lost.
+//!
 //! # What a crash can lose
 //!
 //! With `fsync = "always"` (the default) an append is acknowledged after `fdatasync`: neither
 //! `kill -9` nor an OS crash or power loss loses it. With `fsync = { interval_ms = N }` it is
-//! acknowledged once written to the file: `kill -9` loses nothing acknowledged (the kernel
-//! holds the data), an OS crash or power loss loses at most the last N ms of acknowledged
-//! appends. Consumer offsets are always synced before [`Topic::commit`] returns; an offset
+//! acknowledged (and readable) once written to the file: `kill -9` loses nothing acknowledged
+//! (the kernel holds the data), an OS crash or power loss loses at most the last N ms of
+//! acknowledged appends. Consumer offsets are always synced before [`Topic::commit`] returns; an offset
 //! beyond the end of its topic after such a loss is lowered to the end when the topic opens.
 //! On open, the last segment of each topic is scanned and cut at the first torn or damaged
 //! record (`crates/dd/tests/log.rs` kills an appending process with SIGKILL and finds every
@@ -54,14 +66,17 @@
 //! offset, payload), a sparse index per segment (`segment.rs`; on disk as `<base>.idx` once the
 //! segment is closed) and `consumers.offsets` (`offsets.rs`). Each topic has one writer thread
 //! (`writer.rs`) that takes every append queued while it was busy into one write and one
-//! `fdatasync` (group commit); reads are `pread`s into one buffer handed out as `Bytes` slices,
-//! on the blocking pool when called from async code. Nothing blocks a tokio worker on disk.
+//! `fdatasync` (group commit). A read of recent records is served from the topic's tail cache
+//! (`tail.rs`: the last writes' buffers, kept in memory) as `Bytes` slices of them, inline; an
+//! older one is a `pread` into one buffer handed out as `Bytes` slices, on the blocking pool
+//! when called from async code. Nothing blocks a tokio worker on disk.
 
 mod config;
 mod frame;
 mod offsets;
 mod retention;
 mod segment;
+mod tail;
 #[cfg(test)]
 mod tests;
 mod topic;

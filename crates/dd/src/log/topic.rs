@@ -16,7 +16,12 @@ use super::frame::{Header, HEADER, MAX_RECORD_BYTES};
 use super::offsets::{self, Offsets};
 use super::retention::RetentionReport;
 use super::segment::{self, Segment};
+use super::tail::Tail;
 use super::{io_err, writer, DirLock, LogError, TopicConfig};
+
+/// The most one read from a segment file returns (beyond a single larger record): a larger
+/// `max_bytes` is capped to it.
+const MAX_FILE_READ: usize = 8 << 20;
 
 /// What one read returns.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -64,6 +69,9 @@ pub struct TopicStats {
     pub writes: u64,
     pub fdatasyncs: u64,
     pub read_bytes: u64,
+    /// Reads served from the tail cache, and from the segment files.
+    pub reads_from_memory: u64,
+    pub reads_from_disk: u64,
 }
 
 /// Counters behind [`TopicStats`].
@@ -72,6 +80,8 @@ pub(crate) struct Counters {
     pub writes: AtomicU64,
     pub fdatasyncs: AtomicU64,
     pub read_bytes: AtomicU64,
+    pub reads_from_memory: AtomicU64,
+    pub reads_from_disk: AtomicU64,
 }
 
 /// What the writer thread is asked to do.
@@ -98,6 +108,7 @@ pub(crate) struct Shared {
     /// append after it fails.
     pub failed: Mutex<Option<String>>,
     pub counters: Counters,
+    pub tail: Tail,
 }
 
 impl Shared {
@@ -127,6 +138,31 @@ impl Shared {
 
     /// Reads from `from`: see [`Topic::read`].
     fn read(&self, from: u64, max_bytes: usize, max_records: usize) -> Result<ReadBatch, LogError> {
+        match self.read_tail(from, max_bytes, max_records) {
+            Some(batch) => Ok(batch),
+            None => self.read_segments(from, max_bytes, max_records),
+        }
+    }
+
+    /// The read served from the tail cache, when it holds `from`.
+    fn read_tail(&self, from: u64, max_bytes: usize, max_records: usize) -> Option<ReadBatch> {
+        let end = *self.end.borrow();
+        // Errors, the end, and offsets retention has passed are the segments' path's to answer.
+        if from >= end || max_records == 0 || from < self.segments()[0].base {
+            return None;
+        }
+        let records = self.tail.read(from, end, max_bytes, max_records)?;
+        self.counters.reads_from_memory.fetch_add(1, Ordering::Relaxed);
+        let next_offset = from + records.len() as u64;
+        Some(ReadBatch { records, first_offset: from, next_offset, skipped: 0 })
+    }
+
+    fn read_segments(
+        &self,
+        from: u64,
+        max_bytes: usize,
+        max_records: usize,
+    ) -> Result<ReadBatch, LogError> {
         let (mut from, mut skipped) = (from, 0);
         let (file, base, mut entry, limit) = {
             let segs = self.segments();
@@ -160,10 +196,13 @@ impl Shared {
                 s.len,
             )
         };
+        self.counters.reads_from_disk.fetch_add(1, Ordering::Relaxed);
         let corrupt =
             |offset| LogError::Corrupt { path: segment::log_path(&self.dir, base), offset };
         // What lies between the index entry and `from` is read too: at most about one index
         // interval, plus one record.
+        // A caller's limit of "everything" must not become a read of a whole segment into memory.
+        let max_bytes = max_bytes.min(MAX_FILE_READ);
         let mut budget =
             max_bytes.saturating_add(self.config.index_interval_bytes as usize).max(HEADER);
         let mut records = Vec::new();
@@ -295,6 +334,7 @@ impl Topic {
             offsets.persist(offsets.generation())?;
         }
         let (end_tx, _) = watch::channel(end);
+        let tail_cache_bytes = config.tail_cache_bytes;
         let shared = Arc::new(Shared {
             name: name.to_owned(),
             dir,
@@ -304,6 +344,7 @@ impl Topic {
             offsets,
             failed: Mutex::new(None),
             counters: Counters::default(),
+            tail: Tail::new(tail_cache_bytes),
         });
         let (jobs, queue) = mpsc::channel(shared.config.queue_capacity);
         let writer = writer::spawn(shared.clone(), queue)?;
@@ -383,12 +424,15 @@ impl Topic {
         max_bytes: usize,
         max_records: usize,
     ) -> Result<ReadBatch, LogError> {
-        // Caught up: nothing to read, no need to leave the runtime thread.
+        // Caught up, or recent enough to be in memory: no need to leave the runtime thread.
         if from == self.end_offset() {
             return Ok(ReadBatch::empty(from, 0));
         }
+        if let Some(batch) = self.shared().read_tail(from, max_bytes, max_records) {
+            return Ok(batch);
+        }
         let shared = self.shared().clone();
-        tokio::task::spawn_blocking(move || shared.read(from, max_bytes, max_records))
+        tokio::task::spawn_blocking(move || shared.read_segments(from, max_bytes, max_records))
             .await
             .map_err(|e| LogError::Failed {
                 topic: self.name().to_owned(),
@@ -404,6 +448,17 @@ impl Topic {
         max_records: usize,
     ) -> Result<ReadBatch, LogError> {
         self.shared().read(from, max_bytes, max_records)
+    }
+
+    /// The read from the segment files, bypassing the tail cache.
+    #[cfg(test)]
+    pub(crate) fn read_from_disk(
+        &self,
+        from: u64,
+        max_bytes: usize,
+        max_records: usize,
+    ) -> Result<ReadBatch, LogError> {
+        self.shared().read_segments(from, max_bytes, max_records)
     }
 
     /// Waits until record `offset` exists (the end offset is beyond it) and returns the end.
@@ -434,6 +489,8 @@ impl Topic {
             writes: self.shared().counters.writes.load(Ordering::Relaxed),
             fdatasyncs: self.shared().counters.fdatasyncs.load(Ordering::Relaxed),
             read_bytes: self.shared().counters.read_bytes.load(Ordering::Relaxed),
+            reads_from_memory: self.shared().counters.reads_from_memory.load(Ordering::Relaxed),
+            reads_from_disk: self.shared().counters.reads_from_disk.load(Ordering::Relaxed),
         }
     }
 

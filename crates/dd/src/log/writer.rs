@@ -200,10 +200,20 @@ impl Writer {
         let (next0, last_entry0) = (self.next, self.last_entry);
         let mut entries = Vec::new();
         let mut ranges = Vec::with_capacity(group.len());
+        let mut frames = Vec::new();
         self.buf.clear();
+        let size = group.iter().flat_map(|(r, _)| r).map(|r| frame::HEADER + r.len()).sum();
+        self.buf.reserve_exact(size);
+        let cache = self.shared.tail.keeps(size);
+        if cache {
+            frames.reserve_exact(group.iter().map(|(r, _)| r.len()).sum());
+        }
         for (records, _) in group.iter() {
             let first = self.next;
             for record in records {
+                if cache {
+                    frames.push(self.buf.len() as u32);
+                }
                 let pos = self.len + self.buf.len() as u64;
                 if self.last_entry.is_none_or(|last| pos >= last + interval) {
                     entries.push(IndexEntry { offset: self.next, pos });
@@ -252,6 +262,10 @@ impl Writer {
         }
         self.len += self.buf.len() as u64;
         self.first_write.get_or_insert_with(Instant::now);
+        if cache {
+            // The buffer goes to the cache whole; the next write gets a new one.
+            self.shared.tail.push(next0, std::mem::take(&mut self.buf).into(), frames);
+        }
         {
             let mut segs = self.shared.segments_mut();
             let active = segs.last_mut().expect("a topic always has a segment being written");
