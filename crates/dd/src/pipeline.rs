@@ -17,6 +17,9 @@ use crate::topics::{BoxFuture, TopicLog};
 /// Largest read from MAIN, bytes.
 const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
 
+/// How often a feed commits its offset while it delivers.
+const COMMIT_EVERY: Duration = Duration::from_millis(200);
+
 /// Why a batch was not delivered, and when the sink expects to take it again.
 #[derive(Debug, Clone)]
 pub struct Undelivered {
@@ -70,16 +73,37 @@ impl Consumer {
         if part.committed(&self.consumer).is_none() {
             let _ = part.commit(&self.consumer, offset).await;
         }
+        let mut committed = offset;
+        let mut last_commit = std::time::Instant::now();
         loop {
-            tokio::select! {
-                _ = part.wait_for(offset) => {}
-                _ = stop.wait_for(|s| *s) => return,
+            enum Woken {
+                Data,
+                CommitDue,
+                Stop,
+            }
+            let woken = tokio::select! {
+                _ = part.wait_for(offset) => Woken::Data,
+                _ = tokio::time::sleep(COMMIT_EVERY), if committed != offset => Woken::CommitDue,
+                _ = stop.wait_for(|s| *s) => Woken::Stop,
+            };
+            match woken {
+                Woken::Data => {}
+                Woken::CommitDue => {
+                    self.commit(offset, &mut committed).await;
+                    last_commit = std::time::Instant::now();
+                    continue;
+                }
+                Woken::Stop => {
+                    self.commit(offset, &mut committed).await;
+                    return;
+                }
             }
             let batch = match part.read(offset, MAX_READ_BYTES, self.batch).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!(feed = %self.consumer, topic = part.name(), error = %e, "feed cannot read MAIN");
                     if pause(&mut stop, Duration::from_secs(1)).await {
+                        self.commit(offset, &mut committed).await;
                         return;
                     }
                     continue;
@@ -108,6 +132,7 @@ impl Consumer {
                                 .unwrap_or(backoff)
                                 .clamp(Duration::from_millis(10), Duration::from_secs(30));
                             if pause(&mut stop, wait).await {
+                                self.commit(offset, &mut committed).await;
                                 return;
                             }
                             backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -116,8 +141,23 @@ impl Consumer {
                 }
             }
             offset = batch.next;
-            if let Err(e) = part.commit(&self.consumer, offset).await {
-                tracing::warn!(feed = %self.consumer, error = %e, "feed offset not committed");
+            // Each commit syncs a file: one every COMMIT_EVERY is enough for at-least-once (a
+            // restart delivers at most that much again) and keeps the sync off each batch.
+            if last_commit.elapsed() >= COMMIT_EVERY {
+                self.commit(offset, &mut committed).await;
+                last_commit = std::time::Instant::now();
+            }
+        }
+    }
+
+    async fn commit(&self, offset: u64, committed: &mut u64) {
+        if offset == *committed {
+            return;
+        }
+        match self.partition.commit(&self.consumer, offset).await {
+            Ok(()) => *committed = offset,
+            Err(e) => {
+                tracing::warn!(feed = %self.consumer, error = %e, "feed offset not committed")
             }
         }
     }
