@@ -4,6 +4,8 @@
 //! and its tests. In the embedded mode (what `up` runs) the NF topics and MAIN are the on-disk logs
 //! of [`log`]-to-come; the copy format is `dd_client::envelope`.
 
+pub mod admin;
+pub mod sinks;
 pub mod transforms;
 
 pub use dd_client::envelope;

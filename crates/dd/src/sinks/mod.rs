@@ -1,0 +1,3 @@
+//! Where copies and xDRs leave the pipeline.
+
+pub mod xdr_store;
