@@ -65,7 +65,8 @@ pub struct Correlator {
     name: Arc<str>,
     config: CorrelationConfig,
     window_ns: u64,
-    nf_types: Option<FxHashSet<String>>,
+    /// Empty: every NF type. A handful of names, compared ignoring case without allocating.
+    nf_types: Vec<String>,
     services: Option<FxHashSet<String>>,
     instances: FxHashMap<Box<str>, u32>,
     instance_names: Vec<Arc<str>>,
@@ -122,18 +123,12 @@ impl Correlator {
     /// A correlation named `name` (the xDRs' `correlation`), or the wrong fields of `config`.
     pub fn new(name: &str, config: &CorrelationConfig) -> Result<Correlator, Vec<InvalidParam>> {
         config.validate()?;
-        let set = |list: &[String], upper: bool| {
-            (!list.is_empty()).then(|| {
-                list.iter()
-                    .map(|s| if upper { s.to_ascii_uppercase() } else { s.clone() })
-                    .collect()
-            })
-        };
         Ok(Correlator {
             name: name.into(),
             window_ns: config.window_secs * 1_000_000_000,
-            nf_types: set(&config.nf_types, true),
-            services: set(&config.services, false),
+            nf_types: config.nf_types.clone(),
+            services: (!config.services.is_empty())
+                .then(|| config.services.iter().cloned().collect()),
             config: config.clone(),
             instances: FxHashMap::default(),
             instance_names: Vec::new(),
@@ -223,9 +218,8 @@ impl Correlator {
     }
 
     fn wanted(&self, c: &Copy) -> bool {
-        let nf_ok = self.nf_types.as_ref().is_none_or(|s| {
-            s.contains(c.nf_type()) || s.contains(&c.nf_type().to_ascii_uppercase())
-        });
+        let nf_ok = self.nf_types.is_empty()
+            || self.nf_types.iter().any(|t| t.eq_ignore_ascii_case(c.nf_type()));
         nf_ok && self.services.as_ref().is_none_or(|s| s.contains(c.service()))
     }
 
