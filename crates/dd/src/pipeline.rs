@@ -12,7 +12,9 @@ use dd_client::Copy;
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
+use crate::sinks::xdr_store::XdrStore;
 use crate::topics::{BoxFuture, TopicLog};
+use crate::transforms::correlate::Correlator;
 
 /// Largest read from MAIN, bytes.
 const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
@@ -169,4 +171,123 @@ async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
         _ = tokio::time::sleep(d) => false,
         _ = stop.wait_for(|s| *s) => true,
     }
+}
+
+/// One correlation's consumer of one MAIN partition: copies into its [`Correlator`], the xDRs it
+/// closes into the xDR store, and MAIN's offset committed at the correlator's resume offset (the
+/// first copy of its oldest open record), so a restart re-reads what open records need and
+/// stores the same xDRs again (their ids come from their first copy: a replay replaces, never
+/// duplicates).
+pub struct CorrelationConsumer {
+    pub consumer: String,
+    pub partition: Arc<dyn TopicLog>,
+    pub correlator: Correlator,
+    pub store: Arc<dyn XdrStore>,
+    pub batch: usize,
+    pub metrics: Arc<Metrics>,
+    /// Set before `stop` when the correlation is deleted: its open records close (`flushed`)
+    /// and are stored; on a plain stop they stay open to be rebuilt after the restart.
+    pub removing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CorrelationConsumer {
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let part = self.partition.clone();
+        let mut offset = part.committed(&self.consumer).unwrap_or_else(|| part.start_offset());
+        let mut committed = offset;
+        let mut last_commit = std::time::Instant::now();
+        loop {
+            enum Woken {
+                Data,
+                Idle,
+                Stop,
+            }
+            let woken = tokio::select! {
+                _ = part.wait_for(offset) => Woken::Data,
+                // No traffic: time still moves, so records whose window ended close.
+                _ = tokio::time::sleep(Duration::from_secs(1)) => Woken::Idle,
+                _ = stop.wait_for(|s| *s) => Woken::Stop,
+            };
+            match woken {
+                Woken::Stop => {
+                    if self.removing.load(std::sync::atomic::Ordering::Acquire) {
+                        self.correlator.flush();
+                    }
+                    self.store_closed(&mut stop, true).await;
+                    self.commit(&mut committed).await;
+                    return;
+                }
+                Woken::Idle => self.correlator.advance(now_ns()),
+                Woken::Data => {
+                    let batch = match part.read(offset, MAX_READ_BYTES, self.batch).await {
+                        Ok(b) => b,
+                        Err(e) => {
+                            tracing::error!(correlation = %self.consumer, error = %e, "correlation cannot read MAIN");
+                            // A stop during the pause is seen at the top of the loop.
+                            let _ = pause(&mut stop, Duration::from_secs(1)).await;
+                            continue;
+                        }
+                    };
+                    if batch.skipped > 0 {
+                        self.metrics.consumer_skipped(part.name(), &self.consumer, batch.skipped);
+                    }
+                    let first = batch.next - batch.records.len() as u64;
+                    self.correlator.push_batch(first, &batch.records);
+                    offset = batch.next;
+                }
+            }
+            if !self.store_closed(&mut stop, false).await {
+                continue;
+            }
+            if last_commit.elapsed() >= COMMIT_EVERY {
+                self.commit(&mut committed).await;
+                last_commit = std::time::Instant::now();
+            }
+        }
+    }
+
+    /// Stores the xDRs the correlator closed; retries while the store fails (the correlator
+    /// keeps them). False when a stop came first.
+    async fn store_closed(&mut self, stop: &mut watch::Receiver<bool>, stopping: bool) -> bool {
+        let xdrs = self.correlator.drain();
+        if xdrs.is_empty() {
+            return true;
+        }
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match self.store.insert(xdrs.clone()).await {
+                Ok(_) => return true,
+                Err(e) => {
+                    tracing::warn!(correlation = %self.consumer, error = %e, "xDRs not stored; retrying");
+                    if stopping {
+                        // Not committed past them: the restart rebuilds them from MAIN.
+                        return false;
+                    }
+                    if pause(stop, backoff).await {
+                        return false;
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
+    async fn commit(&self, committed: &mut u64) {
+        let at = self.correlator.resume_offset().max(*committed);
+        if at == *committed {
+            return;
+        }
+        match self.partition.commit(&self.consumer, at).await {
+            Ok(()) => *committed = at,
+            Err(e) => {
+                tracing::warn!(correlation = %self.consumer, error = %e, "correlation offset not committed")
+            }
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
