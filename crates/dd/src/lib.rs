@@ -5,3 +5,5 @@
 //! of [`log`]-to-come; the copy format is `dd_client::envelope`.
 
 pub use dd_client::envelope;
+
+pub mod kafka;
