@@ -7,3 +7,5 @@
 pub use dd_client::envelope;
 
 pub mod kafka;
+pub mod sinks;
+pub mod sources;

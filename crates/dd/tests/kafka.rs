@@ -8,10 +8,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dd::kafka::{ensure_topics, Consumer, KafkaConfig, KafkaError, Producer, TopicSpec};
+use dd::sinks::kafka::{KafkaSink, KafkaSinkConfig};
+use dd::sources::kafka::{Downstream, KafkaSource, KafkaSourceConfig, SourceCounters};
 use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
 use testkit::kafka::Broker;
+
+#[path = "kafka/copies.rs"]
+mod copies;
+use copies::copy;
 
 fn config(broker: &Broker, prefix: &str) -> KafkaConfig {
     let mut c = KafkaConfig::new(broker.bootstrap.clone());
@@ -263,6 +269,7 @@ async fn a_topic_that_does_not_exist_is_an_error_for_producer_and_consumer() {
     let Some(broker) = testkit::kafka::broker() else { return };
     let mut c = config(broker, "missing.");
     c.producer.delivery_timeout_ms = 3000;
+    c.request_timeout_ms = 3000;
     let producer = Producer::connect(&c, "test").await.unwrap();
     let started = Instant::now();
     let e = producer
@@ -272,7 +279,11 @@ async fn a_topic_that_does_not_exist_is_an_error_for_producer_and_consumer() {
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert!(matches!(e, KafkaError::Delivery { index: 0, .. }), "{e}");
     assert!(e.to_string().contains("missing.NOPE"), "{e}");
+    // The consumer waits request_timeout_ms for the topic to appear (one just created takes a
+    // moment to be everywhere), then says which is missing.
+    let started = Instant::now();
     let e = Consumer::join(&c, "g", &["missing.NOPE"]).await.err().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     assert_eq!(
         e.to_string(),
         format!("topic missing.NOPE: does not exist on the cluster at {}", broker.bootstrap)
@@ -317,7 +328,13 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
     let Some(broker) = testkit::kafka::broker() else { return };
     let n: usize =
         std::env::var("KAFKA_BENCH_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000);
-    let payload = Arc::new(vec![b'x'; 1200]);
+    // Distinct envelopes like an NF's (JSON bodies with ids that differ), so lz4 compresses them
+    // as much as real copies and no more.
+    let payloads: Arc<Vec<Vec<u8>>> = Arc::new((0..1000).map(|i| copy(i, 1200)).collect());
+    for p in payloads.iter() {
+        assert_eq!(p.len(), 1200);
+        dd::envelope::Copy::decode(bytes::Bytes::copy_from_slice(p)).unwrap();
+    }
     for compression in ["none", "lz4"] {
         let mut produced = Vec::new();
         let mut consumed = Vec::new();
@@ -336,12 +353,12 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
             // Several batches in flight, as the aggregation of several NF topics would have.
             let tasks: Vec<_> = (0..8)
                 .map(|t| {
-                    let (producer, payload, name) =
-                        (producer.clone(), payload.clone(), topic.name.clone());
+                    let (producer, payloads, name) =
+                        (producer.clone(), payloads.clone(), topic.name.clone());
                     tokio::spawn(async move {
                         let mut i = t;
                         while i < n / 1000 {
-                            let records = (0..1000).map(|_| (None, payload.as_slice()));
+                            let records = payloads.iter().map(|p| (None, p.as_slice()));
                             producer.append_batch(&name, records).await.unwrap();
                             i += 8;
                         }
@@ -390,4 +407,194 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
             );
         }
     }
+}
+
+/// Every record of `topic` from its start, read by a plain librdkafka consumer of its own group:
+/// (key, partition, payload).
+async fn read_raw(broker: &Broker, topic: &str, n: usize) -> Vec<(Option<Vec<u8>>, i32, Vec<u8>)> {
+    use rdkafka::consumer::{Consumer as _, StreamConsumer};
+    use rdkafka::Message;
+    let raw: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &broker.bootstrap)
+        .set("group.id", format!("raw-reader-{topic}"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    raw.subscribe(&[topic]).unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while out.len() < n && Instant::now() < deadline {
+        if let Ok(m) = tokio::time::timeout(Duration::from_millis(500), raw.recv()).await {
+            let m = m.unwrap();
+            out.push((m.key().map(<[u8]>::to_vec), m.partition(), m.payload().unwrap().to_vec()));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kafka_feed_writes_each_envelope_as_one_record_keyed_by_its_supi() {
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let c = config(broker, "feed.");
+    let mut feed = KafkaSinkConfig::new("feed.analytics");
+    feed.partitions = 3;
+    let sink = KafkaSink::build(&feed, Some(&c), "analytics").await.unwrap();
+    assert_eq!(describe(broker, "feed.analytics").await.0, 3, "the feed's topic is created");
+    sink.healthcheck().await.unwrap();
+    let supis: Vec<String> = (0..5).map(|s| format!("imsi-00101000000100{s}")).collect();
+    let envelopes: Vec<bytes::Bytes> = (0..110u64)
+        .map(|i| {
+            let supi = if i % 11 == 10 { "" } else { &supis[i as usize % 5] };
+            bytes::Bytes::from(copies::copy_of(i, supi, 600))
+        })
+        .collect();
+    for part in envelopes.chunks(40) {
+        sink.deliver(part).await.unwrap();
+    }
+    let got = read_raw(broker, "feed.analytics", envelopes.len()).await;
+    assert_eq!(got.len(), envelopes.len());
+    let mut partition_of: HashMap<Vec<u8>, i32> = HashMap::new();
+    let mut last_seq: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut seen = BTreeSet::new();
+    for (key, partition, payload) in &got {
+        let copy = dd::envelope::Copy::decode(bytes::Bytes::from(payload.clone())).unwrap();
+        assert_eq!(payload, &envelopes[copy.sequence as usize][..], "the envelope as it was");
+        assert!(seen.insert(copy.sequence));
+        match key {
+            None => assert_eq!(copy.supi(), "", "only copies without SUPI have no key"),
+            Some(k) => {
+                assert_eq!(k.as_slice(), copy.supi().as_bytes());
+                assert_eq!(*partition_of.entry(k.clone()).or_insert(*partition), *partition);
+                let last = last_seq.insert(k.clone(), copy.sequence);
+                assert!(last.is_none_or(|l| l < copy.sequence), "one subscriber's copies in order");
+            }
+        }
+    }
+    assert_eq!(partition_of.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kafka_feed_to_a_cluster_that_does_not_answer_is_refused_at_build() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut dd = KafkaConfig::new(format!("127.0.0.1:{port}"));
+    dd.request_timeout_ms = 1000;
+    let e = KafkaSink::build(&KafkaSinkConfig::new("t"), Some(&dd), "f").await.err().unwrap();
+    assert!(matches!(e, KafkaError::Unreachable { .. }), "{e}");
+    assert!(e.retryable());
+    let e = KafkaSink::build(&KafkaSinkConfig::new("t"), None, "f").await.err().unwrap();
+    assert!(e.to_string().contains("/bootstrap_servers: required"), "{e}");
+    assert!(!e.retryable());
+}
+
+/// The pipeline's side of the source, for the tests: keeps what it takes, refuses while told to.
+#[derive(Default)]
+struct Pipeline {
+    taken: std::sync::Mutex<Vec<dd::envelope::Copy>>,
+    refuse: std::sync::atomic::AtomicI64,
+}
+
+impl Downstream for Pipeline {
+    type Error = String;
+    async fn accept(&self, copies: &[dd::envelope::Copy]) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        if self.refuse.load(Ordering::SeqCst) != 0 {
+            self.refuse.fetch_sub(1, Ordering::SeqCst);
+            return Err("the NF topic's queue is full".into());
+        }
+        self.taken.lock().unwrap().extend_from_slice(copies);
+        Ok(())
+    }
+}
+
+/// Runs a source over `pipeline` until `until` holds of its counters (or 30 s pass), then stops it.
+async fn run_source(
+    cfg: &KafkaSourceConfig,
+    dd: &KafkaConfig,
+    pipeline: Arc<Pipeline>,
+    until: impl Fn(&SourceCounters) -> bool,
+) -> Arc<SourceCounters> {
+    let source = KafkaSource::build(cfg, Some(dd)).await.unwrap();
+    let counters = source.counters();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        source
+            .run(&*pipeline, async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !until(&counters) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    counters
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_nfs_write_to_kafka_reach_the_pipeline_and_other_records_are_passed_over() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let c = config(broker, "source.");
+    let topic = spec(&c, "nf-copies", 2);
+    ensure_topics(&c, std::slice::from_ref(&topic)).await.unwrap();
+    let producer = Producer::connect(&c, "nf").await.unwrap();
+    let mut records: Vec<Vec<u8>> = (0..40).map(|i| copy(i, 900)).collect();
+    records.insert(7, b"not an envelope".to_vec());
+    records.insert(30, vec![2; 40]); // version 2
+    producer.append_batch(&topic.name, records.iter().map(|r| (None, r.as_slice()))).await.unwrap();
+
+    let pipeline = Arc::new(Pipeline::default());
+    let cfg = KafkaSourceConfig::new(&[&topic.name]);
+    let counters = run_source(&cfg, &c, pipeline.clone(), |k| k.received.load(SeqCst) == 42).await;
+    assert_eq!(
+        [&counters.received, &counters.invalid, &counters.accepted, &counters.refused]
+            .map(|a| a.load(SeqCst)),
+        [42, 2, 40, 0]
+    );
+    let mut seqs: Vec<u64> = pipeline.taken.lock().unwrap().iter().map(|c| c.sequence).collect();
+    seqs.sort();
+    assert_eq!(seqs, (0..40).collect::<Vec<_>>());
+    let first = &pipeline.taken.lock().unwrap()[0];
+    assert_eq!((first.nf_type(), first.operation()), ("PCF", "Npcf_SMPolicyControl_Create"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_the_pipeline_refused_are_offered_again_and_a_restart_reads_only_what_it_did_not_take(
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let c = config(broker, "retry.");
+    let topic = spec(&c, "nf-copies", 1);
+    ensure_topics(&c, std::slice::from_ref(&topic)).await.unwrap();
+    let producer = Producer::connect(&c, "nf").await.unwrap();
+    let first: Vec<Vec<u8>> = (0..30).map(|i| copy(i, 700)).collect();
+    producer.append_batch(&topic.name, first.iter().map(|r| (None, r.as_slice()))).await.unwrap();
+    let cfg = KafkaSourceConfig::new(&[&topic.name]);
+    let taken = |p: &Pipeline| {
+        let mut s: Vec<u64> = p.taken.lock().unwrap().iter().map(|c| c.sequence).collect();
+        s.sort();
+        s
+    };
+
+    // The pipeline refuses everything; the source stops while offering.
+    let down = Arc::new(Pipeline { refuse: (-1).into(), ..Default::default() });
+    let counters = run_source(&cfg, &c, down.clone(), |k| k.refused.load(SeqCst) >= 2).await;
+    assert!(counters.refused.load(SeqCst) >= 2);
+    assert_eq!(counters.accepted.load(SeqCst), 0);
+
+    // Started again, nothing was lost; one more refusal is offered again.
+    let back = Arc::new(Pipeline { refuse: 1.into(), ..Default::default() });
+    let counters = run_source(&cfg, &c, back.clone(), |k| k.accepted.load(SeqCst) == 30).await;
+    assert_eq!(counters.refused.load(SeqCst), 1);
+    assert_eq!(taken(&back), (0..30).collect::<Vec<_>>());
+
+    // What it took was committed: a restart reads only the new copies.
+    let more: Vec<Vec<u8>> = (30..40).map(|i| copy(i, 700)).collect();
+    producer.append_batch(&topic.name, more.iter().map(|r| (None, r.as_slice()))).await.unwrap();
+    let again = Arc::new(Pipeline::default());
+    let counters = run_source(&cfg, &c, again.clone(), |k| k.accepted.load(SeqCst) >= 10).await;
+    assert_eq!(counters.received.load(SeqCst), 10);
+    assert_eq!(taken(&again), (30..40).collect::<Vec<_>>());
 }

@@ -14,7 +14,9 @@ use rdkafka::admin::{
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::config::check_topic_name;
-use super::{ask_cluster, validated, KafkaConfig, KafkaError, LogContext, TopicSpec};
+use super::{
+    ask_cluster, not_ready, readiness, validated, KafkaConfig, KafkaError, LogContext, TopicSpec,
+};
 
 /// What [`ensure_topics`] changed, and what it could not.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -93,6 +95,23 @@ pub async fn ensure_topics(
                     return Err(KafkaError::Topic { topic, reason: format!("not created: {code}") })
                 }
             }
+        }
+    }
+
+    if !report.created.is_empty() {
+        let a = admin.clone();
+        let late = not_ready(cfg, &report.created, move |t| {
+            a.inner().fetch_metadata(None, t).map(|md| readiness(&md))
+        })
+        .await?;
+        if let Some(topic) = late.into_iter().next() {
+            return Err(KafkaError::Topic {
+                topic,
+                reason: format!(
+                    "created, but without a leader for every partition after {} ms",
+                    cfg.request_timeout_ms
+                ),
+            });
         }
     }
 

@@ -593,6 +593,61 @@ impl SecurityConfig {
     }
 }
 
+/// The cluster a feed or a source uses: the Data Director's `dd`, or the one it names with its
+/// own `bootstrap_servers` (and `security`, plaintext when absent), which keeps `dd`'s producer
+/// and consumer tuning but none of its librdkafka properties or credentials.
+pub(crate) fn cluster_of(
+    bootstrap_servers: &Option<String>,
+    security: &Option<SecurityConfig>,
+    dd: Option<&KafkaConfig>,
+) -> KafkaConfig {
+    match (bootstrap_servers, dd) {
+        (None, Some(dd)) => dd.clone(),
+        (Some(b), dd) => {
+            let mut c = dd.cloned().unwrap_or_else(|| KafkaConfig::new(b.clone()));
+            c.bootstrap_servers = b.clone();
+            c.security = security.clone().unwrap_or_default();
+            c.librdkafka.clear();
+            c
+        }
+        (None, None) => KafkaConfig::new(String::new()),
+    }
+}
+
+/// What is wrong with the cluster part of a feed's or a source's configuration, as
+/// `(field, reason)`.
+pub(crate) fn cluster_problems(
+    bootstrap_servers: &Option<String>,
+    security: &Option<SecurityConfig>,
+    dd: Option<&KafkaConfig>,
+) -> Vec<(String, String)> {
+    let mut bad = Vec::new();
+    match (bootstrap_servers, dd) {
+        (Some(b), _) => {
+            if let Err(e) = check_bootstrap(b) {
+                bad.push(("bootstrap_servers".to_string(), e));
+            }
+        }
+        (None, None) => bad.push((
+            "bootstrap_servers".to_string(),
+            "required: the Data Director has no Kafka cluster of its own ([dd.kafka])".to_string(),
+        )),
+        (None, Some(_)) => {}
+    }
+    if let Some(s) = security {
+        if bootstrap_servers.is_none() {
+            bad.push((
+                "security".to_string(),
+                "only with bootstrap_servers: [dd.kafka.security] applies".to_string(),
+            ));
+        }
+        for (field, reason) in s.problems() {
+            bad.push((format!("security/{field}"), reason));
+        }
+    }
+    bad
+}
+
 /// `host:port[,host:port...]`.
 pub(crate) fn check_bootstrap(s: &str) -> Result<(), String> {
     if s.trim().is_empty() {

@@ -19,7 +19,7 @@ use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{
-    ask_cluster, config::check_topic_name, validated, KafkaConfig, KafkaError, LogContext,
+    config::check_topic_name, not_ready, readiness, validated, KafkaConfig, KafkaError, LogContext,
 };
 
 /// One record read: where it was and its payload (a slice of the batch's one buffer).
@@ -77,11 +77,10 @@ impl Consumer {
                 "creating the Kafka consumer of group {group_id}"
             )))?;
         let inner = Arc::new(inner);
-        let (c, wanted) = (inner.clone(), topics.iter().map(|t| t.to_string()).collect::<Vec<_>>());
-        let missing: Vec<String> = ask_cluster(cfg, move |t| {
-            let md = c.client().fetch_metadata(None, t)?;
-            let have: Vec<&str> = md.topics().iter().map(|t| t.name()).collect();
-            Ok(wanted.into_iter().filter(|w| !have.contains(&w.as_str())).collect())
+        let c = inner.clone();
+        let wanted: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+        let missing = not_ready(cfg, &wanted, move |t| {
+            c.client().fetch_metadata(None, t).map(|md| readiness(&md))
         })
         .await?;
         if let Some(t) = missing.first() {

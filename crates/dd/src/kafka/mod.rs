@@ -66,6 +66,35 @@ pub enum KafkaError {
 }
 
 impl KafkaError {
+    /// Whether trying again later can succeed: a cluster away, a timeout, a rebalance. Not for a
+    /// configuration the cluster refuses (a record larger than it takes, a topic it does not
+    /// have, an authorisation it denies), which needs an operator.
+    pub fn retryable(&self) -> bool {
+        use rdkafka::error::RDKafkaErrorCode as C;
+        let code = match self {
+            KafkaError::Config(_) | KafkaError::Topic { .. } => return false,
+            KafkaError::Unreachable { .. } => return true,
+            KafkaError::Client { source, .. } | KafkaError::Delivery { source, .. } => {
+                source.rdkafka_error_code()
+            }
+        };
+        !matches!(
+            code,
+            Some(
+                C::MessageSizeTooLarge
+                    | C::InvalidMessageSize
+                    | C::UnknownTopicOrPartition
+                    | C::UnknownTopic
+                    | C::TopicAuthorizationFailed
+                    | C::ClusterAuthorizationFailed
+                    | C::SaslAuthenticationFailed
+                    | C::Authentication
+                    | C::InvalidConfig
+                    | C::InvalidArgument
+            )
+        )
+    }
+
     fn client(what: impl Into<String>) -> impl FnOnce(rdkafka::error::KafkaError) -> KafkaError {
         let what = what.into();
         move |source| KafkaError::Client { what, source }
@@ -141,4 +170,46 @@ where
         timeout_ms: cfg.request_timeout_ms,
         source,
     })
+}
+
+/// What a metadata answer says of one topic: present and every partition led.
+type TopicReady = (String, bool);
+
+/// The topics of `wanted` the cluster does not show ready yet (present, every partition with a
+/// leader), asking again every 100 ms until none is missing or `request_timeout_ms` has passed:
+/// a topic just created (here or by another instance) takes a moment to reach every broker's
+/// metadata.
+async fn not_ready<F>(
+    cfg: &KafkaConfig,
+    wanted: &[String],
+    fetch: F,
+) -> Result<Vec<String>, KafkaError>
+where
+    F: Fn(Duration) -> rdkafka::error::KafkaResult<Vec<TopicReady>> + Clone + Send + 'static,
+{
+    let deadline = std::time::Instant::now() + Duration::from_millis(cfg.request_timeout_ms);
+    loop {
+        let topics = ask_cluster(cfg, fetch.clone()).await?;
+        let missing: Vec<String> = wanted
+            .iter()
+            .filter(|w| !topics.iter().any(|(name, ready)| name == *w && *ready))
+            .cloned()
+            .collect();
+        if missing.is_empty() || std::time::Instant::now() >= deadline {
+            return Ok(missing);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn readiness(md: &rdkafka::metadata::Metadata) -> Vec<TopicReady> {
+    md.topics()
+        .iter()
+        .map(|t| {
+            let ready = t.error().is_none()
+                && !t.partitions().is_empty()
+                && t.partitions().iter().all(|p| p.leader() >= 0);
+            (t.name().to_string(), ready)
+        })
+        .collect()
 }

@@ -31,6 +31,7 @@ pub struct Delivered {
 pub struct Producer {
     inner: Arc<ThreadedProducer<AckContext>>,
     delivery_timeout: Duration,
+    cfg: KafkaConfig,
 }
 
 type Outcome = Result<Vec<Delivered>, (usize, RdError)>;
@@ -112,13 +113,19 @@ impl Producer {
             .producer_config()
             .create_with_context(AckContext { role: role.to_string() })
             .map_err(KafkaError::client("creating the Kafka producer"))?;
-        let inner = Arc::new(inner);
-        let p = inner.clone();
-        ask_cluster(cfg, move |t| p.client().fetch_metadata(None, t).map(drop)).await?;
-        Ok(Producer {
-            inner,
+        let producer = Producer {
+            inner: Arc::new(inner),
             delivery_timeout: Duration::from_millis(cfg.producer.delivery_timeout_ms),
-        })
+            cfg: cfg.clone(),
+        };
+        producer.check().await?;
+        Ok(producer)
+    }
+
+    /// Whether the cluster answers a metadata request within `request_timeout_ms` now.
+    pub async fn check(&self) -> Result<(), KafkaError> {
+        let p = self.inner.clone();
+        ask_cluster(&self.cfg, move |t| p.client().fetch_metadata(None, t).map(drop)).await
     }
 
     /// Appends `records` (an optional key, the payload) to `topic`, each to the partition its key

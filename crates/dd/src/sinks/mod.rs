@@ -1,0 +1,3 @@
+//! Where copies leave the Data Director: feeds to consumers, xDR storage.
+
+pub mod kafka;

@@ -1,0 +1,3 @@
+//! Where copies enter the Data Director.
+
+pub mod kafka;
