@@ -319,9 +319,17 @@ async fn a_broker_that_does_not_answer_is_a_clear_error_within_the_timeout() {
     assert!(e.to_string().contains("/dd/kafka/bootstrap_servers"), "{e}");
 }
 
-/// `cargo test -p fivecore-dd --test kafka -- --ignored --nocapture throughput`: records of
-/// 1.2 KB produced (acks=all) and consumed through the broker on this machine, three runs each
-/// with compression none and lz4; prints each run, the median and the broker's CPU.
+/// Records of 1.2 KB produced (acks=all, 8 batches of 1,000 in flight) and consumed through the
+/// broker on this machine, three runs each with compression none and lz4; prints each run, the
+/// median and the broker's CPU. Test builds compile librdkafka unoptimised, which halves what it
+/// does here; measure with it optimised (a rebuild of rdkafka-sys, about a minute):
+///
+/// ```text
+/// cargo test -p fivecore-dd --test kafka --config 'profile.dev.package.rdkafka-sys.opt-level=2' \
+///     -- --ignored --nocapture throughput
+/// ```
+///
+/// `KAFKA_BENCH_RECORDS` sets the records per run (default 300,000).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn throughput_of_1_2_kb_records_produced_and_consumed() {
