@@ -329,7 +329,8 @@ async fn a_broker_that_does_not_answer_is_a_clear_error_within_the_timeout() {
 ///     -- --ignored --nocapture throughput
 /// ```
 ///
-/// `KAFKA_BENCH_RECORDS` sets the records per run (default 300,000).
+/// `KAFKA_BENCH_RECORDS` sets the records per run (default 300,000), `KAFKA_BENCH_LINGER_MS` the
+/// producer's `linger_ms` (default 5).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn throughput_of_1_2_kb_records_produced_and_consumed() {
@@ -343,6 +344,33 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
         assert_eq!(p.len(), 1200);
         dd::envelope::Copy::decode(bytes::Bytes::copy_from_slice(p)).unwrap();
     }
+    // What one run of one direction took: records/s, and CPU per record of the broker and of
+    // this process (the client: librdkafka's threads and ours), in microseconds.
+    struct Run {
+        rate: f64,
+        broker_us: f64,
+        client_us: f64,
+        broker_cores: f64,
+    }
+    let me = std::process::id();
+    let measure = |records: usize, secs: f64, broker: f64, client: f64| Run {
+        rate: records as f64 / secs,
+        broker_us: broker * 1e6 / records as f64,
+        client_us: client * 1e6 / records as f64,
+        broker_cores: broker / secs,
+    };
+    let cpu = || (broker.cpu_seconds(), testkit::kafka::cpu_seconds(me), Instant::now());
+    let show = |what: &str, r: &Run| {
+        format!(
+            "{what}: {:.0} records/s ({:.0} MB/s); CPU per record: broker {:.1} µs, client {:.1} µs; broker {:.0} % of one core",
+            r.rate,
+            r.rate * 1200.0 / 1e6,
+            r.broker_us,
+            r.client_us,
+            100.0 * r.broker_cores
+        )
+    };
+    let total = n / 1000 * 1000;
     for compression in ["none", "lz4"] {
         let mut produced = Vec::new();
         let mut consumed = Vec::new();
@@ -353,11 +381,15 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
             } else {
                 dd::kafka::config::Compression::None
             };
+            if let Some(ms) =
+                std::env::var("KAFKA_BENCH_LINGER_MS").ok().and_then(|v| v.parse().ok())
+            {
+                c.producer.linger_ms = ms;
+            }
             let topic = spec(&c, "main", 6);
             ensure_topics(&c, std::slice::from_ref(&topic)).await.unwrap();
             let producer = Arc::new(Producer::connect(&c, "bench").await.unwrap());
-            let cpu0 = broker.cpu_seconds();
-            let started = Instant::now();
+            let (b0, c0, t0) = cpu();
             // Several batches in flight, as the aggregation of several NF topics would have.
             let tasks: Vec<_> = (0..8)
                 .map(|t| {
@@ -376,45 +408,32 @@ async fn throughput_of_1_2_kb_records_produced_and_consumed() {
             for t in tasks {
                 t.await.unwrap();
             }
-            let secs = started.elapsed().as_secs_f64();
-            let cpu = broker.cpu_seconds() - cpu0;
-            let rate = (n / 1000 * 1000) as f64 / secs;
-            println!(
-                "produce {compression} run {run}: {rate:.0} records/s, broker CPU {:.0} % of one core",
-                100.0 * cpu / secs
-            );
-            produced.push((rate, 100.0 * cpu / secs));
+            let (b1, c1, t1) = cpu();
+            let r = measure(total, (t1 - t0).as_secs_f64(), b1 - b0, c1 - c0);
+            println!("{}", show(&format!("produce {compression} run {run}"), &r));
+            produced.push(r);
 
             let consumer = Consumer::join(&c, &c.group("bench"), &[&topic.name]).await.unwrap();
-            let cpu0 = broker.cpu_seconds();
-            let started = Instant::now();
+            let (b0, c0, t0) = cpu();
             let mut got = 0;
-            while got < n / 1000 * 1000 {
+            while got < total {
                 let b = consumer.next_batch(10_000, Duration::from_secs(5)).await.unwrap();
                 assert!(!b.is_empty(), "stalled at {got}");
                 got += b.len();
                 consumer.done(&b).unwrap();
             }
-            let secs = started.elapsed().as_secs_f64();
-            let cpu = broker.cpu_seconds() - cpu0;
-            let rate = got as f64 / secs;
-            println!(
-                "consume {compression} run {run}: {rate:.0} records/s, broker CPU {:.0} % of one core",
-                100.0 * cpu / secs
-            );
-            consumed.push((rate, 100.0 * cpu / secs));
+            let (b1, c1, t1) = cpu();
+            let r = measure(got, (t1 - t0).as_secs_f64(), b1 - b0, c1 - c0);
+            println!("{}", show(&format!("consume {compression} run {run}"), &r));
+            consumed.push(r);
             consumer.close().await.unwrap();
         }
         for (what, mut runs) in [("produce", produced), ("consume", consumed)] {
-            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            println!(
-                "{what} {compression}: median {:.0} records/s of 1.2 KB ({:.0} MB/s), broker CPU {:.0} % of one core",
-                runs[1].0,
-                runs[1].0 * 1200.0 / 1e6,
-                runs[1].1
-            );
+            runs.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+            println!("{}", show(&format!("{what} {compression}, median of 3"), &runs[1]));
         }
     }
+    println!("load average at the end: {}", std::fs::read_to_string("/proc/loadavg").unwrap());
 }
 
 /// Every record of `topic` from its start, read by a plain librdkafka consumer of its own group:

@@ -256,14 +256,19 @@ impl Broker {
 
     /// CPU time the broker's JVM has used so far (user + system), in seconds.
     pub fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
-        // Fields after the command name (which may hold spaces) start after its ')'.
-        let fields: Vec<&str> =
-            stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
-        // utime and stime are fields 14 and 15 of proc_pid_stat(5); the state, field 3, is first.
-        (ticks(11) + ticks(12)) as f64 / clock_ticks() as f64
+        cpu_seconds(self.pid)
     }
+}
+
+/// CPU time process `pid` has used so far (user + system, all its threads), in seconds.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after its ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of proc_pid_stat(5); the state, field 3, is first.
+    (ticks(11) + ticks(12)) as f64 / clock_ticks() as f64
 }
 
 fn clock_ticks() -> u64 {
