@@ -106,6 +106,45 @@ async fn topics_are_created_with_their_partitions_and_retention_then_brought_in_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_ensuring_the_same_topics_at_once_both_succeed() {
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let c = config(broker, "race.");
+    let topics = c.topics();
+    let (a, b) = tokio::join!(ensure_topics(&c, &topics), ensure_topics(&c, &topics));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut created: Vec<String> = a.created.into_iter().chain(b.created).collect();
+    created.sort();
+    created.dedup();
+    assert_eq!(created.len(), 8, "{created:?}");
+    for t in c.topics() {
+        assert_eq!(describe(broker, &t.name).await.0, 6);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_larger_than_the_producers_queue_waits_for_room_and_is_delivered_whole() {
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let mut c = config(broker, "queue.");
+    c.producer.queue_max_messages = 100;
+    let topic = spec(&c, "main", 2);
+    ensure_topics(&c, std::slice::from_ref(&topic)).await.unwrap();
+    let producer = Producer::connect(&c, "test").await.unwrap();
+    let payloads: Vec<Vec<u8>> = (0..3000).map(|i| format!("{i}").into_bytes()).collect();
+    let delivered = producer
+        .append_batch(&topic.name, payloads.iter().map(|p| (None, p.as_slice())))
+        .await
+        .unwrap();
+    assert_eq!(delivered.len(), 3000);
+    let consumer = Consumer::join(&c, &c.group("queue"), &[&topic.name]).await.unwrap();
+    let got = read(&consumer, 3000, Duration::from_secs(30)).await;
+    let mut seen: Vec<usize> =
+        got.iter().map(|r| std::str::from_utf8(&r.payload).unwrap().parse().unwrap()).collect();
+    seen.sort();
+    assert_eq!(seen, (0..3000).collect::<Vec<_>>());
+    consumer.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_round_trip_in_order_per_key_each_key_in_one_partition() {
     let Some(broker) = testkit::kafka::broker() else { return };
     let c = config(broker, "order.");

@@ -203,9 +203,4 @@ impl Producer {
             }),
         }
     }
-
-    /// Records queued and not yet acknowledged.
-    pub fn in_flight(&self) -> i32 {
-        self.inner.in_flight_count()
-    }
 }
