@@ -26,8 +26,8 @@ pub struct Delivered {
     pub offset: i64,
 }
 
-/// A producer for any topic of the cluster. Cheap to share (`Arc`); one per cluster and process
-/// is what librdkafka wants (it batches the records of every caller per partition).
+/// A producer for any topic of the cluster, to share (in an `Arc`) between the callers writing to
+/// that cluster: librdkafka batches the records of every caller per partition.
 pub struct Producer {
     inner: Arc<ThreadedProducer<AckContext>>,
     delivery_timeout: Duration,
