@@ -10,14 +10,17 @@ log() { printf '\n==> %s\n' "$*" >&2; }
 APT_UPDATED=0
 need_deb() { # need_deb <command> <debian package>
     command -v "$1" >/dev/null 2>&1 && return 0
-    log "installing Debian package $2 (for $1)"
+    install_deb "$2" "$1"
+}
+install_deb() { # install_deb <debian package> <what it is for>
+    log "installing Debian package $1 (for $2)"
     local sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
     if [ "$APT_UPDATED" -eq 0 ]; then
         $sudo apt-get update -qq >/dev/null
         APT_UPDATED=1
     fi
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$1" >/dev/null
 }
 
 if ! command -v cargo >/dev/null 2>&1; then
@@ -61,6 +64,17 @@ if ! python3 -c "import zeep" >/dev/null 2>&1; then
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet zeep
 fi
 export FIVECORE_REQUIRE_ZEEP=1
+# The Data Director's Kafka mode: rdkafka builds librdkafka (and a static libcurl) from source
+# with cmake, against OpenSSL for SSL and SASL/SCRAM; its tests (crates/dd/tests/kafka.rs) start
+# a real Kafka broker from Maven Central jars (scripts/kafka/pom.xml), run by Java.
+need_deb cmake cmake
+need_deb pkg-config pkg-config
+pkg-config --exists openssl || install_deb libssl-dev "OpenSSL's headers"
+need_deb java default-jre-headless
+need_deb mvn maven
+log "Kafka broker jars (scripts/kafka/fetch.sh, skipped when present)"
+scripts/kafka/fetch.sh
+export FIVECORE_REQUIRE_KAFKA=1
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::kafka::KafkaConfig;
 use crate::log::LogConfig;
 use crate::sinks::xdr_store::config::XdrStoreConfig;
 use crate::sources::ingest::IngestConfig;
@@ -33,6 +34,11 @@ pub struct DdConfig {
     #[serde(default)]
     pub log: LogConfig,
 
+    /// The scale-out mode (`[dd.kafka]`): the NF topics and MAIN on a Kafka cluster, shared by
+    /// every Data Director instance through consumer groups. Absent: the embedded log.
+    #[serde(default)]
+    pub kafka: Option<KafkaConfig>,
+
     /// The xDR store (`[dd.xdr_store]`: retention).
     #[serde(default)]
     pub xdr_store: XdrStoreConfig,
@@ -53,6 +59,7 @@ impl Default for DdConfig {
             ingest: IngestConfig::default(),
             aggregate: AggregateConfig::default(),
             log: LogConfig::default(),
+            kafka: None,
             xdr_store: XdrStoreConfig::default(),
             feed_batch: default_feed_batch(),
         }
@@ -76,6 +83,12 @@ impl DdConfig {
                 })
                 .collect();
             return Err(what.join("; "));
+        }
+        if let Some(k) = &self.kafka {
+            let bad = k.validate("[dd.kafka]");
+            if let Some(p) = bad.first() {
+                return Err(format!("{}: {}", p.param, p.reason.clone().unwrap_or_default()));
+            }
         }
         if self.feed_batch == 0 || self.feed_batch > 65_536 {
             return Err("[dd] feed_batch must be between 1 and 65536".into());

@@ -6,13 +6,23 @@ use std::sync::{Arc, OnceLock};
 
 use crate::admin::Admin;
 use crate::config::DdConfig;
+use crate::kafka_pipeline::KafkaPipeline;
 use crate::metrics::Metrics;
 use crate::sinks::xdr_store::XdrStore;
 use crate::topics::{main_partition, TopicLog, Topics, NF_TOPICS};
 
+/// Where the NF topics and MAIN live.
+pub enum Backend {
+    Log(Arc<dyn Topics>),
+    Kafka(Arc<KafkaPipeline>),
+}
+
 pub struct Dd {
     pub config: DdConfig,
-    pub topics: Arc<dyn Topics>,
+    /// The embedded log's topics; none in the Kafka mode.
+    pub topics: Option<Arc<dyn Topics>>,
+    /// The pipeline over Kafka, in the Kafka mode (`[dd.kafka]`).
+    pub kafka: Option<Arc<KafkaPipeline>>,
     nf_topics: [OnceLock<Arc<dyn TopicLog>>; NF_TOPICS.len()],
     main: Vec<Arc<dyn TopicLog>>,
     /// Bytes the ingest API has accepted and not yet seen durable.
@@ -38,19 +48,27 @@ impl Dd {
     /// Opens MAIN's partitions (the NF topics open on first use).
     pub fn new(
         config: DdConfig,
-        topics: Arc<dyn Topics>,
+        backend: Backend,
         metrics: Arc<Metrics>,
         feed_metrics: crate::sinks::FeedMetrics,
         admin: Admin,
         scheme: &'static str,
         xdr_store: Arc<dyn XdrStore>,
     ) -> io::Result<Dd> {
-        let main = (0..config.aggregate.main_partitions)
-            .map(|i| topics.topic(&main_partition(i)))
-            .collect::<io::Result<Vec<_>>>()?;
+        let (topics, kafka) = match backend {
+            Backend::Log(t) => (Some(t), None),
+            Backend::Kafka(k) => (None, Some(k)),
+        };
+        let main = match &topics {
+            Some(t) => (0..config.aggregate.main_partitions)
+                .map(|i| t.topic(&main_partition(i)))
+                .collect::<io::Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
         Ok(Dd {
             config,
             topics,
+            kafka,
             nf_topics: Default::default(),
             main,
             ingest_pending: AtomicUsize::new(0),
@@ -67,11 +85,14 @@ impl Dd {
         if let Some(t) = self.nf_topics[index].get() {
             return Ok(t.clone());
         }
-        let t = self.topics.topic(NF_TOPICS[index])?;
+        let Some(topics) = &self.topics else {
+            return Err(io::Error::other("the Kafka mode keeps no NF topic on disk"));
+        };
+        let t = topics.topic(NF_TOPICS[index])?;
         Ok(self.nf_topics[index].get_or_init(|| t).clone())
     }
 
-    /// MAIN's partitions.
+    /// MAIN's partitions (none in the Kafka mode: MAIN is a Kafka topic).
     pub fn main(&self) -> &[Arc<dyn TopicLog>] {
         &self.main
     }

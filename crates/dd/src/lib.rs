@@ -16,6 +16,8 @@ pub mod admin;
 pub mod components;
 pub mod config;
 pub mod context;
+pub mod kafka;
+pub mod kafka_pipeline;
 pub mod log;
 pub mod log_topics;
 pub mod metrics;
@@ -96,12 +98,22 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     })
     .await?;
     let dir = log_dir(&config);
-    let topics = {
-        let (at, dd_config) = (dir.clone(), config.dd.clone());
-        tokio::task::spawn_blocking(move || log_topics::LogTopics::open(&at, &dd_config))
-            .await
-            .map_err(|e| DdError::Config(format!("opening the log: {e}")))?
-            .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?
+    let (log, backend) = match &config.dd.kafka {
+        Some(k) => {
+            let pipeline = kafka_pipeline::KafkaPipeline::start(k)
+                .await
+                .map_err(|e| DdError::Config(format!("[dd.kafka]: {e}")))?;
+            (None, context::Backend::Kafka(Arc::new(pipeline)))
+        }
+        None => {
+            let (at, dd_config) = (dir.clone(), config.dd.clone());
+            let log =
+                tokio::task::spawn_blocking(move || log_topics::LogTopics::open(&at, &dd_config))
+                    .await
+                    .map_err(|e| DdError::Config(format!("opening the log: {e}")))?
+                    .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?;
+            (Some(log.clone()), context::Backend::Log(log))
+        }
     };
     let metrics = skeleton.observability().with_registry(metrics::Metrics::register);
     let feed_metrics = sinks::FeedMetrics::default();
@@ -112,7 +124,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     let dd = Arc::new(
         Dd::new(
             config.dd.clone(),
-            topics.clone(),
+            backend,
             metrics.clone(),
             feed_metrics,
             admin,
@@ -125,18 +137,27 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
-    for (i, _) in topics::NF_TOPICS.iter().enumerate() {
-        let nf = dd.nf_topic(i).map_err(DdError::Io)?;
-        tasks.push(tokio::spawn(transforms::aggregate::run(
-            nf,
-            i,
-            dd.main().to_vec(),
-            dd.config.aggregate.clone(),
+    if let Some(kafka) = &dd.kafka {
+        tasks.push(kafka.spawn_aggregation(
+            dd.config.aggregate.ordering,
+            dd.config.aggregate.batch,
             metrics.clone(),
             stop_rx.clone(),
-        )));
+        ));
+    } else {
+        for (i, _) in topics::NF_TOPICS.iter().enumerate() {
+            let nf = dd.nf_topic(i).map_err(DdError::Io)?;
+            tasks.push(tokio::spawn(transforms::aggregate::run(
+                nf,
+                i,
+                dd.main().to_vec(),
+                dd.config.aggregate.clone(),
+                metrics.clone(),
+                stop_rx.clone(),
+            )));
+        }
     }
-    let retention = topics.spawn_retention(Duration::from_secs(10));
+    let retention = log.map(|l| l.spawn_retention(Duration::from_secs(10)));
     let xdr_retention =
         tokio::spawn(sinks::xdr_store::run_retention(xdr_store, config.dd.xdr_store.clone(), {
             let mut stop = stop_rx.clone();
@@ -153,7 +174,9 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         for t in tasks {
             let _ = t.await;
         }
-        retention.abort();
+        if let Some(r) = retention {
+            r.abort();
+        }
         let _ = xdr_retention.await;
     });
     Ok(Bound { serving, dd })

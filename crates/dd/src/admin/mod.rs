@@ -202,8 +202,9 @@ impl Admin {
                 }
             },
         };
-        let sink =
-            components::sink(name, &spec.sink, dd).map_err(|p| invalid(prefixed("sink", p)))?;
+        let sink = components::sink(name, &spec.sink, dd)
+            .await
+            .map_err(|p| invalid(prefixed("sink", p)))?;
         // The old consumers stop first: two consumers of one name would deliver twice.
         let old = lock(&self.state).feeds.get_mut(name).and_then(|(_, r)| r.take());
         if let Some(old) = old {
@@ -303,6 +304,12 @@ fn spawn(
     start: crate::pipeline::Start,
 ) -> Running {
     let (stop, rx) = watch::channel(false);
+    if let Some(kafka) = &dd.kafka {
+        // Over Kafka, MAIN's partitions are shared by the group's members: one per instance.
+        let name = consumer.strip_prefix("feed:").unwrap_or(consumer);
+        let task = kafka.spawn_feed(name, select, sink, dd.config.feed_batch, rx);
+        return Running { stop, tasks: vec![task], removing: None };
+    }
     let tasks = dd
         .main()
         .iter()
@@ -333,6 +340,14 @@ fn check_correlation(
     let config: CorrelationConfig =
         resource::parse_part(cfg).map_err(|p| invalid(prefixed("correlation", p)))?;
     Correlator::new(name, &config).map_err(|p| invalid(prefixed("correlation", p)))?;
+    if dd.kafka.is_some() {
+        return Err(invalid(vec![InvalidParam::new(
+            "/correlation",
+            "not in the Kafka mode: a correlator needs every copy of a transaction in one \
+             consumer with a resume offset per partition, which a consumer group's rebalances \
+             do not give; correlate on an embedded-mode Data Director fed by a Kafka feed",
+        )]));
+    }
     if dd.main().len() > 1
         && dd.config.aggregate.ordering != crate::transforms::aggregate::Ordering::Key
     {

@@ -16,6 +16,7 @@
 pub mod balance;
 pub mod config;
 pub mod http2;
+pub mod kafka;
 pub mod metrics;
 pub mod tcp;
 pub mod xdr_store;

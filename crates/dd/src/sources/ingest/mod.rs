@@ -60,6 +60,9 @@ pub async fn copies(dd: Arc<Dd>, req: SbiRequest) -> Result<Response, ProblemDet
         return Ok(p);
     }
     let parts = split(&req.body)?;
+    if let Some(kafka) = &dd.kafka {
+        return into_kafka(&dd, kafka, parts, size).await;
+    }
     let mut appends = Vec::with_capacity(parts.len());
     let mut copies = 0usize;
     for (i, records) in parts.into_iter().enumerate() {
@@ -79,6 +82,42 @@ pub async fn copies(dd: Arc<Dd>, req: SbiRequest) -> Result<Response, ProblemDet
                 "the {} topic refused the batch: {e}",
                 NF_TOPICS[i]
             )));
+        }
+        dd.metrics.ingested(i, n);
+    }
+    dd.metrics.ingest_bytes(size, copies);
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// The Kafka mode: each part to its NF topic on the cluster, 204 once all are acknowledged; a
+/// cluster away is 503 + Retry-After (the copier keeps the batch and sends it again).
+async fn into_kafka(
+    dd: &Dd,
+    kafka: &crate::kafka_pipeline::KafkaPipeline,
+    parts: Vec<Vec<Bytes>>,
+    size: usize,
+) -> Result<Response, ProblemDetails> {
+    let mut copies = 0;
+    let appends = parts.iter().enumerate().filter(|(_, r)| !r.is_empty()).map(|(i, r)| {
+        copies += r.len();
+        async move { (i, r.len(), kafka.append_nf(i, r).await) }
+    });
+    let results = futures_util::future::join_all(appends).await;
+    for (i, n, result) in results {
+        if let Err(e) = result {
+            tracing::warn!(topic = NF_TOPICS[i], error = %e, "ingest append to Kafka failed");
+            let mut p = ProblemDetails::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                cause::NF_SERVICE_FAILOVER,
+                format!(
+                    "the {} topic on the Kafka cluster did not take the batch: {e}",
+                    NF_TOPICS[i]
+                ),
+            )
+            .into_response();
+            p.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(dd.config.ingest.retry_after_s));
+            return Ok(p);
         }
         dd.metrics.ingested(i, n);
     }

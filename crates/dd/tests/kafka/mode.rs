@@ -1,0 +1,153 @@
+//! The Data Director in its Kafka mode, end to end: two instances on one cluster share the
+//! ingest, the aggregation and a feed through their consumer groups; each copy reaches the
+//! feed's TCP consumer once, and a Kafka feed writes it to its topic.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use dd::kafka::{Consumer, KafkaConfig};
+use sbi::client::{ClientConfig, SbiClient};
+use serde_json::{json, Value};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use super::copies::copy;
+
+struct Instance {
+    base: String,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), dd::DdError>>,
+}
+
+async fn start(dir: &Path, kafka: &KafkaConfig) -> Instance {
+    let mut config = dd::DdConfig { kafka: Some(kafka.clone()), ..Default::default() };
+    config.aggregate.batch = 256;
+    let run = dd::RunConfig {
+        dd: config,
+        sbi: sbi::ServerConfig::default(),
+        client: ClientConfig::default(),
+        store: store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("dd.db")) },
+        instance_id: None,
+    };
+    let bound = dd::bind(run).await.expect("the Data Director starts in the Kafka mode");
+    let base = format!("http://{}", bound.local_addr());
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(bound.serve(async {
+        let _ = rx.await;
+    }));
+    Instance { base, stop, task }
+}
+
+impl Instance {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+fn client() -> SbiClient {
+    SbiClient::new(&ClientConfig::default()).unwrap()
+}
+
+async fn post(base: &str, path: &str, body: Value) -> sbi::client::SbiResponse {
+    client().post(&format!("{base}{path}")).json(&body).send().await.unwrap()
+}
+
+/// Every envelope a TCP consumer reads, by sequence number.
+async fn tcp_consumer(listener: TcpListener) -> mpsc::UnboundedReceiver<u64> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else { return };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                loop {
+                    let mut len = [0u8; 4];
+                    if stream.read_exact(&mut len).await.is_err() {
+                        return;
+                    }
+                    let mut buf = vec![0u8; u32::from_be_bytes(len) as usize];
+                    if stream.read_exact(&mut buf).await.is_err() {
+                        return;
+                    }
+                    let c = dd::envelope::Copy::decode(Bytes::from(buf)).unwrap();
+                    let _ = tx.send(c.sequence);
+                }
+            });
+        }
+    });
+    rx
+}
+
+fn batch(from: u64, n: u64) -> Bytes {
+    let mut b = BytesMut::new();
+    for i in from..from + n {
+        dd::envelope::frame(&copy(i, 1200), &mut b);
+    }
+    b.freeze()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_ingest_aggregation_and_a_feed_each_copy_delivered_once() {
+    let Some(broker) = testkit::kafka::broker() else { return };
+    let mut kafka = super::config(broker, "mode.");
+    kafka.nf_partitions = 2;
+    kafka.main_partitions = 4;
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = tokio::join!(start(dir_a.path(), &kafka), start(dir_b.path(), &kafka));
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let mut rx = tcp_consumer(listener).await;
+    let feed = json!({"name": "probe", "sink": {"type": "tcp", "endpoints": [{"address": addr.to_string()}]}});
+    // The same feed on both instances: one consumer group, MAIN's partitions shared.
+    for i in [&a, &b] {
+        let r = post(&i.base, "/dd-admin/v1/feeds", feed.clone()).await;
+        assert_eq!(r.status(), 201, "{:?}", r.body());
+    }
+    let out =
+        json!({"name": "out", "sink": {"type": "kafka", "topic": "mode.OUT", "partitions": 2}});
+    assert_eq!(post(&a.base, "/dd-admin/v1/feeds", out).await.status(), 201);
+    let r =
+        post(&a.base, "/dd-admin/v1/correlations", json!({"name": "c", "correlation": {}})).await;
+    assert_eq!(r.status(), 400, "correlation is refused over Kafka");
+
+    // Half the copies to each instance's ingest.
+    let n = 2_000u64;
+    for (k, i) in (0..n).step_by(250).zip([&a, &b].into_iter().cycle()) {
+        let r = client()
+            .post(&format!("{}/dd-ingest/v1/copies", i.base))
+            .header("content-type", dd::envelope::CONTENT_TYPE)
+            .body(batch(k, 250))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204, "{:?}", r.body());
+    }
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < n as usize && Instant::now() < deadline {
+        if let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(1), rx.recv()).await {
+            *seen.entry(s).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), n as usize, "every copy reaches the TCP feed");
+    let twice = seen.values().filter(|c| **c > 1).count();
+    assert_eq!(twice, 0, "no copy delivered twice in a steady group");
+
+    let out = Consumer::join(&kafka, "mode.reader", &["mode.OUT"]).await.unwrap();
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while got < n as usize && Instant::now() < deadline {
+        let b = out.next_batch(1000, Duration::from_secs(1)).await.unwrap();
+        got += b.len();
+        out.done(&b).unwrap();
+    }
+    assert_eq!(got, n as usize, "the Kafka feed wrote every copy to its topic");
+    out.close().await.unwrap();
+    tokio::join!(a.stop(), b.stop());
+}
