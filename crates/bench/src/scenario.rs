@@ -54,6 +54,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcrf-data-7.5k", include_str!("../../../scenarios/pcrf-data-7.5k.toml")),
     ("pcrf-voice-15k", include_str!("../../../scenarios/pcrf-voice-15k.toml")),
     ("pcrf-usage-10k", include_str!("../../../scenarios/pcrf-usage-10k.toml")),
+    (
+        "dd-d2-360k-scp-3tcp-http2",
+        include_str!("../../../scenarios/dd-d2-360k-scp-3tcp-http2.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -81,6 +85,7 @@ pub struct Scenario {
     #[serde(default)]
     pub simulators: Vec<Simulator>,
     /// Requests the generator sends, each at its share of the rate.
+    #[serde(default)]
     pub procedures: Vec<Procedure>,
     /// Traffic the NF itself sends to the simulators (SLF queries, notifications, forwarding),
     /// counted where it arrives.
@@ -91,6 +96,9 @@ pub struct Scenario {
     #[serde(default)]
     pub criteria: Criteria,
     pub reference: Option<Reference>,
+    /// A Data Director scenario (crate::dd): copy sources instead of procedures, feeds with
+    /// the kit's consumers behind them.
+    pub dd: Option<crate::dd::DdScenario>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,6 +145,10 @@ pub struct Load {
     pub cooldown_s: f64,
     #[serde(default = "default_cooldown_scale")]
     pub cooldown_scale: f64,
+    /// The share of `rate` a run offers when neither `--rate` nor `--scale` says otherwise:
+    /// a scenario whose reference rate is far beyond this machine, scaled to it (the file says
+    /// why). Unset: the whole `rate`.
+    pub default_scale: Option<f64>,
 }
 
 fn default_cooldown_scale() -> f64 {
@@ -819,8 +831,15 @@ impl Scenario {
             .collect()
     }
 
+    /// Requests per second at full scale; a Data Director scenario's copies per second.
     pub fn total_tps(&self) -> f64 {
-        self.procedures.iter().map(|p| p.tps).sum()
+        self.procedures.iter().map(|p| p.tps).sum::<f64>()
+            + self.dd.as_ref().map_or(0.0, |d| d.total_mps())
+    }
+
+    /// The rate a run offers by default: `load.rate`, times `load.default_scale` when set.
+    pub fn default_rate(&self) -> f64 {
+        self.load.rate * self.load.default_scale.unwrap_or(1.0)
     }
 
     pub fn criteria_for(&self, p: &Procedure) -> Criteria {
@@ -854,6 +873,15 @@ impl Scenario {
         }
         if l.concurrency == Some(0) {
             bail!("load.concurrency must be > 0");
+        }
+        if l.default_scale.is_some_and(|x| !(x.is_finite() && x > 0.0)) {
+            bail!("load.default_scale must be > 0");
+        }
+        if let Some(d) = &self.dd {
+            d.validate()?;
+            if !self.procedures.is_empty() || self.nfs != ["dd"] || l.concurrency.is_some() {
+                bail!("a Data Director scenario ([dd]) has nfs = [\"dd\"], no procedures and no closed loop");
+            }
         }
         let total = self.total_tps();
         if (total - l.rate).abs() > l.rate * 0.01 {
