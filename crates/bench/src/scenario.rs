@@ -54,10 +54,28 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcrf-data-7.5k", include_str!("../../../scenarios/pcrf-data-7.5k.toml")),
     ("pcrf-voice-15k", include_str!("../../../scenarios/pcrf-voice-15k.toml")),
     ("pcrf-usage-10k", include_str!("../../../scenarios/pcrf-usage-10k.toml")),
+    ("dd-d1-500k-scp-2tcp", include_str!("../../../scenarios/dd-d1-500k-scp-2tcp.toml")),
     (
         "dd-d2-360k-scp-3tcp-http2",
         include_str!("../../../scenarios/dd-d2-360k-scp-3tcp-http2.toml"),
     ),
+    ("dd-d3-360k-scp-tcp", include_str!("../../../scenarios/dd-d3-360k-scp-tcp.toml")),
+    ("dd-d4-270k-mix-http2", include_str!("../../../scenarios/dd-d4-270k-mix-http2.toml")),
+    ("dd-d5-270k-mix-tcp", include_str!("../../../scenarios/dd-d5-270k-mix-tcp.toml")),
+    ("dd-d6-270k-scp-kafka", include_str!("../../../scenarios/dd-d6-270k-scp-kafka.toml")),
+    ("dd-d7-270k-scp-tcp", include_str!("../../../scenarios/dd-d7-270k-scp-tcp.toml")),
+    (
+        "dd-d8-135k-mix-2tcp-replicated",
+        include_str!("../../../scenarios/dd-d8-135k-mix-2tcp-replicated.toml"),
+    ),
+    ("dd-d9-30k-pcf-http2", include_str!("../../../scenarios/dd-d9-30k-pcf-http2.toml")),
+    ("dd-d10-9k-bsf-http2", include_str!("../../../scenarios/dd-d10-9k-bsf-http2.toml")),
+    (
+        "dd-d11-360k-scp-3tcp-http2-vcne",
+        include_str!("../../../scenarios/dd-d11-360k-scp-3tcp-http2-vcne.toml"),
+    ),
+    ("dd-d12-360k-scp-tcp-vcne", include_str!("../../../scenarios/dd-d12-360k-scp-tcp-vcne.toml")),
+    ("dd-embedded-200k", include_str!("../../../scenarios/dd-embedded-200k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

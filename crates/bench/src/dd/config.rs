@@ -419,6 +419,85 @@ expected_share = 0.01
         assert!(bad(&|d| d.sources[0].message_bytes = 10).contains("message_bytes"));
     }
 
+    /// D1-D12 and the headline: the reference's figures hang together, the scale is stated, the
+    /// sources are the guide's (MPS = TPS x trigger points, its sizes), and a sampled feed
+    /// expects the share its filter samples.
+    #[test]
+    fn the_scenario_files_carry_the_reference() {
+        use crate::scenario::Scenario;
+        // name, reference id, ingress MPS, requested cores, default scale, feeds by kind.
+        let want = [
+            ("dd-d1-500k-scp-2tcp", "D1,", 500_000.0, 245.0, 0.1, "tcp tcp"),
+            ("dd-d2-360k-scp-3tcp-http2", "D2,", 360_000.0, 234.0, 0.1, "tcp tcp tcp http2"),
+            ("dd-d3-360k-scp-tcp", "D3,", 360_000.0, 175.0, 0.1, "tcp"),
+            ("dd-d4-270k-mix-http2", "D4,", 270_000.0, 150.0, 0.1, "http2"),
+            ("dd-d5-270k-mix-tcp", "D5,", 270_000.0, 128.0, 0.1, "tcp"),
+            ("dd-d6-270k-scp-kafka", "D6,", 270_000.0, 88.0, 0.1, "kafka kafka"),
+            ("dd-d7-270k-scp-tcp", "D7,", 270_000.0, 151.0, 0.1, "tcp"),
+            ("dd-d8-135k-mix-2tcp-replicated", "D8,", 135_000.0, 105.0, 0.2, "tcp tcp"),
+            ("dd-d9-30k-pcf-http2", "D9,", 30_000.0, 34.0, 1.0, "http2"),
+            ("dd-d10-9k-bsf-http2", "D10,", 9_000.0, 27.0, 1.0, "http2"),
+            ("dd-d11-360k-scp-3tcp-http2-vcne", "D11,", 360_000.0, 236.0, 0.1, "tcp tcp tcp http2"),
+            ("dd-d12-360k-scp-tcp-vcne", "D12,", 360_000.0, 150.0, 0.1, "tcp"),
+            ("dd-embedded-200k", "D1,", 500_000.0, 245.0, 1.0, "tcp tcp"),
+        ];
+        let all: Vec<String> = Scenario::builtin()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.dd.is_some())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(all.len(), want.len(), "{all:?}");
+        for (name, id, mps, cores, scale, kinds) in want {
+            let s = Scenario::load(name).unwrap();
+            let d = s.dd.as_ref().unwrap();
+            let r = s.reference.as_ref().unwrap();
+            assert!(r.scenario.starts_with(id), "{name}: {}", r.scenario);
+            assert_eq!((r.tps_achieved, r.cpu_requested), (mps, cores), "{name}");
+            assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 1.0, "{name}");
+            let used = r.used_cores.unwrap();
+            assert!((r.tps_achieved / used - r.tps_per_used_core.unwrap()).abs() < 1.0, "{name}");
+            assert!(r.used_cores_include.as_deref().unwrap().contains("Kafka"), "{name}");
+            assert_eq!(s.load.default_scale.unwrap_or(1.0), scale, "{name}");
+            assert!((s.load.rate - d.total_mps()).abs() < 1.0, "{name}");
+            let here = s.default_rate();
+            if name != "dd-embedded-200k" {
+                // The reference's rate in the file, ours in the description.
+                assert!((s.load.rate - mps).abs() <= mps * 0.01, "{name}");
+                let k = format!("{}K MPS here", (here / 1000.0 * 10.0).round() / 10.0);
+                let full = scale == 1.0 && s.description.contains("at the reference's rate here");
+                assert!(full || s.description.contains(&k), "{name}: {k}: {}", s.description);
+            }
+            let got: Vec<&str> = d.feeds.iter().map(|f| f.kind.as_str()).collect();
+            assert_eq!(got.join(" "), kinds, "{name}");
+            assert_eq!(d.unsupported().is_some(), kinds.contains("kafka"), "{name}");
+            for f in &d.feeds {
+                assert!(f.reference_mps.is_some() && f.reference_e2e_avg_ms.is_some(), "{name}");
+                let Some(x) = &f.filter else { continue };
+                let flt = d.filters.iter().find(|g| &g.name == x).unwrap();
+                let pct = flt.filter["conditions"][0]["sample"]["percent"].as_f64().unwrap();
+                assert!((pct / 100.0 - f.expected_share).abs() < 1e-9, "{name}: {}", f.name);
+            }
+            for src in &d.sources {
+                let (tps, size) = match src.nf_type.as_str() {
+                    "SCP" => (2, [3500, 3564, 1200]),
+                    "SEPP" => (if d.sources.len() == 5 { 4 } else { 2 }, [3000; 3]),
+                    "NRF" => (2, [3000; 3]),
+                    "PCF" => (2, [2079; 3]),
+                    _ => (2, [1200; 3]),
+                };
+                assert_eq!(src.trigger_points.len(), tps, "{name}: {}", src.name);
+                assert!(size.contains(&src.message_bytes), "{name}: {}", src.name);
+                // The reference's NRF, BSF and PCF copies came from the real NFs.
+                let real = ["NRF", "BSF", "PCF"].contains(&src.nf_type.as_str());
+                assert_eq!(real, src.note.contains("simulated"), "{name}: {}", src.name);
+            }
+        }
+        let h = Scenario::load("dd-embedded-200k").unwrap();
+        assert_eq!((h.load.rate, h.criteria.max_p99_ms), (200_000.0, 10.0));
+        assert_eq!(h.dd.as_ref().unwrap().sources[0].message_bytes, 1200);
+    }
+
     #[test]
     fn a_kafka_feed_is_refused_with_the_reason() {
         let mut d = parse("");

@@ -583,6 +583,126 @@ mod tests {
         assert_eq!(again, once);
     }
 
+    /// An ingest stub: answers the first `refuse` POSTs 503 + Retry-After: 1, the rest 204;
+    /// keeps each POST's arrival and its copies.
+    async fn ingest_stub(refuse: usize) -> (String, Arc<Mutex<Vec<(Instant, usize, u16)>>>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let seen: Arc<Mutex<Vec<(Instant, usize, u16)>>> = Arc::default();
+        let log = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = l.accept().await.unwrap();
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut conn = h2::server::handshake(tcp).await.unwrap();
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        let log = log.clone();
+                        tokio::spawn(async move {
+                            let mut body = req.into_body();
+                            let mut bytes = Vec::new();
+                            while let Some(Ok(c)) = body.data().await {
+                                let _ = body.flow_control().release_capacity(c.len());
+                                bytes.extend_from_slice(&c);
+                            }
+                            let copies = Frames::new(Bytes::from(bytes)).count();
+                            let status = {
+                                let mut l = log.lock().unwrap();
+                                let status = if l.len() < refuse { 503 } else { 204 };
+                                l.push((Instant::now(), copies, status));
+                                status
+                            };
+                            let rsp = http::Response::builder()
+                                .status(status)
+                                .header("retry-after", "1")
+                                .body(())
+                                .unwrap();
+                            let _ = respond.send_response(rsp, true);
+                        });
+                    }
+                });
+            }
+        });
+        (base, seen)
+    }
+
+    fn source(base: &str, buffer_copies: u64, rate: f64) -> Arc<Source> {
+        let dd: super::super::config::DdScenario = toml::from_str(&format!(
+            r#"
+batch = 64
+buffer_copies = {buffer_copies}
+[[sources]]
+name = "scp"
+nf_type = "SCP"
+mps = 1
+trigger_points = ["ingress_request", "egress_request"]
+message_bytes = 1200
+[[feeds]]
+name = "f"
+kind = "tcp"
+expected_share = 1.0
+"#
+        ))
+        .unwrap();
+        Arc::new(
+            Source::new(SourceSpec {
+                def: &dd.sources[0],
+                dd: &dd,
+                index: 0,
+                rate,
+                base_url: base,
+                generators: &Default::default(),
+                timeout: Duration::from_secs(5),
+            })
+            .unwrap(),
+        )
+    }
+
+    fn clock() -> RunClock {
+        RunClock {
+            start: Instant::now() + Duration::from_millis(10),
+            epoch_ns: 1,
+            measure_from: Duration::ZERO,
+            measure_to: Duration::from_secs(60),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_503_pauses_the_source_for_retry_after_then_everything_is_sent_again() {
+        let (base, seen) = ingest_stub(1).await;
+        let src = source(&base, 1_000_000, 2000.0);
+        src.open().await.unwrap();
+        let d = src.clone().run(clock(), 1.5, Duration::from_secs(5)).await.unwrap();
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let all = &src.all;
+        assert_eq!(n(&all.offered), 3000, "{d:?}");
+        assert_eq!((n(&all.accepted), n(&all.dropped), n(&all.failed)), (3000, 0, 0));
+        assert_eq!(n(&all.refused_batches), 1);
+        let seen = seen.lock().unwrap();
+        let copies: usize = seen.iter().filter(|x| x.2 == 204).map(|x| x.1).sum();
+        assert_eq!(copies, 3000, "the server got every copy once");
+        // Nothing new left for the second Retry-After asked for, once the 503 was in: without
+        // the pause a batch would leave every 5 ms (the linger at this rate).
+        let times: Vec<Instant> = seen.iter().map(|x| x.0).collect();
+        let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        assert!(gap >= Duration::from_millis(900), "the longest pause was {gap:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_source_told_to_wait_keeps_its_buffer_and_drops_the_oldest_beyond() {
+        let (base, _) = ingest_stub(1).await;
+        let src = source(&base, 200, 2000.0);
+        src.open().await.unwrap();
+        src.clone().run(clock(), 1.5, Duration::from_secs(5)).await.unwrap();
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let all = &src.all;
+        let (offered, accepted, dropped) = (n(&all.offered), n(&all.accepted), n(&all.dropped));
+        // About a second of copies (2,000) waited; 200 were kept.
+        assert!(dropped > 1000, "{dropped} dropped");
+        assert_eq!(accepted + dropped, offered);
+        assert_eq!(offered, 3000);
+    }
+
     #[test]
     fn retry_after_is_seconds_bounded_with_a_default() {
         assert_eq!(retry_after(Some(&HeaderValue::from_static("2"))), Duration::from_secs(2));
