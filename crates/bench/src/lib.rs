@@ -165,8 +165,16 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
     let mut scenario = Scenario::load(&name)?;
-    if let Some(why) = scenario.dd.as_ref().and_then(|d| d.unsupported()) {
-        bail!("scenario {}: {why}", scenario.name);
+    if let Some(d) = scenario.dd.as_mut() {
+        if let Some(why) = d.unsupported() {
+            bail!("scenario {}: {why}", scenario.name);
+        }
+        if args.concurrency.is_some() || args.reconnect || args.cooldown.is_some() {
+            bail!("--concurrency, --reconnect and --cooldown: a Data Director scenario's sources are open loop, without them");
+        }
+        // The copy sources' own: connections to the ingest API and POSTs in flight, each.
+        d.connections = args.connections.unwrap_or(d.connections);
+        d.max_in_flight = args.max_outstanding.unwrap_or(d.max_in_flight);
     }
     let load = &mut scenario.load;
     load.connections = args.connections.unwrap_or(load.connections);
