@@ -57,12 +57,13 @@ fn sample(pids: &[u32]) -> Sample {
     (usage(pids), self_cpu(), host::steal_seconds())
 }
 
-/// A tag for this run's names in the Data Director (hex of the start's seconds).
+/// A tag for this run's names in the Data Director: the start's seconds and the kit's pid, in
+/// hex (at most 15 characters: a name of 48 and its tag fit the admin API's 64).
 fn run_tag() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    format!("{:x}", secs & 0xff_ffff)
+    format!("{:x}-{:x}", secs & 0xff_ffff, std::process::id() & 0xff_ffff)
 }
 
 /// Creates or replaces `kind/name` (`filters`, `feeds`) with `body`.

@@ -318,7 +318,8 @@ impl Source {
     ) -> Result<Dispatched> {
         let k = self.layout.copies() as u64;
         let tx_rate = self.rate / k as f64;
-        let total_tx = (secs * tx_rate).floor() as u64;
+        // Every transaction due before `secs` (the last one's due time is below it).
+        let total_tx = (secs * tx_rate - 1e-9).ceil().max(0.0) as u64;
         let start = clock.start;
         let due = |i: u64| start + Duration::from_secs_f64(i as f64 / tx_rate);
         let sem = Arc::new(Semaphore::new(self.max_in_flight));
