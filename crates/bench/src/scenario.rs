@@ -54,6 +54,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("pcrf-data-7.5k", include_str!("../../../scenarios/pcrf-data-7.5k.toml")),
     ("pcrf-voice-15k", include_str!("../../../scenarios/pcrf-voice-15k.toml")),
     ("pcrf-usage-10k", include_str!("../../../scenarios/pcrf-usage-10k.toml")),
+    ("pcrf-conv-voice-7.5k", include_str!("../../../scenarios/pcrf-conv-voice-7.5k.toml")),
+    ("pcrf-conv-voice-15k", include_str!("../../../scenarios/pcrf-conv-voice-15k.toml")),
+    (
+        "pcrf-conv-voice-15k-2site",
+        include_str!("../../../scenarios/pcrf-conv-voice-15k-2site.toml"),
+    ),
+    ("pcrf-conv-data-7.5k", include_str!("../../../scenarios/pcrf-conv-data-7.5k.toml")),
+    ("pcrf-conv-data-15k", include_str!("../../../scenarios/pcrf-conv-data-15k.toml")),
     ("dd-d1-500k-scp-2tcp", include_str!("../../../scenarios/dd-d1-500k-scp-2tcp.toml")),
     (
         "dd-d2-360k-scp-3tcp-http2",
@@ -1830,6 +1838,125 @@ mod tests {
         let mut no_pcef = data.clone();
         no_pcef.simulators.retain(|x| x.kind != SimKind::PcefGx);
         assert!(no_pcef.validate().is_err(), "Gx needs pcef_gx simulators");
+    }
+
+    /// The converged scenarios (3.3.1, 3.3.2, 3.4.1, 3.4.2, 3.4.3): per call (voice) or data
+    /// session the client-originated messages at the reference's count, the PCF's one Gx RAR
+    /// and one Rx RAR as egress, the reference's toggles (PER where it says so, SAL, audit, no
+    /// BSF, LDAP or OCS) and the High project.
+    #[test]
+    fn pcrf_conv_scenarios_carry_the_reference_call_models() {
+        // name, voice (else data), offered client-originated rate, PER, reference TPS.
+        let want = [
+            ("pcrf-conv-voice-7.5k", true, 7500.0 * 7.0 / 9.0, true, 7500.0),
+            ("pcrf-conv-voice-15k", true, 15_000.0 * 7.0 / 9.0, true, 15_000.0),
+            // 3.4.3: Table 3-146's Diameter Gateway Ingress (8.33K), with in + out 14.64K.
+            ("pcrf-conv-voice-15k-2site", true, 8330.0, true, 14_640.0),
+            ("pcrf-conv-data-7.5k", false, 7500.0 * 6.0 / 8.0, false, 7500.0),
+            ("pcrf-conv-data-15k", false, 15_000.0 * 6.0 / 8.0, false, 15_000.0),
+        ];
+        let conv: Vec<String> = Scenario::builtin()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.name.starts_with("pcrf-conv-"))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(conv.len(), want.len(), "{conv:?}");
+        for (name, voice, rate, per, tps) in want {
+            let s = Scenario::load(name).unwrap();
+            let sum = |gx: Option<GxOp>, rx: Option<RxOp>| -> f64 {
+                let of =
+                    |p: &&Procedure| (gx.is_some() && p.gx == gx) || (rx.is_some() && p.rx == rx);
+                s.procedures.iter().filter(of).map(|p| p.tps).sum()
+            };
+            let calls = sum(Some(GxOp::CcrInitial), None);
+            let updates = if voice { 2.0 } else { 1.0 };
+            assert_eq!(sum(Some(GxOp::CcrUpdate), None), updates * calls, "{name}");
+            assert_eq!(sum(Some(GxOp::CcrTerminate), None), calls, "{name}");
+            for op in [RxOp::AarInitial, RxOp::AarUpdate, RxOp::Str] {
+                assert_eq!(sum(None, Some(op)), calls, "{name}: {op:?}, one AF session per call");
+            }
+            assert!((s.total_tps() - rate).abs() < rate * 0.001, "{name}: {}", s.total_tps());
+            assert!((s.load.rate - s.total_tps()).abs() < 0.01, "{name}");
+            // With the PCF's Gx RAR and Rx RAR, a call is 9 messages (voice), a data session 8.
+            let all = if voice { 9.0 } else { 8.0 };
+            if name != "pcrf-conv-voice-15k-2site" {
+                assert!((calls * all - tps).abs() < tps * 0.001, "{name}: {calls} calls/s");
+            }
+            let egress = |row: &str| -> f64 {
+                s.egress.iter().filter(|e| e.row.eq_ignore_ascii_case(row)).map(|e| e.tps).sum()
+            };
+            assert!((egress("RAR-Gx") - calls).abs() < 0.01, "{name}: one Gx RAR per call");
+            let rx_rar = egress("RAR-Rx") + egress("RAR -rx");
+            assert!((rx_rar - calls).abs() < 0.01, "{name}: one Rx RAR per call");
+            assert!(s.egress.iter().all(|e| s.simulators.iter().any(|x| x.name == e.sim)));
+            // Straight to the PCF, Rx bound to the Gx sessions of the one APN.
+            let d = s.diameter.as_ref().unwrap();
+            assert_eq!(
+                (d.nf.as_str(), d.answer_host.as_deref()),
+                ("pcf", Some("pcf.fivecore.local"))
+            );
+            assert_eq!(d.gx_apn, if voice { "ims" } else { "internet" }, "{name}");
+            assert!(d.gx_session_hold_s > d.session_hold_s, "{name}: the AF session ends first");
+            assert!(s.binds_rx_to_gx() && s.preload.subscriptions.is_none(), "{name}");
+            assert_eq!(s.load.mix, Mix::ShuffledDeck);
+            assert_eq!(s.nfs, ["pcf"], "{name}: no UDR, no BSF");
+            // The reference's toggles.
+            let pcf = &s.nf_config["pcf"];
+            assert_eq!(pcf["policy"].as_str(), Some("policies/high"), "{name}: project High");
+            assert_eq!(pcf["diameter"]["listen"].as_str(), Some(DIAMETER_ADDR));
+            assert_eq!(pcf["bsf"]["enabled"].as_bool(), Some(false), "{name}: BSF NA");
+            assert_eq!(pcf["audit"]["enabled"].as_bool(), Some(true), "{name}: audit");
+            let per_on = pcf.get("per").and_then(|p| p["enabled"].as_bool()).unwrap_or(false);
+            assert_eq!(per_on, per, "{name}: PER");
+            for off in ["ldap", "sy", "chf", "udr", "usage"] {
+                assert!(pcf.get(off).is_none(), "{name}: {off} is disabled or NA");
+            }
+            // SAL traces subscribers the CCR-Is can name: of the kit's IMSI range.
+            let traced = pcf["sal"]["subscribers"].as_array().unwrap();
+            assert!(!traced.is_empty(), "{name}: SAL enabled");
+            let g = &s.generators;
+            assert_eq!(g.supi_count, 10_000_000, "{name}: the reference's active subscribers");
+            for t in traced {
+                let imsi = t.as_str().unwrap().strip_prefix("imsi-").unwrap();
+                let msin: u64 = imsi.strip_prefix(g.supi_prefix.as_str()).unwrap().parse().unwrap();
+                assert_eq!(imsi.len(), g.supi_prefix.len() + 10, "{name}: {t}");
+                assert!((g.supi_first..g.supi_first + g.supi_count).contains(&msin), "{name}: {t}");
+            }
+            let r = s.reference.as_ref().unwrap();
+            assert_eq!(
+                (r.tps_achieved, r.cpu_requested),
+                (tps, if name.ends_with("voice-7.5k") { 442.0 } else { 443.0 })
+            );
+            assert!((r.tps_achieved / r.cpu_requested - r.tps_per_core).abs() < 0.1, "{name}");
+            let per_used = r.tps_achieved / r.used_cores.unwrap();
+            assert!((per_used - r.tps_per_used_core.unwrap()).abs() < 1.0, "{name}: {per_used}");
+            assert!(r.notes.iter().any(|n| n.contains("JDBC")), "{name}: the JDBC latency");
+            assert!(r.notes.iter().any(|n| n.contains("one site")), "{name}: GR scaled to a site");
+            assert!(s.description.contains("site"), "{name}: the description says which site runs");
+        }
+    }
+
+    /// Every scenario whose AFs talk to the PCF names a policy project with PA rules (the QoS of
+    /// each media type): without them the PCF refuses every AAR 5063.
+    #[test]
+    fn the_projects_of_the_rx_scenarios_decide_application_sessions() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut checked = 0;
+        for s in Scenario::builtin().unwrap() {
+            let to_pcf = s.diameter.as_ref().is_some_and(|d| d.answer_host.is_some());
+            if !to_pcf || !s.procedures.iter().any(|p| p.rx == Some(RxOp::AarInitial)) {
+                continue;
+            }
+            let dir = s.nf_config["pcf"]["policy"].as_str().unwrap().to_string();
+            let manifest = std::fs::read_to_string(root.join(&dir).join("project.toml")).unwrap();
+            let manifest: toml::Table = toml::from_str(&manifest).unwrap();
+            let services = manifest["services"].as_array().unwrap();
+            assert!(services.iter().any(|x| x.as_str() == Some("PA")), "{}: {dir}", s.name);
+            assert!(root.join(&dir).join("rules/pa.toml").is_file(), "{}: {dir}", s.name);
+            checked += 1;
+        }
+        assert!(checked >= 7, "{checked}: 3.5.x twice, 3.1.2 and the five converged ones");
     }
 
     #[test]

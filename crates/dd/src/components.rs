@@ -1,5 +1,5 @@
 //! Builds the pipeline's parts from the admin API's configuration objects: a feed's sink, a
-//! filter, a correlator. Each component checks its own configuration and names what is wrong
+//! filter. (A correlation's consumers are built by the admin API: `admin::spawn_correlation`.) Each component checks its own configuration and names what is wrong
 //! with JSON pointers into it; the admin API puts the resource's field in front.
 
 use std::sync::Arc;
@@ -15,13 +15,7 @@ use crate::sinks::{self, Sink, SinkConfig};
 use crate::topics::BoxFuture;
 use crate::transforms::filter::{Filter, FilterConfig};
 
-fn from_json<T: serde::de::DeserializeOwned>(cfg: &Value) -> Result<T, Vec<InvalidParam>> {
-    serde_path_to_error::deserialize::<_, T>(cfg.clone()).map_err(|e| {
-        let path = e.path().to_string();
-        let param = if path == "." { String::new() } else { crate::admin::resource_pointer(&path) };
-        vec![InvalidParam::new(param, e.into_inner().to_string())]
-    })
-}
+use crate::admin::parse_part as from_json;
 
 /// A feed's sink (`{"type": "tcp" | "http2", ...}`, crate::sinks::config).
 pub fn sink(feed: &str, cfg: &Value, dd: &Dd) -> Result<Arc<dyn Deliver>, Vec<InvalidParam>> {
@@ -53,14 +47,4 @@ impl Select for Filter {
     fn select(&self, copy: &Copy) -> bool {
         self.matches(copy)
     }
-}
-
-/// A correlation (crate::transforms::correlate's configuration).
-pub fn correlation(
-    name: &str,
-    cfg: &Value,
-    dd: &Arc<Dd>,
-) -> Result<Arc<dyn Deliver>, Vec<InvalidParam>> {
-    let _ = (name, cfg, dd, std::marker::PhantomData::<Copy>);
-    Err(vec![InvalidParam::new("", "MERGE PENDING: correlation lands with h5")])
 }

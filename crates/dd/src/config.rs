@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::log::LogConfig;
+use crate::sinks::xdr_store::config::XdrStoreConfig;
 use crate::sources::ingest::IngestConfig;
 use crate::transforms::aggregate::AggregateConfig;
 
@@ -32,6 +33,10 @@ pub struct DdConfig {
     #[serde(default)]
     pub log: LogConfig,
 
+    /// The xDR store (`[dd.xdr_store]`: retention).
+    #[serde(default)]
+    pub xdr_store: XdrStoreConfig,
+
     /// How a feed consumer reads MAIN: at most this many copies per delivery. Default 1024.
     #[serde(default = "default_feed_batch")]
     pub feed_batch: usize,
@@ -48,6 +53,7 @@ impl Default for DdConfig {
             ingest: IngestConfig::default(),
             aggregate: AggregateConfig::default(),
             log: LogConfig::default(),
+            xdr_store: XdrStoreConfig::default(),
             feed_batch: default_feed_batch(),
         }
     }
@@ -58,6 +64,19 @@ impl DdConfig {
     pub fn validate(&self) -> Result<(), String> {
         self.ingest.validate()?;
         self.aggregate.validate()?;
+        if let Err(p) = self.xdr_store.validate() {
+            let what: Vec<String> = p
+                .iter()
+                .map(|p| {
+                    format!(
+                        "[dd.xdr_store] {}: {}",
+                        p.param.trim_start_matches('/'),
+                        p.reason.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            return Err(what.join("; "));
+        }
         if self.feed_batch == 0 || self.feed_batch > 65_536 {
             return Err("[dd] feed_batch must be between 1 and 65536".into());
         }

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use crate::admin::Admin;
 use crate::config::DdConfig;
 use crate::metrics::Metrics;
+use crate::sinks::xdr_store::XdrStore;
 use crate::topics::{main_partition, TopicLog, Topics, NF_TOPICS};
 
 pub struct Dd {
@@ -23,6 +24,14 @@ pub struct Dd {
     pub admin: Admin,
     /// `http` or `https`, for Location headers.
     pub scheme: &'static str,
+    /// Where correlations store their xDRs (the admin API queries it).
+    pub xdr_store: Arc<dyn XdrStore>,
+}
+
+impl crate::admin::xdrs::XdrAdmin for Dd {
+    fn xdr_store(&self) -> Arc<dyn XdrStore> {
+        self.xdr_store.clone()
+    }
 }
 
 impl Dd {
@@ -34,6 +43,7 @@ impl Dd {
         feed_metrics: crate::sinks::FeedMetrics,
         admin: Admin,
         scheme: &'static str,
+        xdr_store: Arc<dyn XdrStore>,
     ) -> io::Result<Dd> {
         let main = (0..config.aggregate.main_partitions)
             .map(|i| topics.topic(&main_partition(i)))
@@ -48,6 +58,7 @@ impl Dd {
             feed_metrics,
             admin,
             scheme,
+            xdr_store,
         })
     }
 

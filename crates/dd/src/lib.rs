@@ -61,7 +61,7 @@ pub fn router(dd: Arc<Dd>) -> Router {
         sources::ingest::OPERATION,
         sources::ingest::copies,
     );
-    admin::routes(b).build()
+    admin::xdrs::routes(admin::routes(b)).build()
 }
 
 /// A bound Data Director, its topics open and its pipeline running.
@@ -107,6 +107,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     let feed_metrics = sinks::FeedMetrics::default();
     skeleton.observability().with_registry(|r| feed_metrics.register(r));
     let admin = admin::Admin::new(skeleton.store().clone());
+    let xdr_store: Arc<dyn sinks::xdr_store::XdrStore> =
+        Arc::new(sinks::xdr_store::SqliteXdrStore::on(skeleton.store().clone()).await?);
     let dd = Arc::new(
         Dd::new(
             config.dd.clone(),
@@ -115,6 +117,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             feed_metrics,
             admin,
             skeleton.scheme(),
+            xdr_store.clone(),
         )
         .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
     );
@@ -134,6 +137,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         )));
     }
     let retention = topics.spawn_retention(Duration::from_secs(10));
+    let xdr_retention =
+        tokio::spawn(sinks::xdr_store::run_retention(xdr_store, config.dd.xdr_store.clone(), {
+            let mut stop = stop_rx.clone();
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }
+        }));
     dd.admin.load(&dd).await?;
     let stopping = dd.clone();
     serving.on_stop(async move {
@@ -144,6 +154,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             let _ = t.await;
         }
         retention.abort();
+        let _ = xdr_retention.await;
     });
     Ok(Bound { serving, dd })
 }

@@ -12,11 +12,18 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::config::DdConfig;
-use crate::log::{LogConfig, LogDir, LogError, Topic, TopicOverrides, MAIN};
+use crate::log::{Fsync, LogConfig, LogDir, LogError, Topic, TopicOverrides, MAIN};
 use crate::topics::{main_partition, Batch, BoxFuture, TopicLog, Topics};
 
 /// MAIN's retention when `[dd.log.topics.MAIN]` does not set one (the reference's 6 hours).
 const MAIN_RETENTION_SECS: u64 = 6 * 3600;
+
+/// MAIN's sync interval when `[dd.log.topics.MAIN]` does not set `fsync`. MAIN need not sync each
+/// batch: aggregation commits an NF topic's offset only once MAIN's copies of those records are
+/// synced (`synced_end`), so an OS crash that loses MAIN's last interval has them aggregated again
+/// from the NF topic, which did sync before the ingest API acknowledged them. One fdatasync per
+/// copy's path instead of two keeps ~4 ms (this disk's fdatasync) out of every copy's E2E latency.
+const MAIN_FSYNC_MS: u64 = 10;
 
 pub struct LogTopics {
     dir: Arc<LogDir>,
@@ -33,6 +40,9 @@ pub fn partitioned(config: &LogConfig, partitions: usize) -> LogConfig {
     for i in 0..partitions {
         c.topics.entry(main_partition(i)).or_insert_with(|| TopicOverrides {
             retention_secs: Some(main.retention_secs.unwrap_or(MAIN_RETENTION_SECS)),
+            fsync: Some(
+                main.fsync.unwrap_or(Fsync::Interval(Duration::from_millis(MAIN_FSYNC_MS))),
+            ),
             ..main.clone()
         });
     }
@@ -95,6 +105,10 @@ impl TopicLog for LogTopic {
 
     fn start_offset(&self) -> u64 {
         self.0.start_offset()
+    }
+
+    fn synced_end(&self) -> u64 {
+        self.0.synced_end()
     }
 
     fn commit(&self, consumer: &str, offset: u64) -> BoxFuture<'_, io::Result<()>> {

@@ -57,6 +57,8 @@ pub trait TopicLog: Send + Sync + 'static {
     /// Resolves once the topic holds a record at `offset` (its end offset is past it).
     fn wait_for(&self, offset: u64) -> BoxFuture<'_, ()>;
     fn end_offset(&self) -> u64;
+    /// The end offset as of the last sync to disk: below it, records survive an OS crash too.
+    fn synced_end(&self) -> u64;
     fn start_offset(&self) -> u64;
     fn commit(&self, consumer: &str, offset: u64) -> BoxFuture<'_, io::Result<()>>;
     fn committed(&self, consumer: &str) -> Option<u64>;

@@ -15,6 +15,10 @@ use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
+static START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+});
+
 struct TestDd {
     base: String,
     stop: Option<oneshot::Sender<()>>,
@@ -54,15 +58,21 @@ fn client() -> SbiClient {
 
 /// One framed copy from `nf` about `supi`, its body naming `n`.
 fn copy(nf: &str, supi: &str, n: u64, out: &mut BytesMut) {
+    exchange(nf, supi, n, TriggerPoint::IngressRequest, 0, out);
+}
+
+/// A copy of transaction `n` at `trigger` with `status` (0 for a request).
+fn exchange(nf: &str, supi: &str, n: u64, trigger: TriggerPoint, status: u32, out: &mut BytesMut) {
     let body = format!("{{\"n\":{n}}}");
     let meta = CopyMeta {
-        trigger: TriggerPoint::IngressRequest,
+        trigger,
         protocol: Protocol::Http2,
-        timestamp_ns: 1_790_000_000_000_000_000 + n,
+        // Now-ish: the xDR store's retention deletes records that ended long ago.
+        timestamp_ns: *START + n * 1000 + status as u64,
         sequence: n,
         transaction: n,
         stream_id: 1,
-        status: 0,
+        status,
         nf_type: nf,
         nf_instance: "11111111-2222-3333-4444-555555555555",
         service: "npcf-smpolicycontrol",
@@ -408,6 +418,63 @@ async fn a_filtered_feed_beside_a_full_one_gets_its_share_and_a_used_filter_cann
         .send()
         .await
         .unwrap();
+    assert_eq!(r.status(), 204);
+    dd.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_correlation_turns_a_request_and_its_answer_into_one_xdr_kept_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
+    let r = create(
+        &dd.base,
+        "correlations",
+        json!({"name": "txn", "correlation": {"key": "transaction"}}),
+    )
+    .await;
+    assert_eq!(r.status(), 201, "{:?}", r.body());
+    let r = create(
+        &dd.base,
+        "correlations",
+        json!({"name": "bad", "correlation": {"window_secs": "soon"}}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().unwrap()["invalidParams"][0]["param"], "/correlation/window_secs");
+
+    let supi = "imsi-001010000000042";
+    let mut b = BytesMut::new();
+    exchange("PCF", supi, 1, TriggerPoint::IngressRequest, 0, &mut b);
+    exchange("PCF", supi, 1, TriggerPoint::IngressResponse, 201, &mut b);
+    exchange("PCF", supi, 2, TriggerPoint::IngressRequest, 0, &mut b);
+    exchange("PCF", supi, 2, TriggerPoint::IngressResponse, 403, &mut b);
+    assert_eq!(ingest(&dd.base, b.freeze()).await.status(), 204);
+
+    let xdrs = |base: String| async move {
+        let r = client().get(&format!("{base}/dd-admin/v1/xdrs?supi={supi}")).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{:?}", r.body());
+        r.json::<Vec<Value>>().unwrap()
+    };
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = xdrs(dd.base.clone()).await;
+        if got.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(got.len(), 2, "{got:?}");
+    let outcomes: Vec<&str> = got.iter().map(|x| x["outcome"].as_str().unwrap()).collect();
+    assert!(outcomes.contains(&"success") && outcomes.contains(&"failure"), "{got:?}");
+    assert!(got.iter().all(|x| x["supi"] == supi), "{got:?}");
+
+    // A restart re-reads nothing it had stored as a second record.
+    dd.stop().await;
+    let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(xdrs(dd.base.clone()).await.len(), 2);
+    let r =
+        client().delete(&format!("{}/dd-admin/v1/correlations/txn", dd.base)).send().await.unwrap();
     assert_eq!(r.status(), 204);
     dd.stop().await;
 }

@@ -293,20 +293,30 @@ fn udr_smoke(scenario: &str, rate: &str) {
 /// The PCRF scenarios and the arguments of their smoke run (at most 50/s and 5 s: the machine
 /// is shared): 3.1.1 data (with Sy to the kit's OCS and LDAP in the kit's slapd, 1,000
 /// subscribers in the directory), 3.1.2 voice (Gx + Rx), 3.6.1 usage (with the UDR's policy
-/// data).
-const PCRF_SCENARIOS: [(&str, &[&str]); 3] = [
+/// data), and of the converged ones 3.3.1 voice and 3.4.1 data (Gx + Rx, the High project, PER
+/// on in 3.3.1); the other three converged files differ from these two in rates and toggles only.
+const PCRF_SCENARIOS: [(&str, &[&str]); 5] = [
     ("pcrf-data-7.5k", &["--rate", "30", "--duration", "3", "--subscribers", "1000"]),
     ("pcrf-voice-15k", &["--rate", "44", "--duration", "4"]),
     ("pcrf-usage-10k", &["--rate", "40", "--duration", "4", "--subscribers", "1000"]),
+    ("pcrf-conv-voice-7.5k", &["--rate", "44", "--duration", "4"]),
+    ("pcrf-conv-data-7.5k", &["--rate", "48", "--duration", "4"]),
 ];
 
+/// The PCRF scenarios with an Rx leg: AFs bound to the Gx sessions, the PCF's RARs as egress.
+fn has_rx(scenario: &str) -> bool {
+    scenario == "pcrf-voice-15k" || scenario.starts_with("pcrf-conv-")
+}
+
 /// The PCRF scenarios against the PCF the kit starts (`[pcf.diameter]` on a port it picks),
-/// one after the other, from the repository root (the PCF loads `policies/default`): the kit's PCEFs open their Gx sessions before the load, then the
-/// mix; every procedure sent, none skipped, every CCA, AAA and STA the expected 2001 from the
-/// PCF (`--max-p99-ms 1000`, as for the BSF). For voice, the PCF's Gx RARs reached the PCEFs
-/// and its Rx RARs the AFs (the PCEFs reported the rules the RARs installed). For data, the
+/// one after the other, from the repository root (the PCF loads its policy project by a
+/// relative path): the kit's PCEFs open their Gx sessions before the load, then the mix; every
+/// procedure sent, none skipped, every CCA, AAA and STA the expected 2001 from the PCF
+/// (`--max-p99-ms 1000`, as for the BSF). With an Rx leg (voice, the converged data), the PCF's
+/// Gx RARs reached the PCEFs, at least one per AAR-I, and its Rx RARs the AFs (the PCEFs
+/// reported the rules the RARs installed); every egress row saw traffic. For 3.1.1 data, the
 /// PCF's SLRs and STRs reached the OCS and its searches the directory within the window (each
-/// counted where it arrived). Data needs slapd: skipped, with a note, without it (unless
+/// counted where it arrived). 3.1.1 needs slapd: skipped, with a note, without it (unless
 /// `FIVECORE_REQUIRE_SLAPD=1`, which ./test.sh sets).
 #[test]
 fn bench_pcrf_scenarios_smoke_meet_their_success_criteria() {
@@ -335,7 +345,7 @@ fn bench_pcrf_scenarios_smoke_meet_their_success_criteria() {
         assert!(json["totals"]["nf_cpu_s"].as_f64().is_some(), "the kit measured the PCF");
         // The PCF's own latency of the CCRs, from its /metrics over the window.
         own_latency(&json, "pcf", "CCR");
-        if scenario == "pcrf-voice-15k" {
+        if has_rx(scenario) {
             own_latency(&json, "pcf", "AAR");
             assert!(json["preload"]["rx_sessions"].as_u64().unwrap() >= 64);
             let rars: u64 = gx["peers"]
@@ -345,12 +355,26 @@ fn bench_pcrf_scenarios_smoke_meet_their_success_criteria() {
                 .map(|p| p["received_rar"].as_u64().unwrap())
                 .sum();
             assert!(rars > 0 && gx["rules_reported"].as_u64().unwrap() > 0, "{gx}");
-            for e in json["egress"].as_array().unwrap() {
+            let egress = json["egress"].as_array().unwrap();
+            for e in egress {
                 assert!(e["observed"].as_u64().unwrap() > 0, "{e}");
                 assert_eq!(e["status"], "observed", "{e}");
             }
+            // Every AAR-I pushes its rule to the PCEF before it is answered (the AAR-Us and
+            // STRs push theirs too), so the window holds at least as many Gx RARs.
+            let gx_rars: u64 = egress
+                .iter()
+                .filter(|e| {
+                    e["row"].as_str().unwrap().eq_ignore_ascii_case("RAR-Gx")
+                        || e["row"] == "Gx RAR"
+                })
+                .map(|e| e["observed"].as_u64().unwrap())
+                .sum();
+            let aar_i =
+                json["procedures"].as_array().unwrap().iter().find(|p| p["name"] == "AAR-I");
+            assert!(gx_rars >= aar_i.unwrap()["sent"].as_u64().unwrap(), "{egress:?}");
         } else {
-            // Nothing binds to a data session: the PCF has nothing to push.
+            // No AF binds to these sessions (3.1.1, 3.6.1): the PCF has nothing to push.
             assert!(gx["peers"].as_array().unwrap().iter().all(|p| p["received_rar"] == 0), "{gx}");
         }
         if scenario == "pcrf-data-7.5k" {

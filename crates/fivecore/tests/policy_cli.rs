@@ -36,8 +36,9 @@ fn check_says_ok_with_the_sizes_or_names_file_and_line() {
     let o = fivecore(&["policy", "check", &corpus("high")]);
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(
-        stdout(&o)
-            .contains("high 2.4.0: ok (SM AM UE; 23 rules, 1 tables of 10000 rows, 3 match lists"),
+        stdout(&o).contains(
+            "high 2.5.0: ok (SM AM UE PA; 24 rules, 1 tables of 10000 rows, 3 match lists"
+        ),
         "{}",
         stdout(&o)
     );

@@ -17,8 +17,10 @@
 //! ProblemDetails whose `invalidParams` name the field (`sink.endpoints[0].address`).
 
 mod resource;
+pub mod xdrs;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use http::{header, HeaderValue, Method, StatusCode};
@@ -30,19 +32,32 @@ use store::{DocumentData, DocumentStore, SqliteStore};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use resource::{pointer as resource_pointer, CorrelationSpec, FeedSpec, FilterSpec, Kind};
+pub use resource::{
+    parse_part, pointer as resource_pointer, CorrelationSpec, FeedSpec, FilterSpec, Kind,
+};
 
 use crate::components;
 use crate::context::Dd;
-use crate::pipeline::{Consumer, Deliver, Select};
+use crate::pipeline::{Consumer, CorrelationConsumer, Deliver, Select};
+use crate::transforms::correlate::{CorrelationConfig, Correlator};
 
 /// A feed or correlation running: its consumers, one per MAIN partition.
 struct Running {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// A correlation's: set before the stop of a delete, so its open records are stored.
+    removing: Option<Arc<AtomicBool>>,
 }
 
 impl Running {
+    /// Stops for good (a delete): a correlation first closes and stores its open records.
+    async fn remove(self) {
+        if let Some(r) = &self.removing {
+            r.store(true, AtomicOrdering::Release);
+        }
+        self.stop().await;
+    }
+
     /// Stops the consumers at their next batch boundary and waits for them.
     async fn stop(self) {
         let _ = self.stop.send(true);
@@ -153,22 +168,17 @@ impl Admin {
             }
             Kind::Correlation => {
                 let spec: CorrelationSpec = resource::parse(name, body)?;
-                let sink = components::correlation(name, &spec.correlation, dd)
-                    .map_err(|p| invalid(prefixed("correlation", p)))?;
-                let running = spawn(
-                    dd,
-                    &format!("correlation:{name}"),
-                    None,
-                    sink,
-                    crate::pipeline::Start::Earliest,
-                );
-                let old = lock(&self.state)
-                    .correlations
-                    .insert(name.to_string(), (spec.clone(), Some(running)))
-                    .and_then(|(_, r)| r);
+                check_correlation(dd, name, &spec.correlation)?;
+                // The old consumers stop first (their records stay open, rebuilt by the new ones
+                // from the offset they committed): two of one name would commit over each other.
+                let old = lock(&self.state).correlations.get_mut(name).and_then(|(_, r)| r.take());
                 if let Some(old) = old {
                     old.stop().await;
                 }
+                let running = spawn_correlation(dd, name, &spec.correlation)?;
+                lock(&self.state)
+                    .correlations
+                    .insert(name.to_string(), (spec.clone(), Some(running)));
                 Ok(serde_json::to_value(&spec).unwrap_or(Value::Null))
             }
         }
@@ -274,7 +284,7 @@ impl Admin {
             }
         };
         if let Some(r) = running {
-            r.stop().await;
+            r.remove().await;
         }
         Ok(())
     }
@@ -309,7 +319,59 @@ fn spawn(
             tokio::spawn(c.run(rx.clone()))
         })
         .collect();
-    Running { stop, tasks }
+    Running { stop, tasks, removing: None }
+}
+
+/// A correlation's consumers: one correlator per MAIN partition (each partition is its own
+/// stream of offsets), so the copies of one transaction or session must be in one partition:
+/// one partition, or key ordering (by SUPI, else session id).
+fn check_correlation(
+    dd: &Dd,
+    name: &str,
+    cfg: &Value,
+) -> Result<CorrelationConfig, ProblemDetails> {
+    let config: CorrelationConfig =
+        resource::parse_part(cfg).map_err(|p| invalid(prefixed("correlation", p)))?;
+    Correlator::new(name, &config).map_err(|p| invalid(prefixed("correlation", p)))?;
+    if dd.main().len() > 1
+        && dd.config.aggregate.ordering != crate::transforms::aggregate::Ordering::Key
+    {
+        return Err(invalid(vec![InvalidParam::new(
+            "/correlation",
+            "MAIN has several partitions filled round-robin, so one transaction's copies may be split \
+             between them: set [dd.aggregate] ordering = \"key\" or main_partitions = 1",
+        )]));
+    }
+    Ok(config)
+}
+
+fn spawn_correlation(dd: &Arc<Dd>, name: &str, cfg: &Value) -> Result<Running, ProblemDetails> {
+    let config = check_correlation(dd, name, cfg)?;
+    let mut correlators = Vec::with_capacity(dd.main().len());
+    for _ in dd.main() {
+        correlators
+            .push(Correlator::new(name, &config).map_err(|p| invalid(prefixed("correlation", p)))?);
+    }
+    let (stop, rx) = watch::channel(false);
+    let removing = Arc::new(AtomicBool::new(false));
+    let tasks = dd
+        .main()
+        .iter()
+        .zip(correlators)
+        .map(|(p, correlator)| {
+            let c = CorrelationConsumer {
+                consumer: format!("correlation:{name}"),
+                partition: p.clone(),
+                correlator,
+                store: dd.xdr_store.clone(),
+                batch: dd.config.feed_batch,
+                metrics: dd.metrics.clone(),
+                removing: removing.clone(),
+            };
+            tokio::spawn(c.run(rx.clone()))
+        })
+        .collect();
+    Ok(Running { stop, tasks, removing: Some(removing) })
 }
 
 /// A component's invalid params (pointers into its own configuration) as pointers into the

@@ -181,6 +181,15 @@ pub fn parse<T: DeserializeOwned>(name: &str, body: Value) -> Result<T, ProblemD
     })
 }
 
+/// A component's configuration inside a resource, its refusal as pointers into the component.
+pub fn parse_part<T: DeserializeOwned>(cfg: &Value) -> Result<T, Vec<InvalidParam>> {
+    serde_path_to_error::deserialize::<_, T>(cfg.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        let param = if path == "." { String::new() } else { pointer(&path) };
+        vec![InvalidParam::new(param, e.into_inner().to_string())]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

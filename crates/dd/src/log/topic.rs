@@ -103,6 +103,9 @@ pub(crate) struct Shared {
     pub segments: RwLock<Vec<Segment>>,
     /// The offset after the last readable record; waiters subscribe to it.
     pub end: watch::Sender<u64>,
+    /// The end offset as of the last `fdatasync`: what an OS crash would keep. Equal to `end`
+    /// under `fsync = "always"`; behind it by at most the interval otherwise.
+    pub synced: std::sync::atomic::AtomicU64,
     pub offsets: Offsets,
     /// Set when the writer can no longer vouch for the file (a failed `fdatasync`): every
     /// append after it fails.
@@ -341,6 +344,8 @@ impl Topic {
             config,
             segments: RwLock::new(segments),
             end: end_tx,
+            // What recovery found is in the file; treated as synced (a kill keeps the page cache).
+            synced: std::sync::atomic::AtomicU64::new(end),
             offsets,
             failed: Mutex::new(None),
             counters: Counters::default(),
@@ -472,6 +477,12 @@ impl Topic {
     /// The offset the next appended record will get.
     pub fn end_offset(&self) -> u64 {
         *self.shared().end.borrow()
+    }
+
+    /// The end offset as of the topic's last `fdatasync` (see [`Fsync`](super::Fsync)): records below it
+    /// survive an OS crash or a power loss, not only a kill.
+    pub fn synced_end(&self) -> u64 {
+        self.shared().synced.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The offset of the oldest record retention has kept.

@@ -128,6 +128,7 @@ impl Writer {
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()?;
         self.shared.counters.fdatasyncs.fetch_add(1, Ordering::Relaxed);
+        self.shared.synced.store(self.next, Ordering::Release);
         self.unsynced = false;
         self.last_sync = Instant::now();
         Ok(())

@@ -18,6 +18,7 @@ pub mod config;
 pub mod http2;
 pub mod metrics;
 pub mod tcp;
+pub mod xdr_store;
 
 use std::future::Future;
 use std::sync::Arc;
