@@ -1369,6 +1369,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         criteria_passed: failures.is_empty(),
         failures,
         warnings,
+        dd: None,
     })
 }
 

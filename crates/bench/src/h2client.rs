@@ -19,7 +19,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use h2::client::SendRequest;
-use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCATION, USER_AGENT};
+use http::header::{
+    HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCATION, RETRY_AFTER, USER_AGENT,
+};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Method, Request, Uri};
 use tokio::net::TcpStream;
@@ -71,6 +73,9 @@ pub struct Answer {
     pub body_len: usize,
     /// The body, when asked for ([`Want::body`]); otherwise drained, not kept.
     pub body: Option<Bytes>,
+    /// `Retry-After` of a 503 (a Data Director's ingest asking its copier to wait), kept
+    /// whatever was asked for: it says when the same request may go again.
+    pub retry_after: Option<HeaderValue>,
 }
 
 /// Why a request got no answer.
@@ -314,6 +319,10 @@ async fn exchange_on(
         status: parts.status.as_u16(),
         etag: if call.want.etag { parts.headers.remove(ETAG) } else { None },
         location: if call.want.location { parts.headers.remove(LOCATION) } else { None },
+        retry_after: match parts.status.as_u16() {
+            503 => parts.headers.remove(RETRY_AFTER),
+            _ => None,
+        },
         body_len,
         body: kept.map(bytes::BytesMut::freeze),
     })

@@ -3,6 +3,7 @@
 
 pub mod bindings;
 pub mod bulk_load;
+pub mod dd;
 pub mod engine;
 pub mod gx;
 pub mod h2client;
@@ -164,6 +165,17 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
     let mut scenario = Scenario::load(&name)?;
+    if let Some(d) = scenario.dd.as_mut() {
+        if let Some(why) = d.unsupported() {
+            bail!("scenario {}: {why}", scenario.name);
+        }
+        if args.concurrency.is_some() || args.reconnect || args.cooldown.is_some() {
+            bail!("--concurrency, --reconnect and --cooldown: a Data Director scenario's sources are open loop, without them");
+        }
+        // The copy sources' own: connections to the ingest API and POSTs in flight, each.
+        d.connections = args.connections.unwrap_or(d.connections);
+        d.max_in_flight = args.max_outstanding.unwrap_or(d.max_in_flight);
+    }
     let load = &mut scenario.load;
     load.connections = args.connections.unwrap_or(load.connections);
     load.fixed_connections |= args.connections.is_some();
@@ -199,7 +211,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let rate = match (args.rate, args.scale) {
         (Some(r), _) => r,
         (None, Some(f)) => scenario.load.rate * f,
-        (None, None) => scenario.load.rate,
+        (None, None) => scenario.default_rate(),
     };
     if !(rate > 0.0 && rate.is_finite()) {
         bail!("the rate must be > 0");
@@ -408,7 +420,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             concurrency,
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
-        let report = tokio::spawn(engine::run(cfg, sims)).await?;
+        let report = match cfg.scenario.dd {
+            Some(_) => tokio::spawn(dd::run::run(cfg)).await?,
+            None => tokio::spawn(engine::run(cfg, sims)).await?,
+        };
         if let Some(rx) = rx {
             rx.shutdown().await;
         }
@@ -524,14 +539,24 @@ pub fn render_config(t: &toml::Table, vars: &HashMap<String, String>) -> toml::T
 }
 
 fn summary(r: &report::Report) -> String {
-    let mut s = format!(
-        "{}: {:.1} TPS achieved of {:.1} offered; NF CPU {} µs/transaction; {}",
-        r.scenario,
-        r.totals.achieved_tps,
-        r.rate,
-        r.totals.nf_cpu_us_per_tx.map_or("n/a".into(), |v| format!("{v:.0}")),
-        if r.criteria_passed { "success criteria met" } else { "success criteria MISSED" }
-    );
+    let verdict =
+        if r.criteria_passed { "success criteria met" } else { "success criteria MISSED" };
+    let mut s = match &r.dd {
+        Some(dd) => format!(
+            "{}: {:.1} copies/s accepted of {:.1} offered; Data Director CPU {} µs/copy; {verdict}",
+            r.scenario,
+            dd.ingested_mps,
+            r.rate,
+            dd.dd_cpu_us_per_copy.map_or("n/a".into(), |v| format!("{v:.2}")),
+        ),
+        None => format!(
+            "{}: {:.1} TPS achieved of {:.1} offered; NF CPU {} µs/transaction; {verdict}",
+            r.scenario,
+            r.totals.achieved_tps,
+            r.rate,
+            r.totals.nf_cpu_us_per_tx.map_or("n/a".into(), |v| format!("{v:.0}")),
+        ),
+    };
     for f in &r.failures {
         s.push_str(&format!("\n  FAIL {f}"));
     }
@@ -552,6 +577,38 @@ pub async fn run_against(
     warmup_s: f64,
     out: &std::path::Path,
 ) -> Result<report::Report> {
+    if scenario.dd.is_some() {
+        let cfg = engine::RunConfig {
+            targets: targets
+                .into_iter()
+                .map(|(nf, url)| TargetReport {
+                    nf,
+                    url,
+                    started_by_kit: false,
+                    pid: None,
+                    cpus: None,
+                    cpu_quota: None,
+                })
+                .collect(),
+            command: "run_against".into(),
+            gen_cores: 1,
+            progress: false,
+            max_p99_ms: None,
+            bindings: None,
+            rx: None,
+            sh: None,
+            gx: None,
+            udr: None,
+            concurrency: None,
+            scenario,
+            rate,
+            duration_s,
+            warmup_s,
+        };
+        let r = dd::run::run(cfg).await?;
+        report::write_all(&r, out)?;
+        return Ok(r);
+    }
     let http_sims: Vec<_> =
         scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
     let sims = sim::start_all(&http_sims, &scenario.generators).await?;

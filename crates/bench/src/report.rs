@@ -61,6 +61,10 @@ pub struct Report {
     pub criteria_passed: bool,
     pub failures: Vec<String>,
     pub warnings: Vec<String>,
+    /// A Data Director scenario's sources, feeds and cost (crate::dd), in place of the
+    /// procedures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dd: Option<crate::dd::report::DdReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,6 +197,8 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 
 /// What our used cores hold, in the side-by-side rows.
 const OUR_CORES: &str = "the NF process, including its embedded store";
+/// What they hold in a Data Director scenario.
+const OUR_DD_CORES: &str = "the Data Director process: ingest, NF topics and MAIN on disk, aggregation, filters, feeds; not the kit's sources and consumers";
 /// What the reference's used cores hold when the scenario does not say.
 const THEIR_USED_CORES: &str = "its NF pods (not its database tier, not sidecars)";
 
@@ -221,12 +227,19 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     let Some(rf) = &r.reference else { return Vec::new() };
     let t = &r.totals;
     let tps = counted_tps(r);
+    // A Data Director scenario counts messages (copies) per second.
+    let (unit, our_cores) = match r.dd {
+        Some(_) => ("MPS", OUR_DD_CORES),
+        None => ("TPS", OUR_CORES),
+    };
     let their_used = reference_used_cores(rf);
     let their_per_used = rf.tps_per_used_core.or_else(|| per_core(rf.tps_achieved, their_used));
     let used_include = rf.used_cores_include.as_deref().unwrap_or(THEIR_USED_CORES);
     let requested_include =
         rf.requested_include.as_deref().unwrap_or("requested cores of its whole NF deployment");
-    let notify = if rf.counts_notifications {
+    let notify = if r.dd.is_some() {
+        "copies the ingest API accepted; the reference's ingress MPS"
+    } else if rf.counts_notifications {
         "answered OK plus the notifications the NF sent, as the reference counts"
     } else {
         "answered OK; notifications the NF sent are not counted, as the reference's figure leaves them out"
@@ -243,17 +256,19 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     };
     let mut rows = vec![
         (
-            format!("TPS per used core (ours: {OUR_CORES}; reference: {used_include})"),
+            format!("{unit} per used core (ours: {our_cores}; reference: {used_include})"),
             opt(per_core(tps, t.nf_cores_used), 0),
             their_per_used.map_or("n/a (no utilisation published)".into(), |v| format!("{v:.0}")),
         ),
         (
-            format!("CPU cores used (ours: {OUR_CORES}; reference: {used_include})"),
+            format!("CPU cores used (ours: {our_cores}; reference: {used_include})"),
             opt(t.nf_cores_used, 3),
             opt(their_used, 1),
         ),
         (
-            format!("TPS per requested core (reference: {requested_include}; ours requests none)"),
+            format!(
+                "{unit} per requested core (reference: {requested_include}; ours requests none)"
+            ),
             "n/a".into(),
             format!("{:.0}", rf.tps_per_core),
         ),
@@ -263,11 +278,31 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
             format!("{:.0}", rf.cpu_requested),
         ),
         (
-            format!("TPS achieved ({notify}{scale})"),
+            format!("{unit} achieved ({notify}{scale})"),
             format!("{tps:.1}"),
             format!("{:.0}", rf.tps_achieved),
         ),
     ];
+    if let Some(dd) = &r.dd {
+        rows.push((
+            "CPU µs per copy (ours: the Data Director process per ingested copy; reference: its used cores over its MPS)".into(),
+            opt(dd.dd_cpu_us_per_copy, 2),
+            opt(their_used.map(|c| c * 1e6 / rf.tps_achieved), 1),
+        ));
+        for f in &dd.feeds {
+            if let Some(theirs) = f.reference_e2e_avg_ms {
+                let ours = match f.delivered {
+                    0 => "n/a".into(),
+                    _ => format!("{:.2} ({:.2})", f.e2e.mean_ms, f.e2e.p99_ms),
+                };
+                rows.push((
+                    format!("feed {} E2E mean ms (ours: mean (p99))", f.name),
+                    ours,
+                    format!("{theirs}"),
+                ));
+            }
+        }
+    }
     let notified = t.achieved_tps_with_notify - t.achieved_tps;
     if notified > 0.0 || rf.notifications_tps.is_some() {
         rows.push((
@@ -312,6 +347,9 @@ pub fn markdown(r: &Report) -> String {
         r.command, r.started_at, r.fivecore_version
     );
     match r.concurrency {
+        _ if r.dd.is_some() => {
+            let _ = writeln!(s, "- open loop: {:.1} copies/s offered (scale {:.4} of the reference's MPS) by simulated NFs over {} HTTP/2 connections to the ingest API, each copy timestamped when it was due, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.connections, r.duration_s, r.warmup_s);
+        }
         Some(n) => {
             let _ = writeln!(s, "- closed loop: {n} requests outstanding over up to {} HTTP/2 connections per NF, {:.2}/s sent (scale {:.4} of the reference; an outcome, not a setting), latency from each actual send, {:.0} s measured after {:.0} s warm-up", r.connections, r.rate, r.scale, r.duration_s, r.warmup_s);
         }
@@ -422,7 +460,11 @@ pub fn markdown(r: &Report) -> String {
         }
         let _ = writeln!(s, ".");
     }
-    let _ = writeln!(s, "\n## Procedures\n\n| procedure | row | share % | offered/s | sent | ok | skipped | success % | p50 ms | p90 ms | p95 ms | p99 ms | max ms | status | verdict |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
+    if let Some(dd) = &r.dd {
+        dd.markdown(&mut s);
+    } else {
+        let _ = writeln!(s, "\n## Procedures\n\n| procedure | row | share % | offered/s | sent | ok | skipped | success % | p50 ms | p90 ms | p95 ms | p99 ms | max ms | status | verdict |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
+    }
     for p in &r.procedures {
         let l = &p.latency;
         let _ = if p.sent == 0 {
@@ -568,12 +610,14 @@ pub fn markdown(r: &Report) -> String {
     }
     let t = &r.totals;
     let _ = writeln!(s, "\n## Efficiency\n\n| figure | value |\n|---|--:|");
-    let _ = writeln!(s, "| transactions (ok, measured window) | {} |", t.transactions);
-    let _ = writeln!(s, "| achieved TPS | {:.2} |", t.achieved_tps);
-    let _ = writeln!(s, "| NF CPU seconds | {} |", opt(t.nf_cpu_s, 3));
-    let _ = writeln!(s, "| NF cores used (CPU s / wall s) | {} |", opt(t.nf_cores_used, 3));
-    let _ = writeln!(s, "| NF CPU µs per transaction | {} |", opt(t.nf_cpu_us_per_tx, 1));
-    let _ = writeln!(s, "| TPS per NF core used | {} |", opt(t.tps_per_core, 0));
+    if r.dd.is_none() {
+        let _ = writeln!(s, "| transactions (ok, measured window) | {} |", t.transactions);
+        let _ = writeln!(s, "| achieved TPS | {:.2} |", t.achieved_tps);
+        let _ = writeln!(s, "| NF CPU seconds | {} |", opt(t.nf_cpu_s, 3));
+        let _ = writeln!(s, "| NF cores used (CPU s / wall s) | {} |", opt(t.nf_cores_used, 3));
+        let _ = writeln!(s, "| NF CPU µs per transaction | {} |", opt(t.nf_cpu_us_per_tx, 1));
+        let _ = writeln!(s, "| TPS per NF core used | {} |", opt(t.tps_per_core, 0));
+    }
     let _ = writeln!(s, "| NF RSS max MB | {} |", opt(t.nf_rss_max_mb, 1));
     let g = &r.generator;
     let _ = writeln!(
@@ -857,14 +901,26 @@ pub fn html(r: &Report) -> String {
             series(&|s| s.nf_own_p99_ms.get(n).copied()),
         ));
     }
+    let dd = r.dd.is_some();
     let per_group = svg_line_chart(
-        "Latency p99 per procedure group (client) and the NFs' own p99 (their /metrics)",
+        match dd {
+            true => "End-to-end latency p99 per feed (NF timestamp to arrival at the consumer)",
+            false => {
+                "Latency p99 per procedure group (client) and the NFs' own p99 (their /metrics)"
+            }
+        },
         "ms",
         &lines,
     );
     let throughput = svg_line_chart(
-        "Throughput",
-        "requests/s",
+        match dd {
+            true => "Copies: offered, accepted by the ingest API, refused or failed",
+            false => "Throughput",
+        },
+        match dd {
+            true => "copies/s",
+            false => "requests/s",
+        },
         &[
             ("offered", "#888", series(&|s| Some(s.offered as f64))),
             ("achieved", "#1f77b4", series(&|s| Some(s.achieved as f64))),
@@ -873,6 +929,7 @@ pub fn html(r: &Report) -> String {
     );
     let latency = svg_line_chart(
         match r.concurrency {
+            _ if dd => "End-to-end latency percentiles, all feeds together (coarse: 4.4 % buckets)",
             Some(_) => {
                 "Latency percentiles, all procedures together (closed loop: from each actual send)"
             }
@@ -949,6 +1006,7 @@ mod tests {
             criteria_passed: true,
             failures: Vec::new(),
             warnings: Vec::new(),
+            dd: None,
         }
     }
 

@@ -62,6 +62,28 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("pcrf-conv-data-7.5k", include_str!("../../../scenarios/pcrf-conv-data-7.5k.toml")),
     ("pcrf-conv-data-15k", include_str!("../../../scenarios/pcrf-conv-data-15k.toml")),
+    ("dd-d1-500k-scp-2tcp", include_str!("../../../scenarios/dd-d1-500k-scp-2tcp.toml")),
+    (
+        "dd-d2-360k-scp-3tcp-http2",
+        include_str!("../../../scenarios/dd-d2-360k-scp-3tcp-http2.toml"),
+    ),
+    ("dd-d3-360k-scp-tcp", include_str!("../../../scenarios/dd-d3-360k-scp-tcp.toml")),
+    ("dd-d4-270k-mix-http2", include_str!("../../../scenarios/dd-d4-270k-mix-http2.toml")),
+    ("dd-d5-270k-mix-tcp", include_str!("../../../scenarios/dd-d5-270k-mix-tcp.toml")),
+    ("dd-d6-270k-scp-kafka", include_str!("../../../scenarios/dd-d6-270k-scp-kafka.toml")),
+    ("dd-d7-270k-scp-tcp", include_str!("../../../scenarios/dd-d7-270k-scp-tcp.toml")),
+    (
+        "dd-d8-135k-mix-2tcp-replicated",
+        include_str!("../../../scenarios/dd-d8-135k-mix-2tcp-replicated.toml"),
+    ),
+    ("dd-d9-30k-pcf-http2", include_str!("../../../scenarios/dd-d9-30k-pcf-http2.toml")),
+    ("dd-d10-9k-bsf-http2", include_str!("../../../scenarios/dd-d10-9k-bsf-http2.toml")),
+    (
+        "dd-d11-360k-scp-3tcp-http2-vcne",
+        include_str!("../../../scenarios/dd-d11-360k-scp-3tcp-http2-vcne.toml"),
+    ),
+    ("dd-d12-360k-scp-tcp-vcne", include_str!("../../../scenarios/dd-d12-360k-scp-tcp-vcne.toml")),
+    ("dd-embedded-200k", include_str!("../../../scenarios/dd-embedded-200k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -89,6 +111,7 @@ pub struct Scenario {
     #[serde(default)]
     pub simulators: Vec<Simulator>,
     /// Requests the generator sends, each at its share of the rate.
+    #[serde(default)]
     pub procedures: Vec<Procedure>,
     /// Traffic the NF itself sends to the simulators (SLF queries, notifications, forwarding),
     /// counted where it arrives.
@@ -99,6 +122,9 @@ pub struct Scenario {
     #[serde(default)]
     pub criteria: Criteria,
     pub reference: Option<Reference>,
+    /// A Data Director scenario (crate::dd): copy sources instead of procedures, feeds with
+    /// the kit's consumers behind them.
+    pub dd: Option<crate::dd::DdScenario>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -145,6 +171,10 @@ pub struct Load {
     pub cooldown_s: f64,
     #[serde(default = "default_cooldown_scale")]
     pub cooldown_scale: f64,
+    /// The share of `rate` a run offers when neither `--rate` nor `--scale` says otherwise:
+    /// a scenario whose reference rate is far beyond this machine, scaled to it (the file says
+    /// why). Unset: the whole `rate`.
+    pub default_scale: Option<f64>,
 }
 
 fn default_cooldown_scale() -> f64 {
@@ -827,8 +857,15 @@ impl Scenario {
             .collect()
     }
 
+    /// Requests per second at full scale; a Data Director scenario's copies per second.
     pub fn total_tps(&self) -> f64 {
-        self.procedures.iter().map(|p| p.tps).sum()
+        self.procedures.iter().map(|p| p.tps).sum::<f64>()
+            + self.dd.as_ref().map_or(0.0, |d| d.total_mps())
+    }
+
+    /// The rate a run offers by default: `load.rate`, times `load.default_scale` when set.
+    pub fn default_rate(&self) -> f64 {
+        self.load.rate * self.load.default_scale.unwrap_or(1.0)
     }
 
     pub fn criteria_for(&self, p: &Procedure) -> Criteria {
@@ -862,6 +899,15 @@ impl Scenario {
         }
         if l.concurrency == Some(0) {
             bail!("load.concurrency must be > 0");
+        }
+        if l.default_scale.is_some_and(|x| !(x.is_finite() && x > 0.0)) {
+            bail!("load.default_scale must be > 0");
+        }
+        if let Some(d) = &self.dd {
+            d.validate()?;
+            if !self.procedures.is_empty() || self.nfs != ["dd"] || l.concurrency.is_some() {
+                bail!("a Data Director scenario ([dd]) has nfs = [\"dd\"], no procedures and no closed loop");
+            }
         }
         let total = self.total_tps();
         if (total - l.rate).abs() > l.rate * 0.01 {

@@ -118,6 +118,14 @@ impl Coarse {
         self.total == 0
     }
 
+    /// Adds `other`'s counts (one chart line of several, a second of several feeds).
+    pub fn merge(&mut self, other: &Coarse) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.total += other.total;
+    }
+
     /// The `q` quantile, ms: the upper bound of its bucket (at most 4.4 % above the truth).
     pub fn quantile_ms(&self, q: f64) -> Option<f64> {
         let rank = ((q * self.total as f64).ceil() as u64).max(1);
@@ -311,6 +319,13 @@ mod tests {
         assert!((5.0..=5.0 * 1.045).contains(&p50), "{p50}");
         c.record(u64::MAX);
         assert!(c.quantile_ms(1.0).unwrap() > 4e6);
+        // Merged, the counts add up: the median of two halves is between them.
+        let (mut low, mut high) = (Coarse::default(), Coarse::default());
+        (1..=100u64).for_each(|us| low.record(us));
+        (1001..=1100u64).for_each(|us| high.record(us));
+        low.merge(&high);
+        assert!((0.1..=1.05).contains(&low.quantile_ms(0.5).unwrap()));
+        assert!(low.quantile_ms(0.99).unwrap() >= 1.0);
     }
 
     #[test]

@@ -1,0 +1,515 @@
+//! The third-party consumers behind the feeds: a TCP consumer (u32-length frames, optionally
+//! writing back the count of frames processed: the TCP sink's `acknowledged` delivery) and an
+//! HTTP/2 consumer (POST bodies of framed envelopes, answered 204 once read). Each counts the
+//! copies and bytes it receives and records their end-to-end latency: its arrival minus the
+//! timestamp the copy carries (when the simulated NF saw the message, crate::dd::source), on
+//! the run's monotonic clock.
+//!
+//! A consumer reads only the envelope's fixed fields (version, timestamp, sequence): decoding
+//! the whole copy would cost the kit more per message than the Data Director spends, on the
+//! same two cores. The sequence tells the source (its top bits) and the copy, so each feed keeps
+//! a bitmap per source of the copies seen: distinct copies delivered against copies accepted is
+//! the feed's success, and a copy seen twice (at-least-once delivery after a failover) is
+//! counted as a duplicate, not as another success.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use super::source::{RunClock, SEQUENCE_BITS};
+use crate::stats::{self, Coarse};
+
+/// A frame longer than this is not a copy: the stream is broken and the connection is closed.
+pub const MAX_FRAME: usize = 64 << 20;
+/// Smallest envelope: its fixed fields (crate `dd_client::envelope`).
+const FIXED: usize = 36;
+
+/// The fields of one frame a consumer reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameInfo {
+    pub timestamp_ns: u64,
+    pub sequence: u64,
+    /// Bytes of the frame, its length prefix included.
+    pub bytes: usize,
+}
+
+/// Why a stream of frames cannot be read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLong(pub usize);
+
+/// Reads the whole frames at the front of `buf` into `out`; returns the bytes they take (a
+/// frame cut short is left for the next read) and counts into `malformed` the frames that are
+/// not an envelope of version 1. A length beyond [`MAX_FRAME`] is an error: nothing after it
+/// can be framed.
+pub fn parse_frames(
+    buf: &[u8],
+    out: &mut Vec<FrameInfo>,
+    malformed: &mut u64,
+) -> Result<usize, TooLong> {
+    let mut at = 0;
+    while buf.len() - at >= 4 {
+        let len = u32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes")) as usize;
+        if len > MAX_FRAME {
+            return Err(TooLong(len));
+        }
+        if buf.len() - at - 4 < len {
+            break;
+        }
+        let e = &buf[at + 4..at + 4 + len];
+        if len < FIXED || e[0] != dd_client::envelope::VERSION {
+            *malformed += 1;
+        } else {
+            out.push(FrameInfo {
+                timestamp_ns: u64::from_be_bytes(e[4..12].try_into().expect("8 bytes")),
+                sequence: u64::from_be_bytes(e[12..20].try_into().expect("8 bytes")),
+                bytes: 4 + len,
+            });
+        }
+        at += 4 + len;
+    }
+    Ok(at)
+}
+
+/// What a feed's consumers received, together.
+pub struct FeedCounters {
+    inner: Mutex<Inner>,
+    /// Copies each endpoint (consumer) received.
+    pub per_endpoint: Vec<AtomicU64>,
+    /// Copies received, all endpoints (read without the lock, for the drain's progress).
+    pub received: AtomicU64,
+    clock: std::sync::OnceLock<RunClock>,
+}
+
+struct Inner {
+    bytes: u64,
+    /// Received in the measured window (by arrival).
+    window_copies: u64,
+    window_bytes: u64,
+    e2e: hdrhistogram::Histogram<u64>,
+    /// Arrivals per second of the run, and their E2E (µs).
+    seconds: Vec<(u64, Coarse)>,
+    /// Per source, a bit per copy sequence seen.
+    seen: Vec<Vec<u64>>,
+    distinct: Vec<u64>,
+    duplicates: u64,
+    malformed: u64,
+    /// Copies whose sequence names no source of this run.
+    foreign: u64,
+}
+
+/// A feed's counts at the end of the run.
+#[derive(Debug, Clone)]
+pub struct FeedTotals {
+    pub received: u64,
+    pub bytes: u64,
+    pub window_copies: u64,
+    pub window_bytes: u64,
+    pub e2e: stats::Latency,
+    /// Distinct copies per source, in source order.
+    pub distinct: Vec<u64>,
+    pub duplicates: u64,
+    pub malformed: u64,
+    pub foreign: u64,
+    pub per_endpoint: Vec<u64>,
+}
+
+/// Copies further than this past a source's base are foreign (a bitmap must stay bounded).
+const MAX_COPIES_PER_SOURCE: u64 = 1 << 34;
+
+impl FeedCounters {
+    pub fn new(endpoints: usize, sources: usize) -> Arc<FeedCounters> {
+        Arc::new(FeedCounters {
+            inner: Mutex::new(Inner {
+                bytes: 0,
+                window_copies: 0,
+                window_bytes: 0,
+                e2e: stats::new_hist(),
+                seconds: Vec::new(),
+                seen: vec![Vec::new(); sources],
+                distinct: vec![0; sources],
+                duplicates: 0,
+                malformed: 0,
+                foreign: 0,
+            }),
+            per_endpoint: (0..endpoints).map(|_| AtomicU64::new(0)).collect(),
+            received: AtomicU64::new(0),
+            clock: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The run's clock, once it starts; copies that arrive before are not timed.
+    pub fn start(&self, clock: RunClock) {
+        let _ = self.clock.set(clock);
+    }
+
+    /// Records the frames one read (or one POST) brought to `endpoint`, all arrived now.
+    pub fn record(&self, endpoint: usize, frames: &[FrameInfo], malformed: u64) {
+        let now = Instant::now();
+        let n = frames.len() as u64;
+        self.per_endpoint[endpoint].fetch_add(n, Ordering::Relaxed);
+        self.received.fetch_add(n, Ordering::Relaxed);
+        let clock = self.clock.get();
+        let mut g = self.inner.lock().unwrap();
+        let inner = &mut *g;
+        inner.malformed += malformed;
+        let bytes: u64 = frames.iter().map(|f| f.bytes as u64).sum();
+        inner.bytes += bytes;
+        if let Some(c) = clock {
+            let now_ns = c.epoch_ns_at(now);
+            let measured = c.measured(now);
+            let sec = c.second(now);
+            if inner.seconds.len() <= sec {
+                inner.seconds.resize_with(sec + 1, Default::default);
+            }
+            if measured {
+                inner.window_copies += n;
+                inner.window_bytes += bytes;
+            }
+            let (count, coarse) = &mut inner.seconds[sec];
+            *count += n;
+            for f in frames {
+                // A timestamp ahead of this clock (another host's) counts as zero.
+                let us = now_ns.saturating_sub(f.timestamp_ns) / 1000;
+                coarse.record(us);
+                if measured {
+                    stats::record(&mut inner.e2e, us);
+                }
+            }
+        }
+        for f in frames {
+            let source = (f.sequence >> SEQUENCE_BITS) as usize;
+            let copy = f.sequence & ((1 << SEQUENCE_BITS) - 1);
+            if source == 0 || source > inner.seen.len() || copy >= MAX_COPIES_PER_SOURCE {
+                inner.foreign += 1;
+                continue;
+            }
+            let bits = &mut inner.seen[source - 1];
+            let (word, bit) = ((copy / 64) as usize, copy % 64);
+            if bits.len() <= word {
+                bits.resize((word + 1).next_power_of_two(), 0);
+            }
+            if bits[word] & (1 << bit) != 0 {
+                inner.duplicates += 1;
+            } else {
+                bits[word] |= 1 << bit;
+                inner.distinct[source - 1] += 1;
+            }
+        }
+    }
+
+    pub fn totals(&self) -> FeedTotals {
+        let g = self.inner.lock().unwrap();
+        FeedTotals {
+            received: self.received.load(Ordering::Relaxed),
+            bytes: g.bytes,
+            window_copies: g.window_copies,
+            window_bytes: g.window_bytes,
+            e2e: stats::Latency::of(&g.e2e),
+            distinct: g.distinct.clone(),
+            duplicates: g.duplicates,
+            malformed: g.malformed,
+            foreign: g.foreign,
+            per_endpoint: self.per_endpoint.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+        }
+    }
+
+    /// Arrivals and their E2E in second `i` of the run.
+    pub fn second(&self, i: usize) -> Option<(u64, Coarse)> {
+        self.inner.lock().unwrap().seconds.get(i).cloned()
+    }
+}
+
+/// A running consumer: its address (the feed's endpoint) and its task.
+pub struct Consumer {
+    pub addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts a TCP consumer on 127.0.0.1 for `endpoint` of `feed`; with `acknowledged`, it writes
+/// back the u64 count of frames processed on the connection after each read that had any.
+pub async fn tcp(feed: Arc<FeedCounters>, endpoint: usize, acknowledged: bool) -> Result<Consumer> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let feed = feed.clone();
+            conns.spawn(read_tcp(stream, feed, endpoint, acknowledged));
+        }
+    });
+    Ok(Consumer { addr, task })
+}
+
+async fn read_tcp(mut stream: TcpStream, feed: Arc<FeedCounters>, endpoint: usize, ack: bool) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = BytesMut::with_capacity(1 << 20);
+    let mut frames = Vec::with_capacity(1024);
+    let mut processed: u64 = 0;
+    loop {
+        if buf.capacity() - buf.len() < 256 << 10 {
+            buf.reserve(1 << 20);
+        }
+        match stream.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        frames.clear();
+        let mut malformed = 0;
+        let used = match parse_frames(&buf, &mut frames, &mut malformed) {
+            Ok(n) => n,
+            Err(TooLong(_)) => {
+                // Nothing after it can be framed: counted as malformed (the report warns).
+                feed.record(endpoint, &frames, malformed + 1);
+                return;
+            }
+        };
+        buf.advance(used);
+        let got = frames.len() as u64 + malformed;
+        if got == 0 {
+            // A frame longer than the buffer: room for all of it.
+            if buf.len() >= 4 {
+                let len = u32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) as usize;
+                buf.reserve(4 + len);
+            }
+            continue;
+        }
+        feed.record(endpoint, &frames, malformed);
+        processed += got;
+        if ack && stream.write_all(&processed.to_be_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Starts an HTTP/2 consumer (h2c, prior knowledge) on 127.0.0.1 for `endpoint` of `feed`:
+/// every POST's body is framed envelopes, answered 204 once read (400 when it is not).
+pub async fn http2(feed: Arc<FeedCounters>, endpoint: usize) -> Result<Consumer> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            let feed = feed.clone();
+            conns.spawn(serve_h2(stream, feed, endpoint));
+        }
+    });
+    Ok(Consumer { addr, task })
+}
+
+async fn serve_h2(stream: TcpStream, feed: Arc<FeedCounters>, endpoint: usize) {
+    let _ = stream.set_nodelay(true);
+    let Ok(mut conn) = h2::server::Builder::new()
+        .initial_window_size(1 << 22)
+        .initial_connection_window_size(1 << 26)
+        .max_frame_size(1 << 20)
+        .max_concurrent_streams(256)
+        .handshake::<_, Bytes>(stream)
+        .await
+    else {
+        return;
+    };
+    let mut requests = tokio::task::JoinSet::new();
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        let feed = feed.clone();
+        requests.spawn(answer_h2(req, respond, feed, endpoint));
+        while requests.try_join_next().is_some() {}
+    }
+}
+
+async fn answer_h2(
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    feed: Arc<FeedCounters>,
+    endpoint: usize,
+) {
+    let (parts, mut body) = req.into_parts();
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { return };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        buf.extend_from_slice(&chunk);
+    }
+    let mut frames = Vec::new();
+    let mut malformed = 0;
+    let status = if parts.method != http::Method::POST {
+        http::StatusCode::METHOD_NOT_ALLOWED
+    } else {
+        match parse_frames(&buf, &mut frames, &mut malformed) {
+            Ok(n) if n == buf.len() && malformed == 0 => http::StatusCode::NO_CONTENT,
+            _ => http::StatusCode::BAD_REQUEST,
+        }
+    };
+    // A refused batch is not delivered (the sink drops it): its copies are not counted.
+    match status {
+        http::StatusCode::NO_CONTENT => feed.record(endpoint, &frames, 0),
+        _ => feed.record(endpoint, &[], malformed.max(1)),
+    }
+    let rsp = http::Response::builder().status(status).body(()).expect("a plain answer");
+    let _ = respond.send_response(rsp, true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dd_client::envelope::{encode_framed, CopyMeta, Protocol, TriggerPoint};
+
+    fn framed(ts: u64, seq: u64, body: &[u8], out: &mut BytesMut) {
+        let meta = CopyMeta {
+            trigger: TriggerPoint::IngressRequest,
+            protocol: Protocol::Http2,
+            timestamp_ns: ts,
+            sequence: seq,
+            transaction: 1,
+            stream_id: 1,
+            status: 0,
+            nf_type: "SCP",
+            nf_instance: "i",
+            service: "s",
+            operation: "o",
+            method: "POST",
+            path: "/",
+            peer: "",
+            supi: "imsi-001010000000001",
+            gpsi: "",
+            session_id: "",
+        };
+        encode_framed(&meta, [], body, out).unwrap();
+    }
+
+    #[test]
+    fn frames_are_read_whole_and_a_cut_tail_waits_for_the_next_read() {
+        let mut b = BytesMut::new();
+        framed(11, 1, b"{}", &mut b);
+        let first = b.len();
+        framed(22, 2, &[b'x'; 3000], &mut b);
+        let whole = b.len();
+        let mut out = Vec::new();
+        let mut bad = 0;
+        // Every cut: the whole frames before it are read, the rest waits.
+        for cut in 0..=whole {
+            out.clear();
+            let used = parse_frames(&b[..cut], &mut out, &mut bad).unwrap();
+            let want = if cut == whole {
+                2
+            } else if cut >= first {
+                1
+            } else {
+                0
+            };
+            assert_eq!(out.len(), want, "cut at {cut}");
+            assert_eq!(used, [0, first, whole][want]);
+        }
+        assert_eq!(bad, 0);
+        assert_eq!(out[0], FrameInfo { timestamp_ns: 11, sequence: 1, bytes: first });
+        assert_eq!((out[1].timestamp_ns, out[1].sequence, out[1].bytes), (22, 2, whole - first));
+    }
+
+    #[test]
+    fn a_frame_that_is_no_envelope_is_counted_and_skipped_and_an_absurd_length_stops() {
+        let mut b = BytesMut::new();
+        b.extend_from_slice(&[0, 0, 0, 3, 1, 2, 3]); // too short for an envelope
+        framed(5, 6, b"{}", &mut b);
+        let mut out = Vec::new();
+        let mut bad = 0;
+        assert_eq!(parse_frames(&b, &mut out, &mut bad).unwrap(), b.len());
+        assert_eq!((bad, out.len(), out[0].sequence), (1, 1, 6));
+        let mut v2 = BytesMut::new();
+        framed(5, 6, b"{}", &mut v2);
+        v2[4] = 2; // envelope version 2
+        out.clear();
+        parse_frames(&v2, &mut out, &mut bad).unwrap();
+        assert_eq!((bad, out.len()), (2, 0));
+        let huge = (MAX_FRAME as u32 + 1).to_be_bytes();
+        assert_eq!(parse_frames(&huge, &mut out, &mut bad), Err(TooLong(MAX_FRAME + 1)));
+    }
+
+    #[test]
+    fn a_feed_counts_distinct_copies_per_source_duplicates_and_foreign_ones() {
+        let feed = FeedCounters::new(2, 2);
+        let f = |source: u64, copy: u64| FrameInfo {
+            timestamp_ns: 0,
+            sequence: (source << SEQUENCE_BITS) + copy,
+            bytes: 100,
+        };
+        feed.record(0, &[f(1, 0), f(1, 1), f(2, 0)], 0);
+        feed.record(1, &[f(1, 1), f(2, 70_000), f(0, 3), f(3, 1)], 1);
+        let t = feed.totals();
+        assert_eq!(t.distinct, vec![2, 2]);
+        assert_eq!((t.duplicates, t.foreign, t.malformed), (1, 2, 1));
+        assert_eq!((t.received, t.bytes), (7, 700));
+        assert_eq!(t.per_endpoint, vec![3, 4]);
+        // No clock yet: nothing timed, nothing in the window.
+        assert_eq!((t.window_copies, t.e2e.p99_ms), (0, 0.0));
+    }
+
+    #[tokio::test]
+    async fn the_tcp_consumer_times_frames_and_acknowledges_what_it_processed() {
+        let feed = FeedCounters::new(1, 1);
+        let start = Instant::now();
+        let clock = RunClock {
+            start,
+            epoch_ns: 1_000_000_000,
+            measure_from: std::time::Duration::ZERO,
+            measure_to: std::time::Duration::from_secs(60),
+        };
+        feed.start(clock);
+        let c = tcp(feed.clone(), 0, true).await.unwrap();
+        let mut s = TcpStream::connect(c.addr).await.unwrap();
+        let mut b = BytesMut::new();
+        for i in 0..3 {
+            // Stamped 2 ms before the run's start: at least 2 ms end to end.
+            framed(1_000_000_000 - 2_000_000, (1 << SEQUENCE_BITS) + i, b"{}", &mut b);
+        }
+        s.write_all(&b).await.unwrap();
+        let mut acked = 0;
+        while acked < 3 {
+            acked = s.read_u64().await.unwrap();
+        }
+        assert_eq!(acked, 3);
+        let t = feed.totals();
+        assert_eq!((t.received, t.window_copies, t.distinct[0]), (3, 3, 3));
+        assert!(t.e2e.p50_ms >= 2.0 && t.e2e.max_ms < 10_000.0, "{:?}", t.e2e);
+    }
+
+    #[tokio::test]
+    async fn the_http2_consumer_answers_204_for_copies_and_400_for_anything_else() {
+        let feed = FeedCounters::new(1, 1);
+        let c = http2(feed.clone(), 0).await.unwrap();
+        let conn = crate::h2client::H2Conn::new(
+            &format!("http://{}", c.addr),
+            std::time::Duration::from_secs(5),
+        )
+        .unwrap();
+        let ct = http::HeaderValue::from_static(dd_client::envelope::CONTENT_TYPE);
+        let post = |body: Bytes| crate::h2client::Call {
+            method: &http::Method::POST,
+            path: Bytes::from_static(b"/copies"),
+            body: Some(body),
+            content_type: Some(&ct),
+            headers: &[],
+            condition: None,
+            want: Default::default(),
+        };
+        let mut b = BytesMut::new();
+        framed(1, (1 << SEQUENCE_BITS) + 5, b"{}", &mut b);
+        framed(1, (1 << SEQUENCE_BITS) + 6, b"{}", &mut b);
+        assert_eq!(conn.send(post(b.clone().freeze())).await.unwrap().status, 204);
+        let cut = b.freeze().slice(..10);
+        assert_eq!(conn.send(post(cut)).await.unwrap().status, 400);
+        let t = feed.totals();
+        assert_eq!((t.received, t.distinct[0], t.malformed), (2, 2, 1));
+    }
+}

@@ -1,0 +1,622 @@
+//! A Data Director scenario's run: the consumers started, the scenario's filters and feeds
+//! created through the admin API (`PUT /dd-admin/v1/{filters,feeds}/{name}`, the names with
+//! the run's tag so a `--target` Data Director used before keeps nothing of another run), the
+//! sources' open loop, the drain until the feeds have delivered what was accepted, the feeds
+//! and filters deleted again, and the report.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use sbi::client::{ClientConfig, SbiClient};
+use sbi::observe::ProcessUsage;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::config::{FeedDef, FeedKind};
+use super::consumer::{self, Consumer, FeedCounters};
+use super::report::{feed_verdict, DdReport, EndpointRow, FeedRow, SourceRow};
+use super::source::{Dispatched, RunClock, Source, SourceSpec};
+use crate::engine::RunConfig;
+use crate::host;
+use crate::report::{GeneratorReport, PreloadReport, Report, Totals};
+use crate::stats::{Coarse, SecondReport};
+
+/// A feed of the run: its definition, the name it has in the Data Director, its consumers.
+struct Feed<'a> {
+    def: &'a FeedDef,
+    name: String,
+    counters: Arc<FeedCounters>,
+    consumers: Vec<Consumer>,
+}
+
+/// The Data Director's CPU seconds and RSS MB (when the kit started it), the kit's CPU seconds,
+/// the host's steal seconds.
+type Sample = (Option<(f64, f64)>, f64, Option<f64>);
+
+fn usage(pids: &[u32]) -> Option<(f64, f64)> {
+    if pids.is_empty() {
+        return None;
+    }
+    let mut cpu = 0.0;
+    let mut rss = 0.0;
+    for p in pids {
+        let u = ProcessUsage::read_pid(*p)?;
+        cpu += u.cpu_seconds();
+        rss += u.rss_bytes as f64 / 1_048_576.0;
+    }
+    Some((cpu, rss))
+}
+
+fn self_cpu() -> f64 {
+    ProcessUsage::read_self().map_or(0.0, |u| u.cpu_seconds())
+}
+
+fn sample(pids: &[u32]) -> Sample {
+    (usage(pids), self_cpu(), host::steal_seconds())
+}
+
+/// A tag for this run's names in the Data Director: the start's seconds and the kit's pid, in
+/// hex (at most 15 characters: a name of 48 and its tag fit the admin API's 64).
+fn run_tag() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{:x}-{:x}", secs & 0xff_ffff, std::process::id() & 0xff_ffff)
+}
+
+/// Creates or replaces `kind/name` (`filters`, `feeds`) with `body`.
+async fn put(client: &SbiClient, base: &str, kind: &str, name: &str, body: &Value) -> Result<()> {
+    let url = format!("{base}/dd-admin/v1/{kind}/{name}");
+    let r = client.put(&url).json(body).send().await.with_context(|| format!("PUT {url}"))?;
+    if !matches!(r.status().as_u16(), 200 | 201) {
+        bail!(
+            "the Data Director refused {kind} {name} ({}): {}",
+            r.status(),
+            String::from_utf8_lossy(r.body())
+        );
+    }
+    Ok(())
+}
+
+/// The sink object of `def`, its endpoints the consumers.
+fn sink(def: &FeedDef, consumers: &[Consumer]) -> Value {
+    let endpoints: Vec<Value> = consumers
+        .iter()
+        .zip(&def.weights)
+        .map(|(c, w)| match def.kind {
+            FeedKind::Http2 => json!({"uri": format!("http://{}/copies", c.addr), "weight": w}),
+            _ => json!({"address": c.addr.to_string(), "weight": w}),
+        })
+        .collect();
+    let mut sink = def.sink.clone();
+    sink.insert("type".into(), json!(def.kind.as_str()));
+    sink.insert("endpoints".into(), Value::Array(endpoints));
+    sink.insert("balance".into(), json!(def.balance));
+    if def.kind == FeedKind::Tcp {
+        sink.insert("delivery".into(), json!(def.delivery));
+    }
+    Value::Object(sink)
+}
+
+/// Runs a Data Director scenario against the Data Director of `cfg.targets` (`dd`).
+pub async fn run(cfg: RunConfig) -> Result<Report> {
+    let s = &cfg.scenario;
+    let d = s.dd.as_ref().context("not a Data Director scenario (no [dd])")?;
+    if let Some(why) = d.unsupported() {
+        bail!("{}: {why}", s.name);
+    }
+    let target = cfg.targets.iter().find(|t| t.nf == "dd").context("no target for dd")?;
+    let base = target.url.clone();
+    let pids: Vec<u32> = cfg.targets.iter().filter_map(|t| t.pid).collect();
+    let admin = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
+    let tag = run_tag();
+
+    // The consumers first: the feeds name them.
+    let mut feeds = Vec::new();
+    for def in &d.feeds {
+        let counters = FeedCounters::new(def.weights.len(), d.sources.len());
+        let mut consumers = Vec::new();
+        for i in 0..def.weights.len() {
+            consumers.push(match def.kind {
+                FeedKind::Tcp => {
+                    consumer::tcp(counters.clone(), i, def.delivery == "acknowledged").await?
+                }
+                FeedKind::Http2 => consumer::http2(counters.clone(), i).await?,
+                FeedKind::Kafka => unreachable!("refused above"),
+            });
+        }
+        feeds.push(Feed { def, name: format!("{}-{tag}", def.name), counters, consumers });
+    }
+    let filter_name = |n: &str| format!("{n}-{tag}");
+    let mut created_filters = Vec::new();
+    let mut created_feeds = Vec::new();
+    let setup = async {
+        for f in &d.filters {
+            let name = filter_name(&f.name);
+            put(&admin, &base, "filters", &name, &json!({"name": name, "filter": f.filter}))
+                .await?;
+            created_filters.push(name);
+        }
+        for f in &feeds {
+            let mut body =
+                json!({"name": f.name, "sink": sink(f.def, &f.consumers), "start": "latest"});
+            if let Some(x) = &f.def.filter {
+                body["filter"] = json!(filter_name(x));
+            }
+            put(&admin, &base, "feeds", &f.name, &body).await?;
+            created_feeds.push(f.name.clone());
+        }
+        anyhow::Ok(())
+    };
+    let setup = setup.await;
+    let result = match setup {
+        Ok(()) => load(&cfg, &base, &pids, &feeds).await,
+        Err(e) => Err(e),
+    };
+    // A --target Data Director keeps no feed of this run pushing to consumers that are gone.
+    let mut cleanup = Vec::new();
+    for (kind, names) in [("feeds", &created_feeds), ("filters", &created_filters)] {
+        for n in names {
+            let url = format!("{base}/dd-admin/v1/{kind}/{n}");
+            match admin.delete(&url).send().await {
+                Ok(r) if r.status().as_u16() == 204 => {}
+                Ok(r) => cleanup.push(format!("DELETE {url}: {}", r.status())),
+                Err(e) => cleanup.push(format!("DELETE {url}: {e}")),
+            }
+        }
+    }
+    let mut report = result?;
+    if !cleanup.is_empty() {
+        report.warnings.push(format!(
+            "the run's feeds and filters were not all deleted: {}",
+            cleanup.join("; ")
+        ));
+    }
+    Ok(report)
+}
+
+/// The load, the drain and the numbers.
+async fn load(cfg: &RunConfig, base: &str, pids: &[u32], feeds: &[Feed<'_>]) -> Result<Report> {
+    let s = &cfg.scenario;
+    let d = s.dd.as_ref().expect("checked by run");
+    let scale = cfg.rate / s.load.rate;
+    let timeout = Duration::from_millis(s.load.timeout_ms);
+    let mut sources = Vec::new();
+    for (i, def) in d.sources.iter().enumerate() {
+        let src = Source::new(SourceSpec {
+            def,
+            dd: d,
+            index: i,
+            rate: def.mps * scale,
+            base_url: base,
+            generators: &s.generators,
+            timeout,
+        })?;
+        src.open().await.with_context(|| format!("source {}: connecting to {base}", def.name))?;
+        sources.push(Arc::new(src));
+    }
+    let lead = Duration::from_millis(50);
+    let epoch_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .context("the clock is before 1970")?
+        .as_nanos() as u64
+        + lead.as_nanos() as u64;
+    let clock = RunClock {
+        start: Instant::now() + lead,
+        epoch_ns,
+        measure_from: Duration::from_secs_f64(cfg.warmup_s),
+        measure_to: Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s),
+    };
+    for f in feeds {
+        f.counters.start(clock);
+    }
+    let secs = cfg.warmup_s + cfg.duration_s;
+
+    // Once a second: the Data Director's CPU and RSS, the kit's CPU, steal; and at the two ends
+    // of the measured window.
+    let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
+    let marks: Arc<Mutex<[Option<Sample>; 2]>> = Arc::default();
+    let sampler = {
+        let (samples, marks, pids) = (samples.clone(), marks.clone(), pids.to_vec());
+        let progress = cfg.progress.then(|| {
+            let sources = sources.clone();
+            let counters: Vec<(String, Arc<FeedCounters>)> =
+                feeds.iter().map(|f| (f.def.name.clone(), f.counters.clone())).collect();
+            move |tick: u64| progress_line(tick, &sources, &counters)
+        });
+        let ends = [clock.start + clock.measure_from, clock.start + clock.measure_to];
+        tokio::spawn(async move {
+            samples.lock().unwrap().push(sample(&pids));
+            let mut tick = 1u64;
+            let mut next_mark = 0;
+            loop {
+                let tick_at = clock.start + Duration::from_secs(tick);
+                if next_mark < 2 && ends[next_mark] <= tick_at {
+                    tokio::time::sleep_until(ends[next_mark]).await;
+                    marks.lock().unwrap()[next_mark] = Some(sample(&pids));
+                    next_mark += 1;
+                    continue;
+                }
+                tokio::time::sleep_until(tick_at).await;
+                samples.lock().unwrap().push(sample(&pids));
+                if let Some(p) = &progress {
+                    eprintln!("{}", p(tick));
+                }
+                tick += 1;
+            }
+        })
+    };
+
+    let gen_cpu_start = self_cpu();
+    let mut tasks = Vec::new();
+    for src in &sources {
+        tasks.push(tokio::spawn(src.clone().run(clock, secs, timeout)));
+    }
+    let mut dispatched = Vec::new();
+    for t in tasks {
+        dispatched.push(t.await??);
+    }
+    let load_wall = clock.start.elapsed().as_secs_f64().max(1e-9);
+    let gen_cpu = self_cpu() - gen_cpu_start;
+    let (drain_s, drained) = drain(feeds, &sources, Duration::from_secs_f64(d.drain_s)).await;
+    // The marks are in the past by now, unless the window outlasted the load (it cannot).
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    sampler.abort();
+
+    let samples = samples.lock().unwrap().clone();
+    let marks = *marks.lock().unwrap();
+    let (cpu, drain) = ((gen_cpu, load_wall), (drain_s, drained));
+    report(cfg, feeds, &sources, &dispatched, &samples, &marks, cpu, drain)
+}
+
+/// One progress line for second `tick` (just ended).
+fn progress_line(
+    tick: u64,
+    sources: &[Arc<Source>],
+    feeds: &[(String, Arc<FeedCounters>)],
+) -> String {
+    let i = tick as usize - 1;
+    let (mut offered, mut accepted, mut refused) = (0, 0, 0);
+    for s in sources {
+        if let Some(x) = s.seconds.lock().unwrap().get(i) {
+            offered += x.offered;
+            accepted += x.accepted;
+            refused += x.refused + x.failed;
+        }
+    }
+    let mut line = format!(
+        "[{tick:>4}s] copies offered {offered:>7}/s accepted {accepted:>7}/s refused/failed {refused:>5}"
+    );
+    for (name, c) in feeds {
+        let (n, e2e) = c.second(i).unwrap_or_default();
+        let p99 = e2e.quantile_ms(0.99).unwrap_or(0.0);
+        line.push_str(&format!(" | {name} {n}/s E2E p99 {p99:.2} ms"));
+    }
+    line
+}
+
+/// Waits until every unfiltered feed has every accepted copy and the feeds are quiet, or the
+/// feeds have been quiet for 3 s, or `max`: (seconds waited, every unfiltered feed complete).
+async fn drain(feeds: &[Feed<'_>], sources: &[Arc<Source>], max: Duration) -> (f64, bool) {
+    let accepted: u64 = sources.iter().map(|s| s.all.accepted.load(Ordering::Relaxed)).sum();
+    let t0 = Instant::now();
+    let received =
+        || -> u64 { feeds.iter().map(|f| f.counters.received.load(Ordering::Relaxed)).sum() };
+    let (mut last, mut changed) = (received(), t0);
+    loop {
+        let complete = feeds
+            .iter()
+            .filter(|f| f.def.unfiltered())
+            .all(|f| f.counters.totals().distinct.iter().sum::<u64>() >= accepted);
+        let now = Instant::now();
+        let got = received();
+        if got != last {
+            (last, changed) = (got, now);
+        }
+        let quiet = now - changed;
+        if (complete && quiet >= Duration::from_secs(1))
+            || quiet >= Duration::from_secs(3)
+            || now - t0 >= max
+        {
+            return ((now - t0).as_secs_f64(), complete);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    cfg: &RunConfig,
+    feeds: &[Feed<'_>],
+    sources: &[Arc<Source>],
+    dispatched: &[Dispatched],
+    samples: &[Sample],
+    marks: &[Option<Sample>; 2],
+    (gen_cpu, load_wall): (f64, f64),
+    (drain_s, drained): (f64, bool),
+) -> Result<Report> {
+    let s = &cfg.scenario;
+    let d = s.dd.as_ref().expect("checked by run");
+    let wall = cfg.duration_s;
+    let mut failures = Vec::new();
+    let mut warnings = Vec::new();
+    let mut criteria = s.criteria.clone();
+    if let Some(ms) = cfg.max_p99_ms {
+        criteria.max_p99_ms = ms;
+        warnings.push(format!("the scenario's E2E p99 bounds were replaced by --max-p99-ms {ms}: latency was not judged by them"));
+    }
+
+    let mut source_rows = Vec::new();
+    for src in sources {
+        let w = &src.window;
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let offered = n(&w.offered);
+        let accepted = n(&w.accepted);
+        let success = if offered == 0 { 1.0 } else { accepted as f64 / offered as f64 };
+        let verdict = if offered == 0 {
+            "n/a (none offered)".to_string()
+        } else if success < criteria.min_success_rate {
+            let v = format!(
+                "FAIL: accepted {:.3}% < {:.3}% ({} refused with 503, {} failed, {} dropped)",
+                success * 100.0,
+                criteria.min_success_rate * 100.0,
+                n(&w.refused),
+                n(&w.failed),
+                n(&w.dropped)
+            );
+            failures.push(format!("source {}: {v}", src.name));
+            v
+        } else {
+            "pass".into()
+        };
+        source_rows.push(SourceRow {
+            name: src.name.clone(),
+            nf_type: src.nf_type.clone(),
+            trigger_points: src.trigger_points.clone(),
+            message_bytes: src.message_bytes,
+            offered_mps: src.rate,
+            offered,
+            sent: n(&w.sent),
+            accepted,
+            accepted_mps: accepted as f64 / wall,
+            refused: n(&w.refused),
+            refused_batches: n(&w.refused_batches),
+            failed: n(&w.failed),
+            dropped: n(&w.dropped),
+            posts: n(&w.posts),
+            success_rate: success,
+            post_latency: src.post_latency(),
+            connections: src.connections(),
+            accepted_total: n(&src.all.accepted),
+            verdict,
+        });
+    }
+    let accepted_total: u64 = source_rows.iter().map(|r| r.accepted_total).sum();
+    let mut feed_rows = Vec::new();
+    for f in feeds {
+        let t = f.counters.totals();
+        let distinct: u64 = t.distinct.iter().sum();
+        let endpoints = f
+            .consumers
+            .iter()
+            .zip(&f.def.weights)
+            .zip(&t.per_endpoint)
+            .map(|((c, w), n)| EndpointRow {
+                address: c.addr.to_string(),
+                weight: *w,
+                copies: *n,
+                share_pct: *n as f64 * 100.0 / t.received.max(1) as f64,
+            })
+            .collect();
+        let share = distinct as f64 / accepted_total.max(1) as f64;
+        let mut row = FeedRow {
+            name: f.def.name.clone(),
+            kind: f.def.kind.as_str().into(),
+            filter: f.def.filter.clone(),
+            balance: f.def.balance.clone(),
+            delivery: f.def.delivery.clone(),
+            endpoints,
+            expected_share: f.def.expected_share,
+            delivered: t.window_copies,
+            delivered_mps: t.window_copies as f64 / wall,
+            delivered_mb_s: t.window_bytes as f64 / wall / 1e6,
+            e2e: t.e2e,
+            received_total: t.received,
+            distinct_total: distinct,
+            duplicates: t.duplicates,
+            malformed: t.malformed,
+            foreign: t.foreign,
+            accepted_total,
+            share,
+            success_rate: f.def.unfiltered().then_some(share.min(1.0)),
+            reference_mps: f.def.reference_mps,
+            reference_e2e_avg_ms: f.def.reference_e2e_avg_ms,
+            criteria: {
+                let mut c = f.def.criteria.clone().unwrap_or_else(|| s.criteria.clone());
+                if let Some(ms) = cfg.max_p99_ms {
+                    c.max_p99_ms = ms;
+                }
+                c
+            },
+            verdict: String::new(),
+        };
+        let (verdict, fails) = feed_verdict(&row);
+        failures.extend(fails.into_iter().map(|x| format!("feed {}: {x}", row.name)));
+        row.verdict = verdict;
+        if t.malformed + t.foreign > 0 {
+            warnings.push(format!(
+                "feed {}: {} frames were no copy envelope, {} copies came from no source of this run",
+                row.name, t.malformed, t.foreign
+            ));
+        }
+        feed_rows.push(row);
+    }
+    if !drained {
+        warnings.push(format!(
+            "after {drain_s:.1} s of drain an unfiltered feed still lacked accepted copies"
+        ));
+    }
+
+    // The Data Director's CPU over the window.
+    let window_accepted: u64 = source_rows.iter().map(|r| r.accepted).sum();
+    let dd_cpu_s = match marks {
+        [Some((Some(a), _, _)), Some((Some(b), _, _))] => Some(b.0 - a.0),
+        _ => None,
+    };
+    let dd_cores = dd_cpu_s.map(|c| c / wall);
+    let ingested_mps = window_accepted as f64 / wall;
+    let dd = DdReport {
+        batch: d.batch,
+        linger_ms: d.linger_ms,
+        sources: source_rows,
+        feeds: feed_rows,
+        ingested_mps,
+        dd_cpu_s,
+        dd_cores_used: dd_cores,
+        dd_cpu_us_per_copy: dd_cpu_s
+            .filter(|_| window_accepted > 0)
+            .map(|c| c * 1e6 / window_accepted as f64),
+        mps_per_used_core: dd_cores.filter(|c| *c > 0.0).map(|c| ingested_mps / c),
+        drain_s,
+        drained,
+    };
+    if dd_cpu_s.is_none() {
+        warnings.push("the Data Director's CPU is not known (external --target): CPU per copy and MPS per core are n/a".into());
+    }
+
+    // The timeline: copies per second, E2E of all feeds' arrivals, CPU.
+    let secs = (cfg.warmup_s + cfg.duration_s).ceil() as usize;
+    let mut timeline = Vec::new();
+    for i in 0..secs {
+        let (mut offered, mut accepted, mut errors) = (0, 0, 0);
+        for src in sources {
+            if let Some(x) = src.seconds.lock().unwrap().get(i) {
+                offered += x.offered;
+                accepted += x.accepted;
+                errors += x.refused + x.failed;
+            }
+        }
+        let mut all = Coarse::default();
+        let mut group_p99_ms = std::collections::BTreeMap::new();
+        for f in feeds {
+            if let Some((_, c)) = f.counters.second(i) {
+                all.merge(&c);
+                if let Some(p99) = c.quantile_ms(0.99) {
+                    group_p99_ms.insert(format!("{} E2E", f.def.name), p99);
+                }
+            }
+        }
+        let q = |x: f64| all.quantile_ms(x).unwrap_or(0.0);
+        let (nf_cpu_pct, nf_rss_mb, gen_cpu_pct, steal_pct) =
+            match (samples.get(i), samples.get(i + 1)) {
+                (Some(a), Some(b)) => {
+                    let nf = a.0.zip(b.0).map(|(x, y)| ((y.0 - x.0) * 100.0, y.1));
+                    let steal = a.2.zip(b.2).map(|(x, y)| (y - x) * 100.0);
+                    (nf.map(|x| x.0), nf.map(|x| x.1), Some((b.1 - a.1) * 100.0), steal)
+                }
+                _ => (None, None, None, None),
+            };
+        timeline.push(SecondReport {
+            t: i as u64 + 1,
+            warmup: ((i + 1) as f64) <= cfg.warmup_s,
+            offered,
+            achieved: accepted,
+            errors,
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p99_ms: q(0.99),
+            max_ms: q(1.0),
+            nf_cpu_pct,
+            nf_rss_mb,
+            gen_cpu_pct,
+            steal_pct,
+            group_p99_ms,
+            ..SecondReport::default()
+        });
+    }
+    let host = host::report(&timeline, &[]);
+    if let Some(h) = host.as_ref().filter(|h| h.steal_pct_mean > host::WARN_STEAL_PCT) {
+        warnings.push(format!(
+            "the host took {:.1} % of a CPU on average (steal, up to {:.0} % in one second): every latency tail includes it",
+            h.steal_pct_mean, h.steal_pct_max
+        ));
+    }
+
+    let gen_cpu_pct = gen_cpu / load_wall * 100.0;
+    let slot_waits: u64 = dispatched.iter().map(|x| x.slot_waits).sum();
+    let late_sends: u64 = dispatched.iter().map(|x| x.late_sends).sum();
+    let unsent: u64 = dispatched.iter().map(|x| x.unsent).sum();
+    let batches: u64 = sources.iter().map(|x| x.all.posts.load(Ordering::Relaxed)).sum();
+    let max_lag = dispatched.iter().map(|x| x.max_lag).max().unwrap_or_default();
+    let saturated = slot_waits > 0
+        || (late_sends >= 10 && late_sends as f64 > 0.01 * batches as f64)
+        || gen_cpu_pct > 85.0 * cfg.gen_cores as f64;
+    if saturated {
+        warnings.push(format!(
+            "the kit was saturated or held back ({late_sends} batches >10 ms late, {slot_waits} waits for a POST slot, CPU {gen_cpu_pct:.0}% of one core on {} cores): the figures understate what the Data Director can do, or its answers were slow",
+            cfg.gen_cores
+        ));
+    }
+    if unsent > 0 {
+        failures.push(format!("{unsent} batches due were never sent: every POST slot stayed taken past the end of the run"));
+    }
+    let peak: usize = sources.iter().map(|x| x.peak_in_flight.load(Ordering::Relaxed)).sum();
+    let totals = Totals {
+        wall_s: wall,
+        achieved_tps: ingested_mps,
+        achieved_tps_with_notify: ingested_mps,
+        transactions: window_accepted,
+        nf_cpu_s: dd_cpu_s,
+        nf_cores_used: dd_cores,
+        nf_cpu_us_per_tx: dd.dd_cpu_us_per_copy,
+        tps_per_core: dd.mps_per_used_core,
+        nf_rss_max_mb: timeline.iter().filter_map(|t| t.nf_rss_mb).reduce(f64::max),
+        reference_latency: None,
+    };
+    Ok(Report {
+        scenario: s.name.clone(),
+        description: s.description.clone(),
+        command: cfg.command.clone(),
+        started_at: chrono::Utc::now().to_rfc3339(),
+        fivecore_version: env!("CARGO_PKG_VERSION").into(),
+        rate: cfg.rate,
+        scale: cfg.rate / s.load.rate,
+        duration_s: cfg.duration_s,
+        warmup_s: cfg.warmup_s,
+        load_mode: "open loop".into(),
+        concurrency: None,
+        connections: sources.iter().map(|x| x.connections()).sum(),
+        targets: cfg.targets.clone(),
+        preload: PreloadReport::default(),
+        procedures: Vec::new(),
+        egress: Vec::new(),
+        totals,
+        generator: GeneratorReport {
+            cpu_s: gen_cpu,
+            cpu_pct: gen_cpu_pct,
+            cores: cfg.gen_cores,
+            max_outstanding: d.max_in_flight * sources.len(),
+            peak_outstanding: peak,
+            slot_waits,
+            late_sends,
+            unsent,
+            max_lag_ms: max_lag.as_secs_f64() * 1000.0,
+            saturated,
+        },
+        reference: s.reference.clone(),
+        rx: None,
+        sh: None,
+        gx: None,
+        nf_latency: Vec::new(),
+        profile_counts: Vec::new(),
+        host,
+        timeline,
+        overload: Default::default(),
+        criteria_passed: failures.is_empty(),
+        failures,
+        warnings,
+        dd: Some(dd),
+    })
+}
