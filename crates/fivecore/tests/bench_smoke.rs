@@ -827,7 +827,7 @@ fn bench_refuses_a_kafka_feed_scenario_saying_why() {
         .unwrap();
     assert_eq!(run.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("Kafka mode") && stderr.contains("kafka-1"), "{stderr}");
+    assert!(stderr.contains("broker") && stderr.contains("kafka-1"), "{stderr}");
 }
 
 #[test]

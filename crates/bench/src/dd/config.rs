@@ -135,7 +135,7 @@ pub enum FeedKind {
     Tcp,
     /// POSTs of framed envelopes, to the kit's HTTP/2 consumers.
     Http2,
-    /// The consumer reads a Kafka topic: needs the Data Director's Kafka mode and a Kafka
+    /// The consumer reads a Kafka topic: needs a broker and a Kafka
     /// consumer in the kit, neither of which this build has; the kit refuses the scenario.
     Kafka,
 }
@@ -225,9 +225,9 @@ impl DdScenario {
             .collect();
         (!kafka.is_empty()).then(|| {
             format!(
-                "feed {} is a Kafka feed: it needs the Data Director's Kafka mode (a Kafka sink \
-                 and a broker) and a Kafka consumer in the kit, which this build does not have \
-                 yet (issue #24)",
+                "feed {} is a Kafka feed: the Data Director has one (`\"type\": \"kafka\"`), but \
+                 the kit has no way yet to start a broker and read the feed's topic as its \
+                 consumer (issue #24)",
                 kafka.join(", ")
             )
         })
@@ -504,6 +504,6 @@ expected_share = 0.01
         d.feeds[0].kind = FeedKind::Kafka;
         d.validate().unwrap();
         let why = d.unsupported().unwrap();
-        assert!(why.contains("feed all") && why.contains("Kafka mode"), "{why}");
+        assert!(why.contains("feed all") && why.contains("broker"), "{why}");
     }
 }
