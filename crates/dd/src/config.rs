@@ -10,6 +10,7 @@ use crate::kafka::KafkaConfig;
 use crate::log::LogConfig;
 use crate::sinks::xdr_store::config::XdrStoreConfig;
 use crate::sources::ingest::IngestConfig;
+use crate::sources::kafka::KafkaSourceConfig;
 use crate::transforms::aggregate::AggregateConfig;
 
 /// The Data Director's own settings.
@@ -39,6 +40,11 @@ pub struct DdConfig {
     #[serde(default)]
     pub kafka: Option<KafkaConfig>,
 
+    /// A Kafka source (`[dd.kafka_source]`): copies NFs write to Kafka topics (one envelope per
+    /// record), taken into the NF topics as the ingest API takes its batches. Absent: none.
+    #[serde(default)]
+    pub kafka_source: Option<KafkaSourceConfig>,
+
     /// The xDR store (`[dd.xdr_store]`: retention).
     #[serde(default)]
     pub xdr_store: XdrStoreConfig,
@@ -60,6 +66,7 @@ impl Default for DdConfig {
             aggregate: AggregateConfig::default(),
             log: LogConfig::default(),
             kafka: None,
+            kafka_source: None,
             xdr_store: XdrStoreConfig::default(),
             feed_batch: default_feed_batch(),
         }
@@ -86,6 +93,12 @@ impl DdConfig {
         }
         if let Some(k) = &self.kafka {
             let bad = k.validate("[dd.kafka]");
+            if let Some(p) = bad.first() {
+                return Err(format!("{}: {}", p.param, p.reason.clone().unwrap_or_default()));
+            }
+        }
+        if let Some(src) = &self.kafka_source {
+            let bad = src.validate("[dd.kafka_source]", self.kafka.as_ref());
             if let Some(p) = bad.first() {
                 return Err(format!("{}: {}", p.param, p.reason.clone().unwrap_or_default()));
             }

@@ -158,6 +158,20 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         }
     }
     let retention = log.map(|l| l.spawn_retention(Duration::from_secs(10)));
+    if let Some(src) = &dd.config.kafka_source {
+        let source = sources::kafka::KafkaSource::build(src, dd.config.kafka.as_ref())
+            .await
+            .map_err(|e| DdError::Config(format!("[dd.kafka_source]: {e}")))?;
+        let (into, mut stop) = (IntoPipeline(dd.clone()), stop_rx.clone());
+        tasks.push(tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            if let Err(e) = source.run(&into, stopped).await {
+                tracing::error!(error = %e, "the Kafka source stopped");
+            }
+        }));
+    }
     let xdr_retention =
         tokio::spawn(sinks::xdr_store::run_retention(xdr_store, config.dd.xdr_store.clone(), {
             let mut stop = stop_rx.clone();
@@ -180,6 +194,16 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         let _ = xdr_retention.await;
     });
     Ok(Bound { serving, dd })
+}
+
+/// The Kafka source's way into the pipeline: the NF topics, as the ingest API's batches go.
+struct IntoPipeline(Arc<Dd>);
+
+impl sources::kafka::Downstream for IntoPipeline {
+    type Error = String;
+    async fn accept(&self, copies: &[dd_client::Copy]) -> Result<(), String> {
+        sources::ingest::append_copies(&self.0, copies).await
+    }
 }
 
 impl Bound {

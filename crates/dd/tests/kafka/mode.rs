@@ -1,6 +1,7 @@
 //! The Data Director in its Kafka mode, end to end: two instances on one cluster share the
-//! ingest, the aggregation and a feed through their consumer groups; each copy reaches the
-//! feed's TCP consumer once, and a Kafka feed writes it to its topic.
+//! ingest, the aggregation and a feed through their consumer groups; copies an NF writes to Kafka
+//! come in through a Kafka source; each copy reaches the feed's TCP consumer once, and a Kafka feed
+//! writes it to its topic.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use dd::kafka::{Consumer, KafkaConfig};
+use dd::kafka::{ensure_topics, Consumer, KafkaConfig, Producer, TopicSpec};
 use sbi::client::{ClientConfig, SbiClient};
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
@@ -23,8 +24,12 @@ struct Instance {
     task: tokio::task::JoinHandle<Result<(), dd::DdError>>,
 }
 
-async fn start(dir: &Path, kafka: &KafkaConfig) -> Instance {
-    let mut config = dd::DdConfig { kafka: Some(kafka.clone()), ..Default::default() };
+async fn start(dir: &Path, kafka: &KafkaConfig, source: Option<&str>) -> Instance {
+    let mut config = dd::DdConfig {
+        kafka: Some(kafka.clone()),
+        kafka_source: source.map(|t| dd::sources::kafka::KafkaSourceConfig::new(&[t])),
+        ..Default::default()
+    };
     config.aggregate.batch = 256;
     let run = dd::RunConfig {
         dd: config,
@@ -98,7 +103,19 @@ async fn two_instances_share_ingest_aggregation_and_a_feed_each_copy_delivered_o
     kafka.nf_partitions = 2;
     kafka.main_partitions = 4;
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = tokio::join!(start(dir_a.path(), &kafka), start(dir_b.path(), &kafka));
+    // A topic an NF writes its copies to, one envelope per record: instance A's Kafka source.
+    let src = TopicSpec {
+        key: "src".into(),
+        name: "mode.SRC".into(),
+        partitions: 2,
+        retention_ms: 3_600_000,
+        replication_factor: 1,
+    };
+    ensure_topics(&kafka, &[src]).await.unwrap();
+    let (a, b) = tokio::join!(
+        start(dir_a.path(), &kafka, Some("mode.SRC")),
+        start(dir_b.path(), &kafka, None)
+    );
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
@@ -128,6 +145,12 @@ async fn two_instances_share_ingest_aggregation_and_a_feed_each_copy_delivered_o
             .unwrap();
         assert_eq!(r.status(), 204, "{:?}", r.body());
     }
+    // And 200 copies an NF wrote to Kafka itself.
+    let nf = Producer::connect(&kafka, "nf").await.unwrap();
+    let written: Vec<Vec<u8>> = (n..n + 200).map(|i| copy(i, 1200)).collect();
+    nf.append_batch("mode.SRC", written.iter().map(|c| (None, c.as_slice()))).await.unwrap();
+    let n = n + 200;
+
     let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     while seen.len() < n as usize && Instant::now() < deadline {

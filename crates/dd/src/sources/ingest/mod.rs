@@ -89,6 +89,29 @@ pub async fn copies(dd: Arc<Dd>, req: SbiRequest) -> Result<Response, ProblemDet
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
+/// Appends copies already checked (the Kafka source's) to their NF topics, as the ingest API
+/// does its batches: Ok once all are durable (or acknowledged by the cluster in the Kafka mode).
+pub async fn append_copies(dd: &Dd, copies: &[Copy]) -> Result<(), String> {
+    let mut parts: Vec<Vec<Bytes>> = vec![Vec::new(); NF_TOPICS.len()];
+    for c in copies {
+        let topic = nf_topic(c.nf_type());
+        let at = NF_TOPICS.iter().position(|t| *t == topic).unwrap_or(NF_TOPICS.len() - 1);
+        parts[at].push(c.record().clone());
+    }
+    for (i, records) in parts.into_iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        let n = records.len();
+        match &dd.kafka {
+            Some(k) => k.append_nf(i, &records).await.map_err(|e| e.to_string())?,
+            None => {
+                let topic = dd.nf_topic(i).map_err(|e| e.to_string())?;
+                topic.append(records).await.map_err(|e| e.to_string())?;
+            }
+        }
+        dd.metrics.ingested(i, n);
+    }
+    Ok(())
+}
+
 /// The Kafka mode: each part to its NF topic on the cluster, 204 once all are acknowledged; a
 /// cluster away is 503 + Retry-After (the copier keeps the batch and sends it again).
 async fn into_kafka(
