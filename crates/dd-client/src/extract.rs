@@ -11,6 +11,8 @@
 //!   CC-Request-Type, Result-Code / Experimental-Result-Code, Subscription-Id (END_USER_IMSI,
 //!   END_USER_E164) and Sh's User-Identity (MSISDN).
 
+use std::sync::OnceLock;
+
 use memchr::memmem;
 
 /// Bytes of a body searched for `"supi"` and `"gpsi"`: the SUPI is among the first members of
@@ -92,23 +94,33 @@ pub fn location_session(location: &str) -> Option<&str> {
     path_ids(path).session_id
 }
 
+/// A member [`json_string`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonName {
+    Supi,
+    Gpsi,
+}
+
+impl JsonName {
+    /// Its searcher, built once (building one per search cost as much as the search).
+    fn finder(self) -> &'static memmem::Finder<'static> {
+        static FINDERS: OnceLock<[memmem::Finder<'static>; 2]> = OnceLock::new();
+        let f = FINDERS
+            .get_or_init(|| [memmem::Finder::new(b"\"supi\""), memmem::Finder::new(b"\"gpsi\"")]);
+        &f[self as usize]
+    }
+}
+
 /// The string value of `"name":"value"` within the first [`BODY_SCAN`] bytes of a JSON body.
 /// Values with escapes are not taken (no identifier has one), nor values longer than 128
 /// bytes.
-pub fn json_string<'a>(body: &'a [u8], name: &str) -> Option<&'a str> {
+pub fn json_string(body: &[u8], name: JsonName) -> Option<&str> {
     let scan = &body[..body.len().min(BODY_SCAN)];
-    let mut needle = [0u8; 34];
-    let n = name.len();
-    if n + 2 > needle.len() {
-        return None;
-    }
-    needle[0] = b'"';
-    needle[1..=n].copy_from_slice(name.as_bytes());
-    needle[n + 1] = b'"';
-    let needle = &needle[..n + 2];
+    let finder = name.finder();
+    let len = finder.needle().len();
     let mut from = 0;
-    while let Some(at) = memmem::find(&scan[from..], needle) {
-        let mut i = from + at + needle.len();
+    while let Some(at) = finder.find(&scan[from..]) {
+        let mut i = from + at + len;
         from = i;
         i = skip_ws(scan, i);
         if scan.get(i) != Some(&b':') {
@@ -356,22 +368,22 @@ mod tests {
     #[test]
     fn json_bodies_give_their_supi_and_gpsi_by_a_bounded_search() {
         let body = br#"{"pduSessionId":1,"gpsi":"msisdn-1","supi":"imsi-001010000000001"}"#;
-        assert_eq!(json_string(body, "supi"), Some("imsi-001010000000001"));
-        assert_eq!(json_string(body, "gpsi"), Some("msisdn-1"));
-        assert_eq!(json_string(br#"{ "supi" :  "imsi-9" }"#, "supi"), Some("imsi-9"));
+        assert_eq!(json_string(body, JsonName::Supi), Some("imsi-001010000000001"));
+        assert_eq!(json_string(body, JsonName::Gpsi), Some("msisdn-1"));
+        assert_eq!(json_string(br#"{ "supi" :  "imsi-9" }"#, JsonName::Supi), Some("imsi-9"));
         // A member whose name ends like ours, a non-string value, then the real one.
         let body = br#"{"notsupi":"x","supi":3,"x":{"supi":"imsi-2"}}"#;
-        assert_eq!(json_string(body, "supi"), Some("imsi-2"));
-        assert_eq!(json_string(br#"{"supi":"a\"b"}"#, "supi"), None);
-        assert_eq!(json_string(br#"{"supi":""}"#, "supi"), None);
-        assert_eq!(json_string(br#"{"supi":"unterminated"#, "supi"), None);
-        assert_eq!(json_string(b"", "supi"), None);
+        assert_eq!(json_string(body, JsonName::Supi), Some("imsi-2"));
+        assert_eq!(json_string(br#"{"supi":"a\"b"}"#, JsonName::Supi), None);
+        assert_eq!(json_string(br#"{"supi":""}"#, JsonName::Supi), None);
+        assert_eq!(json_string(br#"{"supi":"unterminated"#, JsonName::Supi), None);
+        assert_eq!(json_string(b"", JsonName::Supi), None);
         // Beyond the scanned prefix: not found.
         let mut far = vec![b' '; BODY_SCAN];
         far.extend_from_slice(br#""supi":"imsi-1""#);
-        assert_eq!(json_string(&far, "supi"), None);
+        assert_eq!(json_string(&far, JsonName::Supi), None);
         let long = format!(r#"{{"supi":"{}"}}"#, "1".repeat(200));
-        assert_eq!(json_string(long.as_bytes(), "supi"), None);
+        assert_eq!(json_string(long.as_bytes(), JsonName::Supi), None);
     }
 
     /// A CCR-I as a PGW sends it, built by the diameter crate.

@@ -1,26 +1,23 @@
 //! The copier's sender: seals a batch whose first copy has waited `linger_ms`, and POSTs sealed
-//! batches, oldest first, one POST at a time (so the Data Director appends them in the order
-//! they were copied), to `POST /dd-ingest/v1/copies`.
+//! batches, one per POST, oldest first, one POST at a time (so the Data Director appends them in
+//! the order they were copied), to `POST /dd-ingest/v1/copies`. While a POST is out the request
+//! path lets the next batch grow (mod.rs), which is how the sender keeps up when the Data
+//! Director is slower than the NF.
 //!
-//! Batches waiting together leave in one POST of up to [`MAX_POST_BYTES`] (the body is just
-//! framed envelopes, so batches concatenate), which is how the sender keeps up when the Data
-//! Director is slower than the NF. A POST that fails without an answer, or is answered 503, 429
-//! or another 5xx, is sent again after `Retry-After` or a backoff (50 ms doubling to 1 s) until
-//! it is taken; meanwhile new copies wait in the bounded buffer. An answer saying the batch can
-//! never be taken (400 naming a bad frame, 413, 415, ...) drops it, counted as rejected.
+//! A POST that fails without an answer, or is answered 503, 429 or another 5xx, is sent again
+//! after `Retry-After` or a backoff (50 ms doubling to 1 s) until it is taken; meanwhile new
+//! copies wait in the bounded buffer. An answer saying the batch can never be taken (400 naming
+//! a bad frame, 413, 415, ...) drops it, counted as rejected.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::StatusCode;
 
-use super::Shared;
+use super::{Sealed, SenderState, Shared};
 use crate::envelope::CONTENT_TYPE;
-
-/// Largest POST body made of several waiting batches (a single batch is never cut).
-pub const MAX_POST_BYTES: usize = super::MAX_BATCH_BYTES;
 
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
@@ -29,17 +26,11 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// What the sender does next.
 enum Next {
-    Post(Post),
+    Post(Sealed),
     /// Wait for a wake-up, or until the current batch's linger ends.
     Wait(Option<Instant>),
     /// Stopping and nothing is left.
     Done,
-}
-
-struct Post {
-    batches: Vec<Bytes>,
-    bytes: usize,
-    copies: usize,
 }
 
 /// Why a POST did not deliver its batch.
@@ -66,23 +57,14 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 }
             }
             Next::Post(post) => {
-                // Outside the lock: the request path never waits for this copy.
-                let body = match post.batches.len() {
-                    1 => post.batches[0].clone(),
-                    _ => {
-                        let mut b = BytesMut::with_capacity(post.bytes);
-                        for batch in &post.batches {
-                            b.extend_from_slice(batch);
-                        }
-                        b.freeze()
-                    }
-                };
+                let body = post.bytes;
                 loop {
                     match send(&shared, body.clone()).await {
                         Ok(()) => {
                             let mut st = shared.lock();
                             st.in_flight = (0, 0);
                             st.batches.delivered += 1;
+                            st.recycle(body);
                             drop(st);
                             if failing {
                                 tracing::info!("the Data Director takes copies again");
@@ -96,6 +78,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                             st.in_flight = (0, 0);
                             st.batches.rejected += 1;
                             st.dropped.rejected += post.copies as u64;
+                            st.recycle(body);
                             drop(st);
                             tracing::warn!(%status, copies = post.copies, url = %shared.url, "the Data Director refused a batch of copies: dropped");
                             break;
@@ -130,7 +113,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 }
 
 /// Under the lock: seals the current batch when its linger is over (or at the stop), then takes
-/// the oldest sealed batches for one POST.
+/// the oldest sealed batch.
 fn next(shared: &Shared) -> Next {
     let stopping = shared.stopping.load(Ordering::Acquire);
     let mut st = shared.lock();
@@ -139,26 +122,18 @@ fn next(shared: &Shared) -> Next {
         if stopping || due.is_none_or(|d| d <= Instant::now()) {
             st.seal();
         } else {
+            st.sender = SenderState::Lingering;
             return Next::Wait(due);
         }
     }
-    let Some(first) = st.sealed.pop_front() else {
+    let Some(batch) = st.sealed.pop_front() else {
+        st.sender = SenderState::Idle;
         return if stopping { Next::Done } else { Next::Wait(None) };
     };
-    let mut post =
-        Post { bytes: first.bytes.len(), copies: first.copies, batches: vec![first.bytes] };
-    while let Some(more) = st.sealed.front() {
-        if post.bytes + more.bytes.len() > MAX_POST_BYTES {
-            break;
-        }
-        post.bytes += more.bytes.len();
-        post.copies += more.copies;
-        let more = st.sealed.pop_front().expect("front exists");
-        post.batches.push(more.bytes);
-    }
-    st.sealed_bytes -= post.bytes;
-    st.in_flight = (post.bytes, post.copies);
-    Next::Post(post)
+    st.sender = SenderState::Posting;
+    st.sealed_bytes -= batch.bytes.len();
+    st.in_flight = (batch.bytes.len(), batch.copies);
+    Next::Post(batch)
 }
 
 async fn send(shared: &Shared, body: Bytes) -> Result<(), Failure> {

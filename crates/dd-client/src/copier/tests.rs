@@ -280,3 +280,27 @@ async fn diameter_copies_carry_the_wire_bytes_and_their_ids() {
     assert_eq!(copies[2].transaction, copies[3].transaction);
     assert_ne!(copies[0].transaction, copies[2].transaction);
 }
+
+#[tokio::test]
+async fn while_a_batch_waits_for_the_sender_the_next_one_grows_instead_of_sealing() {
+    // The sender task cannot run: this test never yields to the runtime.
+    let c = copier(&config(1 << 20));
+    let tap = c.sbi_tap();
+    for i in 0..6 {
+        exchange(&*tap, &format!("imsi-{i}"), StatusCode::CREATED);
+    }
+    let st = c.shared.lock();
+    assert_eq!(st.sealed.len(), 1, "batch_size 4: the first four copies");
+    assert_eq!(st.sealed[0].copies, 4);
+    assert_eq!(st.count, 8, "the rest wait in one growing batch");
+}
+
+#[test]
+fn addresses_are_formatted_as_std_does() {
+    for a in ["127.0.0.1:40000", "0.0.0.0:0", "255.255.255.255:65535", "10.45.0.7:7"] {
+        let a: SocketAddr = a.parse().unwrap();
+        assert_eq!(format_addr(a).as_str(), a.to_string());
+    }
+    let v6: SocketAddr = "[2001:db8::1]:3868".parse().unwrap();
+    assert_eq!(format_addr(v6).as_str(), "[2001:db8::1]:3868");
+}
