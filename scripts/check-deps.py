@@ -8,6 +8,8 @@ side-stepped through a third crate:
 - `diameter` does not depend on `sbi`;
 - `bench` (the kit, a pure client) depends on no NF crate and not on `store`;
 - the shared crates an NF stands on (`store`, `nrf-client`, `nf`) depend on no NF crate;
+- `dd-client` (the copy envelope and the copier every NF installs) depends on no NF crate and
+  not on `store`;
 - `policy` knows neither SBI nor Diameter nor a store.
 
 Usage: scripts/check-deps.py [--metadata FILE | --self-test]  (default: runs `cargo metadata --offline`).
@@ -25,6 +27,8 @@ RULES = [
     ("fivecore-store", NF_CRATES | {"fivecore-sbi"}, "the store is below every NF"),
     ("fivecore-nrf-client", NF_CRATES, "every NF uses nrf-client"),
     ("fivecore-nf", NF_CRATES, "every NF stands on the skeleton"),
+    ("fivecore-dd-client", NF_CRATES | {"fivecore-store"},
+     "every NF feeds the Data Director through dd-client"),
     ("fivecore-policy", NF_CRATES | {"fivecore-sbi", "fivecore-diameter", "fivecore-store"},
      "the policy engine sees requests as data: no SBI, no Diameter, no store"),
 ]
@@ -89,6 +93,7 @@ def self_test():
     assert bad == ["fivecore-bench -> fivecore-store: the kit is a client over the wire"], bad
     assert len(violations(meta([("fivecore-sbi", "fivecore-store")]))) == 1
     assert len(violations(meta([("fivecore-diameter", "fivecore-sbi")]))) == 1
+    assert len(violations(meta([("fivecore-dd-client", "fivecore-dd")]))) == 1
     print("dependency rules self-test: ok")
 
 

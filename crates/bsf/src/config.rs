@@ -43,6 +43,10 @@ pub struct BsfConfig {
     /// The Diameter Rx proxy (`[bsf.rx]`). Disabled by default.
     #[serde(default)]
     pub rx: RxConfig,
+    /// Message copies to the Data Director (`[bsf.copy]`, docs/dd.md "Message copy"). Off by
+    /// default.
+    #[serde(default)]
+    pub copy: dd_client::CopyConfig,
 }
 
 /// `[bsf.rx]`: the Diameter Rx proxy between AFs (P-CSCF) and PCFs (docs/bsf.md).
@@ -196,6 +200,7 @@ impl Default for BsfConfig {
             audit: AuditConfig::default(),
             nrf: None,
             rx: RxConfig::default(),
+            copy: dd_client::CopyConfig::default(),
         }
     }
 }

@@ -171,6 +171,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         client: config.client.clone(),
         store: config.store.clone(),
         nrf: config.bsf.nrf.clone(),
+        copy: config.bsf.copy.clone(),
     })
     .await?;
     let mut bindings = store::SqliteBindingStore::on(skeleton.store().clone()).await?;

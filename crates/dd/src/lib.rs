@@ -95,6 +95,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         client: config.client.clone(),
         store: config.store.clone(),
         nrf: None,
+        // The Data Director does not copy its own traffic: its ingest would feed itself.
+        copy: dd_client::CopyConfig::default(),
     })
     .await?;
     let dir = log_dir(&config);

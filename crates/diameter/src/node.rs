@@ -25,6 +25,7 @@ use crate::metrics::{NodeMetrics, AWAITING_CER_LIMIT, FIRST_MESSAGE_TOO_LONG};
 use crate::outbox::{write_loop, Outbox};
 use crate::peer::{Capabilities, Conn, Peer, PeerConfig, PeerState, Pending, RequestError};
 use crate::routing::{uri_host, Route, RouteAction};
+use crate::tap::{DiameterTap, Direction, TapSlot};
 use crate::transport::{self, FrameReader, Listener, ReadError, SizeLimits, Stream};
 use crate::validate::validate;
 
@@ -220,6 +221,7 @@ impl NodeBuilder {
                 .unwrap_or(1),
             answer_watchdogs: AtomicBool::new(true),
             metrics: NodeMetrics::default(),
+            tap: Arc::default(),
             cfg,
         });
         if let Some(l) = listener {
@@ -269,6 +271,11 @@ impl DiameterNode {
     /// `/metrics`.
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         self.inner.metrics.register(registry);
+    }
+    /// Shows every application message this node receives from or sends to a peer, from now
+    /// on, to `tap` (crate::tap). Set once: false, and nothing changes, when a tap is already in.
+    pub fn set_tap(&self, tap: Arc<dyn DiameterTap>) -> bool {
+        self.inner.tap.set(tap)
     }
     /// The listening address (after binding port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
@@ -420,6 +427,8 @@ struct Inner {
     origin_state_id: u32,
     answer_watchdogs: AtomicBool,
     metrics: NodeMetrics,
+    /// The message-copy tap, shared with every connection.
+    tap: Arc<TapSlot>,
 }
 
 enum Decision {
@@ -824,6 +833,7 @@ impl Inner {
             self.cfg.max_pending_per_peer,
             reopen,
             self.now_ms(),
+            self.tap.clone(),
         ));
         let old = peer.conn.write().unwrap().replace(conn.clone());
         if let Some(old) = old {
@@ -969,6 +979,7 @@ impl Inner {
                 return if keep { Frame::Done } else { Frame::Close };
             }
         };
+        c.tap(Direction::Received, &frame);
         if c.suspect.swap(false, Ordering::Relaxed) {
             info!(peer = %c.caps.origin_host, "failback: traffic from a suspect peer");
             c.peer.set_state(Self::open_state(c));

@@ -14,6 +14,7 @@ use crate::dictionary::base;
 use crate::ids::HopByHopIds;
 use crate::message::Message;
 use crate::outbox::Outbox;
+use crate::tap::{self, Direction, TapSlot, TappedMessage};
 use crate::transport::Transport;
 
 /// Peer state (RFC 6733 §5.6, with the RFC 3539 watchdog states an open peer can be in).
@@ -172,6 +173,8 @@ pub(crate) struct Conn {
     /// DWAs received / DWRs received on this connection.
     pub dwa_count: AtomicU64,
     pub dwr_count: AtomicU64,
+    /// The node's message-copy tap (crate::tap).
+    tap: Arc<TapSlot>,
 }
 
 impl Conn {
@@ -187,6 +190,7 @@ impl Conn {
         max_pending: usize,
         reopen: u32,
         now_ms: u64,
+        tap: Arc<TapSlot>,
     ) -> Conn {
         Conn {
             id,
@@ -208,6 +212,22 @@ impl Conn {
             dpa: Mutex::new(None),
             dwa_count: AtomicU64::new(0),
             dwr_count: AtomicU64::new(0),
+            tap,
+        }
+    }
+
+    /// Shows an application message to the node's tap, if one is installed.
+    pub fn tap(&self, direction: Direction, wire: &[u8]) {
+        if let Some(t) = self.tap.get() {
+            if tap::is_application(wire) {
+                t.copy(&TappedMessage {
+                    direction,
+                    wire,
+                    connection: self.id,
+                    peer_addr: self.remote,
+                    peer_host: &self.caps.origin_host,
+                });
+            }
         }
     }
 
@@ -242,17 +262,29 @@ impl Conn {
 
     /// Queues an encoded message for the writer task.
     pub async fn send_bytes(&self, b: &[u8]) -> bool {
-        self.out.push(b).await
+        self.out
+            .push_with(|buf| {
+                buf.extend_from_slice(b);
+                self.tap(Direction::Sent, b);
+                true
+            })
+            .await
     }
 
     /// Encodes a message (answers, DWR, DPR) straight into the connection's write buffer.
     pub async fn send(&self, m: &Message) -> bool {
         self.out
-            .push_with(|buf| match m.encode(buf) {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::error!(peer = %self.caps.origin_host, error = %e, "cannot encode message");
-                    false
+            .push_with(|buf| {
+                let at = buf.len();
+                match m.encode(buf) {
+                    Ok(()) => {
+                        self.tap(Direction::Sent, &buf[at..]);
+                        true
+                    }
+                    Err(e) => {
+                        tracing::error!(peer = %self.caps.origin_host, error = %e, "cannot encode message");
+                        false
+                    }
                 }
             })
             .await

@@ -65,6 +65,7 @@ mod tests {
         assert_eq!(cfg.nrf, nrf::NrfConfig::default());
         assert_eq!(cfg.bsf, bsf::BsfConfig::default());
         assert_eq!(cfg.udr, udr::UdrConfig::default());
+        assert_eq!(cfg.pcf.copy, pcf::PcfConfig::default().copy);
     }
 
     #[test]

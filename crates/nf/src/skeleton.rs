@@ -14,12 +14,21 @@
 //! 4. [`Serving::serve`] until shutdown. The stop is always the same: the SBI server drains
 //!    (GOAWAY, in-flight requests answered), the NF's own stop steps run in the order given,
 //!    each Diameter node sends DPR to its peers, each NRF registration is withdrawn
-//!    (NFDeregister), and the store closes (everything acknowledged is already committed).
+//!    (NFDeregister), the copies still buffered for the Data Director are sent, and the store
+//!    closes (everything acknowledged is already committed).
+//!
+//! With `[<nf>.copy] enabled` ([`Spec::copy`]) the skeleton makes the NF's copier (crate
+//! `dd_client`) and installs it as the message-copy tap of the SBI server, of the SBI client
+//! (what the NF sends: also its NRF registration and heartbeats) and of every Diameter node
+//! the NF gives [`Serving::diameter`]. Off, no tap is installed and copying costs nothing.
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
+use dd_client::{Copier, CopyConfig};
 use diameter::DiameterNode;
 use nrf_client::{NrfClient, NrfClientConfig, ProfileBuilder};
 use sbi::client::{ClientConfig, SbiClient};
@@ -38,7 +47,12 @@ pub struct Spec {
     pub store: SqliteConfig,
     /// Where to register; `None` for an NF that does not register (the NRF itself, a lab).
     pub nrf: Option<NrfClientConfig>,
+    /// `[<nf>.copy]`: message copies to the Data Director.
+    pub copy: CopyConfig,
 }
+
+/// How long the stop waits for the Data Director to take the copies still buffered.
+const COPY_FLUSH: Duration = Duration::from_secs(2);
 
 /// Why an NF could not start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +78,7 @@ pub struct Skeleton {
     client: SbiClient,
     store: SqliteStore,
     observability: Observability,
+    copier: Option<Arc<Copier>>,
 }
 
 impl Skeleton {
@@ -77,8 +92,33 @@ impl Skeleton {
             .user_agent
             .get_or_insert_with(|| sbi::client::user_agent(spec.nf_type, &instance_id));
         let client = SbiClient::new(&client_config)?;
-        let store = SqliteStore::open(spec.store.clone()).await?;
-        Ok(Skeleton { spec, instance_id, client, store, observability: Observability::new() })
+        let observability = Observability::new();
+        let copier = match spec.copy.enabled {
+            true => {
+                // Its own client: the NF's carries the egress tap, and the copier's POSTs must
+                // not be copied.
+                let own = SbiClient::new(&client_config)?;
+                let copier =
+                    Copier::start(&spec.copy, spec.nf_type, &instance_id, own).map_err(|bad| {
+                        let section = format!("{}.copy", spec.nf_type.to_ascii_lowercase());
+                        StartError::Config(dd_client::config::describe(&section, &bad))
+                    })?;
+                client.set_tap(copier.sbi_tap());
+                observability.with_registry(|r| copier.register_metrics(r));
+                Some(Arc::new(copier))
+            }
+            false => None,
+        };
+        let store = match SqliteStore::open(spec.store.clone()).await {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(c) = &copier {
+                    c.stop(Duration::ZERO).await;
+                }
+                return Err(e.into());
+            }
+        };
+        Ok(Skeleton { spec, instance_id, client, store, observability, copier })
     }
 
     pub fn instance_id(&self) -> &str {
@@ -111,9 +151,12 @@ impl Skeleton {
     /// Binds the SBI port with `router`'s service operations.
     pub async fn bind(self, router: Router) -> Result<Serving, StartError> {
         let identity = NfIdentity::new(self.spec.nf_type, self.instance_id.clone());
-        let server =
+        let mut server =
             SbiServer::bind(self.spec.sbi.clone(), identity, router, self.observability.clone())
                 .await?;
+        if let Some(c) = &self.copier {
+            server = server.with_tap(c.sbi_tap());
+        }
         Ok(Serving {
             scheme: self.scheme(),
             skeleton: self,
@@ -127,6 +170,9 @@ impl Skeleton {
 
     /// Closes the store of an NF that will not serve (its start failed after opening it).
     pub async fn close(self) {
+        if let Some(c) = &self.copier {
+            c.stop(Duration::ZERO).await;
+        }
         close_store(&self.store).await;
     }
 }
@@ -196,10 +242,14 @@ impl Serving {
         self.nrf.first().cloned()
     }
 
-    /// A Diameter node of the NF: its metrics are served on `/metrics`, and it says DPR to its
+    /// A Diameter node of the NF: its metrics are served on `/metrics`, its application
+    /// messages are copied to the Data Director when `[<nf>.copy]` is on, and it says DPR to its
     /// peers when the NF stops.
     pub fn diameter(&mut self, node: DiameterNode) {
         self.skeleton.observability.with_registry(|r| node.register_metrics(r));
+        if let Some(c) = &self.skeleton.copier {
+            node.set_tap(c.diameter_tap());
+        }
         self.diameter.push(node);
     }
 
@@ -232,6 +282,9 @@ impl Serving {
         }
         for nrf in &self.nrf {
             nrf.shutdown().await;
+        }
+        if let Some(c) = &self.skeleton.copier {
+            c.stop(COPY_FLUSH).await;
         }
         close_store(&self.skeleton.store).await;
         served.map_err(StartError::from)

@@ -69,6 +69,7 @@ fn spec(dir: &tempfile::TempDir, nrf: Option<SocketAddr>) -> Spec {
             api_roots: vec![format!("http://{a}")],
             ..NrfClientConfig::default()
         }),
+        copy: Default::default(),
     }
 }
 

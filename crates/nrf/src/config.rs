@@ -73,6 +73,10 @@ pub struct NrfConfig {
     /// Forwarding of discovery to peer NRFs.
     #[serde(default)]
     pub forwarding: ForwardingConfig,
+    /// Message copies to the Data Director (`[nrf.copy]`, docs/dd.md "Message copy"). Off by
+    /// default.
+    #[serde(default)]
+    pub copy: dd_client::CopyConfig,
 }
 
 /// A PLMN identity (TS 29.571 PlmnId).
@@ -266,6 +270,7 @@ impl Default for NrfConfig {
             access_token: AccessTokenConfig::default(),
             slf: SlfConfig::default(),
             forwarding: ForwardingConfig::default(),
+            copy: dd_client::CopyConfig::default(),
         }
     }
 }

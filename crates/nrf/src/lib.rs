@@ -131,6 +131,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
         client: config.client.clone(),
         store: config.store.clone(),
         nrf: None,
+        copy: config.nrf.copy.clone(),
     })
     .await?;
     let db = skeleton.store().clone();

@@ -81,6 +81,10 @@ pub struct PcfConfig {
     /// sessions whose decision has application detection rules.
     #[serde(default)]
     pub sd: SdConfig,
+    /// Message copies to the Data Director (`[pcf.copy]`, docs/dd.md "Message copy"). Off by
+    /// default.
+    #[serde(default)]
+    pub copy: dd_client::CopyConfig,
 }
 
 /// `[pcf.sd]`: the PCF as the PCRF of TS 29.212's Sd, giving TDFs the ADC rules of its Gx
@@ -504,6 +508,7 @@ impl Default for PcfConfig {
             ldap: crate::ldap::LdapConfig::default(),
             usage: UsageConfig::default(),
             sd: SdConfig::default(),
+            copy: dd_client::CopyConfig::default(),
         }
     }
 }

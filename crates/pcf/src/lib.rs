@@ -321,6 +321,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         client: config.client.clone(),
         store: config.store.clone(),
         nrf: config.pcf.nrf.clone(),
+        copy: config.pcf.copy.clone(),
     })
     .await?;
     let durable = store::SqlitePcfStore::on(skeleton.store().clone()).await?;

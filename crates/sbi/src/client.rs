@@ -42,8 +42,8 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
@@ -59,6 +59,8 @@ mod pool;
 
 use connect::{Connector, KeepAlive};
 use pool::Pool;
+
+use crate::layer::tap::{Exchange, MessageCopy, MessageTap, Peer, TriggerPoint};
 
 /// The TS 29.500 §5.2.2.2 `User-Agent` of an NF, `<NF type>-<NF instance id>`: `PCF-5a3c...`.
 pub use crate::headers::user_agent;
@@ -401,6 +403,8 @@ struct Inner {
     default_timeout: Duration,
     user_agent: HeaderValue,
     max_alternates: usize,
+    /// The message-copy tap (egress request and response), once installed.
+    tap: OnceLock<Arc<dyn MessageTap>>,
 }
 
 impl fmt::Debug for SbiClient {
@@ -499,6 +503,7 @@ impl SbiClientBuilder {
                 default_timeout: Duration::from_millis(c.request_timeout_ms),
                 user_agent,
                 max_alternates: c.max_alternates,
+                tap: OnceLock::new(),
             }),
         })
     }
@@ -604,6 +609,13 @@ impl SbiClient {
     /// The `User-Agent` added to requests that have none.
     pub fn user_agent(&self) -> &HeaderValue {
         &self.inner.user_agent
+    }
+
+    /// Copies every request this client (and each of its clones) sends and every answer it
+    /// gets to `tap` from now on (the Data Director's egress trigger points; see
+    /// [`crate::layer::tap`]). Set once: false, and nothing changes, when a tap is already in.
+    pub fn set_tap(&self, tap: Arc<dyn MessageTap>) -> bool {
+        self.inner.tap.set(tap).is_ok()
     }
 
     /// Starts a request. `url` is absolute (`http://host:port/path?query`) for
@@ -764,12 +776,17 @@ impl SbiClient {
         *req.uri_mut() = uri;
         *req.headers_mut() = headers;
         let producer = || format!("{scheme}://{authority}");
+        // h2 takes the request's head by value: a tap gets its own copy of it, made only when
+        // one is installed.
+        let tap = self.inner.tap.get().map(|tap| {
+            (tap.clone(), req.method().clone(), req.uri().clone(), req.headers().clone())
+        });
         let exchange = async {
             let https = *scheme == Scheme::HTTPS;
             let slot = self.inner.pool.slot(https, authority);
             let mut req = Some(req);
             let mut retried = false;
-            let (rsp, lease) = loop {
+            let (rsp, lease, sent_at) = loop {
                 let lease = slot
                     .lease(&self.inner.pool, https, authority)
                     .await
@@ -789,6 +806,7 @@ impl SbiClient {
                     }
                 };
                 let req = req.take().expect("the request is sent once");
+                let sent_at = SystemTime::now();
                 let sent = send.send_request(req, body.is_empty()).and_then(|(rsp, mut stream)| {
                     if !body.is_empty() {
                         // h2 buffers what the windows do not let out yet.
@@ -797,7 +815,7 @@ impl SbiClient {
                     Ok(rsp)
                 });
                 match sent {
-                    Ok(rsp) => break (rsp, lease),
+                    Ok(rsp) => break (rsp, lease, sent_at),
                     Err(e) => {
                         slot.forget(&lease.state);
                         return Err(ClientError::Http { producer: producer(), source: e.into() });
@@ -811,9 +829,49 @@ impl SbiClient {
                 }
                 ClientError::Http { producer: producer(), source: e.into() }
             };
+            let stream_id = u32::from(rsp.stream_id());
+            let mut copied = tap.map(|(tap, method, uri, headers)| {
+                let mut exchange = Exchange::default();
+                tap.copy(
+                    &MessageCopy {
+                        trigger: TriggerPoint::EgressRequest,
+                        request_at: sent_at,
+                        answer_at: None,
+                        method: &method,
+                        uri: &uri,
+                        operation: "",
+                        stream_id,
+                        peer: Peer::Authority(authority.as_str()),
+                        status: None,
+                        headers: &headers,
+                        body: &body,
+                    },
+                    &mut exchange,
+                );
+                (tap, method, uri, exchange)
+            });
             let (parts, mut recv) = rsp.await.map_err(http_err)?.into_parts();
-            let body = read_body(&mut recv).await.map_err(http_err)?;
+            let answer = read_body(&mut recv).await.map_err(http_err)?;
             drop(lease);
+            if let Some((tap, method, uri, exchange)) = &mut copied {
+                tap.copy(
+                    &MessageCopy {
+                        trigger: TriggerPoint::EgressResponse,
+                        request_at: sent_at,
+                        answer_at: Some(SystemTime::now()),
+                        method,
+                        uri,
+                        operation: "",
+                        stream_id,
+                        peer: Peer::Authority(authority.as_str()),
+                        status: Some(parts.status),
+                        headers: &parts.headers,
+                        body: &answer,
+                    },
+                    exchange,
+                );
+            }
+            let body = answer;
             Ok(SbiResponse {
                 status: parts.status,
                 version: parts.version,

@@ -25,7 +25,7 @@ use crate::layer::metrics::{MetricsLayer, SbiMetrics};
 use crate::layer::overload::{OverloadConfig, OverloadLayer};
 use crate::layer::request_id::RequestIdLayer;
 use crate::layer::route::RouteLayer;
-use crate::layer::tap::{MessageTap, TapLayer};
+use crate::layer::tap::{MessageTap, PeerAddr, TapLayer};
 use crate::layer::Either;
 use crate::observe::Observability;
 use crate::router::{Dispatch, Response, Router};
@@ -239,6 +239,7 @@ impl SbiServer {
                 observability: self.observability.clone(),
                 activity: Arc::default(),
                 conn_gate: conn_gate.clone(),
+                peer: self.tap.is_some().then_some(peer),
             };
             let (io_gate, io_conn) = (gate.clone(), conn_gate.unwrap_or_default());
             let builders = builders.clone();
@@ -377,6 +378,9 @@ struct SbiService<S> {
     activity: Arc<AtomicU64>,
     /// The connection's read gate, when the overload guard holds its limit by backpressure.
     conn_gate: Option<Arc<ConnGate>>,
+    /// The consumer's address, given to each request for the message-copy tap (only when one
+    /// is installed: an extension costs an allocation per request).
+    peer: Option<SocketAddr>,
 }
 
 impl<S> hyper::service::Service<Request<Incoming>> for SbiService<S>
@@ -396,6 +400,9 @@ where
             if !hyper::body::Body::is_end_stream(req.body()) {
                 req.extensions_mut().insert(BodyPending::new(conn));
             }
+        }
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(PeerAddr(peer));
         }
         if req.method() == http::Method::GET {
             if let Some(resp) = self.observability.answer(req.uri().path()) {

@@ -1,9 +1,12 @@
 //! Test support shared by the NF test suites: validating answers against the 3GPP OpenAPI
 //! files in `../shared/3gpp`, a notification sink that records what NFs POST to it, and small
 //! request/answer helpers, Wireshark's dissector as a check of Diameter messages, and a real
-//! Kafka broker for the Data Director's Kafka tests.
+//! Kafka broker for the Data Director's Kafka tests. With feature `dd-ingest`, a stand-in for the
+//! Data Director's ingest API that receives NFs' message copies (`dd_ingest`).
 //! A dev-dependency only; nothing in a shipped crate uses it.
 
+#[cfg(feature = "dd-ingest")]
+pub mod dd_ingest;
 pub mod freediameter;
 pub mod http;
 pub mod kafka;

@@ -40,6 +40,10 @@ pub struct UdrConfig {
     /// What the `udrInfo` of the NRF profile says beyond the data sets (`[udr.udr_info]`).
     #[serde(default)]
     pub udr_info: UdrInfoConfig,
+    /// Message copies to the Data Director (`[udr.copy]`, docs/dd.md "Message copy"). Off by
+    /// default.
+    #[serde(default)]
+    pub copy: dd_client::CopyConfig,
 }
 
 /// `[udr.udr_info]`: the subscribers this UDR holds, for NRFs to select it by (TS 29.510

@@ -141,6 +141,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         client: config.client.clone(),
         store: config.store.clone(),
         nrf: config.udr.nrf.clone(),
+        copy: config.udr.copy.clone(),
     })
     .await?;
     let stores = Stores::sqlite(skeleton.store().clone()).await?;
