@@ -722,12 +722,15 @@ mod tests {
         .unwrap();
         assert_eq!(empty, c);
         let names: Vec<_> = c.topics().into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["NRF", "UDR", "BSF", "PCF", "SCP", "SEPP", "OTHER", "MAIN"]);
+        assert_eq!(
+            names,
+            ["NRF", "UDR", "BSF", "PCF", "PCRF", "SCP", "SEPP", "AMF", "SMF", "OTHER", "MAIN"]
+        );
         let pcf = c.topic("pcf").unwrap();
         assert_eq!((pcf.partitions, pcf.retention_ms, pcf.replication_factor), (6, 300_000, 1));
         let main = c.topic("main").unwrap();
         assert_eq!((main.partitions, main.retention_ms), (6, 21_600_000));
-        assert_eq!(c.topic("amf"), None);
+        assert_eq!(c.topic("nwdaf"), None);
         assert_eq!(c.group("feed.audit"), "fivecore-dd.feed.audit");
         assert!(params(&c).is_empty());
     }
@@ -766,7 +769,7 @@ mod tests {
         c.main_retention_secs = 0;
         c.replication_factor = 0;
         c.topic_prefix = "a/b.".into();
-        c.topic.insert("amf".into(), TopicOverride::default());
+        c.topic.insert("nwdaf".into(), TopicOverride::default());
         c.producer.batch_size = 0;
         c.consumer.group_id = String::new();
         c.librdkafka.insert("enable.auto.commit".into(), "false".into());
@@ -777,7 +780,7 @@ mod tests {
             "/dd/kafka/nf_partitions",
             "/dd/kafka/main_retention_secs",
             "/dd/kafka/replication_factor",
-            "/dd/kafka/topic/amf",
+            "/dd/kafka/topic/nwdaf",
             "/dd/kafka/topic_prefix",
             "/dd/kafka/producer/batch_size",
             "/dd/kafka/consumer/group_id",
