@@ -77,7 +77,7 @@ async fn topics_are_created_with_their_partitions_and_retention_then_brought_in_
     c.nf_partitions = 3;
     c.main_partitions = 4;
     let report = ensure_topics(&c, &c.topics()).await.unwrap();
-    assert_eq!(report.created.len(), 8, "{report:?}");
+    assert_eq!(report.created.len(), dd::kafka::NF_TOPICS.len() + 1, "{report:?}");
     assert_eq!(describe(broker, "ensure.PCF").await.0, 3);
     assert_eq!(describe(broker, "ensure.PCF").await.1, "300000");
     let (parts, retention, _) = describe(broker, "ensure.MAIN").await;
@@ -101,7 +101,7 @@ async fn topics_are_created_with_their_partitions_and_retention_then_brought_in_
     assert_eq!(changed.created, Vec::<String>::new());
     assert_eq!(changed.grown, vec![("ensure.MAIN".to_string(), 4, 6)]);
     assert_eq!(changed.retention_set, vec!["ensure.MAIN".to_string()]);
-    assert_eq!(changed.more_partitions.len(), 7, "{changed:?}");
+    assert_eq!(changed.more_partitions.len(), dd::kafka::NF_TOPICS.len(), "{changed:?}");
     let (parts, retention, max_bytes) = describe(broker, "ensure.MAIN").await;
     assert_eq!((parts, retention.as_str(), max_bytes.as_str()), (6, "3600000", "2000000"));
     assert_eq!(describe(broker, "ensure.PCF").await.0, 3);
@@ -117,7 +117,7 @@ async fn two_instances_ensuring_the_same_topics_at_once_both_succeed() {
     let mut created: Vec<String> = a.created.into_iter().chain(b.created).collect();
     created.sort();
     created.dedup();
-    assert_eq!(created.len(), 8, "{created:?}");
+    assert_eq!(created.len(), dd::kafka::NF_TOPICS.len() + 1, "{created:?}");
     for t in c.topics() {
         assert_eq!(describe(broker, &t.name).await.0, 6);
     }
