@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::kafka::{ensure_topics, Consumer, KafkaConfig, KafkaError, Producer, MAIN};
 use crate::metrics::Metrics;
-use crate::pipeline::{Deliver, Select};
+use crate::pipeline::{deliver_until_done, pause, Deliver, Select};
 use crate::sinks::kafka::encode;
 use crate::topics::NF_TOPICS;
 use crate::transforms::aggregate::Ordering;
@@ -196,22 +196,8 @@ impl KafkaPipeline {
                     .map(|r| r.payload.clone())
                     .collect(),
             };
-            let mut backoff = Duration::from_millis(50);
-            while !records.is_empty() {
-                match sink.deliver(&records).await {
-                    Ok(()) => break,
-                    Err(e) => {
-                        tracing::warn!(feed = %role, error = %e.reason, "feed delivery failed; retrying");
-                        let wait = e
-                            .retry_in
-                            .unwrap_or(backoff)
-                            .clamp(Duration::from_millis(10), Duration::from_secs(30));
-                        if pause(&mut stop, wait).await {
-                            break 'read;
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
-                    }
-                }
+            if !deliver_until_done(&*sink, &records, &role, &mut stop).await {
+                break 'read;
             }
             if let Err(e) = consumer.done(&b) {
                 tracing::warn!(feed = %role, error = %e, "Kafka feed offsets not stored");
@@ -252,13 +238,5 @@ impl KafkaPipeline {
                 }
             }
         }
-    }
-}
-
-/// Sleeps, or returns true at once when asked to stop.
-async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
-    tokio::select! {
-        _ = tokio::time::sleep(d) => false,
-        _ = stop.wait_for(|s| *s) => true,
     }
 }

@@ -122,25 +122,9 @@ impl Consumer {
                     .filter(|r| Copy::decode(r.clone()).is_ok_and(|c| s.select(&c)))
                     .collect(),
             };
-            if !records.is_empty() {
-                let mut backoff = Duration::from_millis(50);
-                loop {
-                    match self.sink.deliver(&records).await {
-                        Ok(()) => break,
-                        Err(e) => {
-                            tracing::warn!(feed = %self.consumer, error = %e.reason, "feed delivery failed; retrying");
-                            let wait = e
-                                .retry_in
-                                .unwrap_or(backoff)
-                                .clamp(Duration::from_millis(10), Duration::from_secs(30));
-                            if pause(&mut stop, wait).await {
-                                self.commit(offset, &mut committed).await;
-                                return;
-                            }
-                            backoff = (backoff * 2).min(Duration::from_secs(5));
-                        }
-                    }
-                }
+            if !deliver_until_done(&*self.sink, &records, &self.consumer, &mut stop).await {
+                self.commit(offset, &mut committed).await;
+                return;
             }
             offset = batch.next;
             // Each commit syncs a file: one every COMMIT_EVERY is enough for at-least-once (a
@@ -165,8 +149,36 @@ impl Consumer {
     }
 }
 
+/// Hands `records` to `sink` until it takes them, waiting between tries what the sink says (else
+/// 50 ms doubling to 5 s). False when a stop came first: nothing of the batch counts.
+pub(crate) async fn deliver_until_done(
+    sink: &dyn Deliver,
+    records: &[Bytes],
+    feed: &str,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    let mut backoff = Duration::from_millis(50);
+    while !records.is_empty() {
+        match sink.deliver(records).await {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::warn!(feed, error = %e.reason, "feed delivery failed; retrying");
+                let wait = e
+                    .retry_in
+                    .unwrap_or(backoff)
+                    .clamp(Duration::from_millis(10), Duration::from_secs(30));
+                if pause(stop, wait).await {
+                    return false;
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    true
+}
+
 /// Sleeps, or returns true at once when asked to stop.
-async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
+pub(crate) async fn pause(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(d) => false,
         _ = stop.wait_for(|s| *s) => true,

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 pub use config::{AggregateConfig, Ordering};
 
 use crate::metrics::Metrics;
+use crate::pipeline::pause;
 use crate::topics::TopicLog;
 
 /// The consumer name under which an aggregation task commits its NF topic's offset.
@@ -94,7 +95,7 @@ pub async fn run(
             Ok(b) => b,
             Err(e) => {
                 tracing::error!(topic = nf.name(), error = %e, "aggregation cannot read its topic");
-                if sleep_or_stop(&mut stop, Duration::from_secs(1)).await {
+                if pause(&mut stop, Duration::from_secs(1)).await {
                     return;
                 }
                 continue;
@@ -134,7 +135,7 @@ pub async fn run(
                 tracing::error!(error = %e, "aggregation cannot append to MAIN; retrying");
                 // Partitions that took the batch will hold it twice after the retry; MAIN is
                 // at-least-once (see the module comment).
-                if sleep_or_stop(&mut stop, Duration::from_secs(1)).await {
+                if pause(&mut stop, Duration::from_secs(1)).await {
                     return;
                 }
                 continue;
@@ -173,14 +174,6 @@ async fn commit(
                 tracing::warn!(topic = nf.name(), error = %e, "aggregation offset not committed")
             }
         }
-    }
-}
-
-/// Sleeps, or returns true at once when asked to stop.
-async fn sleep_or_stop(stop: &mut watch::Receiver<bool>, d: Duration) -> bool {
-    tokio::select! {
-        _ = tokio::time::sleep(d) => false,
-        _ = stop.wait_for(|s| *s) => true,
     }
 }
 
