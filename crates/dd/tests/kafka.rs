@@ -93,6 +93,13 @@ async fn topics_are_created_with_their_partitions_and_retention_then_brought_in_
     let own = AlterConfig::new(ResourceSpecifier::Topic("ensure.MAIN"))
         .set("max.message.bytes", "2000000");
     admin.alter_configs([&own], &AdminOptions::new()).await.unwrap().remove(0).unwrap();
+    // The broker applies an alter after answering it: wait until a describe shows it, as an
+    // operator's change would long have been by the next start (ensure_topics reads, then
+    // writes the whole dynamic configuration back).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while describe(broker, "ensure.MAIN").await.2 != "2000000" && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     c.main_partitions = 6;
     c.main_retention_secs = 3600;
