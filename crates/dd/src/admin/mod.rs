@@ -233,6 +233,7 @@ impl Admin {
             }
             Kind::Feed => s.feeds.get(name).map(|(f, _)| {
                 let mut v = serde_json::to_value(f).unwrap_or(Value::Null);
+                redact(&mut v);
                 let consumer = feed_consumer(name);
                 let parts: Vec<Value> = dd
                     .main()
@@ -288,6 +289,20 @@ impl Admin {
             r.remove().await;
         }
         Ok(())
+    }
+}
+
+/// Secrets a sink's configuration may carry (a Kafka feed's SASL password, its TLS key's
+/// password): kept in the store to start the feed again, never shown by the admin API.
+const SECRETS: [&str; 2] = ["sasl_password", "ssl_key_password"];
+
+fn redact(v: &mut Value) {
+    if let Some(sec) = v.pointer_mut("/sink/security").and_then(Value::as_object_mut) {
+        for k in SECRETS {
+            if let Some(x) = sec.get_mut(k).filter(|x| !x.is_null()) {
+                *x = Value::String("********".into());
+            }
+        }
     }
 }
 
@@ -427,6 +442,8 @@ async fn create(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, Pr
         let _ = dd.admin.remove(kind, &name).await;
         return Err(e);
     }
+    let mut view = view;
+    redact(&mut view);
     let mut resp = json_response(StatusCode::CREATED, &view)?;
     resp.headers_mut().insert(header::LOCATION, location(dd.scheme, &req, kind, &name));
     Ok(resp)
@@ -453,6 +470,8 @@ async fn replace(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, P
     let existed = dd.admin.exists(kind, &name);
     let view = dd.admin.apply(&dd, kind, &name, body).await?;
     save(&dd.admin.store, kind, &name, &view).await?;
+    let mut view = view;
+    redact(&mut view);
     if existed {
         json_response(StatusCode::OK, &view)
     } else {
@@ -517,4 +536,24 @@ pub fn routes(mut b: RouterBuilder<Dd>) -> RouterBuilder<Dd> {
             .route(Method::DELETE, item, op.delete, move |dd, req| delete(dd, req, kind));
     }
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_feeds_secrets_are_never_shown() {
+        let mut v = json!({"name": "k", "sink": {"type": "kafka", "topic": "t",
+            "security": {"protocol": "sasl_ssl", "sasl_username": "dd",
+                         "sasl_password": "secret", "ssl_key_password": "pw"}}});
+        redact(&mut v);
+        assert_eq!(v["sink"]["security"]["sasl_password"], "********");
+        assert_eq!(v["sink"]["security"]["ssl_key_password"], "********");
+        assert_eq!(v["sink"]["security"]["sasl_username"], "dd");
+        let mut plain = json!({"name": "t", "sink": {"type": "tcp", "endpoints": []}});
+        let before = plain.clone();
+        redact(&mut plain);
+        assert_eq!(plain, before);
+    }
 }
