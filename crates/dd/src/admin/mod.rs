@@ -14,7 +14,7 @@
 //! Bodies: a feed `{"name", "sink": <sink config>, "filter": "<filter name>", "start":
 //! "latest"|"earliest"}`; a filter `{"name", "filter": <filter config>}`; a correlation `{"name",
 //! "correlation": <correlation config>}` (docs/dd.md gives each config). Every refusal is a
-//! ProblemDetails whose `invalidParams` name the field (`sink.endpoints[0].address`).
+//! ProblemDetails whose `invalidParams` name the field by JSON pointer (`/sink/endpoints/0/address`).
 
 mod resource;
 pub mod xdrs;
