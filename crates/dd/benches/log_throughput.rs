@@ -1,9 +1,8 @@
-//! Appends and reads per second of the embedded log, for the figures in the report and
-//! docs/BENCHMARKS.md. Ignored by default (it writes a few hundred MB and wants an optimised
-//! build):
+//! Appends and reads per second of the embedded log, for the figures in docs/BENCHMARKS.md: a
+//! benchmark (it writes a few hundred MB and wants an optimised build):
 //!
 //! ```text
-//! CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p fivecore-dd --test log_throughput -- --ignored --nocapture
+//! cargo bench -p fivecore-dd --bench log_throughput
 //! ```
 //!
 //! For each flush policy and batch size, three rounds of: `APPENDERS` tasks append 1.2 KB records
@@ -119,8 +118,15 @@ async fn round(fsync: Fsync, batch: u64) -> Round {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "throughput measurement: run with --ignored on an optimised build"]
+fn main() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(appends_and_reads_per_second());
+}
+
 async fn appends_and_reads_per_second() {
     println!(
         "{RECORDS} records of {RECORD} B, {APPENDERS} appenders, 1 reader (1 MiB reads); medians of {ROUNDS}"
