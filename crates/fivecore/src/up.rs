@@ -50,6 +50,12 @@ pub fn run(args: &UpArgs) -> ExitCode {
     let mut nrf_config = nf::nrf_run_config(&config, dir);
     nrf_config.store.path = db(nf::Nf::Nrf);
     nrf_config.sbi.listen = listen(nf::Nf::Nrf);
+    // The NRF checks tokens on its own services (discovery; registration and the token
+    // endpoint are exempt) against its own key set, when its port is known before it binds.
+    if nrf_config.sbi.listen.port() != 0 {
+        let own = format!("http://{}/oauth2/jwks", reachable(nrf_config.sbi.listen));
+        default_jwks(&mut nrf_config.sbi.oauth2, &own);
+    }
     let mut bsf_config = nf::bsf_run_config(&config, dir);
     bsf_config.store.path = db(nf::Nf::Bsf);
     bsf_config.sbi.listen = listen(nf::Nf::Bsf);
@@ -89,6 +95,14 @@ pub fn run(args: &UpArgs) -> ExitCode {
         bsf_config.bsf.nrf.get_or_insert_with(own_nrf);
         udr_config.udr.nrf.get_or_insert_with(own_nrf);
         pcf_config.pcf.nrf.get_or_insert_with(own_nrf);
+        // With `[sbi.oauth2] required = true` and no key source of their own, the NFs check
+        // tokens against the keys of this process's NRF.
+        let own_jwks = format!("http://{}/oauth2/jwks", reachable(nrf.local_addr()));
+        for sbi in
+            [&mut bsf_config.sbi, &mut udr_config.sbi, &mut pcf_config.sbi, &mut dd_config.sbi]
+        {
+            default_jwks(&mut sbi.oauth2, &own_jwks);
+        }
         let udr = udr::bind(udr_config).await.map_err(|e| format!("UDR: {e}"))?;
         let bsf = bsf::bind(bsf_config).await.map_err(|e| format!("BSF: {e}"))?;
         let pcf = pcf::bind(pcf_config).await.map_err(|e| format!("PCF: {e}"))?;
@@ -271,5 +285,12 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
                 std::future::pending::<()>().await
             }
         }
+    }
+}
+
+/// Points a producer that requires tokens but names no key source at `jwks_url`.
+fn default_jwks(oauth2: &mut sbi::oauth2::OAuth2Config, jwks_url: &str) {
+    if oauth2.required && oauth2.jwks_url.is_none() && oauth2.jwks_file.is_none() {
+        oauth2.jwks_url = Some(jwks_url.to_owned());
     }
 }

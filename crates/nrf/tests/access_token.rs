@@ -161,3 +161,85 @@ async fn the_signing_key_is_kept_across_restarts() {
     assert_eq!(after["keys"][0]["kty"], "EC");
     nrf.stop().await;
 }
+
+/// A producer with `[sbi.oauth2] required = true` reading this NRF's JWK set: the NRF's token
+/// for the producer's service is served, none is 401, one for another service 403.
+#[tokio::test]
+async fn a_producer_requiring_tokens_serves_the_nrfs_tokens() {
+    use std::sync::Arc;
+
+    use http::{Method, StatusCode};
+    use sbi::oauth2::OAuth2Config;
+
+    let dir = tempfile::tempdir().unwrap();
+    let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
+    let c = client();
+    let (amf, udm) = (uuid(1), uuid(2));
+    put(&c, &nrf.nfm(&format!("/nf-instances/{amf}")), &profile(&amf, "AMF")).await;
+    let mut udm_profile = profile(&udm, "UDM");
+    udm_profile["nfServiceList"] = json!({"1": {
+        "serviceInstanceId": "1", "serviceName": "nudm-sdm", "scheme": "http",
+        "nfServiceStatus": "REGISTERED",
+        "versions": [{"apiVersionInUri": "v2", "apiFullVersion": "2.2.0"}]
+    }});
+    put(&c, &nrf.nfm(&format!("/nf-instances/{udm}")), &udm_profile).await;
+
+    let producer = sbi::SbiServer::bind(
+        sbi::ServerConfig {
+            oauth2: OAuth2Config {
+                required: true,
+                jwks_url: Some(format!("{}/oauth2/jwks", nrf.base)),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        sbi::NfIdentity::new("UDM", &udm),
+        sbi::Router::builder(Arc::new(()))
+            .route(Method::GET, "/nudm-sdm/v2/{supi}/am-data", "Nudm_SDM_Get", |_, _| async {
+                sbi::json_response(StatusCode::OK, &json!({"gpsis": ["msisdn-1"]}))
+            })
+            .build(),
+        sbi::Observability::new(),
+    )
+    .await
+    .unwrap();
+    let url = format!("http://{}/nudm-sdm/v2/imsi-001010000000001/am-data", producer.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(producer.serve(async move {
+        let _ = stopped.await;
+    }));
+
+    let get = |token: Option<String>| {
+        let mut r = c.get(&url);
+        if let Some(t) = token {
+            r = r.header("authorization", format!("Bearer {t}"));
+        }
+        r.send()
+    };
+    let granted = |scope: &str, target: &str| {
+        format!("grant_type=client_credentials&nfInstanceId={amf}&{target}&scope={scope}")
+    };
+    let (status, rsp, _) =
+        token(&nrf, &granted("nudm-sdm", &format!("targetNfInstanceId={udm}"))).await;
+    assert_eq!(status, 200, "{rsp}");
+    let by_instance = rsp["access_token"].as_str().unwrap().to_owned();
+    let (_, rsp, _) = token(&nrf, &granted("nudm-sdm", "targetNfType=UDM")).await;
+    let by_type = rsp["access_token"].as_str().unwrap().to_owned();
+    let (_, rsp, _) = token(&nrf, &granted("nudm-uecm", "targetNfType=UDM")).await;
+    let other_service = rsp["access_token"].as_str().unwrap().to_owned();
+
+    for t in [by_instance, by_type] {
+        let r = get(Some(t)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{:?}", r.body());
+    }
+    let r = get(None).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let r = get(Some(other_service)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(body(&r)["cause"], "INSUFFICIENT_SCOPE");
+
+    let _ = stop.send(());
+    served.await.unwrap().unwrap();
+    nrf.stop().await;
+}

@@ -12,6 +12,7 @@ mod connection;
 pub mod descriptors;
 pub mod headers;
 pub mod layer;
+pub mod oauth2;
 pub mod observe;
 pub mod problem;
 pub mod query;

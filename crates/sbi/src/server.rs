@@ -22,11 +22,13 @@ use crate::connection::{self, Connections};
 use crate::descriptors;
 use crate::layer::content::ContentLayer;
 use crate::layer::metrics::{MetricsLayer, SbiMetrics};
+use crate::layer::oauth2::OAuth2Layer;
 use crate::layer::overload::{OverloadConfig, OverloadLayer};
 use crate::layer::request_id::RequestIdLayer;
 use crate::layer::route::RouteLayer;
 use crate::layer::tap::{MessageTap, PeerAddr, TapLayer};
 use crate::layer::Either;
+use crate::oauth2::{OAuth2Config, Verifier};
 use crate::observe::Observability;
 use crate::router::{Dispatch, Response, Router};
 use crate::tls::{self, TlsConfig};
@@ -57,6 +59,8 @@ pub struct ServerConfig {
     pub idle_timeout_secs: u64,
     /// Seconds a client has to send a request head (HTTP/1.1) or the HTTP/2 preface.
     pub header_read_timeout_secs: u64,
+    /// Access tokens required from consumers (off by default).
+    pub oauth2: OAuth2Config,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +76,7 @@ impl Default for ServerConfig {
             descriptor_reserve: descriptors::DEFAULT_RESERVE,
             idle_timeout_secs: 60,
             header_read_timeout_secs: 10,
+            oauth2: OAuth2Config::default(),
         }
     }
 }
@@ -184,10 +189,25 @@ impl SbiServer {
         let overload = OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id);
         overload.register(&self.observability);
         let gate = overload.backpressure();
+        let verifier = match self.config.oauth2.required {
+            true => Some(
+                Verifier::new(
+                    self.config.oauth2.clone(),
+                    &self.identity.nf_type,
+                    &self.identity.instance_id,
+                )
+                .await
+                .map_err(std::io::Error::other)?,
+            ),
+            false => None,
+        };
+        // Aborted when serve returns (the guard drops).
+        let _refresh = verifier.as_ref().map(|v| AbortOnDrop(v.spawn_refresh()));
         let stack = ServiceBuilder::new()
             .layer(RequestIdLayer::new())
             .layer(MetricsLayer::new(&metrics, &self.router.operations()))
             .layer(RouteLayer::new(self.router.clone()))
+            .layer(OAuth2Layer::new(verifier))
             .layer(overload)
             .layer(ContentLayer::new(self.config.max_body_bytes))
             .layer(TapLayer::new(self.tap.clone()))
@@ -410,5 +430,14 @@ where
             }
         }
         Either::Right { inner: self.stack.clone().oneshot(req) }
+    }
+}
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -1,5 +1,5 @@
 //! Sample data of the reference call models, shared by the benchmark kit (which preloads it
-//! with `fivecore udr import`) and the measurement in `tests/policy_data_perf.rs`: the 2.5 KB
+//! with `fivecore udr import`) and the measurement in `benches/policy_data_perf.rs`: the 2.5 KB
 //! SmPolicyData of T4b/T4c.
 
 use serde_json::{json, Value};

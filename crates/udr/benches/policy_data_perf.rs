@@ -1,11 +1,10 @@
 //! A short measurement of the reference's 17.2K policy-data mix (T4c): subs-to-notify POST 26 %,
 //! sm-data GET 27 %, subs-to-notify DELETE 8 %, sm-data PATCH 39 % with one notification per
 //! PATCH, over real sockets, the client and the notification sink in the same process.
-//! Ignored by default; run it alone, in release:
+//! A benchmark program (`harness = false`), not a test: run it alone, optimised:
 //!
 //! ```text
-//! POLICY_UES=100000 POLICY_OPS=200000 cargo test --release -p fivecore-udr \
-//!     --test policy_data_perf -- --ignored --nocapture
+//! POLICY_UES=100000 POLICY_OPS=200000 cargo bench -p fivecore-udr --bench policy_data_perf
 //! ```
 //!
 //! It prints operations per second and the CPU per operation of the UDR's threads (its tokio
@@ -16,6 +15,7 @@
 //! (`[store] commit_delay_us`), `POLICY_NOTIFY_BATCH` (`[udr.policy.notify] batch_size`; 1 sends
 //! one notification per request), `POLICY_READERS` (`[store] readers`, default 1).
 
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -38,8 +38,14 @@ fn ue(i: usize) -> String {
     format!("imsi-00101{i:010}")
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "a measurement: run alone, in release"]
+fn main() {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(t4c_policy_data_mix());
+}
+
 async fn t4c_policy_data_mix() {
     let ues = env("POLICY_UES", 20_000);
     let ops = env("POLICY_OPS", 40_000);
