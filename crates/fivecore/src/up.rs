@@ -50,12 +50,6 @@ pub fn run(args: &UpArgs) -> ExitCode {
     let mut nrf_config = nf::nrf_run_config(&config, dir);
     nrf_config.store.path = db(nf::Nf::Nrf);
     nrf_config.sbi.listen = listen(nf::Nf::Nrf);
-    // The NRF checks tokens on its own services (discovery; registration and the token
-    // endpoint are exempt) against its own key set, when its port is known before it binds.
-    if nrf_config.sbi.listen.port() != 0 {
-        let own = format!("http://{}/oauth2/jwks", reachable(nrf_config.sbi.listen));
-        default_jwks(&mut nrf_config.sbi.oauth2, &own);
-    }
     let mut bsf_config = nf::bsf_run_config(&config, dir);
     bsf_config.store.path = db(nf::Nf::Bsf);
     bsf_config.sbi.listen = listen(nf::Nf::Bsf);
@@ -79,6 +73,7 @@ pub fn run(args: &UpArgs) -> ExitCode {
     dd_config.store.path = db(nf::Nf::Dd);
     dd_config.sbi.listen = listen(nf::Nf::Dd);
     dd_config.instance_id = None;
+    let tokens_required = config.sbi.oauth2.required;
     let result = runtime.block_on(async move {
         // Watched before any NF serves: a SIGTERM that arrives once they answer (a supervisor
         // stopping a core it saw ready) stops them gracefully instead of killing the process.
@@ -88,8 +83,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
         let nrf = nrf::bind(nrf_config).await.map_err(|e| format!("NRF: {e}"))?;
         // The other NFs register with the NRF of this process unless their `[<nf>.nrf]` says
         // otherwise; with --port-base 0 its port is known only now.
+        // When the NFs require access tokens, they also ask this NRF for them and send them.
         let own_nrf = || nrf_client::NrfClientConfig {
             api_roots: vec![format!("http://{}", reachable(nrf.local_addr()))],
+            access_tokens: tokens_required,
             ..Default::default()
         };
         bsf_config.bsf.nrf.get_or_insert_with(own_nrf);

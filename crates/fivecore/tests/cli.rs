@@ -46,8 +46,17 @@ fn ephemeral_up_config(dir: &str) -> String {
 
 /// `fivecore up` on ports the system chooses, stdout and stderr on pipes.
 fn spawn_up(dir: &str, data: &str) -> std::process::Child {
+    spawn_up_with(dir, data, "")
+}
+
+/// `spawn_up` with more configuration appended to the ephemeral one.
+fn spawn_up_with(dir: &str, data: &str, extra: &str) -> std::process::Child {
+    let config = ephemeral_up_config(dir);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(extra);
+    std::fs::write(&config, text).unwrap();
     Command::new(env!("CARGO_BIN_EXE_fivecore"))
-        .args(["up", "--port-base", "0", "--config", &ephemeral_up_config(dir)])
+        .args(["up", "--port-base", "0", "--config", &config])
         .args(["--data-dir", data, "--log-format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -63,12 +72,9 @@ fn table_port(row: &str, prefix: &str, nth: usize) -> u16 {
     rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
 }
 
-#[test]
-fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
+/// The lines `up` prints up to its endpoint table's last.
+fn up_table(child: &mut std::process::Child) -> Vec<String> {
     use std::io::BufRead;
-    let dir = tempfile_dir();
-    let data = format!("{dir}/up");
-    let mut child = spawn_up(&dir, &data);
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut lines = Vec::new();
     loop {
@@ -77,9 +83,17 @@ fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
         let last = line.starts_with("Every SBI port");
         lines.push(line);
         if last {
-            break;
+            return lines;
         }
     }
+}
+
+#[test]
+fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/up");
+    let mut child = spawn_up(&dir, &data);
+    let lines = up_table(&mut child);
     let table = lines.concat();
     assert!(
         lines[0].starts_with("fivecore up: starting the NRF, UDR, BSF, PCF, Data Director"),
@@ -727,4 +741,96 @@ fn pcf_keeps_every_acknowledged_usage_report_through_kill_9() {
     }
     sigterm(&child);
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// `up` with `[sbi.oauth2] required = true`: a consumer without a token is refused at the PCF and
+/// the BSF; one with the NRF's token is served, and the PCF's own calls (NRF discovery, the
+/// BSF binding) carry the tokens it asked the NRF for (the BSF would refuse them otherwise).
+#[test]
+fn up_with_access_tokens_required_serves_token_holders_only() {
+    let dir = tempfile_dir();
+    let data = format!("{dir}/up");
+    let mut child = spawn_up_with(&dir, &data, "\n[sbi.oauth2]\nrequired = true\n");
+    let lines = up_table(&mut child);
+    let port = |nf: &str| {
+        let row = lines.iter().find(|l| l.starts_with(nf)).unwrap();
+        table_port(row, "http://127.0.0.1:", 0)
+    };
+    let (nrf, bsf, pcf) = (port("NRF"), port("BSF"), port("PCF"));
+    for p in [nrf, bsf, pcf] {
+        wait_ready(&mut child, p);
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Registration needs no token (nnrf-nfm is exempt).
+    for nf_type in ["BSF", "PCF"] {
+        let url = format!("http://127.0.0.1:{nrf}/nnrf-nfm/v1/nf-instances?nf-type={nf_type}");
+        while !String::from_utf8_lossy(rt.block_on(client.get(&url).send()).unwrap().body())
+            .contains("/nf-instances/")
+        {
+            assert!(std::time::Instant::now() < deadline, "{nf_type} not registered");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let ctx = serde_json::json!({"supi": "imsi-001010000000002", "pduSessionId": 1,
+        "pduSessionType": "IPV4", "dnn": "internet", "sliceInfo": {"sst": 1},
+        "ipv4Address": "10.45.0.7", "notificationUri": "http://127.0.0.1:9/notify"});
+    let create = format!("http://127.0.0.1:{pcf}/npcf-smpolicycontrol/v1/sm-policies");
+    let r = rt.block_on(client.post(&create).json(&ctx).send()).unwrap();
+    assert_eq!(r.status(), 401, "{}", String::from_utf8_lossy(r.body()));
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+
+    // An SMF registers, asks the NRF for tokens, and is served.
+    let smf = "5a3c4c9e-0000-4000-8000-00000000051f";
+    let profile = serde_json::json!({"nfInstanceId": smf, "nfType": "SMF",
+        "nfStatus": "REGISTERED", "ipv4Addresses": ["127.0.0.1"]});
+    let url = format!("http://127.0.0.1:{nrf}/nnrf-nfm/v1/nf-instances/{smf}");
+    assert_eq!(rt.block_on(client.put(&url).json(&profile).send()).unwrap().status(), 201);
+    let token = |target: &str, scope: &str| {
+        let form = format!(
+            "grant_type=client_credentials&nfInstanceId={smf}&nfType=SMF&targetNfType={target}&scope={scope}"
+        );
+        let r = rt
+            .block_on(
+                client
+                    .post(&format!("http://127.0.0.1:{nrf}/oauth2/token"))
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(form)
+                    .send(),
+            )
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", String::from_utf8_lossy(r.body()));
+        let v: serde_json::Value = r.json().unwrap();
+        format!("Bearer {}", v["access_token"].as_str().unwrap())
+    };
+    let r = rt
+        .block_on(
+            client
+                .post(&create)
+                .header("authorization", token("PCF", "npcf-smpolicycontrol"))
+                .json(&ctx)
+                .send(),
+        )
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", String::from_utf8_lossy(r.body()));
+
+    // The PCF registered the session's binding at the BSF, which requires tokens too.
+    let find = format!("http://127.0.0.1:{bsf}/nbsf-management/v1/pcfBindings?ipv4Addr=10.45.0.7");
+    assert_eq!(rt.block_on(client.get(&find).send()).unwrap().status(), 401);
+    let bsf_token = token("BSF", "nbsf-management");
+    loop {
+        let r = rt
+            .block_on(client.get(&find).header("authorization", bsf_token.clone()).send())
+            .unwrap();
+        if r.status() == 200 {
+            assert!(String::from_utf8_lossy(r.body()).contains("imsi-001010000000002"));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no binding at the BSF: {}", r.status());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }

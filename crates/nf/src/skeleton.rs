@@ -232,6 +232,11 @@ impl Serving {
     pub fn register(&mut self, profile: serde_json::Value) -> Result<bool, StartError> {
         let Some(config) = &self.skeleton.spec.nrf else { return Ok(false) };
         let client = NrfClient::new(config.clone(), self.skeleton.client.clone(), profile)?;
+        // The NF's calls to other NFs carry the NRF's access tokens (`[<nf>.nrf] access_tokens`);
+        // the first registration's client is the source (one NF instance, one consumer id).
+        if config.access_tokens && self.nrf.is_empty() {
+            self.skeleton.client.set_token_source(client.token_source());
+        }
         self.nrf.push(client);
         Ok(true)
     }

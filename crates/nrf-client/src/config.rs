@@ -67,6 +67,15 @@ pub struct NrfClientConfig {
     /// How often subscriptions are checked for renewal, milliseconds. Default 1000.
     #[serde(default = "default_subscription_check_ms")]
     pub subscription_check_ms: u64,
+
+    /// Ask the NRF for OAuth2 access tokens (Nnrf_AccessToken) and send them with requests to
+    /// other NFs' services (the SBI client's token source). Default false.
+    #[serde(default)]
+    pub access_tokens: bool,
+    /// A token is asked for again this many seconds before it expires (or half-way through a
+    /// shorter lifetime). Default 60.
+    #[serde(default = "default_access_token_renew_before_secs")]
+    pub access_token_renew_before_secs: u64,
 }
 
 fn default_api_roots() -> Vec<String> {
@@ -102,6 +111,9 @@ fn default_subscription_validity_secs() -> u64 {
 fn default_subscription_renew_before_secs() -> u64 {
     60
 }
+fn default_access_token_renew_before_secs() -> u64 {
+    60
+}
 fn default_subscription_check_ms() -> u64 {
     1_000
 }
@@ -123,6 +135,8 @@ impl Default for NrfClientConfig {
             subscription_validity_secs: default_subscription_validity_secs(),
             subscription_renew_before_secs: default_subscription_renew_before_secs(),
             subscription_check_ms: default_subscription_check_ms(),
+            access_tokens: false,
+            access_token_renew_before_secs: default_access_token_renew_before_secs(),
         }
     }
 }

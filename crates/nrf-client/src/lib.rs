@@ -23,6 +23,7 @@
 //! # }
 //! ```
 
+pub mod access_token;
 pub mod config;
 pub mod discovery;
 pub mod fsm;
@@ -70,6 +71,9 @@ pub enum Error {
     /// The NRF's answer is not what TS 29.510 says.
     #[error("NRF answer: {0}")]
     Decode(String),
+    /// No access token: the last request for one failed a moment ago (the reason).
+    #[error("no access token: {0}")]
+    NoToken(String),
 }
 
 fn status_error(rsp: &SbiResponse) -> Error {
@@ -225,6 +229,7 @@ struct Inner {
     notifications: broadcast::Sender<Arc<Notification>>,
     stop: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    tokens: access_token::Tokens,
 }
 
 impl NrfClient {
@@ -271,6 +276,7 @@ impl NrfClient {
                 notifications: broadcast::Sender::new(256),
                 stop: watch::Sender::new(false),
                 tasks: Mutex::new(Vec::new()),
+                tokens: access_token::Tokens::default(),
             }),
         })
     }

@@ -428,3 +428,84 @@ async fn sent_bodies_validate_against_ts29510() {
     c.shutdown().await;
     nrf.stop().await;
 }
+
+// ---- access tokens ---------------------------------------------------------------------------
+
+/// A producer that requires tokens checked against `jwks_url` (the NRF's keys, or another's).
+async fn token_producer(jwks_url: String) -> (String, oneshot::Sender<()>) {
+    use http::{Method, StatusCode};
+    let producer = SbiServer::bind(
+        ServerConfig {
+            oauth2: sbi::oauth2::OAuth2Config {
+                required: true,
+                jwks_url: Some(jwks_url),
+                min_refresh_interval_ms: 0,
+                ..Default::default()
+            },
+            ..ServerConfig::default()
+        },
+        NfIdentity::new("UDR", uuid(90)),
+        Router::builder(Arc::new(()))
+            .route(
+                Method::GET,
+                "/nudr-dr/v2/policy-data/ues/{ueId}/sm-data",
+                "Nudr_DataRepository_SmPolicyData_Get",
+                |_, _| async { sbi::json_response(StatusCode::OK, &json!({})) },
+            )
+            .build(),
+        Observability::new(),
+    )
+    .await
+    .unwrap();
+    let url = format!(
+        "http://{}/nudr-dr/v2/policy-data/ues/imsi-001010000000001/sm-data",
+        producer.local_addr()
+    );
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(producer.serve(async {
+        let _ = rx.await;
+    }));
+    (url, tx)
+}
+
+#[tokio::test]
+async fn access_tokens_are_asked_once_sent_and_asked_again_after_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let nrf = TestNrf::start(dir.path(), nrf_config()).await;
+    let (url, _stop) = token_producer(format!("{}/oauth2/jwks", nrf.base)).await;
+
+    let consumer_http = http();
+    let pcf = NrfClient::new(
+        NrfClientConfig { access_tokens: true, ..config(&[&nrf.base]) },
+        consumer_http.clone(),
+        ProfileBuilder::new("PCF", &uuid(1)).ipv4("127.0.0.1").build(),
+    )
+    .unwrap();
+    assert!(consumer_http.set_token_source(pcf.token_source()));
+    pcf.start();
+    assert!(pcf.wait_for_state(NfState::Registered, Duration::from_secs(5)).await);
+    assert_eq!(nrf.count("Nnrf_AccessToken_Get").await, 0, "registration needs no token");
+
+    // Ten calls, one token request; a client without the source is refused.
+    for _ in 0..10 {
+        let r = consumer_http.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{:?}", r.body());
+    }
+    assert_eq!(nrf.count("Nnrf_AccessToken_Get").await, 1);
+    assert_eq!(http().get(&url).send().await.unwrap().status(), 401);
+    let token = pcf.access_token("UDR", "nudr-dr").await.unwrap();
+    assert!(token.to_str().unwrap().starts_with("Bearer ey"));
+
+    // A producer trusting other keys refuses the token: the consumer forgets it and asks the
+    // NRF again at its next request.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = TestNrf::start(other_dir.path(), nrf_config()).await;
+    let (elsewhere, _stop2) = token_producer(format!("{}/oauth2/jwks", other.base)).await;
+    assert_eq!(consumer_http.get(&elsewhere).send().await.unwrap().status(), 401);
+    assert_eq!(consumer_http.get(&url).send().await.unwrap().status(), 200);
+    assert_eq!(nrf.count("Nnrf_AccessToken_Get").await, 2);
+
+    pcf.shutdown().await;
+    other.stop().await;
+    nrf.stop().await;
+}

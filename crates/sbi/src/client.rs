@@ -61,6 +61,7 @@ use connect::{Connector, KeepAlive};
 use pool::Pool;
 
 use crate::layer::tap::{Exchange, MessageCopy, MessageTap, Peer, TriggerPoint};
+use crate::oauth2::TokenSource;
 
 /// The TS 29.500 §5.2.2.2 `User-Agent` of an NF, `<NF type>-<NF instance id>`: `PCF-5a3c...`.
 pub use crate::headers::user_agent;
@@ -405,6 +406,8 @@ struct Inner {
     max_alternates: usize,
     /// The message-copy tap (egress request and response), once installed.
     tap: OnceLock<Arc<dyn MessageTap>>,
+    /// Where access tokens come from (the nrf-client), once installed.
+    tokens: OnceLock<Arc<dyn TokenSource>>,
 }
 
 impl fmt::Debug for SbiClient {
@@ -504,6 +507,7 @@ impl SbiClientBuilder {
                 user_agent,
                 max_alternates: c.max_alternates,
                 tap: OnceLock::new(),
+                tokens: OnceLock::new(),
             }),
         })
     }
@@ -618,6 +622,13 @@ impl SbiClient {
         self.inner.tap.set(tap).is_ok()
     }
 
+    /// Attaches an OAuth2 access token from `source` to every request without an
+    /// `Authorization` header from now on, and tells it when a producer answers 401 to one
+    /// (docs/security.md). Set once: false, and nothing changes, when a source is already in.
+    pub fn set_token_source(&self, source: Arc<dyn TokenSource>) -> bool {
+        self.inner.tokens.set(source).is_ok()
+    }
+
     /// Starts a request. `url` is absolute (`http://host:port/path?query`) for
     /// [`RequestBuilder::send`], or may be just `/path?query` for
     /// [`RequestBuilder::send_with_alternates`].
@@ -662,8 +673,13 @@ impl SbiClient {
         let (scheme, authority) = absolute_target(&parts.uri)?;
         let timeout = self.response_time(&parts.headers);
         self.add_default_headers(&mut parts.headers, true);
+        let authorized = self.authorize(parts.uri.path(), &mut parts.headers).await;
         let uri = std::mem::take(&mut parts.uri);
-        self.attempt(parts.method, uri, &scheme, &authority, parts.headers, body, timeout).await
+        let result = self
+            .attempt(parts.method, uri, &scheme, &authority, parts.headers, body, timeout)
+            .await;
+        self.report_refused(authorized, &result);
+        result
     }
 
     /// Sends the request to `producers` in order until one gives a non-retryable answer,
@@ -690,6 +706,21 @@ impl SbiClient {
         let timeout = self.response_time(&parts.headers);
         let caller_timestamp = parts.headers.contains_key(&SENDER_TIMESTAMP);
         self.add_default_headers(&mut parts.headers, false);
+        let authorized = self.authorize(parts.uri.path(), &mut parts.headers).await;
+        let result =
+            self.send_to_alternates(parts, body, producers, timeout, caller_timestamp).await;
+        self.report_refused(authorized, &result);
+        result
+    }
+
+    async fn send_to_alternates(
+        &self,
+        mut parts: request::Parts,
+        body: Bytes,
+        producers: &[Uri],
+        timeout: Duration,
+        caller_timestamp: bool,
+    ) -> Result<SbiResponse, ClientError> {
         let path =
             parts.uri.path_and_query().cloned().unwrap_or_else(|| PathAndQuery::from_static("/"));
 
@@ -749,6 +780,29 @@ impl SbiClient {
         crate::headers::max_rsp_time(headers)
             .filter(|d| !d.is_zero())
             .unwrap_or(self.inner.default_timeout)
+    }
+
+    /// The access token for the service `path` belongs to, unless the caller set
+    /// `Authorization` or no token source is installed. Returns that service when a token went
+    /// with the request.
+    async fn authorize(&self, path: &str, headers: &mut HeaderMap) -> Option<String> {
+        let source = self.inner.tokens.get()?;
+        if headers.contains_key(http::header::AUTHORIZATION) {
+            return None;
+        }
+        let service = path.trim_start_matches('/').split('/').next().unwrap_or("");
+        let token = source.token(service).await?;
+        headers.insert(http::header::AUTHORIZATION, token);
+        Some(service.to_owned())
+    }
+
+    /// A 401 to a request that carried a token: the source must not hand that token out again.
+    fn report_refused(&self, service: Option<String>, result: &Result<SbiResponse, ClientError>) {
+        if let (Some(service), Ok(rsp), Some(source)) = (service, result, self.inner.tokens.get()) {
+            if rsp.status() == StatusCode::UNAUTHORIZED {
+                source.rejected(&service);
+            }
+        }
     }
 
     fn add_default_headers(&self, headers: &mut HeaderMap, timestamp: bool) {

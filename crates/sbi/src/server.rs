@@ -189,15 +189,27 @@ impl SbiServer {
         let overload = OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id);
         overload.register(&self.observability);
         let gate = overload.backpressure();
-        let verifier = match self.config.oauth2.required {
+        let mut oauth2 = self.config.oauth2.clone();
+        // The NF that publishes the JWK set (the NRF) checks tokens against its own, by default.
+        if oauth2.required
+            && oauth2.jwks_url.is_none()
+            && oauth2.jwks_file.is_none()
+            && self.router.resolve(&http::Method::GET, JWKS_PATH).is_ok()
+        {
+            let scheme = if self.tls.is_some() { "https" } else { "http" };
+            let addr = self.local_addr();
+            let host = match addr.ip() {
+                ip if ip.is_unspecified() && ip.is_ipv4() => format!("127.0.0.1:{}", addr.port()),
+                ip if ip.is_unspecified() => format!("[::1]:{}", addr.port()),
+                _ => addr.to_string(),
+            };
+            oauth2.jwks_url = Some(format!("{scheme}://{host}{JWKS_PATH}"));
+        }
+        let verifier = match oauth2.required {
             true => Some(
-                Verifier::new(
-                    self.config.oauth2.clone(),
-                    &self.identity.nf_type,
-                    &self.identity.instance_id,
-                )
-                .await
-                .map_err(std::io::Error::other)?,
+                Verifier::new(oauth2, &self.identity.nf_type, &self.identity.instance_id)
+                    .await
+                    .map_err(std::io::Error::other)?,
             ),
             false => None,
         };
@@ -432,6 +444,10 @@ where
         Either::Right { inner: self.stack.clone().oneshot(req) }
     }
 }
+
+/// Where an NRF publishes the keys that verify its access tokens (TS 29.510 leaves the path to
+/// the deployment; fivecore's NRF serves it here).
+const JWKS_PATH: &str = "/oauth2/jwks";
 
 /// Aborts a background task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -22,6 +22,7 @@
 
 mod claims;
 mod keys;
+mod source;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use serde::Deserialize;
 
 pub use claims::{Claims, TokenError};
 pub use keys::{JwkSet, KeySetError};
+pub use source::{nf_type_of_service, TokenFuture, TokenSource};
 
 use crate::client::SbiClient;
 use claims::Cache;
@@ -145,8 +147,12 @@ impl Verifier {
                 refresh: tokio::sync::Mutex::new(None),
             }),
         };
-        if let Err(e) = v.refresh_now().await {
-            tracing::warn!(error = %e, "sbi.oauth2: access-token keys not loaded yet");
+        // A file is read now. An URL is read by the refresh task once serving has begun: the
+        // NRF reads its own keys from its own port, which answers only then.
+        if v.inner.config.jwks_url.is_none() {
+            if let Err(e) = v.refresh_now().await {
+                tracing::warn!(error = %e, "sbi.oauth2: access-token keys not loaded yet");
+            }
         }
         Ok(v)
     }
@@ -294,13 +300,17 @@ impl Verifier {
         }
     }
 
-    /// Reads the key sources every `refresh_secs` until the returned task is dropped/aborted.
+    /// Reads the key sources (an URL at once, then) every `refresh_secs` until the returned
+    /// task is aborted.
     pub fn spawn_refresh(&self) -> tokio::task::JoinHandle<()> {
         let v = self.clone();
         tokio::spawn(async move {
             let period = Duration::from_secs(v.inner.config.refresh_secs);
+            let mut first = v.inner.config.jwks_url.is_some();
             loop {
-                tokio::time::sleep(period).await;
+                if !std::mem::take(&mut first) {
+                    tokio::time::sleep(period).await;
+                }
                 if let Err(e) = v.refresh_now().await {
                     tracing::warn!(error = %e, "sbi.oauth2: key refresh failed");
                 }
