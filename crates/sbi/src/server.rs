@@ -24,6 +24,7 @@ use crate::layer::content::ContentLayer;
 use crate::layer::metrics::{MetricsLayer, SbiMetrics};
 use crate::layer::oauth2::OAuth2Layer;
 use crate::layer::overload::{OverloadConfig, OverloadLayer};
+use crate::layer::rate_limit::{RateLimitConfig, RateLimitLayer};
 use crate::layer::request_id::RequestIdLayer;
 use crate::layer::route::RouteLayer;
 use crate::layer::tap::{MessageTap, PeerAddr, TapLayer};
@@ -61,6 +62,8 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// Access tokens required from consumers (off by default).
     pub oauth2: OAuth2Config,
+    /// Per-consumer rate limits (off by default).
+    pub rate_limit: RateLimitConfig,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +80,7 @@ impl Default for ServerConfig {
             idle_timeout_secs: 60,
             header_read_timeout_secs: 10,
             oauth2: OAuth2Config::default(),
+            rate_limit: RateLimitConfig::default(),
         }
     }
 }
@@ -189,6 +193,9 @@ impl SbiServer {
         let overload = OverloadLayer::new(self.config.overload.clone(), &self.identity.instance_id);
         overload.register(&self.observability);
         let gate = overload.backpressure();
+        self.config.rate_limit.validate().map_err(std::io::Error::other)?;
+        let rate_limit = RateLimitLayer::new(&self.config.rate_limit);
+        rate_limit.register(&self.observability);
         let mut oauth2 = self.config.oauth2.clone();
         // The NF that publishes the JWK set (the NRF) checks tokens against its own, by default.
         if oauth2.required
@@ -220,6 +227,7 @@ impl SbiServer {
             .layer(MetricsLayer::new(&metrics, &self.router.operations()))
             .layer(RouteLayer::new(self.router.clone()))
             .layer(OAuth2Layer::new(verifier))
+            .layer(rate_limit)
             .layer(overload)
             .layer(ContentLayer::new(self.config.max_body_bytes))
             .layer(TapLayer::new(self.tap.clone()))
@@ -271,7 +279,8 @@ impl SbiServer {
                 observability: self.observability.clone(),
                 activity: Arc::default(),
                 conn_gate: conn_gate.clone(),
-                peer: self.tap.is_some().then_some(peer),
+                // The tap and the rate limit need the peer; the extension costs an insert.
+                peer: (self.tap.is_some() || self.config.rate_limit.enabled).then_some(peer),
             };
             let (io_gate, io_conn) = (gate.clone(), conn_gate.unwrap_or_default());
             let builders = builders.clone();

@@ -4,9 +4,10 @@
 //! 2. [`metrics`]: counts and times each service operation by status class.
 //! 3. [`route`]: resolves method and path to a service operation (404/405/400 INVALID_API here).
 //! 4. [`oauth2`]: the access token, when the NF requires one (401/403 here).
-//! 5. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
-//! 6. [`content`]: Accept, Content-Length and size limits; reads the body whole (406/411/413).
-//! 7. [`tap`]: hands a copy of request and answer to the Data Director (off unless configured).
+//! 5. [`rate_limit`]: per consumer and service, when configured (429 here).
+//! 6. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
+//! 7. [`content`]: Accept, Content-Length and size limits; reads the body whole (406/411/413).
+//! 8. [`tap`]: hands a copy of request and answer to the Data Director (off unless configured).
 //!
 //! and then the operation's handler ([`crate::router::Dispatch`]). Every layer is a plain tower
 //! `Layer`, so an NF can add its own where it belongs.
@@ -15,6 +16,7 @@ pub mod content;
 pub mod metrics;
 pub mod oauth2;
 pub mod overload;
+pub mod rate_limit;
 pub mod request_id;
 pub mod route;
 pub mod tap;

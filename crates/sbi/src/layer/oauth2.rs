@@ -5,15 +5,21 @@
 
 use std::convert::Infallible;
 use std::future::Ready;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{header, HeaderValue, Request, StatusCode};
 use tower::{Layer, Service};
 
 use super::{Either, LayerFuture};
-use crate::oauth2::{Refusal, Verifier};
+use crate::oauth2::{Claims, Refusal, Verifier};
 use crate::problem::ProblemDetails;
 use crate::router::Response;
+
+/// The claims of the request's verified access token (a request extension), for the layers
+/// and handlers below: the consumer is `sub`.
+#[derive(Clone, Debug)]
+pub struct VerifiedToken(pub Arc<Claims>);
 
 #[derive(Clone)]
 pub struct OAuth2Layer {
@@ -66,7 +72,11 @@ where
         }
         let auth = req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
         match verifier.check(auth, service) {
-            Ok(Some(())) => Either::Left { inner: self.inner.call(req) },
+            Ok(Some(claims)) => {
+                let mut req = req;
+                req.extensions_mut().insert(VerifiedToken(claims));
+                Either::Left { inner: self.inner.call(req) }
+            }
             Err(refusal) => Either::Right {
                 inner: Either::Left {
                     inner: std::future::ready(Ok(refused(refusal, req.uri().path()))),
@@ -81,12 +91,16 @@ where
                 Either::Right {
                     inner: Either::Right {
                         inner: Box::pin(async move {
+                            let mut req = req;
                             verifier.refresh_for_unknown_key().await;
                             let service = service_of(req.uri().path());
                             let auth =
                                 req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
                             match verifier.check(auth, service) {
-                                Ok(Some(())) => inner.call(req).await,
+                                Ok(Some(claims)) => {
+                                    req.extensions_mut().insert(VerifiedToken(claims));
+                                    inner.call(req).await
+                                }
                                 Ok(None) => Ok(refused(
                                     Refusal::Unauthorized {
                                         missing: false,

@@ -172,13 +172,14 @@ impl Verifier {
         self.inner.keys.ids()
     }
 
-    /// Checks the `Authorization` header's value for a request to `service`. `Ok(None)` means
-    /// the token is signed with a key id not known yet: refresh the keys, then call again.
+    /// Checks the `Authorization` header's value for a request to `service`: the token's
+    /// claims when it is served. `Ok(None)` means the token is signed with a key id not known
+    /// yet: refresh the keys, then call again.
     pub fn check(
         &self,
         authorization: Option<&[u8]>,
         service: &str,
-    ) -> Result<Option<()>, Refusal> {
+    ) -> Result<Option<Arc<Claims>>, Refusal> {
         let Some(value) = authorization else {
             return Err(Refusal::Unauthorized {
                 missing: true,
@@ -219,7 +220,7 @@ impl Verifier {
         if !claims.allows(service) {
             return Err(Refusal::InsufficientScope { scope: service.to_owned() });
         }
-        Ok(Some(()))
+        Ok(Some(claims))
     }
 
     /// What does not change for a token: its audience, issuer, validity period.

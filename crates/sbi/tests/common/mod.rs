@@ -1,6 +1,8 @@
 //! A small test NF served through the full SBI stack, and plain hyper clients to talk to it.
 #![allow(dead_code)]
 
+pub mod tokens;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
