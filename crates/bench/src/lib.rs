@@ -583,11 +583,12 @@ fn summary(r: &report::Report) -> String {
         if r.criteria_passed { "success criteria met" } else { "success criteria MISSED" };
     let mut s = match &r.dd {
         Some(dd) => format!(
-            "{}: {:.1} copies/s accepted of {:.1} offered; Data Director CPU {} µs/copy; {verdict}",
+            "{}: {:.1} copies/s accepted of {:.1} offered; Data Director CPU {} µs/copy{}; {verdict}",
             r.scenario,
             dd.ingested_mps,
             r.rate,
             dd.dd_cpu_us_per_copy.map_or("n/a".into(), |v| format!("{v:.2}")),
+            dd.kafka_cores_used.map_or(String::new(), |c| format!(", Kafka broker {c:.3} cores")),
         ),
         None => format!(
             "{}: {:.1} TPS achieved of {:.1} offered; NF CPU {} µs/transaction; {verdict}",
