@@ -129,6 +129,18 @@ pub struct BenchArgs {
     /// No progress output on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// A scenario that needs Kafka: run its broker from this installed Kafka (its `libs`)
+    /// rather than from the jars scripts/kafka/fetch.sh fetched (also FIVECORE_KAFKA_HOME).
+    #[arg(long, value_name = "DIR")]
+    pub kafka_home: Option<PathBuf>,
+    /// A scenario that needs Kafka: the client port of the broker the kit starts (default: one
+    /// the system chooses).
+    #[arg(long, value_name = "PORT", conflicts_with = "kafka_bootstrap")]
+    pub kafka_port: Option<u16>,
+    /// A scenario that needs Kafka: use this running broker (HOST:PORT) instead of starting
+    /// one; its CPU is then not reported.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub kafka_bootstrap: Option<String>,
 }
 
 /// Runs `fivecore bench`: 0 when the success criteria are met, 1 when missed, 2 on a usage or
@@ -166,9 +178,6 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     };
     let mut scenario = Scenario::load(&name)?;
     if let Some(d) = scenario.dd.as_mut() {
-        if let Some(why) = d.unsupported() {
-            bail!("scenario {}: {why}", scenario.name);
-        }
         if args.concurrency.is_some() || args.reconnect || args.cooldown.is_some() {
             bail!("--concurrency, --reconnect and --cooldown: a Data Director scenario's sources are open loop, without them");
         }
@@ -280,6 +289,30 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         .collect::<Vec<_>>()
         .join(" ");
     let progress = !args.quiet;
+    // Before the NFs: a Kafka-mode Data Director's configuration names the broker.
+    let kafka = match dd::kafka::needed(&scenario) {
+        true => {
+            let t = std::time::Instant::now();
+            let k = dd::kafka::start(&dd::kafka::KafkaOptions {
+                home: args.kafka_home.clone(),
+                bootstrap: args.kafka_bootstrap.clone(),
+                port: args.kafka_port,
+            })?;
+            if progress {
+                eprintln!("Kafka broker at {} ({:.1} s)", k.bootstrap(), t.elapsed().as_secs_f64());
+            }
+            targets.push(TargetReport {
+                nf: "kafka".into(),
+                url: k.bootstrap().to_string(),
+                started_by_kit: k.pid().is_some(),
+                pid: k.pid(),
+                cpus: None,
+                cpu_quota: None,
+            });
+            Some(k)
+        }
+        false => None,
+    };
     let mut children = Vec::new();
     let result = rt.block_on(async {
         let http_sims: Vec<_> =
@@ -295,6 +328,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         }
         let mut vars: HashMap<String, String> =
             sims.iter().map(|s| (format!("{{sim:{}}}", s.name), s.base_url())).collect();
+        if let Some(k) = &kafka {
+            vars.insert(dd::kafka::BOOTSTRAP_VAR.into(), k.bootstrap().to_string());
+        }
         // An OCS or a TDF is reached at its address (`[[pcf.sy.ocs]]`, `[[pcf.sd.tdf]] addr`),
         // not a URL.
         vars.extend(sims.iter().map(|s| (format!("{{sim_addr:{}}}", s.name), s.addr.to_string())));
@@ -438,6 +474,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     for c in children.iter_mut() {
         c.stop();
     }
+    // After the Data Director, whose Kafka clients would otherwise retry against it.
+    if let Some(k) = &kafka {
+        k.stop();
+    }
     let report = result?;
     report::write_all(&report, &out)?;
     eprintln!("{}", summary(&report));
@@ -543,11 +583,12 @@ fn summary(r: &report::Report) -> String {
         if r.criteria_passed { "success criteria met" } else { "success criteria MISSED" };
     let mut s = match &r.dd {
         Some(dd) => format!(
-            "{}: {:.1} copies/s accepted of {:.1} offered; Data Director CPU {} µs/copy; {verdict}",
+            "{}: {:.1} copies/s accepted of {:.1} offered; Data Director CPU {} µs/copy{}; {verdict}",
             r.scenario,
             dd.ingested_mps,
             r.rate,
             dd.dd_cpu_us_per_copy.map_or("n/a".into(), |v| format!("{v:.2}")),
+            dd.kafka_cores_used.map_or(String::new(), |c| format!(", Kafka broker {c:.3} cores")),
         ),
         None => format!(
             "{}: {:.1} TPS achieved of {:.1} offered; NF CPU {} µs/transaction; {verdict}",

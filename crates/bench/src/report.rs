@@ -199,6 +199,8 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 const OUR_CORES: &str = "the NF process, including its embedded store";
 /// What they hold in a Data Director scenario.
 const OUR_DD_CORES: &str = "the Data Director process: ingest, NF topics and MAIN on disk, aggregation, filters, feeds; not the kit's sources and consumers";
+/// Ours, when the kit started a Kafka broker for the scenario.
+const OUR_DD_KAFKA_CORES: &str = "the Data Director process and the Kafka broker the kit started (its topics); not the kit's sources and consumers";
 /// What the reference's used cores hold when the scenario does not say.
 const THEIR_USED_CORES: &str = "its NF pods (not its database tier, not sidecars)";
 
@@ -228,7 +230,8 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     let t = &r.totals;
     let tps = counted_tps(r);
     // A Data Director scenario counts messages (copies) per second.
-    let (unit, our_cores) = match r.dd {
+    let (unit, our_cores) = match &r.dd {
+        Some(dd) if dd.kafka_cpu_s.is_some() => ("MPS", OUR_DD_KAFKA_CORES),
         Some(_) => ("MPS", OUR_DD_CORES),
         None => ("TPS", OUR_CORES),
     };

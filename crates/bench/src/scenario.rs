@@ -84,6 +84,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("dd-d12-360k-scp-tcp-vcne", include_str!("../../../scenarios/dd-d12-360k-scp-tcp-vcne.toml")),
     ("dd-embedded-200k", include_str!("../../../scenarios/dd-embedded-200k.toml")),
+    ("dd-kafka-80k", include_str!("../../../scenarios/dd-kafka-80k.toml")),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

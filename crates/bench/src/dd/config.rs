@@ -135,8 +135,8 @@ pub enum FeedKind {
     Tcp,
     /// POSTs of framed envelopes, to the kit's HTTP/2 consumers.
     Http2,
-    /// The consumer reads a Kafka topic: needs a broker and a Kafka
-    /// consumer in the kit, neither of which this build has; the kit refuses the scenario.
+    /// Records of a topic of the run (the feed's own, on the broker the kit starts), read by
+    /// the kit's Kafka consumers (crate::dd::kafka), the partitions shared among them.
     Kafka,
 }
 
@@ -213,24 +213,6 @@ impl DdScenario {
     /// Copies per second of all sources at full scale.
     pub fn total_mps(&self) -> f64 {
         self.sources.iter().map(|s| s.mps).sum()
-    }
-
-    /// Whether the kit can run it: every feed kind has a consumer in the kit.
-    pub fn unsupported(&self) -> Option<String> {
-        let kafka: Vec<&str> = self
-            .feeds
-            .iter()
-            .filter(|f| f.kind == FeedKind::Kafka)
-            .map(|f| f.name.as_str())
-            .collect();
-        (!kafka.is_empty()).then(|| {
-            format!(
-                "feed {} is a Kafka feed: the Data Director has one (`\"type\": \"kafka\"`), but \
-                 the kit has no way yet to start a broker and read the feed's topic as its \
-                 consumer (issue #24)",
-                kafka.join(", ")
-            )
-        })
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -316,10 +298,13 @@ impl DdScenario {
             if f.kind != FeedKind::Tcp && f.delivery != "written" {
                 bail!("{what}: delivery is a TCP feed's setting");
             }
-            for k in ["type", "endpoints", "balance", "delivery"] {
+            for k in ["type", "endpoints", "balance", "delivery", "topic", "bootstrap_servers"] {
                 if f.sink.contains_key(k) {
-                    bail!("{what}: sink.{k} is set by the kit (kind, weights, balance, delivery)");
+                    bail!("{what}: sink.{k} is set by the kit (kind, weights, balance, delivery, the run's topic and broker)");
                 }
+            }
+            if f.kind == FeedKind::Kafka && f.balance != "round_robin" {
+                bail!("{what}: a Kafka feed's consumers share its partitions: balance is round_robin (the weights only count the consumers)");
             }
             if !(f.expected_share > 0.0 && f.expected_share <= 1.0) {
                 bail!("{what}: expected_share must be in (0, 1]");
@@ -382,7 +367,6 @@ expected_share = 0.01
         assert_eq!(d.sources[0].trigger_points().len(), 2);
         // The filter is passed to the admin API as JSON.
         assert_eq!(d.filters[0].filter["conditions"][0]["sample"]["percent"], 1);
-        assert!(d.unsupported().is_none());
         // The module's example parses too.
         let doc = include_str!("config.rs");
         let start = doc.find("//! ```toml\n").unwrap() + "//! ```toml\n".len();
@@ -440,6 +424,7 @@ expected_share = 0.01
             ("dd-d11-360k-scp-3tcp-http2-vcne", "D11,", 360_000.0, 236.0, 0.1, "tcp tcp tcp http2"),
             ("dd-d12-360k-scp-tcp-vcne", "D12,", 360_000.0, 150.0, 0.1, "tcp"),
             ("dd-embedded-200k", "D1,", 500_000.0, 245.0, 1.0, "tcp tcp"),
+            ("dd-kafka-80k", "D6,", 270_000.0, 88.0, 1.0, "kafka kafka"),
         ];
         let all: Vec<String> = Scenario::builtin()
             .unwrap()
@@ -461,7 +446,7 @@ expected_share = 0.01
             assert_eq!(s.load.default_scale.unwrap_or(1.0), scale, "{name}");
             assert!((s.load.rate - d.total_mps()).abs() < 1.0, "{name}");
             let here = s.default_rate();
-            if name != "dd-embedded-200k" {
+            if !["dd-embedded-200k", "dd-kafka-80k"].contains(&name) {
                 // The reference's rate in the file, ours in the description.
                 assert!((s.load.rate - mps).abs() <= mps * 0.01, "{name}");
                 let k = format!("{}K MPS here", (here / 1000.0 * 10.0).round() / 10.0);
@@ -470,7 +455,6 @@ expected_share = 0.01
             }
             let got: Vec<&str> = d.feeds.iter().map(|f| f.kind.as_str()).collect();
             assert_eq!(got.join(" "), kinds, "{name}");
-            assert_eq!(d.unsupported().is_some(), kinds.contains("kafka"), "{name}");
             for f in &d.feeds {
                 assert!(f.reference_mps.is_some() && f.reference_e2e_avg_ms.is_some(), "{name}");
                 let Some(x) = &f.filter else { continue };
@@ -496,14 +480,23 @@ expected_share = 0.01
         let h = Scenario::load("dd-embedded-200k").unwrap();
         assert_eq!((h.load.rate, h.criteria.max_p99_ms), (200_000.0, 10.0));
         assert_eq!(h.dd.as_ref().unwrap().sources[0].message_bytes, 1200);
+        let k = Scenario::load("dd-kafka-80k").unwrap();
+        assert_eq!((k.load.rate, k.criteria.max_p99_ms), (80_000.0, 10.0));
+        assert_eq!(k.dd.as_ref().unwrap().sources[0].message_bytes, 1200);
+        let mode = &k.nf_config["dd"]["kafka"]["bootstrap_servers"];
+        assert_eq!(mode.as_str(), Some(super::super::kafka::BOOTSTRAP_VAR));
     }
 
     #[test]
-    fn a_kafka_feed_is_refused_with_the_reason() {
+    fn a_kafka_feed_gets_its_topic_and_broker_from_the_kit_and_shares_partitions() {
         let mut d = parse("");
-        d.feeds[0].kind = FeedKind::Kafka;
+        d.feeds[1].kind = FeedKind::Kafka;
+        d.feeds[1].weights = vec![1, 1];
         d.validate().unwrap();
-        let why = d.unsupported().unwrap();
-        assert!(why.contains("feed all") && why.contains("broker"), "{why}");
+        d.feeds[1].sink.insert("topic".into(), serde_json::json!("t"));
+        assert!(d.validate().unwrap_err().to_string().contains("sink.topic"));
+        d.feeds[1].sink.clear();
+        d.feeds[1].balance = "weighted".into();
+        assert!(d.validate().unwrap_err().to_string().contains("round_robin"));
     }
 }

@@ -60,19 +60,26 @@ pub fn parse_frames(
         if buf.len() - at - 4 < len {
             break;
         }
-        let e = &buf[at + 4..at + 4 + len];
-        if len < FIXED || e[0] != dd_client::envelope::VERSION {
-            *malformed += 1;
-        } else {
-            out.push(FrameInfo {
-                timestamp_ns: u64::from_be_bytes(e[4..12].try_into().expect("8 bytes")),
-                sequence: u64::from_be_bytes(e[12..20].try_into().expect("8 bytes")),
-                bytes: 4 + len,
-            });
+        match envelope_info(&buf[at + 4..at + 4 + len], 4 + len) {
+            Some(f) => out.push(f),
+            None => *malformed += 1,
         }
         at += 4 + len;
     }
     Ok(at)
+}
+
+/// The fields a consumer reads of envelope `e` (a frame's, or a Kafka record's value), which
+/// took `bytes` to deliver; `None` when it is no envelope of version 1.
+pub fn envelope_info(e: &[u8], bytes: usize) -> Option<FrameInfo> {
+    if e.len() < FIXED || e[0] != dd_client::envelope::VERSION {
+        return None;
+    }
+    Some(FrameInfo {
+        timestamp_ns: u64::from_be_bytes(e[4..12].try_into().expect("8 bytes")),
+        sequence: u64::from_be_bytes(e[12..20].try_into().expect("8 bytes")),
+        bytes,
+    })
 }
 
 /// What a feed's consumers received, together.

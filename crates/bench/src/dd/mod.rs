@@ -7,11 +7,13 @@
 //! - [`message`]: the copied messages, one transaction's envelopes at the reference's sizes.
 //! - [`source`]: the copy source simulator (open loop, batched POSTs to the ingest API).
 //! - [`consumer`]: the TCP and HTTP/2 consumers, counting copies and E2E latency.
+//! - [`kafka`]: the broker a Kafka scenario needs, and the Kafka consumer of a Kafka feed.
 //! - [`run`]: set-up through the admin API, the load, the drain, the numbers.
 //! - [`report`]: the rows of the report.
 
 pub mod config;
 pub mod consumer;
+pub mod kafka;
 pub mod message;
 pub mod report;
 pub mod run;

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::config::{FeedDef, FeedKind};
 use super::consumer::{self, Consumer, FeedCounters};
+use super::kafka::{self, KafkaConsumer};
 use super::report::{feed_verdict, DdReport, EndpointRow, FeedRow, SourceRow};
 use super::source::{Dispatched, RunClock, Source, SourceSpec};
 use crate::engine::RunConfig;
@@ -29,11 +30,22 @@ struct Feed<'a> {
     name: String,
     counters: Arc<FeedCounters>,
     consumers: Vec<Consumer>,
+    /// A Kafka feed's consumers (of its topic, the feed's name), instead.
+    kafka: Vec<KafkaConsumer>,
+}
+
+impl Feed<'_> {
+    /// The report's name of each consumer: its address, or its topic and partitions.
+    fn endpoints(&self) -> Vec<String> {
+        let tcp = self.consumers.iter().map(|c| c.addr.to_string());
+        tcp.chain(self.kafka.iter().map(|k| k.label.clone())).collect()
+    }
 }
 
 /// The Data Director's CPU seconds and RSS MB (when the kit started it), the kit's CPU seconds,
-/// the host's steal seconds.
-type Sample = (Option<(f64, f64)>, f64, Option<f64>);
+/// the host's steal seconds, the Kafka broker's CPU seconds and RSS MB (when the kit started
+/// it).
+type Sample = (Option<(f64, f64)>, f64, Option<f64>, Option<(f64, f64)>);
 
 fn usage(pids: &[u32]) -> Option<(f64, f64)> {
     if pids.is_empty() {
@@ -53,8 +65,8 @@ fn self_cpu() -> f64 {
     ProcessUsage::read_self().map_or(0.0, |u| u.cpu_seconds())
 }
 
-fn sample(pids: &[u32]) -> Sample {
-    (usage(pids), self_cpu(), host::steal_seconds())
+fn sample((pids, broker): &(Vec<u32>, Vec<u32>)) -> Sample {
+    (usage(pids), self_cpu(), host::steal_seconds(), usage(broker))
 }
 
 /// A tag for this run's names in the Data Director: the start's seconds and the kit's pid, in
@@ -80,8 +92,18 @@ async fn put(client: &SbiClient, base: &str, kind: &str, name: &str, body: &Valu
     Ok(())
 }
 
-/// The sink object of `def`, its endpoints the consumers.
-fn sink(def: &FeedDef, consumers: &[Consumer]) -> Value {
+/// The sink object of `def`, its endpoints the consumers; a Kafka feed's, its topic (`topic`,
+/// the feed's name in the Data Director: the run's own) on the broker at `bootstrap`.
+fn sink(def: &FeedDef, consumers: &[Consumer], topic: &str, bootstrap: Option<&str>) -> Value {
+    let mut sink = def.sink.clone();
+    sink.insert("type".into(), json!(def.kind.as_str()));
+    if def.kind == FeedKind::Kafka {
+        sink.insert("topic".into(), json!(topic));
+        if let Some(b) = bootstrap {
+            sink.insert("bootstrap_servers".into(), json!(b));
+        }
+        return Value::Object(sink);
+    }
     let endpoints: Vec<Value> = consumers
         .iter()
         .zip(&def.weights)
@@ -90,8 +112,6 @@ fn sink(def: &FeedDef, consumers: &[Consumer]) -> Value {
             _ => json!({"address": c.addr.to_string(), "weight": w}),
         })
         .collect();
-    let mut sink = def.sink.clone();
-    sink.insert("type".into(), json!(def.kind.as_str()));
     sink.insert("endpoints".into(), Value::Array(endpoints));
     sink.insert("balance".into(), json!(def.balance));
     if def.kind == FeedKind::Tcp {
@@ -104,12 +124,14 @@ fn sink(def: &FeedDef, consumers: &[Consumer]) -> Value {
 pub async fn run(cfg: RunConfig) -> Result<Report> {
     let s = &cfg.scenario;
     let d = s.dd.as_ref().context("not a Data Director scenario (no [dd])")?;
-    if let Some(why) = d.unsupported() {
-        bail!("{}: {why}", s.name);
-    }
     let target = cfg.targets.iter().find(|t| t.nf == "dd").context("no target for dd")?;
     let base = target.url.clone();
-    let pids: Vec<u32> = cfg.targets.iter().filter_map(|t| t.pid).collect();
+    let broker = cfg.targets.iter().find(|t| t.nf == "kafka");
+    let bootstrap = broker.map(|t| t.url.as_str());
+    if d.feeds.iter().any(|f| f.kind == FeedKind::Kafka) && bootstrap.is_none() {
+        bail!("{}: a Kafka feed needs a broker (a target named kafka)", s.name);
+    }
+    let pids = (target.pid.into_iter().collect(), broker.and_then(|t| t.pid).into_iter().collect());
     let admin = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
     let tag = run_tag();
 
@@ -124,10 +146,12 @@ pub async fn run(cfg: RunConfig) -> Result<Report> {
                     consumer::tcp(counters.clone(), i, def.delivery == "acknowledged").await?
                 }
                 FeedKind::Http2 => consumer::http2(counters.clone(), i).await?,
-                FeedKind::Kafka => unreachable!("refused above"),
+                // After the feed: it creates the topic.
+                FeedKind::Kafka => break,
             });
         }
-        feeds.push(Feed { def, name: format!("{}-{tag}", def.name), counters, consumers });
+        let name = format!("{}-{tag}", def.name);
+        feeds.push(Feed { def, name, counters, consumers, kafka: Vec::new() });
     }
     let filter_name = |n: &str| format!("{n}-{tag}");
     let mut created_filters = Vec::new();
@@ -139,20 +163,23 @@ pub async fn run(cfg: RunConfig) -> Result<Report> {
                 .await?;
             created_filters.push(name);
         }
-        for f in &feeds {
-            let mut body =
-                json!({"name": f.name, "sink": sink(f.def, &f.consumers), "start": "latest"});
+        for f in &mut feeds {
+            let sink = sink(f.def, &f.consumers, &f.name, bootstrap);
+            let mut body = json!({"name": f.name, "sink": sink, "start": "latest"});
             if let Some(x) = &f.def.filter {
                 body["filter"] = json!(filter_name(x));
             }
             put(&admin, &base, "feeds", &f.name, &body).await?;
             created_feeds.push(f.name.clone());
+            if let (FeedKind::Kafka, Some(b)) = (f.def.kind, bootstrap) {
+                f.kafka = kafka_consumers(b, &f.name, f.def.weights.len(), &f.counters).await?;
+            }
         }
         anyhow::Ok(())
     };
     let setup = setup.await;
     let result = match setup {
-        Ok(()) => load(&cfg, &base, &pids, &feeds).await,
+        Ok(()) => load(&cfg, &base, pids, &feeds).await,
         Err(e) => Err(e),
     };
     // A --target Data Director keeps no feed of this run pushing to consumers that are gone.
@@ -177,8 +204,29 @@ pub async fn run(cfg: RunConfig) -> Result<Report> {
     Ok(report)
 }
 
+/// `n` consumers of the Kafka feed's topic `topic`, its partitions shared among them.
+async fn kafka_consumers(
+    bootstrap: &str,
+    topic: &str,
+    n: usize,
+    counters: &Arc<FeedCounters>,
+) -> Result<Vec<KafkaConsumer>> {
+    let (b, t) = (bootstrap.to_string(), topic.to_string());
+    let parts =
+        tokio::task::spawn_blocking(move || kafka::partitions(&b, &t, Duration::from_secs(30)))
+            .await??;
+    let mut out = Vec::new();
+    for (i, p) in kafka::split(&parts, n).iter().enumerate() {
+        out.push(kafka::consume(bootstrap, topic, p, counters.clone(), i)?);
+    }
+    Ok(out)
+}
+
+/// The Data Director's PIDs and the broker's, when the kit started them.
+type Pids = (Vec<u32>, Vec<u32>);
+
 /// The load, the drain and the numbers.
-async fn load(cfg: &RunConfig, base: &str, pids: &[u32], feeds: &[Feed<'_>]) -> Result<Report> {
+async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Result<Report> {
     let s = &cfg.scenario;
     let d = s.dd.as_ref().expect("checked by run");
     let scale = cfg.rate / s.load.rate;
@@ -219,7 +267,7 @@ async fn load(cfg: &RunConfig, base: &str, pids: &[u32], feeds: &[Feed<'_>]) -> 
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::default();
     let marks: Arc<Mutex<[Option<Sample>; 2]>> = Arc::default();
     let sampler = {
-        let (samples, marks, pids) = (samples.clone(), marks.clone(), pids.to_vec());
+        let (samples, marks) = (samples.clone(), marks.clone());
         let progress = cfg.progress.then(|| {
             let sources = sources.clone();
             let counters: Vec<(String, Arc<FeedCounters>)> =
@@ -399,12 +447,12 @@ fn report(
         let t = f.counters.totals();
         let distinct: u64 = t.distinct.iter().sum();
         let endpoints = f
-            .consumers
-            .iter()
+            .endpoints()
+            .into_iter()
             .zip(&f.def.weights)
             .zip(&t.per_endpoint)
-            .map(|((c, w), n)| EndpointRow {
-                address: c.addr.to_string(),
+            .map(|((address, w), n)| EndpointRow {
+                address,
                 weight: *w,
                 copies: *n,
                 share_pct: *n as f64 * 100.0 / t.received.max(1) as f64,
@@ -462,10 +510,22 @@ fn report(
     // The Data Director's CPU over the window.
     let window_accepted: u64 = source_rows.iter().map(|r| r.accepted).sum();
     let dd_cpu_s = match marks {
-        [Some((Some(a), _, _)), Some((Some(b), _, _))] => Some(b.0 - a.0),
+        [Some((Some(a), _, _, _)), Some((Some(b), _, _, _))] => Some(b.0 - a.0),
         _ => None,
     };
+    let kafka_cpu_s = match marks {
+        [Some((_, _, _, Some(a))), Some((_, _, _, Some(b)))] => Some(b.0 - a.0),
+        _ => None,
+    };
+    let kafka_rss_max_mb = samples.iter().filter_map(|x| x.3.map(|u| u.1)).reduce(f64::max);
     let dd_cores = dd_cpu_s.map(|c| c / wall);
+    let kafka_cores = kafka_cpu_s.map(|c| c / wall);
+    // The reference's D6 counts its Kafka brokers' cores with its data path's: so do ours.
+    let used_cores = match (dd_cores, kafka_cores) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, None) => a,
+        (None, Some(_)) => None,
+    };
     let ingested_mps = window_accepted as f64 / wall;
     let dd = DdReport {
         batch: d.batch,
@@ -479,6 +539,13 @@ fn report(
             .filter(|_| window_accepted > 0)
             .map(|c| c * 1e6 / window_accepted as f64),
         mps_per_used_core: dd_cores.filter(|c| *c > 0.0).map(|c| ingested_mps / c),
+        kafka_cpu_s,
+        kafka_cores_used: kafka_cores,
+        kafka_rss_max_mb,
+        used_cores_with_kafka: used_cores.filter(|_| kafka_cores.is_some()),
+        mps_per_used_core_with_kafka: used_cores
+            .filter(|c| *c > 0.0 && kafka_cores.is_some())
+            .map(|c| ingested_mps / c),
         drain_s,
         drained,
     };
@@ -568,10 +635,10 @@ fn report(
         achieved_tps: ingested_mps,
         achieved_tps_with_notify: ingested_mps,
         transactions: window_accepted,
-        nf_cpu_s: dd_cpu_s,
-        nf_cores_used: dd_cores,
+        nf_cpu_s: dd_cpu_s.map(|c| c + kafka_cpu_s.unwrap_or(0.0)),
+        nf_cores_used: used_cores,
         nf_cpu_us_per_tx: dd.dd_cpu_us_per_copy,
-        tps_per_core: dd.mps_per_used_core,
+        tps_per_core: used_cores.filter(|c| *c > 0.0).map(|c| ingested_mps / c),
         nf_rss_max_mb: timeline.iter().filter_map(|t| t.nf_rss_mb).reduce(f64::max),
         reference_latency: None,
     };
