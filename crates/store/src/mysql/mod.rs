@@ -37,6 +37,9 @@ use std::time::Duration;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 
 pub use migrate::MysqlMigration;
+/// The driver, for NF schemas written against [`MysqlStore::write`] and [`MysqlStore::read`]
+/// (one version for the workspace).
+pub use mysql_async;
 
 use crate::config::MysqlConfig;
 use crate::error::{Error, Result};
