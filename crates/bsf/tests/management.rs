@@ -302,6 +302,32 @@ async fn existing_binding_is_refused_when_configured() {
     bsf.stop().await;
 }
 
+/// Concurrent Registers for one UE address, DNN and S-NSSAI: with the existing binding
+/// refused, exactly one wins and the others are told about it; one binding is stored.
+async fn concurrent_registers_for_one_ue_leave_one_binding() {
+    let config = BsfConfig { on_existing_binding: ExistingBinding::Reject, ..BsfConfig::default() };
+    let dir = tmp();
+    let bsf = TestBsf::start(dir.path(), config).await;
+    let c = client();
+    let url = bsf.url("/pcfBindings");
+    let posts: Vec<_> = (0..8)
+        .map(|n| {
+            let (c, url) = (c.clone(), url.clone());
+            let mut b = binding(30);
+            b["pcfFqdn"] = json!(format!("pcf{n}.example.com"));
+            tokio::spawn(async move { post(&c, &url, &b).await.status().as_u16() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for p in posts {
+        statuses.push(p.await.unwrap());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 403, 403, 403, 403, 403, 403, 403]);
+    assert_eq!(bsf.bsf.store.count().await.unwrap(), 1);
+    bsf.stop().await;
+}
+
 async fn bindings_and_subscriptions_survive_a_restart() {
     let dir = tmp();
     let c = client();
@@ -455,6 +481,7 @@ on_both_backends!(
     existing_binding_is_replaced_by_default,
     existing_binding_is_refused_when_configured,
     bindings_and_subscriptions_survive_a_restart,
+    concurrent_registers_for_one_ue_leave_one_binding,
     audit_removes_old_bindings_at_a_bounded_rate,
     subscriptions_and_binding_notifications,
     subscriptions_are_bounded,
