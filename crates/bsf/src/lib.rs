@@ -169,7 +169,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
         client: config.client.clone(),
-        store: config.store.clone(),
+        // The skeleton's store is SQLite's; on MySQL the bindings live elsewhere (below).
+        store: ::store::SqliteConfig { backend: ::store::Backend::Sqlite, ..config.store.clone() },
         nrf: config.bsf.nrf.clone(),
         copy: config.bsf.copy.clone(),
     })

@@ -250,6 +250,11 @@ impl SqliteConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
+        // An NF that opens SQLite for a configuration naming MySQL does not support MySQL yet:
+        // it must not start and keep its state in a local file the operator did not ask for.
+        if self.backend != Backend::Sqlite {
+            return Err(invalid("backend = \"mysql\" is not supported by this NF yet"));
+        }
         if self.path.as_os_str().is_empty() {
             return Err(invalid("path must not be empty"));
         }
@@ -402,6 +407,7 @@ mod tests {
             SqliteConfig { commit_delay_us: Some(1_000_001), ..SqliteConfig::default() },
             SqliteConfig::new(":memory:"),
             SqliteConfig::new(""),
+            SqliteConfig { backend: Backend::Mysql, ..SqliteConfig::default() },
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidArgument(_))), "{bad:?}");
         }
