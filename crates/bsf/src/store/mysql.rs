@@ -579,7 +579,7 @@ impl MysqlBindingStore {
         let loading = ix.clone();
         let n = self
             .db
-            .read(move |c| {
+            .scan(move |c| {
                 let loading = loading.clone();
                 Box::pin(async move {
                     let mut rows = c

@@ -204,7 +204,7 @@ impl MysqlStore {
         T: Send,
         F: for<'c> FnMut(&'c mut Conn) -> ConnFuture<'c, T> + Send,
     {
-        self.run(true, body).await
+        self.run(true, Some(self.inner.config.query_timeout), body).await
     }
 
     /// Runs `body` in a read-only transaction (one consistent snapshot).
@@ -213,10 +213,20 @@ impl MysqlStore {
         T: Send,
         F: for<'c> FnMut(&'c mut Conn) -> ConnFuture<'c, T> + Send,
     {
-        self.run(false, body).await
+        self.run(false, Some(self.inner.config.query_timeout), body).await
     }
 
-    async fn run<T, F>(&self, write: bool, mut body: F) -> Result<T>
+    /// [`MysqlStore::read`] without the per-try `query_timeout`, for a pass over a whole table
+    /// (loading an in-memory index), which may take longer than any single call should.
+    pub async fn scan<T, F>(&self, body: F) -> Result<T>
+    where
+        T: Send,
+        F: for<'c> FnMut(&'c mut Conn) -> ConnFuture<'c, T> + Send,
+    {
+        self.run(false, None, body).await
+    }
+
+    async fn run<T, F>(&self, write: bool, limit: Option<Duration>, mut body: F) -> Result<T>
     where
         T: Send,
         F: for<'c> FnMut(&'c mut Conn) -> ConnFuture<'c, T> + Send,
@@ -234,7 +244,11 @@ impl MysqlStore {
             let node = self.current_node();
             let commit_sent = AtomicBool::new(false);
             let attempt = self.attempt(node, write, &mut body, &commit_sent);
-            let err = match tokio::time::timeout(inner.config.query_timeout, attempt).await {
+            let outcome = match limit {
+                Some(limit) => tokio::time::timeout(limit, attempt).await,
+                None => Ok(attempt.await),
+            };
+            let err = match outcome {
                 Ok(Ok(v)) => return Ok(v),
                 Ok(Err(TxError::Contract(e))) => return Err(e),
                 Ok(Err(TxError::Db(e))) => Some(e),
