@@ -1,7 +1,8 @@
 //! The MySQL backend on a real three-node MariaDB Galera cluster (started once for this binary
 //! by testkit; skipped without MariaDB unless FIVECORE_REQUIRE_MARIADB=1): writes through one
-//! node are read at another, a conflict between two nodes ends as a version mismatch, and a
-//! node killed with SIGKILL while writes go on costs no acknowledged write.
+//! node are read at another, a conflict between two nodes ends as a version mismatch, a node
+//! refusing work is failed over, and a node killed with SIGKILL while writes go on costs no
+//! acknowledged write.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -126,4 +127,25 @@ async fn a_node_killed_during_writes_loses_no_acknowledged_write() {
     );
     store.close().await;
     check.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refusing_work_is_failed_over() {
+    let Some(cluster) = cluster().await else { return };
+    let urls = cluster.database("galera_refuse");
+    let store = open(&[&urls[1], &urls[0]], false).await;
+    store.create("c", "before", DocumentData::new("x")).await.expect("through node 2");
+    assert_eq!(store.current_node(), 0);
+
+    // Node 2 stays in the cluster but answers every query with 1047 ("WSREP has not yet
+    // prepared node for application use"), as a node outside the primary component does.
+    let node2 = &cluster.nodes[1];
+    node2.client("SET GLOBAL wsrep_reject_queries = ALL").expect("reject queries");
+    let written = store.create("c", "during", DocumentData::new("y")).await;
+    node2.client("SET GLOBAL wsrep_reject_queries = NONE").expect("accept queries");
+    written.expect("written through node 1");
+    assert_eq!(store.current_node(), 1, "moved to node 1");
+    assert_eq!(store.stats().failovers, 1);
+    assert_eq!(store.count("c").await.expect("count"), 2);
+    store.close().await;
 }
