@@ -153,6 +153,10 @@ impl MysqlStore {
             }
             let constraints = PoolConstraints::new(0, config.pool_size)
                 .ok_or_else(|| Error::InvalidArgument("store pool_size".to_owned()))?;
+            // The pool's reset of a returned connection (the default) stays on: a try dropped
+            // by its timeout leaves a transaction open that the driver does not know of (it
+            // was begun by a statement), and only the reset rolls it back before the
+            // connection's next `START TRANSACTION` would commit it.
             let opts = OptsBuilder::from_opts(opts)
                 .init(init)
                 .stmt_cache_size(64)
