@@ -56,6 +56,22 @@ if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
     if [ -n "$policy_rc_d" ]; then $sudo rm -f "$policy_rc_d"; fi
 fi
 export FIVECORE_REQUIRE_SLAPD=1
+# MariaDB and Galera for the MySQL-protocol store's tests (crates/store/tests/{document,galera}.rs,
+# the BSF's tests on MySQL): testkit::mariadb starts its own servers; rsync is the Galera state
+# transfer. The server package's postinst starts the system's MariaDB unless policy-rc.d refuses.
+if [ ! -x /usr/sbin/mariadbd ] || [ ! -f /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    policy_rc_d=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+        $sudo chmod +x /usr/sbin/policy-rc.d
+        policy_rc_d=/usr/sbin/policy-rc.d
+    fi
+    for pkg in mariadb-server galera-4 rsync; do install_deb "$pkg" "the MySQL-protocol store tests"; done
+    if [ -n "$policy_rc_d" ]; then $sudo rm -f "$policy_rc_d"; fi
+fi
+export FIVECORE_REQUIRE_MARIADB=1
 # A stock SOAP client reads docs/udr.wsdl in strict mode (crates/udr/tests/soap_zeep.rs)
 if ! python3 -c "import zeep" >/dev/null 2>&1; then
     python3 -m pip --version >/dev/null 2>&1 || need_deb pip3 python3-pip

@@ -169,19 +169,35 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
         client: config.client.clone(),
-        store: config.store.clone(),
+        // The skeleton's store is SQLite's; on MySQL the bindings live elsewhere (below).
+        store: ::store::SqliteConfig { backend: ::store::Backend::Sqlite, ..config.store.clone() },
         nrf: config.bsf.nrf.clone(),
         copy: config.bsf.copy.clone(),
     })
     .await?;
-    let mut bindings = store::SqliteBindingStore::on(skeleton.store().clone()).await?;
-    if config.bsf.rx.enabled && config.bsf.rx.binding_index {
-        bindings = bindings.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
-    }
+    let index = (config.bsf.rx.enabled && config.bsf.rx.binding_index)
+        .then(|| Arc::new(ue_address_index::UeAddressIndex::new()));
+    let bindings: Arc<dyn store::BindingStore> = match config.store.backend {
+        ::store::Backend::Mysql => {
+            let mysql = config.store.mysql().map_err(BsfError::from)?;
+            let mut b = store::MysqlBindingStore::open(mysql).await?;
+            if let Some(ix) = index {
+                b = b.with_index(ix);
+            }
+            Arc::new(b)
+        }
+        ::store::Backend::Sqlite => {
+            let mut b = store::SqliteBindingStore::on(skeleton.store().clone()).await?;
+            if let Some(ix) = index {
+                b = b.with_index(ix);
+            }
+            Arc::new(b)
+        }
+    };
     let scheme = skeleton.scheme();
     let notifier =
         subscriptions::Notifier::new(skeleton.client().clone(), config.bsf.notify.clone());
-    let bsf = Arc::new(Bsf::new(config.bsf.clone(), Arc::new(bindings), notifier, scheme));
+    let bsf = Arc::new(Bsf::new(config.bsf.clone(), bindings, notifier, scheme));
     let subs = subscriptions::load(&bsf).await?;
     tracing::info!(subscriptions = subs, "BSF state loaded");
     let mut serving = skeleton.bind(router(bsf.clone())).await?;

@@ -1,6 +1,7 @@
-//! Nbsf_Management over real sockets: every pcfBindings operation and its error paths, the
+//! Nbsf_Management over real sockets, on SQLite and on MariaDB: every pcfBindings operation and its error paths, the
 //! existing-binding policy both ways, field validation, restart, audit expiry.
 
+#[macro_use]
 mod common;
 
 use std::time::Duration;
@@ -11,10 +12,9 @@ use common::*;
 use serde_json::json;
 
 fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
+    state_dir()
 }
 
-#[tokio::test]
 async fn register_discover_update_deregister() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -86,7 +86,6 @@ async fn register_discover_update_deregister() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn ipv6_prefix_and_mac_discovery() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -121,7 +120,6 @@ async fn ipv6_prefix_and_mac_discovery() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn discovery_query_errors() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -158,7 +156,6 @@ async fn discovery_query_errors() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn register_validation_lists_every_wrong_field() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -218,7 +215,6 @@ async fn register_validation_lists_every_wrong_field() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn update_errors() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -274,7 +270,6 @@ async fn register_twice(
     (bsf, dir, r, first)
 }
 
-#[tokio::test]
 async fn existing_binding_is_replaced_by_default() {
     let (bsf, _dir, r, first) = register_twice(BsfConfig::default()).await;
     let c = client();
@@ -292,7 +287,6 @@ async fn existing_binding_is_replaced_by_default() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn existing_binding_is_refused_when_configured() {
     let config = BsfConfig { on_existing_binding: ExistingBinding::Reject, ..BsfConfig::default() };
     let (bsf, _dir, r, first) = register_twice(config).await;
@@ -308,7 +302,32 @@ async fn existing_binding_is_refused_when_configured() {
     bsf.stop().await;
 }
 
-#[tokio::test]
+/// Concurrent Registers for one UE address, DNN and S-NSSAI: with the existing binding
+/// refused, exactly one wins and the others are told about it; one binding is stored.
+async fn concurrent_registers_for_one_ue_leave_one_binding() {
+    let config = BsfConfig { on_existing_binding: ExistingBinding::Reject, ..BsfConfig::default() };
+    let dir = tmp();
+    let bsf = TestBsf::start(dir.path(), config).await;
+    let c = client();
+    let url = bsf.url("/pcfBindings");
+    let posts: Vec<_> = (0..8)
+        .map(|n| {
+            let (c, url) = (c.clone(), url.clone());
+            let mut b = binding(30);
+            b["pcfFqdn"] = json!(format!("pcf{n}.example.com"));
+            tokio::spawn(async move { post(&c, &url, &b).await.status().as_u16() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for p in posts {
+        statuses.push(p.await.unwrap());
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 403, 403, 403, 403, 403, 403, 403]);
+    assert_eq!(bsf.bsf.store.count().await.unwrap(), 1);
+    bsf.stop().await;
+}
+
 async fn bindings_and_subscriptions_survive_a_restart() {
     let dir = tmp();
     let c = client();
@@ -339,7 +358,6 @@ async fn bindings_and_subscriptions_survive_a_restart() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn audit_removes_old_bindings_at_a_bounded_rate() {
     let dir = tmp();
     let config = BsfConfig {
@@ -371,7 +389,6 @@ async fn audit_removes_old_bindings_at_a_bounded_rate() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn subscriptions_and_binding_notifications() {
     let dir = tmp();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
@@ -443,7 +460,6 @@ async fn subscriptions_and_binding_notifications() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn subscriptions_are_bounded() {
     let dir = tmp();
     let config = BsfConfig { max_subscriptions: 1, ..BsfConfig::default() };
@@ -455,3 +471,18 @@ async fn subscriptions_are_bounded() {
     problem(&post(&c, &bsf.url("/subscriptions"), &sub).await, 403, "INSUFFICIENT_RESOURCES");
     bsf.stop().await;
 }
+
+on_both_backends!(
+    register_discover_update_deregister,
+    ipv6_prefix_and_mac_discovery,
+    discovery_query_errors,
+    register_validation_lists_every_wrong_field,
+    update_errors,
+    existing_binding_is_replaced_by_default,
+    existing_binding_is_refused_when_configured,
+    bindings_and_subscriptions_survive_a_restart,
+    concurrent_registers_for_one_ue_leave_one_binding,
+    audit_removes_old_bindings_at_a_bounded_rate,
+    subscriptions_and_binding_notifications,
+    subscriptions_are_bounded,
+);

@@ -1,6 +1,7 @@
-//! The Rel-17 resources over real sockets: PCF for a UE bindings (with their subscription
+//! The Rel-17 resources over real sockets, on SQLite and on MariaDB: PCF for a UE bindings (with their subscription
 //! events) and PCF for an MBS session bindings.
 
+#[macro_use]
 mod common;
 
 use bsf::config::ExistingBinding;
@@ -25,9 +26,8 @@ fn mbs_binding() -> serde_json::Value {
     })
 }
 
-#[tokio::test]
 async fn pcf_ue_bindings_lifecycle_errors_and_events() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
     let c = client();
     let mut sink = Sink::start().await;
@@ -93,9 +93,8 @@ async fn pcf_ue_bindings_lifecycle_errors_and_events() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn pcf_ue_binding_for_a_known_supi_is_refused_when_configured() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = BsfConfig { on_existing_binding: ExistingBinding::Reject, ..BsfConfig::default() };
     let bsf = TestBsf::start(dir.path(), config).await;
     let c = client();
@@ -107,9 +106,8 @@ async fn pcf_ue_binding_for_a_known_supi_is_refused_when_configured() {
     bsf.stop().await;
 }
 
-#[tokio::test]
 async fn pcf_mbs_bindings_lifecycle_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = BsfConfig { on_existing_binding: ExistingBinding::Reject, ..BsfConfig::default() };
     let bsf = TestBsf::start(dir.path(), config).await;
     let c = client();
@@ -174,9 +172,8 @@ async fn pcf_mbs_bindings_lifecycle_and_errors() {
 
 /// Rel-17 addIpv6Prefixes / addMacAddrs: Discovery by any of them finds the binding; an Update
 /// replaces them; a Deregister removes them with the binding.
-#[tokio::test]
 async fn additional_ipv6_prefixes_and_mac_addresses_are_discoverable() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let bsf = TestBsf::start(dir.path(), BsfConfig::default()).await;
     let c = client();
     let b = json!({
@@ -223,3 +220,10 @@ async fn additional_ipv6_prefixes_and_mac_addresses_are_discoverable() {
     // No additional-key row outlives its binding: store::sqlite's additional_keys_follow_their_binding.
     bsf.stop().await;
 }
+
+on_both_backends!(
+    pcf_ue_bindings_lifecycle_errors_and_events,
+    pcf_ue_binding_for_a_known_supi_is_refused_when_configured,
+    pcf_mbs_bindings_lifecycle_and_errors,
+    additional_ipv6_prefixes_and_mac_addresses_are_discoverable,
+);

@@ -1,6 +1,8 @@
 //! The BSF's Diameter Rx proxy over real sockets on 127.0.0.1: an AF (P-CSCF) test double and a
-//! PCF test double, both DiameterNodes connecting to the BSF; bindings created over HTTP.
+//! PCF test double, both DiameterNodes connecting to the BSF; bindings created over HTTP; on
+//! SQLite and on MariaDB (where a restarted BSF loads its UE address index from MariaDB).
 
+#[macro_use]
 mod common;
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -124,9 +126,8 @@ fn ip(n: u32) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, (n / 256) as u8, (n % 256) as u8)
 }
 
-#[tokio::test]
 async fn aar_update_rar_asr_and_str_follow_the_session_through_the_bsf() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let b = start_bsf(dir.path()).await;
     let addr = b.rx.expect("Rx enabled");
     let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
@@ -200,9 +201,8 @@ async fn aar_update_rar_asr_and_str_follow_the_session_through_the_bsf() {
     b.stop().await;
 }
 
-#[tokio::test]
 async fn aar_by_ipv6_prefix_and_ip_domain() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let b = start_bsf(dir.path()).await;
     let addr = b.rx.unwrap();
     let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
@@ -239,9 +239,8 @@ async fn aar_by_ipv6_prefix_and_ip_domain() {
     b.stop().await;
 }
 
-#[tokio::test]
 async fn no_binding_is_5065_and_an_unconnected_pcf_is_3002() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let b = start_bsf(dir.path()).await;
     let addr = b.rx.unwrap();
     let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
@@ -273,9 +272,8 @@ async fn no_binding_is_5065_and_an_unconnected_pcf_is_3002() {
     b.stop().await;
 }
 
-#[tokio::test]
 async fn rx_disabled_by_default() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let b = TestBsf::start(dir.path(), BsfConfig::default()).await;
     assert!(b.rx.is_none());
     b.stop().await;
@@ -284,11 +282,10 @@ async fn rx_disabled_by_default() {
 /// `[bsf.rx]`'s Diameter limits reach the node: a first message declaring more than
 /// `max_cer_bytes` is closed at once, and with `max_connections_before_cer = 1` a second silent
 /// connection is closed at once while the first waits; an AF still opens.
-#[tokio::test]
 async fn rx_diameter_limits_come_from_the_config() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = BsfConfig {
         rx: RxConfig {
             enabled: true,
@@ -346,10 +343,9 @@ async fn rx_diameter_limits_come_from_the_config() {
 /// `mode = "redirect"`: the AAR is answered 3006 naming the bound PCF (Redirect-Host-Usage
 /// ALL_SESSION); an AF connected to that PCF follows it and the PCF answers; no binding is still
 /// 5065; a later request of the session that reaches the BSF is redirected to the same PCF.
-#[tokio::test]
 async fn redirect_mode_names_the_bound_pcf() {
     use bsf::config::RxMode;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = BsfConfig {
         rx: RxConfig {
             enabled: true,
@@ -458,7 +454,7 @@ async fn aar_outcome(af: &DiameterNode, ip: Ipv4Addr) -> u32 {
 /// a restart, with the index (where the writes change it in place and a restart loads it from
 /// the store) and without it (a store read per AAR).
 async fn aar_lookups_follow_update_delete_and_restart(index: bool) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let b = start_bsf_with(dir.path(), index).await;
     let addr = b.rx.unwrap();
     let (af_seen, pcf_seen): (Seen, Seen) = Default::default();
@@ -534,12 +530,21 @@ async fn aar_lookups_follow_update_delete_and_restart(index: bool) {
     b.stop().await;
 }
 
-#[tokio::test]
 async fn aar_lookups_from_the_binding_index_follow_every_write() {
     aar_lookups_follow_update_delete_and_restart(true).await;
 }
 
-#[tokio::test]
 async fn aar_lookups_from_the_store_follow_every_write() {
     aar_lookups_follow_update_delete_and_restart(false).await;
 }
+
+on_both_backends!(
+    aar_update_rar_asr_and_str_follow_the_session_through_the_bsf,
+    aar_by_ipv6_prefix_and_ip_domain,
+    no_binding_is_5065_and_an_unconnected_pcf_is_3002,
+    rx_disabled_by_default,
+    rx_diameter_limits_come_from_the_config,
+    redirect_mode_names_the_bound_pcf,
+    aar_lookups_from_the_binding_index_follow_every_write,
+    aar_lookups_from_the_store_follow_every_write,
+);

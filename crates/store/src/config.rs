@@ -1,4 +1,5 @@
-//! Configuration of the embedded SQLite engine.
+//! Configuration of the store: the embedded SQLite engine (the default) and the MySQL-protocol
+//! backend (`backend = "mysql"`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -85,6 +86,102 @@ pub struct SqliteConfig {
     /// full, callers wait (asynchronously) for room: back-pressure instead of
     /// unbounded memory. Default: 4096.
     pub queue_capacity: usize,
+
+    /// Which backend keeps the state: `sqlite` (default: the keys above) or
+    /// `mysql` (MariaDB / Galera, MySQL NDB: the keys below, see
+    /// [`MysqlConfig`]). An NF that does not support `mysql` yet refuses it.
+    pub backend: Backend,
+
+    /// `mysql` only: the URL of each database node, `mysql://user:password@host:port/database`
+    /// (one string, or a list for a cluster: a lost node fails over to the next).
+    #[serde(deserialize_with = "one_or_many")]
+    pub url: Vec<String>,
+
+    /// `mysql` only: most connections open to one node. Default: 16.
+    pub pool_size: usize,
+
+    /// `mysql` only: how long opening a connection may take before the node is
+    /// given up for the next, in milliseconds. Default: 2000.
+    pub connect_timeout_ms: u64,
+
+    /// `mysql` only: how long one attempt of a store call (its statements and
+    /// `COMMIT`) may take, in milliseconds. Default: 10000.
+    pub query_timeout_ms: u64,
+}
+
+/// The backends `[store] backend` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The embedded store ([`crate::SqliteStore`]).
+    #[default]
+    Sqlite,
+    /// A MySQL-protocol server or cluster ([`crate::MysqlStore`]).
+    Mysql,
+}
+
+/// Settings of the MySQL-protocol backend, built from `[store]` by
+/// [`SqliteConfig::mysql`] or directly (tests, tools).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlConfig {
+    /// One URL per node, tried in this order; the first is used until it fails.
+    pub urls: Vec<String>,
+    /// Most connections open to one node.
+    pub pool_size: usize,
+    /// See [`SqliteConfig::connect_timeout_ms`].
+    pub connect_timeout: Duration,
+    /// See [`SqliteConfig::query_timeout_ms`].
+    pub query_timeout: Duration,
+    /// Reads wait until the node has applied every write the cluster
+    /// committed before them (Galera `wsrep_sync_wait = 1`), so a reader on
+    /// one node sees a write committed through another. Off by default: an
+    /// instance reads through the node it writes through, which already
+    /// shows its own writes. Ignored by a server without Galera.
+    pub causal_reads: bool,
+}
+
+impl MysqlConfig {
+    /// Default settings for the nodes at `urls`.
+    pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            urls: urls.into_iter().map(Into::into).collect(),
+            pool_size: default_pool_size(),
+            connect_timeout: Duration::from_millis(default_connect_timeout_ms()),
+            query_timeout: Duration::from_millis(default_query_timeout_ms()),
+            causal_reads: false,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.urls.is_empty() {
+            return Err(invalid("backend = \"mysql\" needs url (one or several node URLs)"));
+        }
+        if self.urls.iter().any(|u| !u.starts_with("mysql://")) {
+            return Err(invalid("url must start with mysql://"));
+        }
+        if self.pool_size == 0 {
+            return Err(invalid("pool_size must be at least 1"));
+        }
+        if self.connect_timeout.is_zero() || self.query_timeout.is_zero() {
+            return Err(invalid("connect_timeout_ms and query_timeout_ms must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
 }
 
 /// SQLite `PRAGMA synchronous` values the store accepts. `OFF` is not offered:
@@ -124,6 +221,11 @@ impl Default for SqliteConfig {
             background_checkpoint: None,
             checkpoint_pages: default_checkpoint_pages(),
             queue_capacity: default_queue_capacity(),
+            backend: Backend::default(),
+            url: Vec::new(),
+            pool_size: default_pool_size(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            query_timeout_ms: default_query_timeout_ms(),
         }
     }
 }
@@ -134,7 +236,25 @@ impl SqliteConfig {
         Self { path: path.into(), ..Self::default() }
     }
 
+    /// The MySQL backend's settings from this table's `mysql` keys, checked.
+    pub fn mysql(&self) -> Result<MysqlConfig> {
+        let config = MysqlConfig {
+            urls: self.url.clone(),
+            pool_size: self.pool_size,
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            query_timeout: Duration::from_millis(self.query_timeout_ms),
+            causal_reads: false,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
+        // An NF that opens SQLite for a configuration naming MySQL does not support MySQL yet:
+        // it must not start and keep its state in a local file the operator did not ask for.
+        if self.backend != Backend::Sqlite {
+            return Err(invalid("backend = \"mysql\" is not supported by this NF yet"));
+        }
         if self.path.as_os_str().is_empty() {
             return Err(invalid("path must not be empty"));
         }
@@ -240,6 +360,18 @@ fn default_queue_capacity() -> usize {
     4096
 }
 
+fn default_pool_size() -> usize {
+    16
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    2000
+}
+
+fn default_query_timeout_ms() -> u64 {
+    10_000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +407,7 @@ mod tests {
             SqliteConfig { commit_delay_us: Some(1_000_001), ..SqliteConfig::default() },
             SqliteConfig::new(":memory:"),
             SqliteConfig::new(""),
+            SqliteConfig { backend: Backend::Mysql, ..SqliteConfig::default() },
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidArgument(_))), "{bad:?}");
         }
@@ -291,6 +424,27 @@ mod tests {
         assert_eq!(config.cache_size_pragma(), -2048);
         assert_eq!(config.reader_cache_size_pragma(), -3072);
         assert_eq!(config.mmap_size_bytes(), 1024 * 1024);
+    }
+
+    #[test]
+    fn mysql_keys_parse_one_url_or_a_list() {
+        assert_eq!(parse("").backend, Backend::Sqlite);
+        let one = parse("backend = \"mysql\"\nurl = \"mysql://u@127.0.0.1:3306/fc\"");
+        assert_eq!(one.backend, Backend::Mysql);
+        let mysql = one.mysql().expect("valid");
+        assert_eq!(mysql.urls, ["mysql://u@127.0.0.1:3306/fc"]);
+        assert_eq!((mysql.pool_size, mysql.query_timeout), (16, Duration::from_secs(10)));
+        let many = parse(
+            "backend = \"mysql\"\nurl = [\"mysql://a/fc\", \"mysql://b/fc\"]\npool_size = 4\n\
+             connect_timeout_ms = 500\nquery_timeout_ms = 3000",
+        );
+        let mysql = many.mysql().expect("valid");
+        assert_eq!(mysql.urls.len(), 2);
+        assert_eq!(mysql.connect_timeout, Duration::from_millis(500));
+        assert!(toml::from_str::<SqliteConfig>("backend = \"oracle\"").is_err());
+        for bad in ["", "url = \"postgres://x\"", "url = \"mysql://x/d\"\npool_size = 0"] {
+            assert!(parse(bad).mysql().is_err(), "{bad}");
+        }
     }
 
     fn parse(text: &str) -> SqliteConfig {

@@ -32,6 +32,12 @@ pub enum Error {
     /// The store has been closed, or its worker threads are gone.
     #[error("store is closed")]
     Closed,
+    /// The connection to the database was lost after a write's `COMMIT` was sent and before its
+    /// answer came, and re-reading the written keys on another connection could not show the
+    /// write took effect: it may or may not be committed. Never reported as success; a caller
+    /// retries conditionally on the version (or re-reads), as after a network timeout.
+    #[error("commit outcome unknown: the connection was lost after COMMIT was sent")]
+    CommitUnknown,
     /// The storage engine failed (I/O error, disk full, corrupt file...).
     #[error("storage backend: {0}")]
     Backend(#[source] BackendError),

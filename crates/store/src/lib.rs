@@ -66,9 +66,11 @@
 pub mod config;
 pub mod document;
 pub mod error;
+pub mod mysql;
 pub mod sqlite;
 
-pub use config::{SqliteConfig, Synchronous};
+pub use config::{Backend, MysqlConfig, SqliteConfig, Synchronous};
 pub use document::{Document, DocumentData, DocumentStore, IndexKey, UnixMillis, Upserted};
 pub use error::{Error, Result};
+pub use mysql::{MysqlMigration, MysqlStats, MysqlStore};
 pub use sqlite::{Migration, SqliteStore, StoreStats};

@@ -1,4 +1,5 @@
-//! Every `DocumentStore` operation and error path, against SQLite.
+//! Every `DocumentStore` operation and error path, against SQLite and against a real MariaDB
+//! server (one database per test; skipped without MariaDB unless FIVECORE_REQUIRE_MARIADB=1).
 
 mod common;
 
@@ -9,9 +10,7 @@ fn ids(docs: &[store::Document]) -> Vec<&str> {
     docs.iter().map(|d| d.id.as_str()).collect()
 }
 
-#[tokio::test]
-async fn create_then_get_returns_what_was_written() {
-    let (_dir, store) = open_temp().await;
+async fn create_then_get_returns_what_was_written<S: DocumentStore>(store: &S) {
     let data = DocumentData::new(r#"{"supi":"imsi-001"}"#)
         .expires_at(5_000)
         .index("supi", "imsi-001")
@@ -34,9 +33,7 @@ async fn create_then_get_returns_what_was_written() {
     assert_eq!(got.json::<serde_json::Value>().expect("json")["supi"], "imsi-001");
 }
 
-#[tokio::test]
-async fn create_twice_fails_with_already_exists_and_keeps_the_first() {
-    let (_dir, store) = open_temp().await;
+async fn create_twice_fails_with_already_exists_and_keeps_the_first<S: DocumentStore>(store: &S) {
     store.create("c", "x", DocumentData::new("first").index("k", "1")).await.expect("created");
     let err = store
         .create("c", "x", DocumentData::new("second").index("k", "2"))
@@ -49,15 +46,11 @@ async fn create_twice_fails_with_already_exists_and_keeps_the_first() {
     assert!(store.find("c", "k", "2", 10).await.expect("find").is_empty());
 }
 
-#[tokio::test]
-async fn get_missing_is_none() {
-    let (_dir, store) = open_temp().await;
+async fn get_missing_is_none<S: DocumentStore>(store: &S) {
     assert_eq!(store.get("c", "nope").await.expect("get"), None);
 }
 
-#[tokio::test]
-async fn same_id_in_two_collections_is_two_documents() {
-    let (_dir, store) = open_temp().await;
+async fn same_id_in_two_collections_is_two_documents<S: DocumentStore>(store: &S) {
     store.create("a", "x", DocumentData::new("in a")).await.expect("a");
     store.create("b", "x", DocumentData::new("in b")).await.expect("b");
     store.delete("a", "x", None).await.expect("delete a");
@@ -67,18 +60,14 @@ async fn same_id_in_two_collections_is_two_documents() {
     assert_eq!(store.count("b").await.expect("count"), 1);
 }
 
-#[tokio::test]
-async fn bodies_are_opaque_bytes() {
-    let (_dir, store) = open_temp().await;
+async fn bodies_are_opaque_bytes<S: DocumentStore>(store: &S) {
     let body = vec![0u8, 159, 146, 150, 255];
     store.create("c", "bin", DocumentData::new(body.clone())).await.expect("created");
     let got = store.get("c", "bin").await.expect("get").expect("present");
     assert_eq!(got.body, body);
 }
 
-#[tokio::test]
-async fn upsert_creates_then_replaces() {
-    let (_dir, store) = open_temp().await;
+async fn upsert_creates_then_replaces<S: DocumentStore>(store: &S) {
     let first = store
         .upsert("c", "u", DocumentData::new("v1").index("k", "old").expires_at(10))
         .await
@@ -101,9 +90,7 @@ async fn upsert_creates_then_replaces() {
     assert!(store.scan_expired("c", u64::MAX, 10).await.expect("scan").is_empty());
 }
 
-#[tokio::test]
-async fn replace_bumps_version_and_swaps_index_entries() {
-    let (_dir, store) = open_temp().await;
+async fn replace_bumps_version_and_swaps_index_entries<S: DocumentStore>(store: &S) {
     let v1 =
         store.create("c", "r", DocumentData::new("v1").index("k", "a")).await.expect("created");
 
@@ -128,9 +115,7 @@ async fn replace_bumps_version_and_swaps_index_entries() {
     assert_eq!(ids(&store.find("c", "k", "c", 10).await.expect("find")), ["r"]);
 }
 
-#[tokio::test]
-async fn replace_with_a_stale_version_reports_the_current_one() {
-    let (_dir, store) = open_temp().await;
+async fn replace_with_a_stale_version_reports_the_current_one<S: DocumentStore>(store: &S) {
     store.create("c", "r", DocumentData::new("v1")).await.expect("created");
     store.replace("c", "r", DocumentData::new("v2"), None).await.expect("replaced");
     let err = store
@@ -142,9 +127,7 @@ async fn replace_with_a_stale_version_reports_the_current_one() {
     assert_eq!((got.version, got.body.as_slice()), (2, b"v2".as_slice()));
 }
 
-#[tokio::test]
-async fn replace_missing_is_not_found() {
-    let (_dir, store) = open_temp().await;
+async fn replace_missing_is_not_found<S: DocumentStore>(store: &S) {
     for expected in [None, Some(1)] {
         let err = store
             .replace("c", "ghost", DocumentData::new("x"), expected)
@@ -155,9 +138,7 @@ async fn replace_missing_is_not_found() {
     assert_eq!(store.get("c", "ghost").await.expect("get"), None);
 }
 
-#[tokio::test]
-async fn delete_removes_document_and_index_entries() {
-    let (_dir, store) = open_temp().await;
+async fn delete_removes_document_and_index_entries<S: DocumentStore>(store: &S) {
     store
         .create("c", "d", DocumentData::new("x").index("k", "v").expires_at(1))
         .await
@@ -171,18 +152,14 @@ async fn delete_removes_document_and_index_entries() {
     assert_eq!(again.version, 1);
 }
 
-#[tokio::test]
-async fn delete_missing_is_not_found() {
-    let (_dir, store) = open_temp().await;
+async fn delete_missing_is_not_found<S: DocumentStore>(store: &S) {
     for expected in [None, Some(3)] {
         let err = store.delete("c", "ghost", expected).await.expect_err("missing");
         assert!(matches!(err, Error::NotFound), "{expected:?}: {err:?}");
     }
 }
 
-#[tokio::test]
-async fn conditional_delete_checks_the_version() {
-    let (_dir, store) = open_temp().await;
+async fn conditional_delete_checks_the_version<S: DocumentStore>(store: &S) {
     store.create("c", "d", DocumentData::new("x").index("k", "v")).await.expect("created");
     let err = store.delete("c", "d", Some(7)).await.expect_err("stale");
     assert!(matches!(err, Error::VersionMismatch { current: 1 }), "{err:?}");
@@ -193,9 +170,7 @@ async fn conditional_delete_checks_the_version() {
     assert_eq!(store.get("c", "d").await.expect("get"), None);
 }
 
-#[tokio::test]
-async fn find_returns_matches_in_id_order_up_to_the_limit() {
-    let (_dir, store) = open_temp().await;
+async fn find_returns_matches_in_id_order_up_to_the_limit<S: DocumentStore>(store: &S) {
     for id in ["p3", "p1", "p2"] {
         store
             .create(
@@ -231,9 +206,7 @@ async fn find_returns_matches_in_id_order_up_to_the_limit() {
     assert_eq!(ids(&store.find("profiles", "snssai", "p2", 10).await.expect("find")), ["p2"]);
 }
 
-#[tokio::test]
-async fn a_document_can_hold_several_values_of_one_index() {
-    let (_dir, store) = open_temp().await;
+async fn a_document_can_hold_several_values_of_one_index<S: DocumentStore>(store: &S) {
     store
         .create("c", "multi", DocumentData::new("x").index("tac", "1").index("tac", "2"))
         .await
@@ -243,9 +216,7 @@ async fn a_document_can_hold_several_values_of_one_index() {
     }
 }
 
-#[tokio::test]
-async fn count_counts_one_collection() {
-    let (_dir, store) = open_temp().await;
+async fn count_counts_one_collection<S: DocumentStore>(store: &S) {
     assert_eq!(store.count("c").await.expect("count"), 0);
     for n in 0..5 {
         store.create("c", &format!("d{n}"), DocumentData::new("x")).await.expect("created");
@@ -256,9 +227,7 @@ async fn count_counts_one_collection() {
     assert_eq!(store.count("c").await.expect("count"), 4);
 }
 
-#[tokio::test]
-async fn scan_expired_returns_due_documents_oldest_first() {
-    let (_dir, store) = open_temp().await;
+async fn scan_expired_returns_due_documents_oldest_first<S: DocumentStore>(store: &S) {
     for (id, at) in [
         ("late", Some(30)),
         ("b-early", Some(10)),
@@ -282,9 +251,7 @@ async fn scan_expired_returns_due_documents_oldest_first() {
     assert!(store.scan_expired("sessions", 100, 0).await.expect("scan").is_empty());
 }
 
-#[tokio::test]
-async fn list_pages_through_a_collection_by_id() {
-    let (_dir, store) = open_temp().await;
+async fn list_pages_through_a_collection_by_id<S: DocumentStore>(store: &S) {
     for n in 0..25 {
         store
             .create("c", &format!("id-{n:02}"), DocumentData::new("x").index("k", "v"))
@@ -311,9 +278,7 @@ async fn list_pages_through_a_collection_by_id() {
     assert_eq!(ids(&store.list("c", Some("id-23"), 10).await.expect("list")), ["id-24"]);
 }
 
-#[tokio::test]
-async fn list_orders_ids_by_bytes() {
-    let (_dir, store) = open_temp().await;
+async fn list_orders_ids_by_bytes<S: DocumentStore>(store: &S) {
     for id in ["b", "B", "a", "é", "10", "9"] {
         store.create("c", id, DocumentData::new("x")).await.expect("created");
     }
@@ -321,9 +286,7 @@ async fn list_orders_ids_by_bytes() {
     assert_eq!(ids(&all), ["10", "9", "B", "a", "b", "é"]);
 }
 
-#[tokio::test]
-async fn invalid_keys_are_rejected_before_reaching_the_engine() {
-    let (_dir, store) = open_temp().await;
+async fn invalid_keys_are_rejected_before_reaching_the_engine<S: DocumentStore>(store: &S) {
     let long_id = "x".repeat(store::document::MAX_ID_LEN + 1);
     let checks = [
         store.create("", "x", DocumentData::new("x")).await.map(|_| ()),
@@ -341,6 +304,12 @@ async fn invalid_keys_are_rejected_before_reaching_the_engine() {
     for (n, result) in checks.into_iter().enumerate() {
         assert!(matches!(result, Err(Error::InvalidArgument(_))), "check {n}: {result:?}");
     }
+}
+
+#[tokio::test]
+async fn sqlite_invalid_keys_do_not_reach_the_writer() {
+    let (_dir, store) = open_temp().await;
+    invalid_keys_are_rejected_before_reaching_the_engine(&store).await;
     assert_eq!(store.stats().writes, 0, "nothing reached the writer");
 }
 
@@ -351,9 +320,61 @@ async fn roundtrip<S: DocumentStore>(store: &S) -> store::Result<u64> {
     Ok(doc.version)
 }
 
-#[tokio::test]
-async fn works_through_a_generic_bound_from_spawned_tasks() {
-    let (_dir, store) = open_temp().await;
+async fn works_through_a_generic_bound_from_spawned_tasks<S>(store: &S)
+where
+    S: DocumentStore + Clone + 'static,
+{
+    let store = store.clone();
     let handle = tokio::spawn(async move { roundtrip(&store).await });
     assert_eq!(handle.await.expect("task").expect("roundtrip"), 2);
 }
+
+/// Runs each contract check against both backends: `sqlite::<name>` and `mariadb::<name>`.
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (_dir, store) = super::common::open_temp().await;
+                    super::$name(&store).await;
+                }
+            )*
+        }
+        mod mariadb {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(store) = super::common::open_mariadb(stringify!($name)).await else {
+                        return;
+                    };
+                    super::$name(&store).await;
+                    store.close().await;
+                }
+            )*
+        }
+    };
+}
+
+on_every_backend!(
+    create_then_get_returns_what_was_written,
+    create_twice_fails_with_already_exists_and_keeps_the_first,
+    get_missing_is_none,
+    same_id_in_two_collections_is_two_documents,
+    bodies_are_opaque_bytes,
+    upsert_creates_then_replaces,
+    replace_bumps_version_and_swaps_index_entries,
+    replace_with_a_stale_version_reports_the_current_one,
+    replace_missing_is_not_found,
+    delete_removes_document_and_index_entries,
+    delete_missing_is_not_found,
+    conditional_delete_checks_the_version,
+    find_returns_matches_in_id_order_up_to_the_limit,
+    a_document_can_hold_several_values_of_one_index,
+    count_counts_one_collection,
+    scan_expired_returns_due_documents_oldest_first,
+    list_pages_through_a_collection_by_id,
+    list_orders_ids_by_bytes,
+    works_through_a_generic_bound_from_spawned_tasks,
+    invalid_keys_are_rejected_before_reaching_the_engine,
+);

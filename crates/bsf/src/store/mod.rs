@@ -1,11 +1,13 @@
 //! The BSF's persistence, behind its own trait: [`BindingStore`] is everything the handlers, the
 //! subscriptions, the audit and the Rx proxy ask of the store, [`BulkLoad`] what `fivecore bsf
-//! preload` needs. No signature here names an engine: a second backend (MySQL protocol) is a
-//! module next to [`sqlite`], the one implementation today (schema, migrations, SQL, bulk load).
+//! preload` needs. No signature here names an engine: [`sqlite`] (the default: schema,
+//! migrations, SQL, bulk load) and [`mysql`] (`[store] backend = "mysql"`: MariaDB / Galera)
+//! implement it.
 //!
 //! The trait is object-safe and the context holds an `Arc<dyn BindingStore>`: one boxed future
 //! per store call, next to the hop to the store's thread that every call makes anyway.
 
+pub mod mysql;
 pub mod sqlite;
 
 use std::future::Future;
@@ -17,6 +19,7 @@ use nf::NfError;
 use crate::models::Keys;
 use crate::ue_address_index::UeAddressIndex;
 
+pub use mysql::MysqlBindingStore;
 pub use sqlite::SqliteBindingStore;
 
 /// What a store call returns.

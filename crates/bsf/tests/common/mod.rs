@@ -32,13 +32,23 @@ impl TestBsf {
             bsf: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("bsf.db"))
-            },
+            store: store_config(dir),
             instance_id,
         };
+        let mysql = run.store.url.first().cloned();
         let bound = bsf::bind(run).await.expect("BSF starts");
+        if let Some(url) = mysql {
+            // The BSF's schema is in the test's database: the BSF runs on MariaDB.
+            let db = url.rsplit('/').next().unwrap();
+            let server = testkit::mariadb::server().unwrap();
+            let n = server
+                .client(&format!(
+                    "SELECT COUNT(*) FROM information_schema.tables \
+                     WHERE table_schema = '{db}' AND table_name = 'bsf_pcf_binding'"
+                ))
+                .unwrap();
+            assert_eq!(n.trim(), "1", "no BSF schema in {db}");
+        }
         let base = format!("http://{}", bound.local_addr());
         let bsf = bound.bsf().clone();
         let rx_addr = bound.rx_local_addr();
@@ -62,6 +72,75 @@ impl TestBsf {
     pub fn url(&self, path: &str) -> String {
         format!("{}/nbsf-management/v1{path}", self.base)
     }
+}
+
+// ---- the store backend of a test ----------------------------------------------------------
+
+thread_local! {
+    /// Whether this test thread's BSFs keep their state on MariaDB (set by [`use_mariadb`]).
+    static MARIADB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// From now on, this test thread's [`state_dir`]s name a new database of the shared MariaDB
+/// server (started by the first caller). False when MariaDB is not installed and not required:
+/// the test is then skipped.
+pub fn use_mariadb() -> bool {
+    let on = testkit::mariadb::server().is_some();
+    MARIADB.with(|m| m.set(on));
+    on
+}
+
+/// Where a test's BSF keeps its state: a temporary directory for the SQLite file, which on
+/// MariaDB (see [`use_mariadb`]) holds the URL of the test's own database instead (`mysql-url`),
+/// so a BSF restarted on the same directory finds its state on either backend.
+pub fn state_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    if MARIADB.with(|m| m.get()) {
+        let server = testkit::mariadb::server().expect("MariaDB started");
+        let url = server.database("bsf");
+        std::fs::write(dir.path().join("mysql-url"), url).unwrap();
+    }
+    dir
+}
+
+/// The `[store]` of a BSF whose state is in `dir` (see [`state_dir`]).
+pub fn store_config(dir: &Path) -> store::SqliteConfig {
+    let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("bsf.db")) };
+    match std::fs::read_to_string(dir.join("mysql-url")) {
+        Ok(url) => store::SqliteConfig {
+            backend: store::Backend::Mysql,
+            url: vec![url],
+            pool_size: 4,
+            ..sqlite
+        },
+        Err(_) => sqlite,
+    }
+}
+
+/// Runs each named test (an `async fn()` of the file) on both store backends, as
+/// `sqlite::<name>` and `mariadb::<name>`.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name().await;
+                }
+            )*
+        }
+        mod mariadb {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    if super::common::use_mariadb() {
+                        super::$name().await;
+                    }
+                }
+            )*
+        }
+    };
 }
 
 pub fn client() -> SbiClient {

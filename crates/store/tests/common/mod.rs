@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use store::{SqliteConfig, SqliteStore};
+use store::{MysqlConfig, MysqlStore, SqliteConfig, SqliteStore};
 use tempfile::TempDir;
 
 /// A store in a fresh temporary directory; keep the `TempDir` alive.
@@ -13,6 +13,14 @@ pub async fn open_temp() -> (TempDir, SqliteStore) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = open_at(&dir.path().join("test.db")).await;
     (dir, store)
+}
+
+/// A store on a new database of the shared MariaDB server (started by the first caller);
+/// `None` when MariaDB is not installed and not required.
+pub async fn open_mariadb(name: &str) -> Option<MysqlStore> {
+    let server = tokio::task::spawn_blocking(testkit::mariadb::server).await.expect("start")?;
+    let url = server.database(name);
+    Some(MysqlStore::open(MysqlConfig::new([url])).await.expect("store opens"))
 }
 
 pub async fn open_at(path: &Path) -> SqliteStore {
