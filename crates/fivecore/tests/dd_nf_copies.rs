@@ -588,7 +588,11 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
         .avp(base::AUTH_APPLICATION_ID.u32(rx::APP_ID))
         .origin(AF_HOST, AF_REALM)
         .destination(BSF_REALM, None)
-        .avp(nasreq::FRAMED_IP_ADDRESS.ipv4_octets(UE_IP));
+        .avp(nasreq::FRAMED_IP_ADDRESS.ipv4_octets(UE_IP))
+        .avp(dcca::SUBSCRIPTION_ID.grouped(vec![
+            dcca::SUBSCRIPTION_ID_TYPE.enumerated(dcca::subscription_id_type::END_USER_E164),
+            dcca::SUBSCRIPTION_ID_DATA.utf8(MSISDN),
+        ]));
     let aaa = af.request(aar).await.expect("an AAA");
     assert_eq!(aaa.result_code(), Some(rc::DIAMETER_SUCCESS), "{aaa:?}");
     assert_eq!(aaa.origin_host(), Some(PCF_HOST), "the PCF answered through the BSF");
@@ -786,6 +790,7 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
     }
     assert_eq!((sh_q.method(), sh_a.method()), ("UDR", "UDA"));
     assert_eq!(sh_q.gpsi(), format!("msisdn-{MSISDN}"), "Sh's User-Identity MSISDN");
+    assert_eq!(sh_a.gpsi(), sh_q.gpsi(), "the UDA names none: its session's");
     assert_eq!((sh_q.status, sh_a.status), (0, 2001));
     assert_eq!(sh_a.body(), uda.to_bytes().unwrap(), "the UDA as on the wire");
     assert_eq!(Message::decode(sh_q.body()).unwrap().session_id(), Some(sh_sid.as_str()));
@@ -830,6 +835,7 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
         );
     }
     assert_eq!(gx_q.supi(), format!("imsi-{IMSI}"));
+    assert_eq!(gx_a.supi(), gx_q.supi(), "the CCA names none: its session's");
     assert_eq!((gx_q.status, gx_a.status), (0, 2001));
     assert_eq!(gx_a.body(), cca.to_bytes().unwrap(), "the CCA as on the wire");
 
@@ -911,6 +917,7 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
     let p_in_a = rx_of(&pcf_copies, TriggerPoint::IngressResponse);
     for x in [&b_in, &b_in_a, &b_out, &b_out_a, &p_in, &p_in_a] {
         assert_eq!((x.protocol, x.operation()), (Protocol::Diameter, "AAR"), "{}", summary(x));
+        assert_eq!(x.gpsi(), format!("msisdn-{MSISDN}"), "the AAR's, and its session's");
     }
     assert_eq!(p_in.body(), b_out.body(), "what the BSF wrote is what the PCF read");
     assert_eq!(p_in_a.body(), b_out_a.body(), "and back");
