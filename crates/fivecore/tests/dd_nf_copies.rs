@@ -3,9 +3,10 @@
 //! (N7, Gx, Rx; reading policy data at the UDR and registering bindings at the BSF) run here on
 //! 127.0.0.1, each with `[<nf>.copy]` on toward the Data Director, which has an unfiltered TCP
 //! feed and a TCP feed of the NRF's copies only, each to a consumer reading the length-framed
-//! envelopes. Real requests in the shapes real peers send (an Open5GS SMF's profile, discovery
-//! and heartbeat; an Open5GS SMF's SmPolicyContextData; a P-GW's CCR-I; a P-CSCF's AAR; an AS's
-//! Sh UDR by MSISDN) go in, and the envelopes the consumers get are checked: NF type and
+//! envelopes. Real requests in the shapes real peers send (an Open5GS AMF's status
+//! subscription, whose notification the NRF sends; an Open5GS SMF's profile, discovery and
+//! heartbeat; an Open5GS SMF's SmPolicyContextData; a P-GW's CCR-I; a P-CSCF's AAR; an AS's Sh
+//! UDR by MSISDN) go in, and the envelopes the consumers get are checked: NF type and
 //! instance, trigger points, service and operation, status, SUPI/GPSI/session ids, HTTP/2
 //! headers, bodies equal to the bytes on the wire (what the test sent or received, and, between
 //! two NFs, what one sent and the other read), timestamps ordered, one copy per message and as
@@ -41,6 +42,7 @@ const UDR_ID: &str = "0d1f6c5e-4b0e-4e71-9a51-7c7a2f0c0002";
 const BSF_ID: &str = "0d1f6c5e-4b0e-4e71-9a51-7c7a2f0c0003";
 const PCF_ID: &str = "0d1f6c5e-4b0e-4e71-9a51-7c7a2f0c0004";
 const SMF_ID: &str = "b81893e0-e942-41f1-be8f-9d0b526de55d";
+const AMF_ID: &str = "b8175e3a-e942-41f1-be8f-9d0b526de55d";
 
 const PCF_HOST: &str = "pcf.pcf.example";
 const PCF_REALM: &str = "pcf.example";
@@ -495,13 +497,24 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
 
     let c = client();
 
-    // --- NRF: an Open5GS SMF registers, is discovered as Open5GS's AMF asks, heartbeats.
+    // --- NRF: Open5GS's AMF subscribes to SMFs' status, an Open5GS SMF registers (the NRF
+    // notifies the AMF), is discovered as Open5GS's AMF asks, heartbeats.
+    let mut amf_sink = testkit::sink::Sink::start().await;
+    let subscription = json!({"nfStatusNotificationUri": amf_sink.url, "reqNfType": "AMF",
+        "reqNfInstanceId": AMF_ID, "subscrCond": {"serviceName": "nsmf-pdusession"},
+        "requesterFeatures": "1"});
+    let r =
+        c.post(&nrf.url("/nnrf-nfm/v1/subscriptions")).json(&subscription).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{:?}", r.body());
+    let subscription_id = r.header("location").unwrap().rsplit('/').next().unwrap().to_owned();
     let profile = serde_json::to_vec(&open5gs_smf_profile()).unwrap();
     let register_path = format!("/nnrf-nfm/v1/nf-instances/{SMF_ID}");
     let r = send_raw(&c, http::Method::PUT, &nrf.url(&register_path), "application/json", &profile)
         .await;
     assert_eq!(r.status(), 201, "{:?}", r.body());
     let register_answer = r.body().clone();
+    let notification = amf_sink.next().await;
+    assert_eq!(notification["event"], "NF_REGISTERED");
     let disc_path = "/nnrf-disc/v1/nf-instances?target-nf-type=SMF&requester-nf-type=AMF\
                      &service-names=nsmf-pdusession&requester-features=20";
     let r = c.get(&nrf.url(disc_path)).send().await.unwrap();
@@ -699,9 +712,10 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
         }
     }
 
-    // NRF, ingress only: register, discover, heartbeat, with the bytes on the wire.
+    // NRF: subscribe, register, discover, heartbeat, with the bytes on the wire; the
+    // notification it sent the AMF and the AMF's 204.
     let nrf_copies: Vec<Copy> = of(&copies, "NRF").into_iter().cloned().collect();
-    assert_eq!(nrf_copies.len(), 6, "{:#?}", summaries(&nrf_copies));
+    assert_eq!(nrf_copies.len(), 10, "{:#?}", summaries(&nrf_copies));
     let nrf_op = |op: &'static str, t: TriggerPoint| {
         one(&nrf_copies, op, move |c| c.operation() == op && c.trigger == t)
     };
@@ -732,14 +746,30 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
     let ts: Vec<u64> =
         [reg, reg_a, disc, disc_a, hb, hb_a].iter().map(|c| c.timestamp_ns).collect();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "the NRF's copies in time order: {ts:?}");
+    let sub = nrf_op("Nnrf_NFManagement_NFStatusSubscribe", TriggerPoint::IngressRequest);
+    let sub_a = nrf_op("Nnrf_NFManagement_NFStatusSubscribe", TriggerPoint::IngressResponse);
+    assert_eq!((sub.method(), sub.path()), ("POST", "/nnrf-nfm/v1/subscriptions"));
+    assert_eq!((sub_a.status, sub_a.session_id()), (201, subscription_id.as_str()));
+    let sink_authority = amf_sink.url.trim_start_matches("http://").split('/').next().unwrap();
+    let notify = one(&nrf_copies, "the NF_REGISTERED notification", |c| {
+        c.trigger == TriggerPoint::EgressRequest
+    });
+    let notify_a =
+        one(&nrf_copies, "the AMF's answer", |c| c.trigger == TriggerPoint::EgressResponse);
+    assert_eq!((notify.method(), notify.peer()), ("POST", sink_authority));
+    assert_eq!(notify.header(":method"), Some(&b"POST"[..]));
+    assert_eq!(notify.header("content-type"), Some(&b"application/json"[..]));
+    assert_eq!(serde_json::from_slice::<Value>(&notify.body()).unwrap(), notification);
+    assert_eq!((notify_a.status, notify_a.transaction), (204, notify.transaction));
+    assert!(reg.timestamp_ns <= notify.timestamp_ns, "notified once registered");
 
-    // The filtered feed: the NRF's six, nothing else.
+    // The filtered feed: the NRF's ten, nothing else.
     let got =
-        nrf_feed.until("the NRF's copies on the filtered feed", |g| g.len() >= 6).await.to_vec();
+        nrf_feed.until("the NRF's copies on the filtered feed", |g| g.len() >= 10).await.to_vec();
     nrf_feed.settle().await;
-    assert_eq!(nrf_feed.got.len(), 6, "{:#?}", summaries(&nrf_feed.got));
+    assert_eq!(nrf_feed.got.len(), 10, "{:#?}", summaries(&nrf_feed.got));
     let seqs: Vec<u64> = got.iter().map(|c| c.sequence).collect();
-    assert_eq!(seqs, (0..6).collect::<Vec<_>>());
+    assert_eq!(seqs, (0..10).collect::<Vec<_>>());
     assert!(
         got.iter().zip(&nrf_copies).all(|(a, b)| a.record() == b.record()),
         "the same envelopes"
