@@ -961,6 +961,16 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
     );
     assert_eq!((b_in_a.status, b_out_a.status, p_in_a.status), (2001, 2001, 2001));
 
+    // Every Diameter copy's body is a whole message tshark decodes cleanly: the CCA, UDA and
+    // AAAs the NFs wrote and the AAR the BSF forwarded among them.
+    let wire: Vec<Vec<u8>> = copies
+        .iter()
+        .filter(|c| c.protocol == Protocol::Diameter)
+        .map(|c| c.body().to_vec())
+        .collect();
+    assert_eq!(wire.len(), 10, "CCR/CCA, UDR/UDA, and the AAR/AAA three times");
+    testkit::tshark::tshark_check(&wire);
+
     drop(smf_sink);
     for node in [as_node, pgw, af] {
         node.shutdown().await;
