@@ -26,7 +26,7 @@
 mod metrics;
 mod sender;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,6 +76,8 @@ pub(crate) struct Shared {
     url: String,
     client: SbiClient,
     state: Mutex<State>,
+    /// The subscriber of each Diameter session, for its messages that do not name it.
+    sessions: Mutex<SessionIds>,
     /// Wakes the sender: a batch was opened while it was idle (its linger starts), a batch was
     /// sealed while it waited, or the stop began.
     wake: Notify,
@@ -193,6 +195,7 @@ impl Copier {
             url: config.ingest_url(),
             client,
             state: Mutex::new(state),
+            sessions: Mutex::new(SessionIds::new(SESSION_IDS)),
             wake: Notify::new(),
             stopping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -617,6 +620,72 @@ fn diameter_transaction(connection: u64, hbh: u32, e2e: u32, ingress: bool) -> u
     (x ^ (x >> 31)) | 1 << 63
 }
 
+/// Sessions remembered per generation by [`SessionIds`].
+const SESSION_IDS: usize = 65_536;
+
+/// The SUPI and GPSI a Diameter session's messages named (a CCR-I's or AAR's Subscription-Id,
+/// Sh's User-Identity MSISDN), by Session-Id, given to its messages that name none: the
+/// answers, CCR-U and CCR-T, RAR, STR. Without it a Data Director filter sampling by SUPI sees a
+/// CCR-I with its SUPI and its CCA without (sampled by session instead), and lets one through
+/// without the other. Two generations of at most `per_generation` sessions each, the older
+/// dropped when the newer is full, so the memory is bounded and a session that was heard of in
+/// neither is forgotten; a session ends at the answer to its CCR-T or STR, or, on Sh (one
+/// request per session), at its answer.
+struct SessionIds {
+    current: HashMap<Box<str>, Subscriber>,
+    previous: HashMap<Box<str>, Subscriber>,
+    per_generation: usize,
+}
+
+#[derive(Clone, Default)]
+struct Subscriber {
+    supi: Option<Arc<str>>,
+    gpsi: Option<Arc<str>>,
+}
+
+impl SessionIds {
+    fn new(per_generation: usize) -> Self {
+        SessionIds { current: HashMap::new(), previous: HashMap::new(), per_generation }
+    }
+
+    /// What `session` named before, after learning what this message names (`supi`, `gpsi`);
+    /// forgets the session when `ends`.
+    fn recall(
+        &mut self,
+        session: &str,
+        supi: Option<&str>,
+        gpsi: Option<&str>,
+        ends: bool,
+    ) -> Subscriber {
+        if !self.current.contains_key(session) {
+            match self.previous.remove_entry(session) {
+                Some((k, v)) => self.insert(k, v),
+                None if supi.is_some() || gpsi.is_some() => {
+                    self.insert(session.into(), Subscriber::default())
+                }
+                None => return Subscriber::default(),
+            }
+        }
+        let Some(known) = self.current.get_mut(session) else { return Subscriber::default() };
+        for (slot, new) in [(&mut known.supi, supi), (&mut known.gpsi, gpsi)] {
+            if let Some(n) = new.filter(|n| slot.as_deref() != Some(*n)) {
+                *slot = Some(n.into());
+            }
+        }
+        if ends {
+            return self.current.remove(session).unwrap_or_default();
+        }
+        known.clone()
+    }
+
+    fn insert(&mut self, session: Box<str>, ids: Subscriber) {
+        if self.current.len() >= self.per_generation {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(session, ids);
+    }
+}
+
 impl DiameterTap for Shared {
     fn copy(&self, m: &TappedMessage<'_>) {
         let Some(ids) = extract::diameter_ids(m.wire) else { return };
@@ -628,9 +697,6 @@ impl DiameterTap for Shared {
             (false, true) => TriggerPoint::EgressRequest,
             (false, false) => TriggerPoint::EgressResponse,
         };
-        if !self.wants(trigger) {
-            return;
-        }
         let service = application_name(ids.application_id);
         if !self.serves(service) {
             return;
@@ -638,8 +704,25 @@ impl DiameterTap for Shared {
         let (method, operation) = command_names(&ids);
         let mut supi_buf = [0u8; 80];
         let mut gpsi_buf = [0u8; 80];
-        let supi = ids.imsi.and_then(|i| extract::prefixed(&mut supi_buf, "imsi-", i));
-        let gpsi = ids.msisdn.and_then(|g| extract::msisdn_gpsi(&mut gpsi_buf, g));
+        let mut supi = ids.imsi.and_then(|i| extract::prefixed(&mut supi_buf, "imsi-", i));
+        let mut gpsi = ids.msisdn.and_then(|g| extract::msisdn_gpsi(&mut gpsi_buf, g));
+        let known = match ids.session_id {
+            Some(session) => {
+                let ends =
+                    !ids.request && (matches!(operation, "CCR-T" | "STR") || service == "Sh");
+                self.sessions
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recall(session, supi, gpsi, ends)
+            }
+            None => Subscriber::default(),
+        };
+        // Learned above even when this trigger point is not copied: its answer may be.
+        if !self.wants(trigger) {
+            return;
+        }
+        supi = supi.or(known.supi.as_deref());
+        gpsi = gpsi.or(known.gpsi.as_deref());
         let peer = format_addr(m.peer_addr);
         let meta = CopyMeta {
             trigger,

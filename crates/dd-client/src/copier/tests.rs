@@ -272,13 +272,112 @@ async fn diameter_copies_carry_the_wire_bytes_and_their_ids() {
     }
     assert_eq!((copies[0].method(), copies[1].method()), ("CCR", "CCA"));
     assert_eq!(copies[0].supi(), "imsi-001010000000001");
-    assert_eq!(copies[1].supi(), "", "a CCA carries no Subscription-Id");
+    assert_eq!(copies[1].supi(), "imsi-001010000000001", "the session's, a CCA names none");
     assert_eq!((copies[0].status, copies[1].status), (0, 2001));
     assert_eq!(&copies[0].body()[..], &wire[..]);
     assert_eq!(&copies[1].body()[..], &cca[..]);
     assert_eq!(copies[0].transaction, copies[1].transaction);
     assert_eq!(copies[2].transaction, copies[3].transaction);
     assert_ne!(copies[0].transaction, copies[2].transaction);
+}
+
+/// A Gx message of session `sid`: a CCR of `kind` (1 initial, 2 update, 3 termination), with
+/// the subscriber's IMSI when `imsi`, or its CCA.
+fn gx_message(sid: &str, kind: u32, imsi: bool, answer: bool) -> Vec<u8> {
+    use diameter::dictionary::{base, dcca, gx};
+    let mut ccr = diameter::Message::request(gx::APP_ID, gx::CMD_CREDIT_CONTROL)
+        .ids(kind, kind)
+        .session_id_avp(sid)
+        .avp(base::AUTH_APPLICATION_ID.u32(gx::APP_ID))
+        .origin("pgw.epc", "epc")
+        .destination("pcf", None)
+        .avp(dcca::CC_REQUEST_TYPE.enumerated(kind))
+        .avp(dcca::CC_REQUEST_NUMBER.u32(kind - 1));
+    if imsi {
+        ccr = ccr.avp(dcca::SUBSCRIPTION_ID.grouped(vec![
+            dcca::SUBSCRIPTION_ID_TYPE.enumerated(1),
+            dcca::SUBSCRIPTION_ID_DATA.utf8("001010000000001"),
+        ]));
+    }
+    if !answer {
+        return ccr.to_bytes().unwrap().to_vec();
+    }
+    diameter::Message::answer_to(&ccr)
+        .result_code_avp(2001)
+        .avp(dcca::CC_REQUEST_TYPE.enumerated(kind))
+        .to_bytes()
+        .unwrap()
+        .to_vec()
+}
+
+#[tokio::test]
+async fn a_diameter_sessions_later_messages_carry_the_subscriber_its_first_named() {
+    // Only answers copied: the CCR-I's subscriber is learned all the same.
+    let only_answers = CopyConfig { triggers: vec!["ingress_response".into()], ..config(1 << 20) };
+    let c = copier(&only_answers);
+    let tap = c.diameter_tap();
+    let peer: SocketAddr = "127.0.0.1:3868".parse().unwrap();
+    let m = |direction, wire: &[u8]| {
+        tap.copy(&TappedMessage {
+            direction,
+            wire,
+            connection: 1,
+            peer_addr: peer,
+            peer_host: "pgw",
+        })
+    };
+    let (rcv, snd) = (Direction::Received, Direction::Sent);
+    for (kind, imsi) in [(1, true), (2, false), (3, false)] {
+        m(rcv, &gx_message("s;1", kind, imsi, false));
+        m(snd, &gx_message("s;1", kind, false, true));
+    }
+    // Over: the CCR-T's answer ended the session. Another session never named a subscriber.
+    m(rcv, &gx_message("s;1", 2, false, false));
+    m(snd, &gx_message("s;1", 2, false, true));
+    m(snd, &gx_message("s;2", 1, false, true));
+    let got: Vec<(String, String)> =
+        buffered(&c).iter().map(|x| (x.operation().to_owned(), x.supi().to_owned())).collect();
+    let imsi = "imsi-001010000000001".to_owned();
+    let named = |op: &str, supi: &str| (op.to_owned(), supi.to_owned());
+    assert_eq!(
+        got,
+        [
+            named("CCR-I", &imsi),
+            named("CCR-U", &imsi),
+            named("CCR-T", &imsi),
+            named("CCR-U", ""),
+            named("CCR-I", "")
+        ]
+    );
+}
+
+#[test]
+fn session_subscribers_are_bounded_by_two_generations() {
+    let mut ids = SessionIds::new(2);
+    let supi = |x: &Subscriber| x.supi.as_deref().map(str::to_owned);
+    let learn =
+        |ids: &mut SessionIds, s: &str| ids.recall(s, Some(&format!("imsi-{s}")), None, false);
+    learn(&mut ids, "a");
+    learn(&mut ids, "b");
+    // c starts a generation: a and b are the previous one, still known; a comes back.
+    learn(&mut ids, "c");
+    assert_eq!(supi(&ids.recall("a", None, None, false)).as_deref(), Some("imsi-a"));
+    // d and e: a generation full of a and c moves down; b, unheard of, is forgotten.
+    learn(&mut ids, "d");
+    learn(&mut ids, "e");
+    assert_eq!(supi(&ids.recall("b", None, None, false)), None);
+    assert_eq!(supi(&ids.recall("a", None, None, false)).as_deref(), Some("imsi-a"));
+    assert!(ids.current.len() + ids.previous.len() <= 4);
+    // A message naming another subscriber replaces it; a GPSI is added beside the SUPI.
+    let x = ids.recall("a", Some("imsi-z"), Some("msisdn-1"), false);
+    assert_eq!((x.supi.as_deref(), x.gpsi.as_deref()), (Some("imsi-z"), Some("msisdn-1")));
+    // A session's end forgets it, after giving what it knew.
+    assert_eq!(supi(&ids.recall("a", None, None, true)).as_deref(), Some("imsi-z"));
+    assert_eq!(supi(&ids.recall("a", None, None, false)), None);
+    // A session that never named anyone takes no room.
+    let before = ids.current.len() + ids.previous.len();
+    ids.recall("nobody", None, None, false);
+    assert_eq!(ids.current.len() + ids.previous.len(), before);
 }
 
 #[tokio::test]
