@@ -2,7 +2,9 @@
 //! NF topic reads it from its committed offset and appends what it read to MAIN's partitions,
 //! then commits. A copy is in MAIN at least once: a kill between MAIN's append and the NF topic's
 //! commit appends that batch again on restart (never loses it), which consumers that correlate by
-//! the copy's sequence number can see. The NF topic's offset is committed every 200 ms, and only
+//! the copy's sequence number can see. With MAIN as an index ([`crate::main_index`]) and each
+//! batch one append (one partition, or round-robin), MAIN itself says how far aggregation got, so
+//! a restart resumes there and appends nothing twice. The NF topic's offset is committed every 200 ms, and only
 //! past batches MAIN has synced to disk, so MAIN may sync on an interval (one fdatasync on a
 //! copy's path, the NF topic's, instead of two) without an OS crash losing what the NF topic
 //! acknowledged.
