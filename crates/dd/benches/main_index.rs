@@ -33,16 +33,41 @@ const COPY_BYTES: usize = 1200;
 const BATCH: u64 = 256;
 const SENDERS: u64 = 4;
 const WARMUP: u64 = 20_480;
-const COPIES: u64 = 102_400;
+const COPIES: u64 = 204_800;
+const ROUNDS: usize = 3;
 const LOAD_THREAD: &str = "bench-load";
 
 fn main() {
-    for store in ["copy", "index"] {
-        run(store);
+    let mut results: Vec<(&str, Vec<Round>)> = vec![("copy", Vec::new()), ("index", Vec::new())];
+    for _ in 0..ROUNDS {
+        for (store, rounds) in results.iter_mut() {
+            rounds.push(run(store));
+        }
+    }
+    for (store, mut rounds) in results {
+        let median = |rounds: &mut Vec<Round>, f: fn(&Round) -> f64| {
+            rounds.sort_by(|a, b| f(a).total_cmp(&f(b)));
+            f(&rounds[rounds.len() / 2])
+        };
+        println!(
+            "median of {ROUNDS}, store = {store}: DD CPU {:.2} µs/copy (user {:.2}, system {:.2}); \
+             written to storage {:.0} B/copy",
+            median(&mut rounds, |r| r.user_us + r.system_us),
+            median(&mut rounds, |r| r.user_us),
+            median(&mut rounds, |r| r.system_us),
+            median(&mut rounds, |r| r.written),
+        );
     }
 }
 
-fn run(store: &str) {
+/// One store's round, per copy.
+struct Round {
+    user_us: f64,
+    system_us: f64,
+    written: f64,
+}
+
+fn run(store: &str) -> Round {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let config: dd::DdConfig = toml::from_str(&format!("[main]\nstore = \"{store}\"")).unwrap();
     let dd_rt = tokio::runtime::Builder::new_multi_thread()
@@ -109,7 +134,9 @@ fn run(store: &str) {
     send(&load, &base, WARMUP, COPIES);
     wait_for(&all, WARMUP + COPIES);
     let wall = wall.elapsed();
-    let dd_cpu = (process_cpu() - cpu0).saturating_sub(threads_cpu(LOAD_THREAD) - load0);
+    let (cpu1, load1) = (process_cpu(), threads_cpu(LOAD_THREAD));
+    let user = (cpu1.0 - cpu0.0).saturating_sub(load1.0 - load0.0);
+    let system = (cpu1.1 - cpu0.1).saturating_sub(load1.1 - load0.1);
     let written = write_bytes() - io0;
     let _ = stop.send(());
     dd_rt.block_on(serving).unwrap().unwrap();
@@ -132,12 +159,15 @@ fn run(store: &str) {
     }
     let total = WARMUP + COPIES;
     println!(
-        "store = {store}: {COPIES} copies of {COPY_BYTES} B in {:.2} s ({:.0}/s); DD CPU {:.2} µs/copy; \
+        "store = {store}: {COPIES} copies of {COPY_BYTES} B in {:.2} s ({:.0}/s); DD CPU {:.2} µs/copy \
+         (user {:.2}, system {:.2}); \
          written to storage {:.0} B/copy; log files: NF topics {:.0} B/copy, MAIN {:.0} B/copy; \
          1 % feed {} of {total}",
         wall.as_secs_f64(),
         COPIES as f64 / wall.as_secs_f64(),
-        dd_cpu.as_secs_f64() * 1e6 / COPIES as f64,
+        (user + system).as_secs_f64() * 1e6 / COPIES as f64,
+        user.as_secs_f64() * 1e6 / COPIES as f64,
+        system.as_secs_f64() * 1e6 / COPIES as f64,
         written as f64 / COPIES as f64,
         nf as f64 / total as f64,
         main as f64 / total as f64,
@@ -145,6 +175,8 @@ fn run(store: &str) {
     );
     drop(load);
     drop(dd_rt);
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / COPIES as f64;
+    Round { user_us: per(user), system_us: per(system), written: written as f64 / COPIES as f64 }
 }
 
 /// A TCP consumer that counts the frames it reads.
@@ -260,21 +292,22 @@ fn wait_for(frames: &AtomicU64, n: u64) {
     }
 }
 
-/// CPU time (user + system) of this process so far, exited threads included.
-fn process_cpu() -> Duration {
+/// CPU time (user, system) of this process so far, exited threads included.
+fn process_cpu() -> (Duration, Duration) {
     // SAFETY: getrusage fills the struct it is given; zeroed is a valid initial value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid pointer to a rusage owned by this frame.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    (tv(usage.ru_utime), tv(usage.ru_stime))
 }
 
-/// CPU time of this process's live threads named `name` (`/proc/self/task/*/stat`).
-fn threads_cpu(name: &str) -> Duration {
+/// CPU time (user, system) of this process's live threads named `name`
+/// (`/proc/self/task/*/stat`).
+fn threads_cpu(name: &str) -> (Duration, Duration) {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let mut ticks = 0u64;
+    let (mut user, mut system) = (0u64, 0u64);
     for task in std::fs::read_dir("/proc/self/task").unwrap().filter_map(|e| e.ok()) {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
@@ -283,9 +316,10 @@ fn threads_cpu(name: &str) -> Duration {
         }
         // After the name: state, then fields 4.. ; utime and stime are fields 14 and 15.
         let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        ticks += fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+        user += fields[11].parse::<u64>().unwrap_or(0);
+        system += fields[12].parse::<u64>().unwrap_or(0);
     }
-    Duration::from_millis(ticks * 1000 / hz)
+    (Duration::from_millis(user * 1000 / hz), Duration::from_millis(system * 1000 / hz))
 }
 
 /// Bytes this process has caused to be written to storage (`write_bytes` of `/proc/self/io`).
