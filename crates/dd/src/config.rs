@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::kafka::KafkaConfig;
 use crate::log::LogConfig;
+use crate::main_index::{check_retention, MainConfig, MainStore};
 use crate::sinks::xdr_store::config::XdrStoreConfig;
 use crate::sources::ingest::IngestConfig;
 use crate::sources::kafka::KafkaSourceConfig;
@@ -29,6 +30,11 @@ pub struct DdConfig {
     /// Per-NF aggregation into MAIN.
     #[serde(default)]
     pub aggregate: AggregateConfig,
+
+    /// What MAIN's partitions hold in the embedded mode (`[dd.main] store`: `index`, the
+    /// default, or `copy`).
+    #[serde(default)]
+    pub main: MainConfig,
 
     /// The embedded log of the NF topics and MAIN (`[dd.log]`: fsync, segments, retention
     /// per topic; `[dd.log.topics.MAIN]` applies to every MAIN partition).
@@ -64,6 +70,7 @@ impl Default for DdConfig {
             log_dir: None,
             ingest: IngestConfig::default(),
             aggregate: AggregateConfig::default(),
+            main: MainConfig::default(),
             log: LogConfig::default(),
             kafka: None,
             kafka_source: None,
@@ -78,6 +85,9 @@ impl DdConfig {
     pub fn validate(&self) -> Result<(), String> {
         self.ingest.validate()?;
         self.aggregate.validate()?;
+        if self.kafka.is_none() && self.main.store == MainStore::Index {
+            check_retention(&self.log)?;
+        }
         if let Err(p) = self.xdr_store.validate() {
             let what: Vec<String> = p
                 .iter()
@@ -122,5 +132,20 @@ mod tests {
         assert!(toml::from_str::<DdConfig>("feed_bach = 3").is_err());
         let bad: DdConfig = toml::from_str("feed_batch = 0").unwrap();
         assert!(bad.validate().unwrap_err().contains("feed_batch"));
+    }
+
+    #[test]
+    fn main_indexes_by_default_and_an_nf_topic_kept_shorter_than_main_is_refused() {
+        let c: DdConfig = toml::from_str("").unwrap();
+        assert_eq!(c.main.store, MainStore::Index);
+        let c: DdConfig = toml::from_str("[main]\nstore = \"copy\"").unwrap();
+        assert_eq!(c.main.store, MainStore::Copy);
+        assert!(toml::from_str::<DdConfig>("[main]\nstore = \"twice\"").is_err());
+        let short = "[log]\nretention_secs = 300";
+        let e = toml::from_str::<DdConfig>(short).unwrap().validate().unwrap_err();
+        assert!(e.contains("[dd.log] retention_secs = 300"), "{e}");
+        // Copying, an NF topic may be kept as briefly as the reference's 5 minutes.
+        let copy: DdConfig = toml::from_str(&format!("{short}\n[main]\nstore = \"copy\"")).unwrap();
+        copy.validate().unwrap();
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use crate::admin::Admin;
 use crate::config::DdConfig;
 use crate::kafka_pipeline::KafkaPipeline;
+use crate::main_index::{IndexedMain, MainStore};
 use crate::metrics::Metrics;
 use crate::sinks::xdr_store::XdrStore;
 use crate::topics::{main_partition, TopicLog, Topics, NF_TOPICS};
@@ -24,7 +25,11 @@ pub struct Dd {
     /// The pipeline over Kafka, in the Kafka mode (`[dd.kafka]`).
     pub kafka: Option<Arc<KafkaPipeline>>,
     nf_topics: [OnceLock<Arc<dyn TopicLog>>; NF_TOPICS.len()],
+    /// MAIN's partitions as consumers read them: copies (with `[dd.main] store = "index"`, the
+    /// index records resolved to the copies in the NF topics).
     main: Vec<Arc<dyn TopicLog>>,
+    /// MAIN's partitions as aggregation writes them: copies, or index records.
+    main_log: Vec<Arc<dyn TopicLog>>,
     /// Bytes the ingest API has accepted and not yet seen durable.
     pub ingest_pending: AtomicUsize,
     pub metrics: Arc<Metrics>,
@@ -59,11 +64,18 @@ impl Dd {
             Backend::Log(t) => (Some(t), None),
             Backend::Kafka(k) => (None, Some(k)),
         };
-        let main = match &topics {
+        let main_log = match &topics {
             Some(t) => (0..config.aggregate.main_partitions)
                 .map(|i| t.topic(&main_partition(i)))
                 .collect::<io::Result<Vec<_>>>()?,
             None => Vec::new(),
+        };
+        let main = match (&topics, config.main.store) {
+            (Some(t), MainStore::Index) => main_log
+                .iter()
+                .map(|p| Arc::new(IndexedMain::new(p.clone(), t.clone())) as Arc<dyn TopicLog>)
+                .collect(),
+            _ => main_log.clone(),
         };
         Ok(Dd {
             config,
@@ -71,6 +83,7 @@ impl Dd {
             kafka,
             nf_topics: Default::default(),
             main,
+            main_log,
             ingest_pending: AtomicUsize::new(0),
             metrics,
             feed_metrics,
@@ -95,5 +108,11 @@ impl Dd {
     /// MAIN's partitions (none in the Kafka mode: MAIN is a Kafka topic).
     pub fn main(&self) -> &[Arc<dyn TopicLog>] {
         &self.main
+    }
+
+    /// MAIN's partitions as stored, for aggregation to append to (index records with
+    /// `[dd.main] store = "index"`).
+    pub fn main_log(&self) -> &[Arc<dyn TopicLog>] {
+        &self.main_log
     }
 }

@@ -20,6 +20,7 @@ pub mod kafka;
 pub mod kafka_pipeline;
 pub mod log;
 pub mod log_topics;
+pub mod main_index;
 pub mod metrics;
 pub mod pipeline;
 pub mod sinks;
@@ -135,6 +136,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         )
         .map_err(|e| DdError::Config(format!("the log in {}: {e}", dir.display())))?,
     );
+    if dd.kafka.is_none() {
+        main_index::check_partitions(dd.main_log(), dd.config.main.store)
+            .await
+            .map_err(DdError::Config)?;
+    }
     let mut serving = skeleton.bind(router(dd.clone())).await?;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -152,8 +158,9 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             tasks.push(tokio::spawn(transforms::aggregate::run(
                 nf,
                 i,
-                dd.main().to_vec(),
+                dd.main_log().to_vec(),
                 dd.config.aggregate.clone(),
+                dd.config.main.store,
                 metrics.clone(),
                 stop_rx.clone(),
             )));

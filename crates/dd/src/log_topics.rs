@@ -13,7 +13,8 @@ use bytes::Bytes;
 
 use crate::config::DdConfig;
 use crate::log::{Fsync, LogConfig, LogDir, LogError, Topic, TopicOverrides, MAIN};
-use crate::topics::{main_partition, Batch, BoxFuture, TopicLog, Topics};
+use crate::main_index::{covers_age, MainStore};
+use crate::topics::{main_partition, Batch, BoxFuture, TopicLog, Topics, NF_TOPICS};
 
 /// MAIN's retention when `[dd.log.topics.MAIN]` does not set one (the reference's 6 hours).
 const MAIN_RETENTION_SECS: u64 = 6 * 3600;
@@ -49,11 +50,43 @@ pub fn partitioned(config: &LogConfig, partitions: usize) -> LogConfig {
     c
 }
 
+/// [`partitioned`], and with MAIN as an index (`[dd.main] store = "index"`) the NF topics kept at
+/// least as long, and at least as large, as MAIN would keep its copies: MAIN's records point
+/// into them. Values an operator set lower are refused by
+/// [`crate::main_index::check_retention`] before this runs; what it raises are the defaults.
+pub fn embedded(config: &DdConfig) -> LogConfig {
+    let mut c = partitioned(&config.log, config.aggregate.main_partitions);
+    if config.main.store != MainStore::Index {
+        return c;
+    }
+    let main_age = c.topic(MAIN).retention_age.map_or(0, |a| a.as_secs());
+    let main_bytes = c.topic(MAIN).retention_bytes;
+    for t in NF_TOPICS {
+        let own = c.topic(t);
+        let own_age = own.retention_age.map_or(0, |a| a.as_secs());
+        let o = c.topics.entry(t.to_string()).or_default();
+        if !covers_age(own_age, main_age) {
+            o.retention_secs = Some(main_age);
+        }
+        if let (Some(own), Some(min)) = (own.retention_bytes, main_bytes) {
+            if own < min {
+                o.retention_mib = Some(min >> 20);
+            }
+        }
+    }
+    c
+}
+
 impl LogTopics {
     /// Opens (and recovers) the log: blocking, call it off the async threads.
     pub fn open(dir: &Path, config: &DdConfig) -> Result<Arc<LogTopics>, LogError> {
-        let log = LogDir::open(dir, partitioned(&config.log, config.aggregate.main_partitions))?;
+        let log = LogDir::open(dir, embedded(config))?;
         Ok(Arc::new(LogTopics { dir: Arc::new(log) }))
+    }
+
+    /// The log under the topics (its topics' stats, retention passes).
+    pub fn log(&self) -> &Arc<LogDir> {
+        &self.dir
     }
 
     /// Applies every topic's retention every `period`.
@@ -88,7 +121,7 @@ impl TopicLog for LogTopic {
     ) -> BoxFuture<'_, io::Result<Batch>> {
         Box::pin(async move {
             let b = self.0.read(from, max_bytes, max_records).await.map_err(io_error)?;
-            Ok(Batch { records: b.records, next: b.next_offset, skipped: b.skipped })
+            Ok(Batch { records: b.records, next: b.next_offset, skipped: b.skipped, unresolved: 0 })
         })
     }
 

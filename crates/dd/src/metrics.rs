@@ -5,7 +5,9 @@
 //!   `max_pending_bytes` were already being written;
 //! - `dd_aggregated_total{topic}`: copies moved from each NF topic into MAIN;
 //! - `dd_retention_skipped_total{topic,consumer}`: copies a consumer never read because retention
-//!   removed them first (a feed or aggregation too slow for its topic's retention).
+//!   removed them first (a feed or aggregation too slow for its topic's retention);
+//! - `dd_main_unresolved_total{topic,consumer}`: MAIN index records (`[dd.main] store =
+//!   "index"`) a consumer skipped because their NF topic no longer had the copy.
 //!
 //! Counters are created once per topic at start, so the hot path bumps an atomic and never
 //! hashes a label set.
@@ -32,6 +34,8 @@ pub struct Metrics {
     skipped: Family<Labels, Counter>,
     /// Feed consumers' skip counters, by (topic, consumer), made on first use.
     skipped_by_consumer: Mutex<Vec<((String, String), Counter)>>,
+    unresolved: Family<Labels, Counter>,
+    unresolved_by_consumer: Mutex<Vec<((String, String), Counter)>>,
 }
 
 impl Metrics {
@@ -65,7 +69,14 @@ impl Metrics {
             refused_bytes: Counter::default(),
             skipped: skipped.clone(),
             skipped_by_consumer: Mutex::new(Vec::new()),
+            unresolved: Family::default(),
+            unresolved_by_consumer: Mutex::new(Vec::new()),
         };
+        r.register(
+            "dd_main_unresolved",
+            "MAIN index records skipped because their NF topic no longer had the copy",
+            m.unresolved.clone(),
+        );
         r.register("dd_ingest_copies", "Copies accepted into each NF topic", ingested_f);
         r.register("dd_aggregated", "Copies moved from each NF topic into MAIN", aggregated_f);
         r.register(
@@ -120,16 +131,32 @@ impl Metrics {
 
     /// A feed consumer lost `copies` of `topic` to retention.
     pub fn consumer_skipped(&self, topic: &str, consumer: &str, copies: u64) {
-        let mut known = self.skipped_by_consumer.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, c)) = known.iter().find(|((t, n), _)| t == topic && n == consumer) {
-            c.inc_by(copies);
-            return;
-        }
-        let c = self
-            .skipped
-            .get_or_create(&vec![("topic", topic.to_string()), ("consumer", consumer.to_string())])
-            .clone();
-        c.inc_by(copies);
-        known.push(((topic.to_string(), consumer.to_string()), c));
+        count(&self.skipped, &self.skipped_by_consumer, topic, consumer, copies);
     }
+
+    /// A consumer of MAIN partition `topic` skipped `records` index records whose copy was gone.
+    pub fn consumer_unresolved(&self, topic: &str, consumer: &str, records: u64) {
+        count(&self.unresolved, &self.unresolved_by_consumer, topic, consumer, records);
+    }
+}
+
+/// Adds `n` to `family`'s counter for (topic, consumer), kept in `known` so that the next time
+/// hashes no label set.
+fn count(
+    family: &Family<Labels, Counter>,
+    known: &Mutex<Vec<((String, String), Counter)>>,
+    topic: &str,
+    consumer: &str,
+    n: u64,
+) {
+    let mut known = known.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, c)) = known.iter().find(|((t, k), _)| t == topic && k == consumer) {
+        c.inc_by(n);
+        return;
+    }
+    let c = family
+        .get_or_create(&vec![("topic", topic.to_string()), ("consumer", consumer.to_string())])
+        .clone();
+    c.inc_by(n);
+    known.push(((topic.to_string(), consumer.to_string()), c));
 }

@@ -114,6 +114,9 @@ impl Consumer {
             if batch.skipped > 0 {
                 self.metrics.consumer_skipped(part.name(), &self.consumer, batch.skipped);
             }
+            if batch.unresolved > 0 {
+                self.metrics.consumer_unresolved(part.name(), &self.consumer, batch.unresolved);
+            }
             let records = match &self.select {
                 None => batch.records,
                 Some(s) => batch
@@ -242,6 +245,13 @@ impl CorrelationConsumer {
                     };
                     if batch.skipped > 0 {
                         self.metrics.consumer_skipped(part.name(), &self.consumer, batch.skipped);
+                    }
+                    if batch.unresolved > 0 {
+                        self.metrics.consumer_unresolved(
+                            part.name(),
+                            &self.consumer,
+                            batch.unresolved,
+                        );
                     }
                     let first = batch.next - batch.records.len() as u64;
                     self.correlator.push_batch(first, &batch.records);

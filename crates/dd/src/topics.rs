@@ -41,6 +41,9 @@ pub struct Batch {
     /// Records the reader asked for that retention had already removed (its offset was below
     /// the topic's start): lost to this reader, counted.
     pub skipped: u64,
+    /// Records of an indexed MAIN (`crate::main_index`) whose copy the NF topic no longer had
+    /// (deleted, or not the record indexed): skipped before `records`, counted.
+    pub unresolved: u64,
 }
 
 /// One append-only topic with consumer offsets. `append` resolves only once the records are

@@ -2,7 +2,9 @@
 //! NF topic reads it from its committed offset and appends what it read to MAIN's partitions,
 //! then commits. A copy is in MAIN at least once: a kill between MAIN's append and the NF topic's
 //! commit appends that batch again on restart (never loses it), which consumers that correlate by
-//! the copy's sequence number can see. The NF topic's offset is committed every 200 ms, and only
+//! the copy's sequence number can see. With MAIN as an index ([`crate::main_index`]) and each
+//! batch one append (one partition, or round-robin), MAIN itself says how far aggregation got, so
+//! a restart resumes there and appends nothing twice. The NF topic's offset is committed every 200 ms, and only
 //! past batches MAIN has synced to disk, so MAIN may sync on an interval (one fdatasync on a
 //! copy's path, the NF topic's, instead of two) without an OS crash losing what the NF topic
 //! acknowledged.
@@ -20,12 +22,17 @@ use tokio::sync::watch;
 
 pub use config::{AggregateConfig, Ordering};
 
+use crate::main_index::{IndexRecord, MainStore};
 use crate::metrics::Metrics;
 use crate::pipeline::pause;
 use crate::topics::TopicLog;
 
 /// The consumer name under which an aggregation task commits its NF topic's offset.
 pub const CONSUMER: &str = "aggregate";
+
+/// How often aggregation looks again for a copy its NF topic has written but not yet synced
+/// (an NF topic with `fsync = { interval_ms }` and MAIN an index).
+const UNSYNCED_POLL: Duration = Duration::from_millis(1);
 
 /// Largest read from an NF topic, bytes.
 const MAX_READ_BYTES: usize = 8 * 1024 * 1024;
@@ -50,21 +57,41 @@ pub fn key_partition(record: &Bytes, partitions: usize) -> usize {
 /// later commit safe, it only widens what a restart aggregates again.
 const COMMIT_EVERY: Duration = Duration::from_millis(200);
 
-/// Runs the aggregation of `nf` into `main` until `stop` turns true.
+/// Runs the aggregation of `nf` into `main` until `stop` turns true. With `store` `Index`, MAIN
+/// gets an index record per copy ([`crate::main_index`]) rather than the copy.
 pub async fn run(
     nf: Arc<dyn TopicLog>,
     nf_index: usize,
     main: Vec<Arc<dyn TopicLog>>,
     config: AggregateConfig,
+    store: MainStore,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let index = store == MainStore::Index;
     let mut offset = nf.committed(CONSUMER).unwrap_or_else(|| nf.start_offset());
     let mut next_partition = nf_index % main.len();
     // Batches appended to MAIN, oldest first: the MAIN end offsets they need synced, and the NF
     // topic offset that may be committed once they are.
     let mut unsynced: VecDeque<(Vec<(usize, u64)>, u64)> = VecDeque::new();
     let mut committed = offset;
+    // MAIN as an index says how far aggregation got before a kill: resuming there rather than
+    // at the committed offset appends nothing twice. Only where each batch was one append (one
+    // partition, or round-robin), so that what MAIN holds of this topic is a prefix of it.
+    if index && (main.len() == 1 || config.ordering == Ordering::RoundRobin) {
+        if let Some(last) = resumable(&nf, last_indexed(&main, nf_index, offset).await).await {
+            tracing::info!(
+                topic = nf.name(),
+                committed = offset,
+                resume = last + 1,
+                "aggregation resumes after the copies MAIN already indexes"
+            );
+            offset = last + 1;
+            // Committed once MAIN's partitions have synced what they hold now.
+            let ends = main.iter().enumerate().map(|(i, p)| (i, p.end_offset())).collect();
+            unsynced.push_back((ends, offset));
+        }
+    }
     let mut last_commit = Instant::now();
     loop {
         let due = !unsynced.is_empty() || committed != offset;
@@ -91,7 +118,17 @@ pub async fn run(
         if nf.end_offset() <= offset {
             continue;
         }
-        let batch = match nf.read(offset, MAX_READ_BYTES, config.batch).await {
+        // An index record may point only at a copy its NF topic has synced: after an OS crash
+        // the topic keeps what it synced, so MAIN never points past its end. (With the NF
+        // topics' default fsync = "always" a readable record is a synced one.)
+        let limit = if index { nf.synced_end() } else { nf.end_offset() };
+        if limit <= offset {
+            // A stop during the pause is seen at the top of the loop.
+            let _ = pause(&mut stop, UNSYNCED_POLL).await;
+            continue;
+        }
+        let max_records = config.batch.min((limit - offset) as usize);
+        let batch = match nf.read(offset, MAX_READ_BYTES, max_records).await {
             Ok(b) => b,
             Err(e) => {
                 tracing::error!(topic = nf.name(), error = %e, "aggregation cannot read its topic");
@@ -109,15 +146,26 @@ pub async fn run(
             continue;
         }
         let n = batch.records.len();
+        let first = batch.next - n as u64;
         let mut parts: Vec<Vec<Bytes>> = vec![Vec::new(); main.len()];
-        match config.ordering {
-            Ordering::RoundRobin => {
+        match (config.ordering, index) {
+            (Ordering::RoundRobin, false) => {
                 parts[next_partition] = batch.records;
                 next_partition = (next_partition + 1) % main.len();
             }
-            Ordering::Key => {
+            (Ordering::RoundRobin, true) => {
+                parts[next_partition] = IndexRecord::encode_run(nf_index, first, &batch.records);
+                next_partition = (next_partition + 1) % main.len();
+            }
+            (Ordering::Key, false) => {
                 for r in batch.records {
                     parts[key_partition(&r, main.len())].push(r);
+                }
+            }
+            (Ordering::Key, true) => {
+                let records = IndexRecord::encode_run(nf_index, first, &batch.records);
+                for (r, i) in batch.records.iter().zip(records) {
+                    parts[key_partition(r, main.len())].push(i);
                 }
             }
         }
@@ -149,6 +197,70 @@ pub async fn run(
         unsynced.push_back((ends, offset));
         metrics.aggregated(nf_index, n);
     }
+}
+
+/// Index records read at once when looking back through MAIN at start.
+const SCAN_CHUNK: u64 = 4096;
+
+/// How far back (records per partition) the look at start goes: the records appended since the
+/// last commit, at most ~200 ms of them, are near the end; beyond this, resuming at the
+/// committed offset (appending some again) is the fallback.
+const SCAN_LIMIT: u64 = 1 << 20;
+
+/// The offset of `last`, when the NF topic holds the very copy it indexes: not when the topic
+/// was deleted and started again (its offsets then name other copies, or none yet).
+async fn resumable(nf: &Arc<dyn TopicLog>, last: Option<IndexRecord>) -> Option<u64> {
+    let last = last?;
+    if last.offset >= nf.end_offset() {
+        return None;
+    }
+    let b = nf.read(last.offset, 1 << 20, 1).await.ok()?;
+    let first = b.next - b.records.len() as u64;
+    (first == last.offset && b.records.first().is_some_and(|r| last.matches(r)))
+        .then_some(last.offset)
+}
+
+/// The index record with the highest offset of NF topic `nf_index` that MAIN's partitions hold
+/// at or after `from`, looking back from their ends.
+async fn last_indexed(
+    main: &[Arc<dyn TopicLog>],
+    nf_index: usize,
+    from: u64,
+) -> Option<IndexRecord> {
+    let mut found = None;
+    for p in main {
+        let (start, end) = (p.start_offset(), p.end_offset());
+        let mut hi = end;
+        while hi > start && end - hi < SCAN_LIMIT {
+            let lo = hi.saturating_sub(SCAN_CHUNK).max(start);
+            // One read stops at a segment's end: read on until `hi`.
+            let (mut at, mut last, mut failed) = (lo, None, false);
+            while at < hi {
+                match p.read(at, usize::MAX, (hi - at) as usize).await {
+                    Ok(b) if b.next > at => {
+                        let mut mine = b.records.iter().filter_map(|r| IndexRecord::decode(r));
+                        last = mine.rfind(|r| r.topic as usize == nf_index).or(last);
+                        at = b.next;
+                    }
+                    _ => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            if let Some(r) = last {
+                if r.offset >= from && found.is_none_or(|f: IndexRecord| f.offset < r.offset) {
+                    found = Some(r);
+                }
+                break;
+            }
+            if failed {
+                break;
+            }
+            hi = lo;
+        }
+    }
+    found
 }
 
 /// Commits the NF topic's offset past every batch MAIN has synced.
