@@ -290,6 +290,23 @@ pub trait PcfStore: Send + Sync {
     /// row); None when there was none.
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;
 
+    /// [`PcfStore::delete_sm`] (with `usage` non-empty, [`PcfStore::delete_sm_with_usage`]) by
+    /// a caller that knows whether `id` is its subscriber's `last` SM association ([`Resident`]
+    /// holds them all, its caller holding the subscriber): the durable store then keeps no
+    /// index of associations by subscriber to find out.
+    fn delete_sm_known(
+        &self,
+        id: &str,
+        last: bool,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>> {
+        let _ = last;
+        match usage.is_empty() {
+            true => self.delete_sm(id),
+            false => self.delete_sm_with_usage(id, usage),
+        }
+    }
+
     /// Stores a new AM or UE association and merges `ssv`, in one commit.
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()>;
 

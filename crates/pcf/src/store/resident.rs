@@ -201,6 +201,13 @@ impl State {
         }
     }
 
+    /// Whether SM association `id` is the only one its subscriber has (true when it is not
+    /// held: a delete of it then finds nothing).
+    fn last_of_subscriber(&self, id: &str) -> bool {
+        let Some(p) = self.sm.get(id) else { return true };
+        self.sm_of.get(&p.supi).is_none_or(|ids| ids.iter().all(|i| i == id))
+    }
+
     /// An association's delete committed.
     fn deleted_sm(&mut self, id: &str, deleted: Option<&Deleted>) {
         self.ues.remove(id);
@@ -400,12 +407,7 @@ impl PcfStore for Resident {
     }
 
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
-        let id = id.to_string();
-        Box::pin(async move {
-            let deleted = self.inner.delete_sm(&id).await?;
-            self.state().deleted_sm(&id, deleted.as_ref());
-            Ok(deleted)
-        })
+        self.delete_sm_with_usage(id, Vec::new())
     }
 
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
@@ -639,8 +641,12 @@ impl PcfStore for Resident {
         usage: Vec<UsageRow>,
     ) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
+        // Memory holds every association of the subscriber, and the caller holds the
+        // subscriber (collision control): no create or delete of its sessions commits between
+        // this count and the delete's commit.
+        let last = self.state().last_of_subscriber(&id);
         Box::pin(async move {
-            let deleted = self.inner.delete_sm_with_usage(&id, usage).await?;
+            let deleted = self.inner.delete_sm_known(&id, last, usage).await?;
             self.state().deleted_sm(&id, deleted.as_ref());
             Ok(deleted)
         })
