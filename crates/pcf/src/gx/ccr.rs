@@ -32,7 +32,11 @@ use crate::context::Pcf;
 use crate::decide::{
     decide, decide_create, decide_reported, Decided, TARGET_NF_NOT_REACHABLE, USER_UNKNOWN,
 };
-use crate::store::SmPolicy;
+use crate::store::{ParsedSm, SmPolicy};
+
+/// Where a CCR-U's reported Event-Triggers are in the engine's view of the context (N7's
+/// `repPolicyCtrlReqTriggers`): for that decision only, never stored.
+const REPORTED: &str = "repPolicyCtrlReqTriggers";
 
 /// TS 29.229 §6.2.2.1 / TS 29.212 §5.5.3: the subscriber is not known.
 pub const DIAMETER_USER_UNKNOWN: u32 = 5030;
@@ -167,6 +171,7 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
         updated_ms: Utc::now().timestamp_millis(),
         binding,
     };
+    let written = (stored.id.clone(), stored.context.clone(), stored.decision.clone());
     let created = pcf.chf.create_sm(&*pcf.store, stored, ssv, udr_subscription, chf).await;
     if created.is_err() {
         // Not kept, so not known to end later: its TDF session ends now.
@@ -182,7 +187,11 @@ async fn initial(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, Nf
     }
     tracing::debug!(session = %sid, %supi, policy_version = %project.version, "Gx session created");
     let empty = Value::Object(Map::new());
-    Ok(answer(req, rc::DIAMETER_SUCCESS).with_avps(mapping::decision_avps(&empty, &decision)))
+    let cca =
+        answer(req, rc::DIAMETER_SUCCESS).with_avps(mapping::decision_avps(&empty, &decision));
+    let (id, c, d) = written;
+    pcf.store.keep_parsed_sm(&id, &c, &d, ParsedSm { context, decision });
+    Ok(cca)
 }
 
 /// CCR-U (§4.5.2): the reported changes merged into the session's context, decided again with
@@ -201,7 +210,14 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     let Some((stored, kept)) = pcf.store.get_sm_with_subscriber(&id).await? else {
         return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
     };
-    let mut context: Value = serde_json::from_slice(&stored.context)?;
+    // As the session's last CCR left them, or parsed from the store's bytes.
+    let (mut context, old) = match pcf.store.take_parsed_sm(&id) {
+        Some(p) => (p.context, p.decision),
+        None => (
+            serde_json::from_slice::<Value>(&stored.context)?,
+            serde_json::from_slice::<Value>(&stored.decision)?,
+        ),
+    };
     let before = crate::nbsf_management::Bindings::addresses(&context);
     let mut changed = false;
     if let Some(c) = context.as_object_mut() {
@@ -213,21 +229,23 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             }
         }
     }
-    let mut view = context.clone();
-    view["repPolicyCtrlReqTriggers"] = Value::Array(mapping::reported_triggers(req));
+    // In the context while the engine decides, out again after: no copy of the context.
+    if let Some(c) = context.as_object_mut() {
+        c.insert(REPORTED.into(), Value::Array(mapping::reported_triggers(req)));
+    }
     // Reported usage is added to the subscriber's totals, which this decision reads.
     let pending = pcf.usage.pending(&supi, &stored.decision, reports);
     let usage = match &pending {
         Some(p) => Some(p.view.clone()),
         None => pcf.usage.view(&supi),
     };
-    let Decided { mut outcome, project, data, subscribed, ldap, .. } =
-        decide_reported(pcf, Service::Sm, &view, &supi, Some(kept), usage).await?;
+    let decided = decide_reported(pcf, Service::Sm, &context, &supi, Some(kept), usage).await;
+    let reported = context.as_object_mut().and_then(|c| c.remove(REPORTED)).unwrap_or_default();
+    let Decided { mut outcome, project, data, subscribed, ldap, .. } = decided?;
     if let (Some(d), true) = (data, subscribed) {
         pcf.policy_data.cache_if_absent(&supi, d);
     }
     let ssv = std::mem::take(&mut outcome.ssv_updates);
-    let old: Value = serde_json::from_slice(&stored.decision)?;
     let mut new = outcome.decision;
     // Rules an application session (N5 today, Rx next) installed stay until it ends.
     crate::app_session::keep_af_rules(&old, &mut new);
@@ -238,6 +256,8 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     let new_bytes = serde_json::to_vec(&new)?;
     let binding = super::binding::rebind(pcf, before, &context, stored.binding.clone()).await;
     let now = Utc::now().timestamp_millis();
+    // The bytes the session has once this CCR-U is done, for its parsed form to be kept.
+    let written;
     if !changed
         && binding == stored.binding
         && new_bytes == stored.decision
@@ -248,6 +268,7 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
         if !pcf.store.touch_sm(&id, now).await? {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
         }
+        written = (stored.context, stored.decision);
     } else {
         let updated = SmPolicy {
             context: if changed { serde_json::to_vec(&context)? } else { stored.context },
@@ -257,11 +278,12 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
             binding,
             ..stored
         };
-        let written = match &pending {
+        written = (updated.context.clone(), updated.decision.clone());
+        let done = match &pending {
             Some(p) => pcf.store.update_sm_with_usage(updated, ssv, p.rows.clone()).await?,
             None => pcf.store.update_sm(updated, ssv).await?,
         };
-        if !written {
+        if !done {
             return Ok(answer(req, rc::DIAMETER_UNKNOWN_SESSION_ID));
         }
         if let Some(p) = &pending {
@@ -283,10 +305,11 @@ async fn update(pcf: &Arc<Pcf>, req: &Message, sid: &str) -> Result<Message, NfE
     // update would say it: the bound application sessions' AFs hear of it (N5 events, Rx RAR).
     let reports = mapping::rule_reports(req);
     if !reports.is_empty() {
-        let change = json!({"ruleReports": reports, "repPolicyCtrlReqTriggers": view["repPolicyCtrlReqTriggers"]});
+        let change = json!({"ruleReports": reports, "repPolicyCtrlReqTriggers": reported});
         crate::app_session::sm_updated(pcf, &id, &change, &context).await;
     }
     tracing::debug!(session = %sid, %supi, "Gx session updated");
+    pcf.store.keep_parsed_sm(&id, &written.0, &written.1, ParsedSm { context, decision: new });
     Ok(answer(req, rc::DIAMETER_SUCCESS).with_avps(avps))
 }
 

@@ -389,6 +389,33 @@ fn rule_definition(id: &str, rule: &Value, qos_decs: &Value) -> Avp {
     gx::CHARGING_RULE_DEFINITION.grouped(kids)
 }
 
+/// A decision's PCC rules by id, but the TDF's: a rule with an `appId` is an application
+/// detection rule, sent over Sd (crate::sd).
+fn gx_rules(d: &Value) -> std::collections::BTreeMap<&str, &Value> {
+    let all = d.get("pccRules").and_then(Value::as_object);
+    all.into_iter()
+        .flatten()
+        .filter(|(_, r)| r.get("appId").is_none())
+        .map(|(k, r)| (k.as_str(), r))
+        .collect()
+}
+
+/// A decision's `policyCtrlReqTriggers`, None when it has none.
+fn triggers(d: &Value) -> Option<&Value> {
+    d.get("policyCtrlReqTriggers").filter(|t| !t.is_null())
+}
+
+/// The QoS decision (of `qos_decs`) a PCC rule refers to by its first `refQosData`; None when
+/// it refers to none or to a removed one.
+fn qos_of<'a>(rule: &Value, qos_decs: &'a Value) -> Option<&'a Value> {
+    let id = rule
+        .get("refQosData")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str);
+    id.and_then(|i| qos_decs.get(i)).filter(|q| !q.is_null())
+}
+
 /// The first session rule of a decision (Gx has one IP-CAN session per Session-Id, so one).
 fn sess_rule(d: &Value) -> &Value {
     d.get("sessRules")
@@ -406,34 +433,17 @@ fn sess_rule(d: &Value) -> &Value {
 /// changed or gone (crate::usage). With `old` empty: the whole decision (CCA-I).
 pub fn decision_avps(old: &Value, new: &Value) -> Vec<Avp> {
     let mut out = Vec::new();
-    // A rule with an `appId` is an application detection rule: the TDF's, over Sd (crate::sd).
-    let rules = |d: &Value| -> Map<String, Value> {
-        let all = d.get("pccRules").and_then(Value::as_object);
-        all.into_iter()
-            .flatten()
-            .filter(|(_, r)| r.get("appId").is_none())
-            .map(|(k, r)| (k.clone(), r.clone()))
-            .collect()
-    };
-    let (old_rules, new_rules) = (rules(old), rules(new));
+    let (old_rules, new_rules) = (gx_rules(old), gx_rules(new));
     let old_qos = old.get("qosDecs").unwrap_or(empty());
     let new_qos = new.get("qosDecs").unwrap_or(empty());
     let gone: Vec<Avp> = old_rules
         .iter()
-        .filter(|(id, r)| !r.is_null() && new_rules.get(*id).is_none_or(Value::is_null))
+        .filter(|(id, r)| !r.is_null() && new_rules.get(*id).is_none_or(|n| n.is_null()))
         .map(|(id, _)| gx::CHARGING_RULE_NAME.bytes(id.as_bytes().to_vec()))
         .collect();
     if !gone.is_empty() {
         out.push(gx::CHARGING_RULE_REMOVE.grouped(gone));
     }
-    let qos_of = |r: &Value, q: &Value| -> Value {
-        let id = r
-            .get("refQosData")
-            .and_then(Value::as_array)
-            .and_then(|a| a.first())
-            .and_then(Value::as_str);
-        id.and_then(|i| q.get(i)).cloned().unwrap_or(Value::Null)
-    };
     let install: Vec<Avp> = new_rules
         .iter()
         .filter(|(_, r)| !r.is_null())
@@ -470,11 +480,10 @@ pub fn decision_avps(old: &Value, new: &Value) -> Vec<Avp> {
             }
         }
     }
-    let triggers = |d: &Value| d.get("policyCtrlReqTriggers").cloned().unwrap_or(Value::Null);
     let (ot, nt) = (triggers(old), triggers(new));
     if ot != nt {
         let mut codes: Vec<u32> = Vec::new();
-        for t in nt.as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for t in nt.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             for c in trigger_to_gx(t) {
                 if !codes.contains(c) {
                     codes.push(*c);

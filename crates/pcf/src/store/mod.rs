@@ -35,6 +35,15 @@ pub struct SmPolicy {
     pub binding: Option<String>,
 }
 
+/// An SM association's context and decision parsed, as a Gx CCR last wrote them: kept by
+/// [`Resident`] beside their bytes, so the session's next CCR-U does not parse them again
+/// (docs/BENCHMARKS.md, s24: parsing and serializing JSON was a fifth of the PCRF's CPU).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedSm {
+    pub context: serde_json::Value,
+    pub decision: serde_json::Value,
+}
+
 /// The kinds of policy association kept in the generic association table (SM associations
 /// have their own, with the binding and the UDR subscription).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -252,6 +261,21 @@ pub trait PcfStore: Send + Sync {
     /// An association and what is kept of its subscriber, from one snapshot.
     fn get_sm_with_subscriber(&self, id: &str) -> StoreFuture<'_, Option<(SmPolicy, Subscriber)>>;
 
+    /// The parsed context and decision of SM association `id` that [`PcfStore::keep_parsed_sm`]
+    /// kept, taken out (the caller owns them); None when none is kept: the caller parses the
+    /// bytes. A store without memory keeps none.
+    fn take_parsed_sm(&self, id: &str) -> Option<ParsedSm> {
+        let _ = id;
+        None
+    }
+
+    /// Keeps `parsed` for SM association `id` if `context` and `decision`, the bytes it was
+    /// made from or written as, are still the association's; any later change of the
+    /// association drops it.
+    fn keep_parsed_sm(&self, id: &str, context: &[u8], decision: &[u8], parsed: ParsedSm) {
+        let _ = (id, context, decision, parsed);
+    }
+
     /// Replaces an association's context, decision and binding and merges `ssv`; false when
     /// the association no longer exists (nothing changed).
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool>;
@@ -265,6 +289,23 @@ pub trait PcfStore: Send + Sync {
     /// Removes an association (and, with the subscriber's last, its policy data subscription
     /// row); None when there was none.
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>>;
+
+    /// [`PcfStore::delete_sm`] (with `usage` non-empty, [`PcfStore::delete_sm_with_usage`]) by
+    /// a caller that knows whether `id` is its subscriber's `last` SM association ([`Resident`]
+    /// holds them all, its caller holding the subscriber): the durable store then keeps no
+    /// index of associations by subscriber to find out.
+    fn delete_sm_known(
+        &self,
+        id: &str,
+        last: bool,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>> {
+        let _ = last;
+        match usage.is_empty() {
+            true => self.delete_sm(id),
+            false => self.delete_sm_with_usage(id, usage),
+        }
+    }
 
     /// Stores a new AM or UE association and merges `ssv`, in one commit.
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()>;

@@ -25,13 +25,20 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use super::{
-    merge_ssv, AppSession, Association, ChfSubscription, Deleted, Kind, PcfStore, SmPolicy,
-    Snapshot, SsvUpdates, StoreFuture, Subscriber, SySession, UeAddress, UeDelivery, UsageRow,
+    merge_ssv, AppSession, Association, ChfSubscription, Deleted, Kind, ParsedSm, PcfStore,
+    SmPolicy, Snapshot, SsvUpdates, StoreFuture, Subscriber, SySession, UeAddress, UeDelivery,
+    UsageRow,
 };
+
+/// At most this many SM associations have their parsed form kept ([`ParsedSm`], a few KB
+/// each beside their bytes): past it, a CCR-U of the others parses the bytes as before.
+const PARSED_MAX: usize = 65_536;
 
 #[derive(Default)]
 struct State {
     sm: FxHashMap<String, SmPolicy>,
+    /// The parsed context and decision of SM associations, while they are the bytes in `sm`.
+    parsed: FxHashMap<String, ParsedSm>,
     /// SM association ids per subscriber.
     sm_of: FxHashMap<String, Vec<String>>,
     assoc: FxHashMap<(Kind, String), Association>,
@@ -161,6 +168,7 @@ impl State {
     }
 
     fn insert_sm(&mut self, p: SmPolicy) {
+        self.parsed.remove(&p.id);
         self.sm_of.entry(p.supi.clone()).or_default().push(p.id.clone());
         self.ues.set(&p.id, &p.context);
         self.sm.insert(p.id.clone(), p);
@@ -184,6 +192,7 @@ impl State {
     /// update took it).
     fn updated_sm(&mut self, policy: SmPolicy, ssv: SsvUpdates) {
         self.merge(&policy.supi, ssv);
+        self.parsed.remove(&policy.id);
         if self.sm.contains_key(&policy.id) {
             self.ues.set(&policy.id, &policy.context);
         }
@@ -192,9 +201,17 @@ impl State {
         }
     }
 
+    /// Whether SM association `id` is the only one its subscriber has (true when it is not
+    /// held: a delete of it then finds nothing).
+    fn last_of_subscriber(&self, id: &str) -> bool {
+        let Some(p) = self.sm.get(id) else { return true };
+        self.sm_of.get(&p.supi).is_none_or(|ids| ids.iter().all(|i| i == id))
+    }
+
     /// An association's delete committed.
     fn deleted_sm(&mut self, id: &str, deleted: Option<&Deleted>) {
         self.ues.remove(id);
+        self.parsed.remove(id);
         // Its application sessions went in the same commit.
         for app in self.apps_of.remove(id).unwrap_or_default() {
             self.apps.remove(&app);
@@ -218,6 +235,7 @@ impl State {
 
     /// An association's new decision (an application session's rules in or out of it).
     fn put_decision(&mut self, p: SmPolicy) {
+        self.parsed.remove(&p.id);
         if let Some(held) = self.sm.get_mut(&p.id) {
             held.decision = p.decision;
             held.policy_version = p.policy_version;
@@ -355,6 +373,18 @@ impl PcfStore for Resident {
         ready(found)
     }
 
+    fn take_parsed_sm(&self, id: &str) -> Option<ParsedSm> {
+        self.state().parsed.remove(id)
+    }
+
+    fn keep_parsed_sm(&self, id: &str, context: &[u8], decision: &[u8], parsed: ParsedSm) {
+        let mut s = self.state();
+        let current = s.sm.get(id).is_some_and(|p| p.context == context && p.decision == decision);
+        if current && (s.parsed.len() < PARSED_MAX || s.parsed.contains_key(id)) {
+            s.parsed.insert(id.to_string(), parsed);
+        }
+    }
+
     fn update_sm(&self, policy: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
         Box::pin(async move {
             if !self.inner.update_sm(policy.clone(), ssv.clone()).await? {
@@ -377,12 +407,7 @@ impl PcfStore for Resident {
     }
 
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
-        let id = id.to_string();
-        Box::pin(async move {
-            let deleted = self.inner.delete_sm(&id).await?;
-            self.state().deleted_sm(&id, deleted.as_ref());
-            Ok(deleted)
-        })
+        self.delete_sm_with_usage(id, Vec::new())
     }
 
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
@@ -616,8 +641,12 @@ impl PcfStore for Resident {
         usage: Vec<UsageRow>,
     ) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
+        // Memory holds every association of the subscriber, and the caller holds the
+        // subscriber (collision control): no create or delete of its sessions commits between
+        // this count and the delete's commit.
+        let last = self.state().last_of_subscriber(&id);
         Box::pin(async move {
-            let deleted = self.inner.delete_sm_with_usage(&id, usage).await?;
+            let deleted = self.inner.delete_sm_known(&id, last, usage).await?;
             self.state().deleted_sm(&id, deleted.as_ref());
             Ok(deleted)
         })
@@ -795,5 +824,33 @@ mod tests {
         let reloaded = Resident::load(sqlite).await.unwrap();
         assert!(reloaded.get_app("x").await.unwrap().is_none(), "gone from the store too");
         assert!(reloaded.get_app("z").await.unwrap().is_none());
+    }
+
+    /// A parsed form is kept only for the bytes it was made from, taken once, and dropped by
+    /// any change of its association.
+    #[tokio::test]
+    async fn a_parsed_form_is_kept_only_while_it_is_the_associations() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ::store::SqliteConfig::new(dir.path().join("pcf.db"));
+        let db = ::store::SqliteStore::open(cfg).await.unwrap();
+        let sqlite: Arc<dyn PcfStore> = Arc::new(SqlitePcfStore::on(db).await.unwrap());
+        let r = Resident::load(sqlite).await.unwrap();
+        r.create_sm(sm("a", "imsi-1", "{}"), Map::new(), None).await.unwrap();
+        let parsed = ParsedSm { context: serde_json::json!({}), decision: serde_json::json!({}) };
+
+        r.keep_parsed_sm("a", b"{}", br#"{"x":1}"#, parsed.clone());
+        assert_eq!(r.take_parsed_sm("a"), None, "not made from the association's bytes");
+        r.keep_parsed_sm("zz", b"{}", b"{}", parsed.clone());
+        assert_eq!(r.take_parsed_sm("zz"), None, "no such association");
+        r.keep_parsed_sm("a", b"{}", b"{}", parsed.clone());
+        assert_eq!(r.take_parsed_sm("a"), Some(parsed.clone()));
+        assert_eq!(r.take_parsed_sm("a"), None, "taken once");
+
+        r.keep_parsed_sm("a", b"{}", b"{}", parsed.clone());
+        assert!(r.update_sm(sm("a", "imsi-1", r#"{"x":1}"#), Map::new()).await.unwrap());
+        assert_eq!(r.take_parsed_sm("a"), None, "an update drops it");
+        r.keep_parsed_sm("a", b"{}", br#"{"x":1}"#, parsed.clone());
+        assert!(r.delete_sm("a").await.unwrap().is_some());
+        assert_eq!(r.take_parsed_sm("a"), None, "a delete drops it");
     }
 }

@@ -9,7 +9,7 @@ use super::{
     SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery, UsageRow, UsageTotals,
 };
 
-pub const MIGRATIONS: [Migration; 12] = [
+pub const MIGRATIONS: [Migration; 13] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -145,6 +145,11 @@ pub const MIGRATIONS: [Migration; 12] = [
             PRIMARY KEY (supi, monitoring_key)
         ) WITHOUT ROWID",
     ),
+    // A subscriber's SM associations are asked of the resident store's memory
+    // (store::resident), which also tells a delete whether it takes the subscriber's last
+    // (PcfStore::delete_sm_known): the index only cost every create and delete (Gx CCR-I and
+    // CCR-T) a write at a random page of one more b-tree (docs/BENCHMARKS.md, s24).
+    Migration::new("pcf-0013-sm-policy-without-supi-index", "DROP INDEX pcf_sm_policy_supi"),
 ];
 
 const APP_COLUMNS: &str = "app_session_id, sm_policy_id, supi, context, rules, updated_ms";
@@ -337,8 +342,13 @@ fn update_sm_tx(tx: &Transaction<'_>, p: SmPolicy, ssv: SsvUpdates) -> store::Re
 }
 
 /// Removes an association, its application sessions and, with the subscriber's last, its
-/// subscriptions' rows, in `tx`.
-fn delete_sm_tx(tx: &Transaction<'_>, id: &str) -> store::Result<Option<Deleted>> {
+/// subscriptions' rows, in `tx`. `last`: whether it is the subscriber's last association, when
+/// the caller knows; otherwise counted here, by a scan of the table (no index by subscriber).
+fn delete_sm_tx(
+    tx: &Transaction<'_>,
+    id: &str,
+    last: Option<bool>,
+) -> store::Result<Option<Deleted>> {
     let gone: Option<(String, Option<String>)> = row(
         tx,
         "DELETE FROM pcf_sm_policy WHERE sm_policy_id = ?1 RETURNING supi, binding_uri",
@@ -349,11 +359,16 @@ fn delete_sm_tx(tx: &Transaction<'_>, id: &str) -> store::Result<Option<Deleted>
     let Some((supi, binding)) = gone else { return Ok(None) };
     // Its application sessions end with it (TS 29.514 §4.2.5.2).
     exec(tx, "DELETE FROM pcf_app_session WHERE sm_policy_id = ?1", [id])?;
-    let left: i64 =
-        row(tx, "SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = ?1", [&supi], |r| r.get(0))?;
+    let last = match last {
+        Some(l) => l,
+        None => {
+            let sql = "SELECT EXISTS (SELECT 1 FROM pcf_sm_policy WHERE supi = ?1)";
+            !row(tx, sql, [&supi], |r| r.get::<_, bool>(0))?
+        }
+    };
     // The subscriber's subscriptions go with its last association.
     let last = |sql: &str| -> rusqlite::Result<Option<String>> {
-        if left > 0 {
+        if !last {
             return Ok(None);
         }
         row(tx, sql, [&supi], |r| r.get(0)).optional()
@@ -484,6 +499,8 @@ impl PcfStore for SqlitePcfStore {
         }))
     }
 
+    // A scan since pcf-0013 (no index by subscriber): the PCF asks its resident store, which
+    // answers from memory; this serves tools and tests.
     fn sm_of(&self, supi: &str) -> StoreFuture<'_, Vec<SmPolicy>> {
         let supi = supi.to_string();
         Box::pin(self.db.read(move |c| {
@@ -511,7 +528,21 @@ impl PcfStore for SqlitePcfStore {
 
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
-        Box::pin(self.db.write(move |tx| delete_sm_tx(tx, &id)))
+        Box::pin(self.db.write(move |tx| delete_sm_tx(tx, &id, None)))
+    }
+
+    fn delete_sm_known(
+        &self,
+        id: &str,
+        last: bool,
+        usage: Vec<UsageRow>,
+    ) -> StoreFuture<'_, Option<Deleted>> {
+        let id = id.to_string();
+        Box::pin(self.db.write(move |tx| {
+            let Some(d) = delete_sm_tx(tx, &id, Some(last))? else { return Ok(None) };
+            put_usage(tx, &usage)?;
+            Ok(Some(d))
+        }))
     }
 
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
@@ -938,7 +969,7 @@ impl PcfStore for SqlitePcfStore {
     ) -> StoreFuture<'_, Option<Deleted>> {
         let id = id.to_string();
         Box::pin(self.db.write(move |tx| {
-            let Some(d) = delete_sm_tx(tx, &id)? else { return Ok(None) };
+            let Some(d) = delete_sm_tx(tx, &id, None)? else { return Ok(None) };
             put_usage(tx, &usage)?;
             Ok(Some(d))
         }))
