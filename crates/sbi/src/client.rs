@@ -436,8 +436,19 @@ fn keep_timer_armed_every(inner: &Arc<Inner>, every: Duration) {
     if inner.timer_kept.swap(true, Ordering::AcqRel) {
         return;
     }
-    let weak = Arc::downgrade(inner);
+    /// Clears the flag however the task ends (also dropped with its runtime), so the next
+    /// request, on whatever runtime, starts it again.
+    struct Ended(std::sync::Weak<Inner>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            if let Some(inner) = self.0.upgrade() {
+                inner.timer_kept.store(false, Ordering::Release);
+            }
+        }
+    }
+    let ended = Ended(Arc::downgrade(inner));
     runtime.spawn(async move {
+        let weak = &ended.0;
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (mut seen, mut idle) = (u64::MAX, 0);
@@ -448,7 +459,6 @@ fn keep_timer_armed_every(inner: &Arc<Inner>, every: Duration) {
             idle = if now == seen { idle + 1 } else { 0 };
             seen = now;
             if idle >= KEEP_ARMED_IDLE_PERIODS {
-                inner.timer_kept.store(false, Ordering::Release);
                 return;
             }
         }
@@ -1243,6 +1253,19 @@ mod tests {
         tokio::time::sleep(every * (KEEP_ARMED_IDLE_PERIODS + 5)).await;
         assert!(!running(&c), "idle: ended");
         assert!(!c.inner.timer_kept.load(Ordering::Acquire));
+        // Started on another runtime, which then shuts down: the next request starts it again.
+        let other = c.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                keep_timer_armed_every(&other.inner, every);
+                tokio::task::yield_now().await;
+                assert!(running(&other));
+            });
+        })
+        .join()
+        .unwrap();
+        assert!(!running(&c) && !c.inner.timer_kept.load(Ordering::Acquire), "runtime gone");
         keep_timer_armed_every(&c.inner, every);
         tokio::task::yield_now().await;
         assert!(running(&c), "started again");
