@@ -6,7 +6,7 @@ mod common;
 
 use common::peers::start_bsf;
 use common::*;
-use pcf::config::{BsfConfig, DiameterConfig};
+use pcf::config::{BsfConfig, DiameterConfig, OnUnreachable, UdrConfig};
 use pcf::PcfConfig;
 use serde_json::{json, Value};
 use testkit::specs::Specs;
@@ -101,6 +101,44 @@ async fn an_association_is_bound_at_the_bsf_and_unbound_at_delete() {
         assert!(metrics(&text, line), "{line} not in {text}");
     }
     pcf.stop().await;
+}
+
+/// The binding is registered while the UDR is read, before the decision: a create then refused
+/// (no UDR answers, `on_unreachable = reject`) removes it again, and leaves nothing at the BSF.
+#[tokio::test]
+async fn a_refused_create_leaves_no_binding() {
+    let d = tempfile::tempdir().unwrap();
+    let peer = start_bsf(d.path()).await;
+    let bsf = peer.base.clone();
+    let config = PcfConfig {
+        policy: Some(default_project(&d.path().join("policy"))),
+        bsf: BsfConfig { enabled: true, api_root: Some(bsf.clone()), ..BsfConfig::default() },
+        udr: UdrConfig {
+            api_root: Some("http://127.0.0.1:1".into()),
+            on_unreachable: OnUnreachable::Reject,
+            ..UdrConfig::default()
+        },
+        ..PcfConfig::default()
+    };
+    let pcf = TestPcf::start_with(d.path(), config).await;
+    let c = client();
+    let r = c.post(&pcf.sm("")).json(&open5gs_context(21)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503, "{}", body(&r));
+    let find = format!("{bsf}/nbsf-management/v1/pcfBindings?ipv4Addr=10.45.0.21");
+    let r = c.get(&find).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204, "the refused session is still bound: {}", body(&r));
+    let text = String::from_utf8(
+        c.get(&format!("{}/metrics", pcf.base)).send().await.unwrap().body().to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "pcf_bsf_bindings_total{operation=\"register\",result=\"ok\"} 1",
+        "pcf_bsf_bindings_total{operation=\"deregister\",result=\"ok\"} 1",
+    ] {
+        assert!(metrics(&text, line), "{line} not in {text}");
+    }
+    pcf.stop().await;
+    peer.stop().await;
 }
 
 /// With `[pcf.diameter]` on (Gx and Rx served), the binding names the PCF's Diameter identity,

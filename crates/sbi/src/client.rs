@@ -42,6 +42,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -408,6 +409,63 @@ struct Inner {
     tap: OnceLock<Arc<dyn MessageTap>>,
     /// Where access tokens come from (the nrf-client), once installed.
     tokens: OnceLock<Arc<dyn TokenSource>>,
+    /// Requests started, and whether the [`keep_timer_armed`] task runs.
+    requests: AtomicU64,
+    timer_kept: AtomicBool,
+}
+
+/// How often the task of [`keep_timer_armed`] wakes while the client is in use; request
+/// timeouts at least this long never wake the runtime's driver when they are registered.
+const KEEP_ARMED_EVERY: Duration = Duration::from_millis(500);
+/// Periods without a request after which that task ends (a later request starts it again).
+const KEEP_ARMED_IDLE_PERIODS: u32 = 20;
+
+/// Keeps a timer due within [`KEEP_ARMED_EVERY`] in the runtime's timer wheel while the client
+/// is in use. Tokio's time driver wakes its parked thread (an eventfd write, then an epoll_wait
+/// that returns at once, or another worker woken) whenever a new timer is due before every other
+/// one, which at low rates is every request's timeout: measured with the `client_cost` bench,
+/// one extra `write` and `epoll_wait` per request. With this task's timer due sooner, a request's
+/// timeout is registered without waking anything; the task itself costs two wake-ups a second.
+fn keep_timer_armed(inner: &Arc<Inner>) {
+    keep_timer_armed_every(inner, KEEP_ARMED_EVERY);
+}
+
+fn keep_timer_armed_every(inner: &Arc<Inner>, every: Duration) {
+    inner.requests.fetch_add(1, Ordering::Relaxed);
+    if inner.timer_kept.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    if inner.timer_kept.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    /// Clears the flag however the task ends (also dropped with its runtime), so the next
+    /// request, on whatever runtime, starts it again.
+    struct Ended(std::sync::Weak<Inner>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            if let Some(inner) = self.0.upgrade() {
+                inner.timer_kept.store(false, Ordering::Release);
+            }
+        }
+    }
+    let ended = Ended(Arc::downgrade(inner));
+    runtime.spawn(async move {
+        let weak = &ended.0;
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut seen, mut idle) = (u64::MAX, 0);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            let now = inner.requests.load(Ordering::Relaxed);
+            idle = if now == seen { idle + 1 } else { 0 };
+            seen = now;
+            if idle >= KEEP_ARMED_IDLE_PERIODS {
+                return;
+            }
+        }
+    });
 }
 
 impl fmt::Debug for SbiClient {
@@ -508,6 +566,8 @@ impl SbiClientBuilder {
                 max_alternates: c.max_alternates,
                 tap: OnceLock::new(),
                 tokens: OnceLock::new(),
+                requests: AtomicU64::new(0),
+                timer_kept: AtomicBool::new(false),
             }),
         })
     }
@@ -933,6 +993,7 @@ impl SbiClient {
                 body,
             })
         };
+        keep_timer_armed(&self.inner);
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(ClientError::Timeout { producer: producer(), after: timeout }),
@@ -1225,6 +1286,48 @@ mod tests {
         let roots: Vec<Uri> = vec!["http://127.0.0.1:1".parse().unwrap()];
         let request = std::mem::size_of_val(&c.get("/x").send_with_alternates(&roots));
         assert!(request < connect, "request future {request} B, connect future {connect} B");
+    }
+
+    /// The task keeping a timer armed runs while requests come, ends after
+    /// `KEEP_ARMED_IDLE_PERIODS` without one (so an idle NF is not woken), starts again with
+    /// the next request, and ends with the client.
+    #[tokio::test]
+    async fn the_timer_is_kept_armed_while_the_client_is_used() {
+        let every = Duration::from_millis(10);
+        let c = SbiClient::new(&ClientConfig::default()).unwrap();
+        let running = |c: &SbiClient| Arc::weak_count(&c.inner) == 1;
+        keep_timer_armed_every(&c.inner, every);
+        tokio::task::yield_now().await;
+        assert!(running(&c));
+        for _ in 0..KEEP_ARMED_IDLE_PERIODS * 2 {
+            tokio::time::sleep(every).await;
+            keep_timer_armed_every(&c.inner, every);
+        }
+        assert!(running(&c), "still in use");
+        tokio::time::sleep(every * (KEEP_ARMED_IDLE_PERIODS + 5)).await;
+        assert!(!running(&c), "idle: ended");
+        assert!(!c.inner.timer_kept.load(Ordering::Acquire));
+        // Started on another runtime, which then shuts down: the next request starts it again.
+        let other = c.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                keep_timer_armed_every(&other.inner, every);
+                tokio::task::yield_now().await;
+                assert!(running(&other));
+            });
+        })
+        .join()
+        .unwrap();
+        assert!(!running(&c) && !c.inner.timer_kept.load(Ordering::Acquire), "runtime gone");
+        keep_timer_armed_every(&c.inner, every);
+        tokio::task::yield_now().await;
+        assert!(running(&c), "started again");
+        let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        assert_eq!(tasks(), 1);
+        drop(c);
+        tokio::time::sleep(every * 3).await;
+        assert_eq!(tasks(), 0, "the task ended with the client");
     }
 
     #[test]
