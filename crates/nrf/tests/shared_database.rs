@@ -48,6 +48,11 @@ async fn a_profile_registered_at_one_instance_is_stored_for_the_other() {
         .collect();
     ids.sort();
     assert_eq!(ids, [early, late]);
+    // Both signed with the one key kept in the database (the first start made it).
+    let jwks = |n: &TestNrf| format!("{}/oauth2/jwks", n.base);
+    let (ka, kb) = (c.get(&jwks(&a)).send().await.unwrap(), c.get(&jwks(&b)).send().await.unwrap());
+    assert_eq!(body(&ka)["keys"][0]["kid"], body(&kb)["keys"][0]["kid"]);
+    assert!(body(&ka)["keys"][0]["kid"].is_string());
     for nrf in [a, b, third] {
         nrf.stop().await;
     }
