@@ -151,7 +151,7 @@ pub fn router(bsf: Arc<Bsf>) -> Router {
 
 /// A bound BSF with its store open, ready to serve.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<::store::AnyStore>,
     bsf: Arc<Bsf>,
     rx_addr: Option<SocketAddr>,
 }
@@ -164,30 +164,28 @@ pub struct Bound {
 /// only then, so load balancers and the bench kit wait for the fast path.
 pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     config.bsf.validate().map_err(BsfError::Config)?;
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "BSF",
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
         client: config.client.clone(),
-        // The skeleton's store is SQLite's; on MySQL the bindings live elsewhere (below).
-        store: ::store::SqliteConfig { backend: ::store::Backend::Sqlite, ..config.store.clone() },
+        store: config.store.clone(),
         nrf: config.bsf.nrf.clone(),
         copy: config.bsf.copy.clone(),
     })
     .await?;
     let index = (config.bsf.rx.enabled && config.bsf.rx.binding_index)
         .then(|| Arc::new(ue_address_index::UeAddressIndex::new()));
-    let bindings: Arc<dyn store::BindingStore> = match config.store.backend {
-        ::store::Backend::Mysql => {
-            let mysql = config.store.mysql().map_err(BsfError::from)?;
-            let mut b = store::MysqlBindingStore::open(mysql).await?;
+    let bindings: Arc<dyn store::BindingStore> = match skeleton.store() {
+        ::store::AnyStore::Mysql(db) => {
+            let mut b = store::MysqlBindingStore::on(db.clone()).await?;
             if let Some(ix) = index {
                 b = b.with_index(ix);
             }
             Arc::new(b)
         }
-        ::store::Backend::Sqlite => {
-            let mut b = store::SqliteBindingStore::on(skeleton.store().clone()).await?;
+        ::store::AnyStore::Sqlite(db) => {
+            let mut b = store::SqliteBindingStore::on(db.clone()).await?;
             if let Some(ix) = index {
                 b = b.with_index(ix);
             }

@@ -13,4 +13,4 @@ pub mod skeleton;
 
 pub use diameter_limits::DiameterLimits;
 pub use error::{Answer, NfError};
-pub use skeleton::{Serving, Skeleton, Spec, StartError};
+pub use skeleton::{NfStore, Serving, Skeleton, Spec, StartError};

@@ -3,7 +3,11 @@
 //!
 //! An NF fills it in, in this order:
 //! 1. [`Skeleton::open`] with the NF's [`Spec`]: its nfInstanceId (generated when not
-//!    configured), the SBI client (User-Agent naming the NF), and its store, opened.
+//!    configured), the SBI client (User-Agent naming the NF), and its store, opened. An NF whose
+//!    state goes through [`store::DocumentStore`] only opens with [`Skeleton::open_any`]
+//!    instead: its store is then the backend `[store] backend` names ([`AnyStore`]). An NF with
+//!    SQL of its own on SQLite opens with [`Skeleton::open`], which refuses `backend = "mysql"`
+//!    naming the NF, so it never keeps its state in a file the operator did not ask for.
 //! 2. The NF builds its context on [`Skeleton::store`] and [`Skeleton::client`], loads its
 //!    state, and [`Skeleton::bind`]s its router: the SBI port is bound, so its address is known
 //!    before any NRF profile is built.
@@ -33,7 +37,7 @@ use diameter::DiameterNode;
 use nrf_client::{NrfClient, NrfClientConfig, ProfileBuilder};
 use sbi::client::{ClientConfig, SbiClient};
 use sbi::{NfIdentity, Observability, Router, SbiServer, ServerConfig};
-use store::{SqliteConfig, SqliteStore};
+use store::{AnyStore, Backend, SqliteConfig, SqliteStore};
 
 /// What the skeleton needs of an NF's configuration.
 #[derive(Debug, Clone)]
@@ -71,19 +75,78 @@ pub enum StartError {
     Io(#[from] std::io::Error),
 }
 
+/// A store the skeleton opens from `[store]` and closes when the NF stops.
+pub trait NfStore: Clone + Send + Sync + Sized + 'static {
+    /// Opens the store `config` names for the NF `nf_type`.
+    fn open(
+        config: SqliteConfig,
+        nf_type: &'static str,
+    ) -> impl Future<Output = Result<Self, StartError>> + Send;
+
+    fn close(&self) -> impl Future<Output = store::Result<()>> + Send;
+}
+
+impl NfStore for SqliteStore {
+    async fn open(config: SqliteConfig, nf_type: &'static str) -> Result<Self, StartError> {
+        if config.backend != Backend::Sqlite {
+            return Err(StartError::Config(format!(
+                "[store] backend = \"{}\": the {nf_type} keeps its state on SQLite only \
+                 (backend = \"sqlite\") for now",
+                backend_name(config.backend)
+            )));
+        }
+        Ok(SqliteStore::open(config).await?)
+    }
+
+    async fn close(&self) -> store::Result<()> {
+        SqliteStore::close(self).await
+    }
+}
+
+impl NfStore for AnyStore {
+    async fn open(config: SqliteConfig, _nf_type: &'static str) -> Result<Self, StartError> {
+        Ok(AnyStore::open(config).await?)
+    }
+
+    async fn close(&self) -> store::Result<()> {
+        AnyStore::close(self).await
+    }
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Mysql => "mysql",
+    }
+}
+
 /// An NF whose store is open, before its SBI port is bound.
-pub struct Skeleton {
+pub struct Skeleton<S: NfStore = SqliteStore> {
     spec: Spec,
     instance_id: String,
     client: SbiClient,
-    store: SqliteStore,
+    store: S,
     observability: Observability,
     copier: Option<Arc<Copier>>,
 }
 
-impl Skeleton {
-    /// Makes the NF's identity and SBI client and opens its store.
+impl Skeleton<SqliteStore> {
+    /// Makes the NF's identity and SBI client and opens its SQLite store; `backend = "mysql"`
+    /// is refused, naming the NF.
     pub async fn open(spec: Spec) -> Result<Skeleton, StartError> {
+        Self::open_store(spec).await
+    }
+}
+
+impl Skeleton<AnyStore> {
+    /// Makes the NF's identity and SBI client and opens the store `[store] backend` names.
+    pub async fn open_any(spec: Spec) -> Result<Skeleton<AnyStore>, StartError> {
+        Self::open_store(spec).await
+    }
+}
+
+impl<S: NfStore> Skeleton<S> {
+    async fn open_store(spec: Spec) -> Result<Skeleton<S>, StartError> {
         raise_descriptor_limit();
         let instance_id =
             spec.instance_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -109,13 +172,13 @@ impl Skeleton {
             }
             false => None,
         };
-        let store = match SqliteStore::open(spec.store.clone()).await {
+        let store = match S::open(spec.store.clone(), spec.nf_type).await {
             Ok(s) => s,
             Err(e) => {
                 if let Some(c) = &copier {
                     c.stop(Duration::ZERO).await;
                 }
-                return Err(e.into());
+                return Err(e);
             }
         };
         Ok(Skeleton { spec, instance_id, client, store, observability, copier })
@@ -130,7 +193,7 @@ impl Skeleton {
     }
 
     /// The NF's store; each NF puts its own store trait's implementation on it.
-    pub fn store(&self) -> &SqliteStore {
+    pub fn store(&self) -> &S {
         &self.store
     }
 
@@ -149,7 +212,7 @@ impl Skeleton {
     }
 
     /// Binds the SBI port with `router`'s service operations.
-    pub async fn bind(self, router: Router) -> Result<Serving, StartError> {
+    pub async fn bind(self, router: Router) -> Result<Serving<S>, StartError> {
         let identity = NfIdentity::new(self.spec.nf_type, self.instance_id.clone());
         let mut server =
             SbiServer::bind(self.spec.sbi.clone(), identity, router, self.observability.clone())
@@ -180,8 +243,8 @@ impl Skeleton {
 type StopStep = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A bound NF, ready to serve.
-pub struct Serving {
-    skeleton: Skeleton,
+pub struct Serving<S: NfStore = SqliteStore> {
+    skeleton: Skeleton<S>,
     scheme: &'static str,
     server: SbiServer,
     nrf: Vec<NrfClient>,
@@ -190,7 +253,7 @@ pub struct Serving {
     ready_later: bool,
 }
 
-impl Serving {
+impl<S: NfStore> Serving<S> {
     pub fn local_addr(&self) -> SocketAddr {
         self.server.local_addr()
     }
@@ -309,7 +372,7 @@ fn raise_descriptor_limit() {
     });
 }
 
-async fn close_store(store: &SqliteStore) {
+async fn close_store<S: NfStore>(store: &S) {
     if let Err(e) = store.close().await {
         tracing::warn!(error = %e, "store did not close cleanly");
     }

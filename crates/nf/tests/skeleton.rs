@@ -166,3 +166,35 @@ async fn a_deferred_nf_is_ready_when_it_says_so_and_registers_nowhere_without_an
     stop_tx.send(()).unwrap();
     served.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn an_nf_on_sqlite_only_refuses_the_mysql_backend_naming_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = spec(&dir, None);
+    spec.store.backend = store::Backend::Mysql;
+    spec.store.url = vec!["mysql://root@127.0.0.1:9/fc".into()];
+    let err = Skeleton::open(spec).await.err().expect("refused");
+    assert!(matches!(err, nf::StartError::Config(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("the BSF keeps its state on SQLite only"), "{text}");
+    assert!(!dir.path().join("nf.db").exists(), "no SQLite file the operator did not ask for");
+}
+
+#[tokio::test]
+async fn open_any_opens_the_configured_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let skeleton = Skeleton::open_any(spec(&dir, None)).await.unwrap();
+    assert!(matches!(skeleton.store(), store::AnyStore::Sqlite(_)));
+    assert!(dir.path().join("nf.db").exists());
+    skeleton.close().await;
+
+    // MySQL is opened, not SQLite: with no server to reach, the start fails on the connection.
+    let mut spec = spec(&dir, None);
+    spec.store.path = dir.path().join("other.db");
+    spec.store.backend = store::Backend::Mysql;
+    spec.store.url = vec!["mysql://root@127.0.0.1:9/fc".into()];
+    spec.store.connect_timeout_ms = 500;
+    let err = Skeleton::open_any(spec).await.err().expect("no server on port 9");
+    assert!(matches!(err, nf::StartError::Store(_)), "{err}");
+    assert!(!dir.path().join("other.db").exists());
+}

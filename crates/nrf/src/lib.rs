@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::store::SqliteConfig;
+use ::store::{AnyStore, SqliteConfig};
 use http::Method;
 use nf::{Serving, Skeleton, Spec};
 use sbi::client::ClientConfig;
@@ -116,7 +116,7 @@ pub fn router(nrf: Arc<Nrf>) -> Router {
 
 /// A bound, loaded NRF, ready to serve.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<AnyStore>,
     nrf: Arc<Nrf>,
 }
 
@@ -124,7 +124,7 @@ pub struct Bound {
 /// NF skeleton's steps; the NRF registers with no NRF).
 pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
     config.nrf.validate().map_err(NrfError::Config)?;
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "NRF",
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),

@@ -1,18 +1,19 @@
 //! The NRF's persistence over [`store::DocumentStore`]: one collection of NF profiles (keyed by
 //! nfInstanceId, indexed by nfType) and one of subscriptions (keyed by subscriptionId, expiring
 //! at their validityTime). The store is the durable copy; the NRF serves from memory
-//! (context.rs) and reads the store only at start.
+//! (context.rs) and reads the store only at start. On either backend ([`AnyStore`]: the SQLite
+//! file, or MariaDB/Galera with `[store] backend = "mysql"`).
 
 use serde_json::Value;
-use store::{DocumentData, DocumentStore, SqliteStore};
+use store::{AnyStore, DocumentData, DocumentStore};
 
 pub const PROFILES: &str = "nrf_profiles";
 pub const SUBSCRIPTIONS: &str = "nrf_subscriptions";
 const PAGE: usize = 500;
 
-/// The backend the NRF runs on. Everything below goes through [`DocumentStore`] only, so a
-/// MySQL-protocol backend is a change of this alias.
-pub type Backend = SqliteStore;
+/// The backend the NRF runs on: the one `[store] backend` names. Everything below goes through
+/// [`DocumentStore`] only.
+pub type Backend = AnyStore;
 
 #[derive(Clone)]
 pub struct NrfStore<S: DocumentStore = Backend> {

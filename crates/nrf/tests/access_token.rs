@@ -9,7 +9,7 @@ use nrf::config::{AccessTokenConfig, AuthRule};
 use nrf::NrfConfig;
 use serde_json::{json, Value};
 
-use common::{body, client, profile, put, uuid, TestNrf};
+use common::{body, client, profile, put, state_dir, uuid, TestNrf};
 
 async fn token(nrf: &TestNrf, form: &str) -> (u16, Value, sbi::client::SbiResponse) {
     let r = client()
@@ -48,9 +48,8 @@ fn with_service(mut p: Value, name: &str) -> Value {
     p
 }
 
-#[tokio::test]
 async fn tokens_are_issued_verified_and_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig {
         access_token: AccessTokenConfig {
             expiry_secs: 600,
@@ -126,9 +125,8 @@ async fn tokens_are_issued_verified_and_refused() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn the_target_profile_can_deny_a_consumer_type() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     let (pcf, udr) = (uuid(1), uuid(2));
@@ -149,9 +147,8 @@ async fn the_target_profile_can_deny_a_consumer_type() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn the_signing_key_is_kept_across_restarts() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let before = body(&client().get(&format!("{}/oauth2/jwks", nrf.base)).send().await.unwrap());
     nrf.stop().await;
@@ -164,14 +161,13 @@ async fn the_signing_key_is_kept_across_restarts() {
 
 /// A producer with `[sbi.oauth2] required = true` reading this NRF's JWK set: the NRF's token
 /// for the producer's service is served, none is 401, one for another service 403.
-#[tokio::test]
 async fn a_producer_requiring_tokens_serves_the_nrfs_tokens() {
     use std::sync::Arc;
 
     use http::{Method, StatusCode};
     use sbi::oauth2::OAuth2Config;
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     let (amf, udm) = (uuid(1), uuid(2));
@@ -243,3 +239,10 @@ async fn a_producer_requiring_tokens_serves_the_nrfs_tokens() {
     served.await.unwrap().unwrap();
     nrf.stop().await;
 }
+
+testkit::on_both_backends!(
+    tokens_are_issued_verified_and_refused,
+    the_target_profile_can_deny_a_consumer_type,
+    the_signing_key_is_kept_across_restarts,
+    a_producer_requiring_tokens_serves_the_nrfs_tokens,
+);

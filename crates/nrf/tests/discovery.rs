@@ -36,9 +36,8 @@ fn form_encode(s: &str) -> String {
         .collect()
 }
 
-#[tokio::test]
 async fn discovery_filters_order_and_limits() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig {
         discovery: DiscoveryConfig {
             validity_period_per_type: BTreeMap::from([("UDR".to_owned(), 60)]),
@@ -156,9 +155,8 @@ async fn discovery_filters_order_and_limits() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn discovery_by_dnn_tai_and_routing_indicator() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     let plmn = json!({"mcc": "001", "mnc": "01"});
@@ -189,9 +187,8 @@ async fn discovery_by_dnn_tai_and_routing_indicator() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn empty_list_option_answers_suspended_profiles() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig {
         discovery: DiscoveryConfig { suspended_when_empty: true, ..DiscoveryConfig::default() },
         ..NrfConfig::default()
@@ -213,9 +210,8 @@ async fn empty_list_option_answers_suspended_profiles() {
 
 /// Each profile's SearchResult bytes are built once per write: an answer right after an
 /// NFUpdate (PATCH or PUT) must show the new profile, in the order the new values give.
-#[tokio::test]
 async fn discovery_answers_the_profile_as_just_updated() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     for (n, priority) in [(1, 10), (2, 20)] {
@@ -267,3 +263,10 @@ async fn discovery_answers_the_profile_as_just_updated() {
     assert!(list[1].get("locality").is_none() && list[1].get("load").is_none());
     nrf.stop().await;
 }
+
+testkit::on_both_backends!(
+    discovery_filters_order_and_limits,
+    discovery_by_dnn_tai_and_routing_indicator,
+    empty_list_option_answers_suspended_profiles,
+    discovery_answers_the_profile_as_just_updated,
+);

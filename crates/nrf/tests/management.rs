@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 use common::*;
 use nrf::NrfConfig;
 
-#[tokio::test]
 async fn register_retrieve_replace_and_deregister() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     let id = uuid(1);
@@ -53,9 +52,8 @@ async fn register_retrieve_replace_and_deregister() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn register_rejects_bad_profiles() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig { max_profile_bytes: 2048, ..NrfConfig::default() };
     let nrf = TestNrf::start(dir.path(), config).await;
     let c = client();
@@ -106,9 +104,8 @@ async fn register_rejects_bad_profiles() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn patch_updates_and_heartbeats() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig { max_profile_bytes: 2048, ..NrfConfig::default() };
     let nrf = TestNrf::start(dir.path(), config).await;
     let c = client();
@@ -194,9 +191,8 @@ async fn patch_updates_and_heartbeats() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn nf_list_with_type_limit_and_pages() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     for n in 1..=5 {
@@ -259,9 +255,8 @@ fn subscription(sink: &Sink, cond: Value) -> Value {
            "reqNfType": "SMF", "requesterFeatures": "1"})
 }
 
-#[tokio::test]
 async fn status_notifications_for_register_change_and_deregister() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let nrf = TestNrf::start(dir.path(), NrfConfig::default()).await;
     let c = client();
     let mut sink = Sink::start().await;
@@ -345,9 +340,8 @@ async fn status_notifications_for_register_change_and_deregister() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn subscription_update_unsubscribe_limit_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig {
         max_subscriptions: 2,
         subscription_validity_secs: 3600,
@@ -442,9 +436,8 @@ async fn subscription_update_unsubscribe_limit_and_errors() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn missed_heartbeats_suspend_and_notify() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let config = NrfConfig {
         heartbeat_min_secs: 1,
         heartbeat_timer_secs: 1,
@@ -501,9 +494,8 @@ async fn missed_heartbeats_suspend_and_notify() {
     nrf.stop().await;
 }
 
-#[tokio::test]
 async fn restart_keeps_profiles_and_subscriptions() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = state_dir();
     let c = client();
     let mut sink = Sink::start().await;
     let id = uuid(30);
@@ -546,3 +538,14 @@ async fn restart_keeps_profiles_and_subscriptions() {
     assert_eq!(sink.next().await["event"], "NF_DEREGISTERED");
     nrf.stop().await;
 }
+
+testkit::on_both_backends!(
+    register_retrieve_replace_and_deregister,
+    register_rejects_bad_profiles,
+    patch_updates_and_heartbeats,
+    nf_list_with_type_limit_and_pages,
+    status_notifications_for_register_change_and_deregister,
+    subscription_update_unsubscribe_limit_and_errors,
+    missed_heartbeats_suspend_and_notify,
+    restart_keeps_profiles_and_subscriptions,
+);

@@ -63,12 +63,14 @@
 //! - each trait call one transaction, so the acknowledgement rule holds;
 //! - there is no group commit to write: the server does it.
 
+pub mod any;
 pub mod config;
 pub mod document;
 pub mod error;
 pub mod mysql;
 pub mod sqlite;
 
+pub use any::AnyStore;
 pub use config::{Backend, MysqlConfig, SqliteConfig, Synchronous};
 pub use document::{Document, DocumentData, DocumentStore, IndexKey, UnixMillis, Upserted};
 pub use error::{Error, Result};

@@ -6,6 +6,7 @@
 //! Data Director's ingest API that receives NFs' message copies (`dd_ingest`).
 //! A dev-dependency only; nothing in a shipped crate uses it.
 
+pub mod backends;
 #[cfg(feature = "dd-ingest")]
 pub mod dd_ingest;
 pub mod freediameter;

@@ -25,15 +25,16 @@ impl TestNrf {
             nrf: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("nrf.db"))
-            },
+            store: store_config(dir),
             instance_id: None,
         };
         let bound = nrf::bind(run).await.expect("NRF starts");
         let base = format!("http://{}", bound.local_addr());
         let nrf = bound.nrf().clone();
+        if testkit::backends::mysql_url(dir).is_some() {
+            assert_eq!(nrf.store.backend().backend(), store::Backend::Mysql);
+            assert!(!dir.join("nrf.db").exists(), "a SQLite file beside the MariaDB state");
+        }
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(bound.serve(async {
             let _ = rx.await;
@@ -58,6 +59,26 @@ impl TestNrf {
     pub fn disc(&self, query: &str) -> String {
         format!("{}/nnrf-disc/v1/nf-instances?{query}", self.base)
     }
+}
+
+/// The `[store]` of an NRF whose state is in `dir` (a [`testkit::backends::state_dir`]): the
+/// SQLite file there, or the MariaDB database it names.
+pub fn store_config(dir: &Path) -> store::SqliteConfig {
+    let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("nrf.db")) };
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => store::SqliteConfig {
+            backend: store::Backend::Mysql,
+            url: vec![url],
+            pool_size: 4,
+            ..sqlite
+        },
+        None => sqlite,
+    }
+}
+
+/// A new state directory for an NRF (on MariaDB within `mariadb::` tests).
+pub fn state_dir() -> tempfile::TempDir {
+    testkit::backends::state_dir("nrf")
 }
 
 pub fn client() -> SbiClient {
