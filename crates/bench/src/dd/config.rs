@@ -518,8 +518,8 @@ expected_share = 0.01
         let d9 = include_str!("../../../../scenarios/dd-d9-30k-pcf-http2.toml");
         Scenario::from_toml(d9).unwrap();
         let err = |text: String| format!("{:#}", Scenario::from_toml(&text).unwrap_err());
-        // 6,100 + 5,000 + 4,000 TPS, 2 trigger points: not the source's 30,000 copies/s.
-        let e = err(d9.replace("tps = 6000", "tps = 6100"));
+        // 7,000 + 5,000 + 4,000 TPS, 2 trigger points: not the source's 30,000 copies/s.
+        let e = err(d9.replace("tps = 6000", "tps = 7000"));
         assert!(e.contains("TPS x 2 trigger points"), "{e}");
         // Procedures without a real NF source to drive, or a real NF the kit does not start.
         let e = err(d9.replace("nf = \"pcf\"\nnf_type", "nf_type"));
