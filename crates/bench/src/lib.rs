@@ -457,7 +457,11 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
         let report = match cfg.scenario.dd {
-            Some(_) => tokio::spawn(dd::run::run(cfg)).await?,
+            Some(_) => {
+                let mut cfg = cfg;
+                let nf_load = call_mix(&mut cfg, sims);
+                tokio::spawn(dd::run::run(cfg, nf_load)).await?
+            }
             None => tokio::spawn(engine::run(cfg, sims)).await?,
         };
         if let Some(rx) = rx {
@@ -483,6 +487,38 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     eprintln!("{}", summary(&report));
     eprintln!("report: {}", out.join("report.html").display());
     Ok(report.criteria_passed)
+}
+
+/// The call mix that drives a Data Director scenario's real NFs (its procedures), if it has
+/// one: the engine's run against the NFs (not the Data Director), at the scale of the copies.
+/// Its preloaded data go with it; its progress lines are the Data Director run's.
+fn call_mix(cfg: &mut engine::RunConfig, sims: Vec<sim::RunningSim>) -> Option<dd::run::NfLoad> {
+    if cfg.scenario.procedures.is_empty() {
+        return None;
+    }
+    let mut scenario = cfg.scenario.clone();
+    scenario.dd = None;
+    scenario.nfs.retain(|n| n != "dd");
+    scenario.load.rate = scenario.total_tps();
+    let rate = scenario.load.rate * cfg.rate / cfg.scenario.load.rate;
+    let c = engine::RunConfig {
+        scenario,
+        rate,
+        duration_s: cfg.duration_s,
+        warmup_s: cfg.warmup_s,
+        targets: cfg.targets.iter().filter(|t| t.nf != "dd" && t.nf != "kafka").cloned().collect(),
+        command: cfg.command.clone(),
+        gen_cores: cfg.gen_cores,
+        progress: false,
+        max_p99_ms: cfg.max_p99_ms,
+        bindings: cfg.bindings.take(),
+        rx: cfg.rx.clone(),
+        sh: cfg.sh.clone(),
+        gx: cfg.gx.clone(),
+        udr: cfg.udr.take(),
+        concurrency: None,
+    };
+    Some(Box::pin(engine::run(c, sims)))
 }
 
 /// The configuration file of a kit-started NF: `[<nf>]` from `nf_config.<nf>`, the shared
@@ -646,7 +682,7 @@ pub async fn run_against(
             duration_s,
             warmup_s,
         };
-        let r = dd::run::run(cfg).await?;
+        let r = dd::run::run(cfg, None).await?;
         report::write_all(&r, out)?;
         return Ok(r);
     }

@@ -465,7 +465,9 @@ pub fn markdown(r: &Report) -> String {
     }
     if let Some(dd) = &r.dd {
         dd.markdown(&mut s);
-    } else {
+    }
+    // A Data Director scenario's procedures are the call mix that drives its real NFs.
+    if r.dd.is_none() || !r.procedures.is_empty() {
         let _ = writeln!(s, "\n## Procedures\n\n| procedure | row | share % | offered/s | sent | ok | skipped | success % | p50 ms | p90 ms | p95 ms | p99 ms | max ms | status | verdict |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
     }
     for p in &r.procedures {

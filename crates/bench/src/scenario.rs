@@ -858,10 +858,13 @@ impl Scenario {
             .collect()
     }
 
-    /// Requests per second at full scale; a Data Director scenario's copies per second.
+    /// Requests per second at full scale; a Data Director scenario's copies per second (its
+    /// procedures, which drive its real NFs, make copies counted in their sources' `mps`).
     pub fn total_tps(&self) -> f64 {
-        self.procedures.iter().map(|p| p.tps).sum::<f64>()
-            + self.dd.as_ref().map_or(0.0, |d| d.total_mps())
+        match &self.dd {
+            Some(d) => d.total_mps(),
+            None => self.procedures.iter().map(|p| p.tps).sum::<f64>(),
+        }
     }
 
     /// The rate a run offers by default: `load.rate`, times `load.default_scale` when set.
@@ -906,8 +909,24 @@ impl Scenario {
         }
         if let Some(d) = &self.dd {
             d.validate()?;
-            if !self.procedures.is_empty() || self.nfs != ["dd"] || l.concurrency.is_some() {
-                bail!("a Data Director scenario ([dd]) has nfs = [\"dd\"], no procedures and no closed loop");
+            // The real NFs among the sources (`nf`) follow the Data Director in `nfs` (their
+            // configuration names it, `{nf:dd}`), driven by the procedures.
+            let real: Vec<&str> = d.sources.iter().filter_map(|x| x.nf.as_deref()).collect();
+            let nfs_ok = self.nfs.first().is_some_and(|n| n == "dd")
+                && real.iter().all(|n| self.nfs[1..].iter().any(|x| x == n));
+            if !nfs_ok || real.is_empty() != self.procedures.is_empty() || l.concurrency.is_some() {
+                bail!("a Data Director scenario ([dd]) has nfs = [\"dd\", <the NFs its sources name>], procedures only when a source is a real NF (dd.sources nf) and no closed loop");
+            }
+            // A real NF's copy rate is its procedures' TPS times the trigger points copied, so
+            // the kit's scale applies alike to the copies and to the call mix.
+            for src in d.sources.iter().filter(|x| x.nf.is_some()) {
+                let nf = src.nf.as_deref();
+                let tps: f64 =
+                    self.procedures.iter().filter(|p| p.nf.as_deref() == nf).map(|p| p.tps).sum();
+                let mps = tps * src.trigger_points.len() as f64;
+                if (mps - src.mps).abs() > src.mps * 0.01 {
+                    bail!("dd.sources {}: mps {} is not its procedures' {tps} TPS x {} trigger points", src.name, src.mps, src.trigger_points.len());
+                }
             }
         }
         let total = self.total_tps();

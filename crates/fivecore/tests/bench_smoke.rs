@@ -701,6 +701,49 @@ fn bench_dd_scenario_smoke_feeds_every_consumer_its_share() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// D9 with the real PCF: the kit starts the Data Director, then the PCF with `[pcf.copy]`
+/// toward it, and drives the PCF's SM create/update/delete mix at 40 TPS (80 copies/s, the
+/// requests and their answers) while its consumer reads the HTTP/2 feed. The PCF's copies
+/// count by its instance and its own sequence (none foreign), every copy it counted on its
+/// /metrics reaches the feed once with no gap, and the report has the call mix's rows and the
+/// Data Director's.
+#[test]
+fn bench_dd_d9_smoke_counts_the_real_pcfs_copies_by_instance() {
+    let (out, stderr, json) = run_bench(
+        "dd-d9-30k-pcf-http2",
+        &["--rate", "80", "--duration", "4", "--warmup", "1", "--max-p99-ms", "1000"],
+    );
+    assert!(stderr.contains("success criteria met"), "{stderr}");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let procs = json["procedures"].as_array().unwrap();
+    assert_eq!(procs.len(), 3, "{procs:?}");
+    let mut ok = 0;
+    for p in procs {
+        assert!(n(&p["sent"]) > 0, "{} sent nothing", p["name"]);
+        assert_eq!(p["ok"], p["sent"], "{}: {}", p["name"], p["outcomes"]);
+        ok += n(&p["ok"]);
+    }
+    let dd = &json["dd"];
+    let src = &dd["sources"][0];
+    assert_eq!(src["name"], "pcf");
+    // From the PCF's /metrics: what it copied in the window, all taken by the Data Director.
+    assert!(n(&src["offered"]) > 0 && n(&src["accepted"]) == n(&src["offered"]), "{src}");
+    let accepted_total = n(&src["accepted_total"]);
+    // A request and its answer for each call of the window, and the warm-up's.
+    assert!(accepted_total >= 2 * ok, "{accepted_total} copies for {ok} calls");
+    let feed = &dd["feeds"][0];
+    assert_eq!(n(&feed["distinct_total"]), accepted_total, "{feed}");
+    assert_eq!((n(&feed["duplicates"]), n(&feed["malformed"]), n(&feed["foreign"])), (0, 0, 0));
+    let inst = feed["nf_instances"].as_array().unwrap();
+    assert_eq!(inst.len(), 1, "one PCF instance: {inst:?}");
+    assert_eq!(inst[0]["nf_type"], "PCF");
+    assert_eq!((n(&inst[0]["distinct"]), n(&inst[0]["gaps"])), (accepted_total, 0), "{inst:?}");
+    assert!(dd["dd_cpu_s"].as_f64().unwrap() > 0.0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("### Real NF instances") && md.contains("SM Update"), "{md}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The Kafka scenarios at 40 copies/s for 3 s, each with the broker the kit starts: D6 (the
 /// embedded Data Director, two Kafka feeds its consumers read from the broker) and dd-kafka-80k
 /// (the Kafka mode: NF topic, MAIN and the feeds all topics on the broker; a feed of all and one

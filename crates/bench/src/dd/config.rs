@@ -93,7 +93,8 @@ fn default_drain_s() -> f64 {
     30.0
 }
 
-/// One simulated NF with message copy on: its copies at its share of the rate.
+/// One NF with message copy on: simulated, its copies at its share of the rate; or a real NF
+/// the kit starts (`nf`), its copies what the scenario's call mix makes it copy.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CopySource {
@@ -111,6 +112,13 @@ pub struct CopySource {
     /// Why the source is simulated when the reference's copies came from a real NF.
     #[serde(default)]
     pub note: String,
+    /// The kit-started NF whose own copies this source is (`pcf`: in `nfs`, its `[<nf>.copy]`
+    /// on toward `{nf:dd}`), driven by the scenario's `[[procedures]]`: the kit simulates
+    /// nothing for it, reads what it offered and what the Data Director took from its
+    /// `/metrics`, and counts its copies by NF instance and the NF's own sequence. `mps` and
+    /// `message_bytes` are then what the call mix is expected to make it copy.
+    #[serde(default)]
+    pub nf: Option<String>,
 }
 
 impl CopySource {
@@ -419,7 +427,7 @@ expected_share = 0.01
             ("dd-d6-270k-scp-kafka", "D6,", 270_000.0, 88.0, 0.1, "kafka kafka"),
             ("dd-d7-270k-scp-tcp", "D7,", 270_000.0, 151.0, 0.1, "tcp"),
             ("dd-d8-135k-mix-2tcp-replicated", "D8,", 135_000.0, 105.0, 0.2, "tcp tcp"),
-            ("dd-d9-30k-pcf-http2", "D9,", 30_000.0, 34.0, 1.0, "http2"),
+            ("dd-d9-30k-pcf-http2", "D9,", 30_000.0, 34.0, 0.1, "http2"),
             ("dd-d10-9k-bsf-http2", "D10,", 9_000.0, 27.0, 1.0, "http2"),
             ("dd-d11-360k-scp-3tcp-http2-vcne", "D11,", 360_000.0, 236.0, 0.1, "tcp tcp tcp http2"),
             ("dd-d12-360k-scp-tcp-vcne", "D12,", 360_000.0, 150.0, 0.1, "tcp"),
@@ -472,9 +480,24 @@ expected_share = 0.01
                 };
                 assert_eq!(src.trigger_points.len(), tps, "{name}: {}", src.name);
                 assert!(size.contains(&src.message_bytes), "{name}: {}", src.name);
-                // The reference's NRF, BSF and PCF copies came from the real NFs.
+                // The reference's NRF, BSF and PCF copies came from the real NFs: from ours
+                // too (`nf`), or a note says why they are simulated.
                 let real = ["NRF", "BSF", "PCF"].contains(&src.nf_type.as_str());
-                assert_eq!(real, src.note.contains("simulated"), "{name}: {}", src.name);
+                let simulated = src.note.contains("simulated");
+                assert_eq!(real, src.nf.is_some() || simulated, "{name}: {}", src.name);
+                assert!(!(src.nf.is_some() && simulated), "{name}: {}", src.name);
+                if let Some(nf) = &src.nf {
+                    assert_eq!(nf.to_uppercase(), src.nf_type, "{name}: {}", src.name);
+                    let copy = &s.nf_config[nf]["copy"];
+                    assert_eq!(copy["uri"].as_str(), Some("{nf:dd}"), "{name}");
+                    let triggers: Vec<&str> = copy["triggers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|t| t.as_str())
+                        .collect();
+                    assert_eq!(triggers, src.trigger_points, "{name}: the copies counted");
+                }
             }
         }
         let h = Scenario::load("dd-embedded-200k").unwrap();
@@ -485,6 +508,26 @@ expected_share = 0.01
         assert_eq!(k.dd.as_ref().unwrap().sources[0].message_bytes, 1200);
         let mode = &k.nf_config["dd"]["kafka"]["bootstrap_servers"];
         assert_eq!(mode.as_str(), Some(super::super::kafka::BOOTSTRAP_VAR));
+    }
+
+    /// A real NF source (D9's PCF) comes with the call mix that drives it, at its copy rate,
+    /// and its NF after the Data Director in `nfs`.
+    #[test]
+    fn a_real_nf_source_is_driven_by_its_procedures_at_its_copy_rate() {
+        use crate::scenario::Scenario;
+        let d9 = include_str!("../../../../scenarios/dd-d9-30k-pcf-http2.toml");
+        Scenario::from_toml(d9).unwrap();
+        let err = |text: String| format!("{:#}", Scenario::from_toml(&text).unwrap_err());
+        // 7,000 + 5,000 + 4,000 TPS, 2 trigger points: not the source's 30,000 copies/s.
+        let e = err(d9.replace("tps = 6000", "tps = 7000"));
+        assert!(e.contains("TPS x 2 trigger points"), "{e}");
+        // Procedures without a real NF source to drive, or a real NF the kit does not start.
+        let e = err(d9.replace("nf = \"pcf\"\nnf_type", "nf_type"));
+        assert!(e.contains("procedures only when a source is a real NF"), "{e}");
+        let e = err(d9.replace("nf = \"pcf\"\nnf_type", "nf = \"bsf\"\nnf_type"));
+        assert!(e.contains("procedures only when a source is a real NF"), "{e}");
+        let e = err(d9.replace("nfs = [\"dd\", \"pcf\"]", "nfs = [\"pcf\", \"dd\"]"));
+        assert!(e.contains("procedures only when a source is a real NF"), "{e}");
     }
 
     #[test]

@@ -36,6 +36,55 @@ pub struct FrameInfo {
     pub sequence: u64,
     /// Bytes of the frame, its length prefix included.
     pub bytes: usize,
+    /// The NF type and instance of a copy whose sequence has no source bits (a real NF's, which
+    /// counts from 0 per instance); read only then, so the simulated copies cost nothing more.
+    pub origin: Option<Origin>,
+}
+
+/// An NF instance, as a copy names it: its NF type and instance id, kept inline (no allocation
+/// per copy); longer strings are cut, which still tells apart the instances of one run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    nf_type: [u8; 8],
+    nf_type_len: u8,
+    instance: [u8; 40],
+    instance_len: u8,
+}
+
+impl Origin {
+    /// The NF type and instance strings at the front of an envelope's variable part.
+    fn read(strings: &[u8]) -> Option<Origin> {
+        let field = |at: usize| -> Option<(&[u8], usize)> {
+            let len = u16::from_be_bytes(strings.get(at..at + 2)?.try_into().ok()?) as usize;
+            Some((strings.get(at + 2..at + 2 + len)?, at + 2 + len))
+        };
+        let (nf_type, next) = field(0)?;
+        let (instance, _) = field(next)?;
+        let mut o = Origin { nf_type: [0; 8], nf_type_len: 0, instance: [0; 40], instance_len: 0 };
+        o.nf_type_len = nf_type.len().min(8) as u8;
+        o.nf_type[..o.nf_type_len as usize].copy_from_slice(&nf_type[..o.nf_type_len as usize]);
+        o.instance_len = instance.len().min(40) as u8;
+        o.instance[..o.instance_len as usize].copy_from_slice(&instance[..o.instance_len as usize]);
+        Some(o)
+    }
+
+    fn nf_type_bytes(&self) -> &[u8] {
+        &self.nf_type[..self.nf_type_len as usize]
+    }
+
+    pub fn nf_type(&self) -> String {
+        String::from_utf8_lossy(self.nf_type_bytes()).into_owned()
+    }
+
+    pub fn instance(&self) -> String {
+        String::from_utf8_lossy(&self.instance[..self.instance_len as usize]).into_owned()
+    }
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.nf_type(), self.instance())
+    }
 }
 
 /// Why a stream of frames cannot be read on.
@@ -75,10 +124,12 @@ pub fn envelope_info(e: &[u8], bytes: usize) -> Option<FrameInfo> {
     if e.len() < FIXED || e[0] != dd_client::envelope::VERSION {
         return None;
     }
+    let sequence = u64::from_be_bytes(e[12..20].try_into().expect("8 bytes"));
     Some(FrameInfo {
         timestamp_ns: u64::from_be_bytes(e[4..12].try_into().expect("8 bytes")),
-        sequence: u64::from_be_bytes(e[12..20].try_into().expect("8 bytes")),
+        sequence,
         bytes,
+        origin: if sequence >> SEQUENCE_BITS == 0 { Origin::read(&e[FIXED..]) } else { None },
     })
 }
 
@@ -107,6 +158,65 @@ struct Inner {
     malformed: u64,
     /// Copies whose sequence names no source of this run.
     foreign: u64,
+    /// The sources that are real NFs: their index, NF type and the sequence their run starts
+    /// at (what the NF had copied before is not the run's).
+    real: Vec<(usize, String, u64)>,
+    /// Per NF instance seen (a real NF's copies), its sequences seen.
+    instances: Vec<(Origin, Seen)>,
+}
+
+/// The sequences seen of one NF instance.
+#[derive(Default)]
+struct Seen {
+    bits: Vec<u64>,
+    duplicates: u64,
+}
+
+impl Seen {
+    /// Marks `seq`; false when it was seen before.
+    fn mark(&mut self, seq: u64) -> bool {
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if self.bits.len() <= word {
+            self.bits.resize((word + 1).next_power_of_two(), 0);
+        }
+        let new = self.bits[word] & (1 << bit) == 0;
+        self.bits[word] |= 1 << bit;
+        new
+    }
+
+    /// Sequences seen from `first` on, the lowest and the highest of them.
+    fn from(&self, first: u64) -> (u64, Option<(u64, u64)>) {
+        let (mut n, mut lo, mut hi) = (0, None, None);
+        for (w, word) in self.bits.iter().enumerate().skip((first / 64) as usize) {
+            let mut x = *word;
+            if w as u64 == first / 64 {
+                x &= !0u64 << (first % 64);
+            }
+            if x == 0 {
+                continue;
+            }
+            n += u64::from(x.count_ones());
+            lo.get_or_insert(w as u64 * 64 + u64::from(x.trailing_zeros()));
+            hi = Some(w as u64 * 64 + 63 - u64::from(x.leading_zeros()));
+        }
+        (n, lo.zip(hi))
+    }
+}
+
+/// What a feed received of one NF instance (a real NF's copies, counted from the sequence its
+/// run started at).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InstanceTotals {
+    pub nf_type: String,
+    pub instance: String,
+    /// The sequence the run started at: the copies the NF had counted before it.
+    pub first_sequence: u64,
+    /// Distinct copies from `first_sequence` on, the highest sequence among them.
+    pub distinct: u64,
+    pub last_sequence: Option<u64>,
+    /// Sequences between `first_sequence` and the highest seen that never arrived.
+    pub gaps: u64,
+    pub duplicates: u64,
 }
 
 /// A feed's counts at the end of the run.
@@ -123,6 +233,8 @@ pub struct FeedTotals {
     pub malformed: u64,
     pub foreign: u64,
     pub per_endpoint: Vec<u64>,
+    /// Per NF instance of the real NF sources.
+    pub instances: Vec<InstanceTotals>,
 }
 
 /// Copies further than this past a source's base are foreign (a bitmap must stay bounded).
@@ -142,6 +254,8 @@ impl FeedCounters {
                 duplicates: 0,
                 malformed: 0,
                 foreign: 0,
+                real: Vec::new(),
+                instances: Vec::new(),
             }),
             per_endpoint: (0..endpoints).map(|_| AtomicU64::new(0)).collect(),
             received: AtomicU64::new(0),
@@ -152,6 +266,13 @@ impl FeedCounters {
     /// The run's clock, once it starts; copies that arrive before are not timed.
     pub fn start(&self, clock: RunClock) {
         let _ = self.clock.set(clock);
+    }
+
+    /// Source `index` is a real NF of type `nf_type` whose copies of this run start at sequence
+    /// `first` (what it had copied before): its copies count by NF instance and the NF's own
+    /// sequence, not by the simulated sources' source bits.
+    pub fn expect_nf(&self, index: usize, nf_type: &str, first: u64) {
+        self.inner.lock().unwrap().real.push((index, nf_type.to_string(), first));
     }
 
     /// Records the frames one read (or one POST) brought to `endpoint`, all arrived now.
@@ -189,6 +310,32 @@ impl FeedCounters {
             }
         }
         for f in frames {
+            if let Some(o) = f.origin {
+                let real = inner.real.iter().find(|r| r.1.as_bytes() == o.nf_type_bytes());
+                let Some(first) = real.map(|r| r.2) else {
+                    inner.foreign += 1;
+                    continue;
+                };
+                if f.sequence >= first + MAX_COPIES_PER_SOURCE {
+                    inner.foreign += 1;
+                    continue;
+                }
+                let at = match inner.instances.iter().position(|(x, _)| *x == o) {
+                    Some(i) => i,
+                    None => {
+                        inner.instances.push((o, Seen::default()));
+                        inner.instances.len() - 1
+                    }
+                };
+                // Before `first`: the NF's copies of before the run (its preload, a previous
+                // run), in flight when the feed came: neither the run's nor foreign.
+                let seen = &mut inner.instances[at].1;
+                if !seen.mark(f.sequence) && f.sequence >= first {
+                    seen.duplicates += 1;
+                    inner.duplicates += 1;
+                }
+                continue;
+            }
             let source = (f.sequence >> SEQUENCE_BITS) as usize;
             let copy = f.sequence & ((1 << SEQUENCE_BITS) - 1);
             if source == 0 || source > inner.seen.len() || copy >= MAX_COPIES_PER_SOURCE {
@@ -211,13 +358,33 @@ impl FeedCounters {
 
     pub fn totals(&self) -> FeedTotals {
         let g = self.inner.lock().unwrap();
+        let mut distinct = g.distinct.clone();
+        let mut instances = Vec::new();
+        for (o, seen) in &g.instances {
+            let nf_type = o.nf_type();
+            let Some(&(index, _, first)) = g.real.iter().find(|r| r.1 == nf_type) else {
+                continue;
+            };
+            let (n, range) = seen.from(first);
+            distinct[index] += n;
+            instances.push(InstanceTotals {
+                nf_type,
+                instance: o.instance(),
+                first_sequence: first,
+                distinct: n,
+                last_sequence: range.map(|r| r.1),
+                gaps: range.map_or(0, |(_, hi)| hi + 1 - first - n),
+                duplicates: seen.duplicates,
+            });
+        }
         FeedTotals {
+            instances,
             received: self.received.load(Ordering::Relaxed),
             bytes: g.bytes,
             window_copies: g.window_copies,
             window_bytes: g.window_bytes,
             e2e: stats::Latency::of(&g.e2e),
-            distinct: g.distinct.clone(),
+            distinct,
             duplicates: g.duplicates,
             malformed: g.malformed,
             foreign: g.foreign,
@@ -374,6 +541,17 @@ mod tests {
     use dd_client::envelope::{encode_framed, CopyMeta, Protocol, TriggerPoint};
 
     fn framed(ts: u64, seq: u64, body: &[u8], out: &mut BytesMut) {
+        framed_by("SCP", "i", ts, seq, body, out)
+    }
+
+    fn framed_by(
+        nf_type: &str,
+        instance: &str,
+        ts: u64,
+        seq: u64,
+        body: &[u8],
+        out: &mut BytesMut,
+    ) {
         let meta = CopyMeta {
             trigger: TriggerPoint::IngressRequest,
             protocol: Protocol::Http2,
@@ -382,8 +560,8 @@ mod tests {
             transaction: 1,
             stream_id: 1,
             status: 0,
-            nf_type: "SCP",
-            nf_instance: "i",
+            nf_type,
+            nf_instance: instance,
             service: "s",
             operation: "o",
             method: "POST",
@@ -420,7 +598,9 @@ mod tests {
             assert_eq!(used, [0, first, whole][want]);
         }
         assert_eq!(bad, 0);
-        assert_eq!(out[0], FrameInfo { timestamp_ns: 11, sequence: 1, bytes: first });
+        assert_eq!((out[0].timestamp_ns, out[0].sequence, out[0].bytes), (11, 1, first));
+        // Without source bits, a real NF's copy: its NF type and instance are read.
+        assert_eq!(format!("{:?}", out[0].origin), "Some(SCP/i)");
         assert_eq!((out[1].timestamp_ns, out[1].sequence, out[1].bytes), (22, 2, whole - first));
     }
 
@@ -450,6 +630,7 @@ mod tests {
             timestamp_ns: 0,
             sequence: (source << SEQUENCE_BITS) + copy,
             bytes: 100,
+            origin: None,
         };
         feed.record(0, &[f(1, 0), f(1, 1), f(2, 0)], 0);
         feed.record(1, &[f(1, 1), f(2, 70_000), f(0, 3), f(3, 1)], 1);
@@ -460,6 +641,35 @@ mod tests {
         assert_eq!(t.per_endpoint, vec![3, 4]);
         // No clock yet: nothing timed, nothing in the window.
         assert_eq!((t.window_copies, t.e2e.p99_ms), (0, 0.0));
+    }
+
+    #[test]
+    fn a_real_nfs_copies_count_per_instance_from_the_runs_first_sequence() {
+        // Source 0 simulated, source 1 the PCF, which had copied 5 before the run.
+        let feed = FeedCounters::new(1, 2);
+        feed.expect_nf(1, "PCF", 5);
+        let mut b = BytesMut::new();
+        let pcf = "5a8f0b9e-0000-4000-8000-000000000001";
+        // 4 (before the run), 5, 6, 6 again, 9: 7 and 8 missing.
+        for seq in [4, 5, 6, 6, 9] {
+            framed_by("PCF", pcf, 1, seq, b"{}", &mut b);
+        }
+        // Another instance of the same type.
+        framed_by("PCF", "other", 1, 5, b"{}", &mut b);
+        // An NF type no source of the run is: foreign. A simulated copy of source 0.
+        framed_by("BSF", "x", 1, 0, b"{}", &mut b);
+        framed(1, 1 << SEQUENCE_BITS, b"{}", &mut b);
+        let (mut out, mut bad) = (Vec::new(), 0);
+        parse_frames(&b, &mut out, &mut bad).unwrap();
+        feed.record(0, &out, bad);
+        let t = feed.totals();
+        assert_eq!(t.distinct, vec![1, 4]);
+        assert_eq!((t.duplicates, t.foreign, t.malformed), (1, 1, 0));
+        let i = &t.instances;
+        assert_eq!(i.len(), 2);
+        assert_eq!((i[0].instance.as_str(), i[0].distinct, i[0].gaps), (pcf, 3, 2));
+        assert_eq!((i[0].first_sequence, i[0].last_sequence, i[0].duplicates), (5, Some(9), 1));
+        assert_eq!((i[1].instance.as_str(), i[1].distinct, i[1].gaps), ("other", 1, 0));
     }
 
     #[tokio::test]

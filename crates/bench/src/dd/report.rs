@@ -99,6 +99,9 @@ pub struct FeedRow {
     pub duplicates: u64,
     pub malformed: u64,
     pub foreign: u64,
+    /// The real NF sources' copies, per NF instance: distinct, gaps and duplicates from the
+    /// sequence the run started at.
+    pub nf_instances: Vec<super::consumer::InstanceTotals>,
     pub accepted_total: u64,
     /// `distinct_total / accepted_total`.
     pub share: f64,
@@ -162,7 +165,7 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 impl DdReport {
     /// The Markdown sections: sources, feeds, endpoints, the Data Director's cost.
     pub fn markdown(&self, s: &mut String) {
-        let _ = writeln!(s, "\n## Copy sources (simulated NFs, `POST /dd-ingest/v1/copies`)\n\nBatches of up to {} copies, or fewer after {} ms; copies counted when their batch was due in the measured window.\n\n| source | NF | trigger points | bytes/copy | offered/s | offered | accepted | accepted/s | 503 (copies / batches) | failed | dropped | success % | POST p50 ms | POST p99 ms | connections | verdict |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|", self.batch, self.linger_ms);
+        let _ = writeln!(s, "\n## Copy sources (`POST /dd-ingest/v1/copies`)\n\nThe simulated NFs: batches of up to {} copies, or fewer after {} ms; copies counted when their batch was due in the measured window. A real NF (no POST figures): what its copier counted in the window on its `/metrics` (offered: copies kept and dropped; accepted: kept and not refused by the Data Director).\n\n| source | NF | trigger points | bytes/copy | offered/s | offered | accepted | accepted/s | 503 (copies / batches) | failed | dropped | success % | POST p50 ms | POST p99 ms | connections | verdict |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|", self.batch, self.linger_ms);
         for r in &self.sources {
             let _ = writeln!(
                 s,
@@ -186,7 +189,7 @@ impl DdReport {
                 r.verdict
             );
         }
-        let _ = writeln!(s, "\n## Feeds (the kit's consumers behind each)\n\nDelivered and E2E (arrival at the consumer minus the copy's timestamp, when the simulated NF saw the message) over the measured window; distinct, duplicates and share over the whole run after the drain ({:.1} s{}). Success is an unfiltered feed's distinct copies over the copies the sources had accepted.\n\n| feed | kind | filter | expected share % | delivered | delivered/s | MB/s | E2E p50 ms | p90 ms | p99 ms | max ms | mean ms | reference E2E avg ms | reference MPS | distinct | duplicates | share % | success % | verdict |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|", self.drain_s, if self.drained { "" } else { ", not every accepted copy delivered by then" });
+        let _ = writeln!(s, "\n## Feeds (the kit's consumers behind each)\n\nDelivered and E2E (arrival at the consumer minus the copy's timestamp, when the NF, simulated or real, saw the message) over the measured window; distinct, duplicates and share over the whole run after the drain ({:.1} s{}). Success is an unfiltered feed's distinct copies over the copies the sources had accepted.\n\n| feed | kind | filter | expected share % | delivered | delivered/s | MB/s | E2E p50 ms | p90 ms | p99 ms | max ms | mean ms | reference E2E avg ms | reference MPS | distinct | duplicates | share % | success % | verdict |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|", self.drain_s, if self.drained { "" } else { ", not every accepted copy delivered by then" });
         for f in &self.feeds {
             let e = &f.e2e;
             let _ = writeln!(
@@ -212,6 +215,25 @@ impl DdReport {
                 f.success_rate.map_or("–".into(), |v| format!("{:.3}", v * 100.0)),
                 f.verdict
             );
+        }
+        if self.feeds.iter().any(|f| !f.nf_instances.is_empty()) {
+            let _ = writeln!(s, "\n### Real NF instances\n\nCopies of each NF instance a feed received, counted by the NF's own sequence from where the run started (the NF's copies before it are not the run's).\n\n| feed | NF | instance | first sequence | last sequence | distinct | gaps | duplicates |\n|---|---|---|--:|--:|--:|--:|--:|");
+            for f in &self.feeds {
+                for i in &f.nf_instances {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                        f.name,
+                        i.nf_type,
+                        i.instance,
+                        i.first_sequence,
+                        i.last_sequence.map_or("–".into(), |x| x.to_string()),
+                        i.distinct,
+                        i.gaps,
+                        i.duplicates
+                    );
+                }
+            }
         }
         if self.feeds.iter().any(|f| f.endpoints.len() > 1) {
             let _ = writeln!(s, "\n### Endpoints\n\n| feed | balance | consumer | weight | copies | share % |\n|---|---|---|--:|--:|--:|");

@@ -3,7 +3,15 @@
 //! the run's tag so a `--target` Data Director used before keeps nothing of another run), the
 //! sources' open loop, the drain until the feeds have delivered what was accepted, the feeds
 //! and filters deleted again, and the report.
+//!
+//! A source that is a real NF (`nf`, the kit started it with `[<nf>.copy]` on) is not
+//! simulated: the scenario's call mix drives it (the engine's load, [`NfLoad`], run alongside
+//! the simulated sources), its offered and accepted copies come from its `/metrics` and the
+//! consumers count its copies by NF instance and its own sequence. The report then has both
+//! parts: the call mix's procedures and the Data Director's sources and feeds.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +22,7 @@ use sbi::observe::ProcessUsage;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::config::{FeedDef, FeedKind};
+use super::config::{CopySource, FeedDef, FeedKind};
 use super::consumer::{self, Consumer, FeedCounters};
 use super::kafka::{self, KafkaConsumer};
 use super::report::{feed_verdict, DdReport, EndpointRow, FeedRow, SourceRow};
@@ -120,8 +128,13 @@ fn sink(def: &FeedDef, consumers: &[Consumer], topic: &str, bootstrap: Option<&s
     Value::Object(sink)
 }
 
-/// Runs a Data Director scenario against the Data Director of `cfg.targets` (`dd`).
-pub async fn run(cfg: RunConfig) -> Result<Report> {
+/// The call mix that drives a scenario's real NFs (the engine's run), started with the copy
+/// sources once the feeds exist.
+pub type NfLoad = Pin<Box<dyn Future<Output = Result<Report>> + Send>>;
+
+/// Runs a Data Director scenario against the Data Director of `cfg.targets` (`dd`); `nf_load`
+/// drives the real NFs among its sources.
+pub async fn run(cfg: RunConfig, nf_load: Option<NfLoad>) -> Result<Report> {
     let s = &cfg.scenario;
     let d = s.dd.as_ref().context("not a Data Director scenario (no [dd])")?;
     let target = cfg.targets.iter().find(|t| t.nf == "dd").context("no target for dd")?;
@@ -179,7 +192,7 @@ pub async fn run(cfg: RunConfig) -> Result<Report> {
     };
     let setup = setup.await;
     let result = match setup {
-        Ok(()) => load(&cfg, &base, pids, &feeds).await,
+        Ok(()) => load(&cfg, &base, pids, &feeds, nf_load).await,
         Err(e) => Err(e),
     };
     // A --target Data Director keeps no feed of this run pushing to consumers that are gone.
@@ -225,14 +238,104 @@ async fn kafka_consumers(
 /// The Data Director's PIDs and the broker's, when the kit started them.
 type Pids = (Vec<u32>, Vec<u32>);
 
+/// A real NF's copier counters (`dd_copies_total`, `dd_copies_dropped_total`) on its
+/// `/metrics`.
+#[derive(Debug, Clone, Copy, Default)]
+struct CopyCounts {
+    /// Copies kept for the Data Director: the NF's sequence counts these.
+    copies: u64,
+    /// Dropped before they were kept (buffer full, too long, the copier stopping).
+    dropped: u64,
+    /// Kept, then refused by the Data Director for good.
+    rejected: u64,
+}
+
+impl CopyCounts {
+    fn offered(&self) -> u64 {
+        self.copies + self.dropped
+    }
+
+    fn accepted(&self) -> u64 {
+        self.copies.saturating_sub(self.rejected)
+    }
+
+    fn since(&self, a: &CopyCounts) -> CopyCounts {
+        CopyCounts {
+            copies: self.copies.saturating_sub(a.copies),
+            dropped: self.dropped.saturating_sub(a.dropped),
+            rejected: self.rejected.saturating_sub(a.rejected),
+        }
+    }
+
+    /// The counters in a Prometheus text exposition.
+    fn parse(text: &str) -> Result<CopyCounts> {
+        let mut c = CopyCounts::default();
+        let mut seen = false;
+        for line in text.lines() {
+            let Some((name, value)) = line.rsplit_once(' ') else { continue };
+            let v = || -> Result<u64> {
+                Ok(value.parse::<f64>().with_context(|| format!("metric line {line:?}"))? as u64)
+            };
+            if name.starts_with("dd_copies_total{") {
+                c.copies += v()?;
+                seen = true;
+            } else if name == "dd_copies_dropped_total{reason=\"rejected\"}" {
+                c.rejected += v()?;
+            } else if name.starts_with("dd_copies_dropped_total{") {
+                c.dropped += v()?;
+            }
+        }
+        if !seen {
+            bail!("no dd_copies_total: is its [<nf>.copy] enabled?");
+        }
+        Ok(c)
+    }
+}
+
+/// A source that is a real NF: its definition, its index among the sources and its apiRoot.
+struct RealSource<'a> {
+    def: &'a CopySource,
+    index: usize,
+    url: String,
+}
+
+async fn copy_counts(client: &SbiClient, real: &[RealSource<'_>]) -> Result<Vec<CopyCounts>> {
+    let mut out = Vec::new();
+    for r in real {
+        let url = format!("{}/metrics", r.url);
+        let resp = client.get(&url).send().await.with_context(|| format!("GET {url}"))?;
+        if resp.status().as_u16() != 200 {
+            bail!("GET {url}: {}", resp.status());
+        }
+        let text = String::from_utf8_lossy(resp.body());
+        out.push(
+            CopyCounts::parse(&text).with_context(|| format!("source {}: {url}", r.def.name))?,
+        );
+    }
+    Ok(out)
+}
+
 /// The load, the drain and the numbers.
-async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Result<Report> {
+async fn load(
+    cfg: &RunConfig,
+    base: &str,
+    pids: Pids,
+    feeds: &[Feed<'_>],
+    nf_load: Option<NfLoad>,
+) -> Result<Report> {
     let s = &cfg.scenario;
     let d = s.dd.as_ref().expect("checked by run");
     let scale = cfg.rate / s.load.rate;
     let timeout = Duration::from_millis(s.load.timeout_ms);
     let mut sources = Vec::new();
+    let mut real = Vec::new();
     for (i, def) in d.sources.iter().enumerate() {
+        if let Some(nf) = &def.nf {
+            let t = cfg.targets.iter().find(|t| &t.nf == nf);
+            let t = t.with_context(|| format!("source {}: no target for {nf}", def.name))?;
+            real.push(RealSource { def, index: i, url: t.url.clone() });
+            continue;
+        }
         let src = Source::new(SourceSpec {
             def,
             dd: d,
@@ -244,6 +347,17 @@ async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Re
         })?;
         src.open().await.with_context(|| format!("source {}: connecting to {base}", def.name))?;
         sources.push(Arc::new(src));
+    }
+    if real.is_empty() != nf_load.is_none() {
+        bail!("{}: a real NF source needs the call mix that drives it, and only it", s.name);
+    }
+    // What the real NFs copied before (a preload, an earlier run): their run starts after it.
+    let client = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
+    let before = copy_counts(&client, &real).await?;
+    for (r, c) in real.iter().zip(&before) {
+        for f in feeds {
+            f.counters.expect_nf(r.index, &r.def.nf_type, c.copies);
+        }
     }
     let lead = Duration::from_millis(50);
     let epoch_ns = std::time::SystemTime::now()
@@ -297,7 +411,32 @@ async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Re
         })
     };
 
+    // The real NFs' counters at the two ends of the measured window.
+    let real_marks = {
+        let targets: Vec<(String, String)> =
+            real.iter().map(|r| (r.def.name.clone(), r.url.clone())).collect();
+        let ends = [clock.start + clock.measure_from, clock.start + clock.measure_to];
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut marks = Vec::new();
+            for end in ends {
+                tokio::time::sleep_until(end).await;
+                let mut at = Vec::new();
+                for (name, url) in &targets {
+                    let url = format!("{url}/metrics");
+                    let r = client.get(&url).send().await.with_context(|| format!("GET {url}"));
+                    let text = r.map(|r| String::from_utf8_lossy(r.body()).into_owned());
+                    at.push(
+                        text.and_then(|t| CopyCounts::parse(&t)).with_context(|| name.clone())?,
+                    );
+                }
+                marks.push(at);
+            }
+            anyhow::Ok(marks)
+        })
+    };
     let gen_cpu_start = self_cpu();
+    let nf_task = nf_load.map(tokio::spawn);
     let mut tasks = Vec::new();
     for src in &sources {
         tasks.push(tokio::spawn(src.clone().run(clock, secs, timeout)));
@@ -306,9 +445,23 @@ async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Re
     for t in tasks {
         dispatched.push(t.await??);
     }
+    let nf_report = match nf_task {
+        Some(t) => Some(t.await?.context("the call mix driving the real NFs")?),
+        None => None,
+    };
     let load_wall = clock.start.elapsed().as_secs_f64().max(1e-9);
     let gen_cpu = self_cpu() - gen_cpu_start;
-    let (drain_s, drained) = drain(feeds, &sources, Duration::from_secs_f64(d.drain_s)).await;
+    let real_marks = if real.is_empty() {
+        real_marks.abort();
+        Vec::new()
+    } else {
+        real_marks.await??
+    };
+    let after = copy_counts(&client, &real).await?;
+    let real_totals: Vec<CopyCounts> = after.iter().zip(&before).map(|(a, b)| a.since(b)).collect();
+    let accepted: u64 = sources.iter().map(|s| s.all.accepted.load(Ordering::Relaxed)).sum::<u64>()
+        + real_totals.iter().map(|c| c.accepted()).sum::<u64>();
+    let (drain_s, drained) = drain(feeds, accepted, Duration::from_secs_f64(d.drain_s)).await;
     // The marks are in the past by now, unless the window outlasted the load (it cannot).
     tokio::time::sleep(Duration::from_millis(20)).await;
     sampler.abort();
@@ -316,7 +469,37 @@ async fn load(cfg: &RunConfig, base: &str, pids: Pids, feeds: &[Feed<'_>]) -> Re
     let samples = samples.lock().unwrap().clone();
     let marks = *marks.lock().unwrap();
     let (cpu, drain) = ((gen_cpu, load_wall), (drain_s, drained));
-    report(cfg, feeds, &sources, &dispatched, &samples, &marks, cpu, drain)
+    let real = RealRun { sources: &real, window: &real_marks, totals: &real_totals };
+    let dd = report(cfg, feeds, &sources, &real, &dispatched, &samples, &marks, cpu, drain)?;
+    Ok(match nf_report {
+        Some(nf) => with_call_mix(dd, nf),
+        None => dd,
+    })
+}
+
+/// The real NF sources of a run, their counters at the window's two ends and over the run.
+struct RealRun<'a> {
+    sources: &'a [RealSource<'a>],
+    window: &'a [Vec<CopyCounts>],
+    totals: &'a [CopyCounts],
+}
+
+/// One report of a run with a call mix: the Data Director's (its sources, feeds, CPU and
+/// timeline of copies) with the call mix's procedures, egress and preload, and the failures and
+/// warnings of both.
+fn with_call_mix(mut dd: Report, nf: Report) -> Report {
+    dd.preload = nf.preload;
+    dd.procedures = nf.procedures;
+    dd.egress = nf.egress;
+    dd.nf_latency = nf.nf_latency;
+    dd.criteria_passed &= nf.criteria_passed;
+    dd.failures.extend(nf.failures.into_iter().map(|f| format!("call mix: {f}")));
+    dd.warnings.extend(nf.warnings.into_iter().map(|w| format!("call mix: {w}")));
+    dd.warnings.push(format!(
+        "the call mix driving the real NFs: {:.1} TPS achieved of {:.1} offered",
+        nf.totals.achieved_tps, nf.rate
+    ));
+    dd
 }
 
 /// One progress line for second `tick` (just ended).
@@ -347,8 +530,7 @@ fn progress_line(
 
 /// Waits until every unfiltered feed has every accepted copy and the feeds are quiet, or the
 /// feeds have been quiet for 3 s, or `max`: (seconds waited, every unfiltered feed complete).
-async fn drain(feeds: &[Feed<'_>], sources: &[Arc<Source>], max: Duration) -> (f64, bool) {
-    let accepted: u64 = sources.iter().map(|s| s.all.accepted.load(Ordering::Relaxed)).sum();
+async fn drain(feeds: &[Feed<'_>], accepted: u64, max: Duration) -> (f64, bool) {
     let t0 = Instant::now();
     let received =
         || -> u64 { feeds.iter().map(|f| f.counters.received.load(Ordering::Relaxed)).sum() };
@@ -379,6 +561,7 @@ fn report(
     cfg: &RunConfig,
     feeds: &[Feed<'_>],
     sources: &[Arc<Source>],
+    real: &RealRun<'_>,
     dispatched: &[Dispatched],
     samples: &[Sample],
     marks: &[Option<Sample>; 2],
@@ -441,6 +624,52 @@ fn report(
             verdict,
         });
     }
+    for (i, r) in real.sources.iter().enumerate() {
+        let w = match (real.window.first(), real.window.get(1)) {
+            (Some(a), Some(b)) => b[i].since(&a[i]),
+            _ => CopyCounts::default(),
+        };
+        let (offered, accepted) = (w.offered(), w.accepted());
+        let success = if offered == 0 { 1.0 } else { accepted as f64 / offered as f64 };
+        let verdict = if offered == 0 {
+            let v = "FAIL: the NF copied nothing in the window".to_string();
+            failures.push(format!("source {}: {v}", r.def.name));
+            v
+        } else if success < criteria.min_success_rate {
+            let v = format!(
+                "FAIL: accepted {:.3}% < {:.3}% ({} dropped by the NF's copier, {} refused for good)",
+                success * 100.0,
+                criteria.min_success_rate * 100.0,
+                w.dropped,
+                w.rejected
+            );
+            failures.push(format!("source {}: {v}", r.def.name));
+            v
+        } else {
+            "pass".into()
+        };
+        source_rows.push(SourceRow {
+            name: r.def.name.clone(),
+            nf_type: r.def.nf_type.clone(),
+            trigger_points: r.def.trigger_points.clone(),
+            message_bytes: r.def.message_bytes,
+            offered_mps: r.def.mps * cfg.rate / s.load.rate,
+            offered,
+            sent: w.copies,
+            accepted,
+            accepted_mps: accepted as f64 / wall,
+            refused: 0,
+            refused_batches: 0,
+            failed: w.rejected,
+            dropped: w.dropped,
+            posts: 0,
+            success_rate: success,
+            post_latency: Default::default(),
+            connections: 0,
+            accepted_total: real.totals[i].accepted(),
+            verdict,
+        });
+    }
     let accepted_total: u64 = source_rows.iter().map(|r| r.accepted_total).sum();
     let mut feed_rows = Vec::new();
     for f in feeds {
@@ -476,6 +705,7 @@ fn report(
             duplicates: t.duplicates,
             malformed: t.malformed,
             foreign: t.foreign,
+            nf_instances: t.instances.clone(),
             accepted_total,
             share,
             success_rate: f.def.unfiltered().then_some(share.min(1.0)),
@@ -686,4 +916,26 @@ fn report(
         warnings,
         dd: Some(dd),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_nfs_copier_counters_are_read_from_its_metrics() {
+        let text = "# HELP dd_copies Messages copied.\n# TYPE dd_copies counter\n\
+            dd_copies_total{trigger=\"ingress_request\"} 7\n\
+            dd_copies_total{trigger=\"ingress_response\"} 6\n\
+            dd_copies_dropped_total{reason=\"buffer_full\"} 2\n\
+            dd_copies_dropped_total{reason=\"rejected\"} 1\n\
+            dd_copy_batches_total{result=\"delivered\"} 3\n# EOF\n";
+        let c = CopyCounts::parse(text).unwrap();
+        assert_eq!((c.copies, c.dropped, c.rejected), (13, 2, 1));
+        assert_eq!((c.offered(), c.accepted()), (15, 12));
+        let later = CopyCounts { copies: 20, dropped: 2, rejected: 1 };
+        assert_eq!(later.since(&c).accepted(), 7);
+        // An NF without [<nf>.copy]: no counters, which is an error, not zero copies.
+        assert!(CopyCounts::parse("process_cpu_seconds_total 1\n").is_err());
+    }
 }
