@@ -38,16 +38,11 @@ fn setup(cache_entries: usize) -> (Verifier, Vec<String>, tempfile::TempDir) {
             format!("Bearer {signed}.{}", B64.encode(sig.as_ref()))
         })
         .collect();
-    let config = OAuth2Config {
-        required: true,
-        jwks_file: Some(path),
-        cache_entries,
-        ..Default::default()
-    };
+    let config =
+        OAuth2Config { required: true, jwks_file: Some(path), cache_entries, ..Default::default() };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let v = rt
-        .block_on(Verifier::new(config, "BSF", "5a3c4c9e-0000-4000-8000-000000000b5f"))
-        .unwrap();
+    let v =
+        rt.block_on(Verifier::new(config, "BSF", "5a3c4c9e-0000-4000-8000-000000000b5f")).unwrap();
     (v, tokens, dir)
 }
 
