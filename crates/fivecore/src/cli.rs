@@ -33,7 +33,7 @@ pub enum Command {
     /// Policy projects: check, test, dry-run and replay before deploying (docs/policy.md).
     Policy(PolicyArgs),
     /// Replay the reference call models against fivecore and report side by side.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Print the version.
     Version,
 }

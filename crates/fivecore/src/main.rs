@@ -43,6 +43,6 @@ fn main() -> ExitCode {
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
         Command::Policy(args) => policy_cli::run(&args.command),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
     }
 }
