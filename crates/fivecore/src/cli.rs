@@ -1,4 +1,4 @@
-//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|policy|bench|version>`.
+//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|policy|cert|bench|version>`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,6 +32,8 @@ pub enum Command {
     Dd(NfArgs),
     /// Policy projects: check, test, dry-run and replay before deploying (docs/policy.md).
     Policy(PolicyArgs),
+    /// A lab PKI for mutual TLS: a CA and NF certificates (docs/security.md).
+    Cert(crate::cert::CertArgs),
     /// Replay the reference call models against fivecore and report side by side.
     Bench(Box<BenchArgs>),
     /// Print the version.

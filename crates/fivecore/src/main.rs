@@ -1,6 +1,7 @@
 //! `fivecore`: one binary, one subcommand per network function, `up` to run them all.
 
 mod bsf_preload;
+mod cert;
 mod cli;
 mod config;
 mod logging;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
         Command::Policy(args) => policy_cli::run(&args.command),
+        Command::Cert(args) => cert::run(&args),
         Command::Bench(args) => bench::run(*args),
     }
 }

@@ -834,3 +834,76 @@ fn up_with_access_tokens_required_serves_token_holders_only() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `fivecore cert` makes a lab PKI an NF serves mutual TLS with: the BSF's certificate (with
+/// its instance id as urn:uuid in the subjectAltName) accepted by a client trusting the CA, and
+/// a PCF certificate of the same CA accepted as a client certificate; a client without one
+/// refused.
+#[test]
+fn cert_makes_a_lab_pki_for_mutual_tls() {
+    let dir = tempfile_dir();
+    let pki = format!("{dir}/pki");
+    let (code, out, err) = fivecore(&["cert", "ca", "--out", &pki]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ca.crt"), "{out}");
+    let bsf_id = "5a3c4c9e-0000-4000-8000-000000000b5f";
+    let (code, out, err) =
+        fivecore(&["cert", "nf", "--ca", &pki, "--nf-type", "BSF", "--instance-id", bsf_id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("urn:uuid:{bsf_id}")), "{out}");
+    let (code, out, err) = fivecore(&["cert", "nf", "--ca", &pki, "--nf-type", "PCF"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("instance_id = \""), "a new instance id is printed: {out}");
+    let mode = std::fs::metadata(format!("{pki}/pcf.key")).unwrap().permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+    // A bad CA directory is a clear error.
+    let (code, _, err) = fivecore(&["cert", "nf", "--ca", "/nonexistent", "--nf-type", "UDR"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("/nonexistent/ca.crt"), "{err}");
+
+    let port = free_port();
+    let config = format!("{dir}/bsf-tls.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "instance_id = \"{bsf_id}\"\n[sbi.tls]\ncert = \"{pki}/bsf.crt\"\nkey = \"{pki}/bsf.key\"\nclient_ca = \"{pki}/ca.crt\"\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bsf", "--listen", &format!("127.0.0.1:{port}"), "--config", &config])
+        .args(["--data-dir", &format!("{dir}/bsf-data"), "--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tls = |with_cert: bool| sbi::client::ClientConfig {
+        tls: sbi::client::TlsClientConfig {
+            ca_files: vec![format!("{pki}/ca.crt").into()],
+            cert_file: with_cert.then(|| format!("{pki}/pcf.crt").into()),
+            key_file: with_cert.then(|| format!("{pki}/pcf.key").into()),
+        },
+        ..Default::default()
+    };
+    let with_cert = sbi::client::SbiClient::new(&tls(true)).unwrap();
+    let url = format!("https://localhost:{port}/healthz/live");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match rt.block_on(with_cert.get(&url).send()) {
+            Ok(r) => {
+                assert_eq!(r.status(), 200);
+                break;
+            }
+            Err(e) => {
+                assert!(child.try_wait().unwrap().is_none(), "the BSF exited");
+                assert!(std::time::Instant::now() < deadline, "no mTLS answer: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+    let without = sbi::client::SbiClient::new(&tls(false)).unwrap();
+    assert!(rt.block_on(without.get(&url).send()).is_err(), "no client certificate: refused");
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

@@ -132,7 +132,7 @@ impl NfIdentity {
 
 pub struct SbiServer {
     listener: TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<tls::ReloadingServerConfig>>,
     config: ServerConfig,
     router: Router,
     identity: NfIdentity,
@@ -157,7 +157,7 @@ impl SbiServer {
         observability: Observability,
     ) -> Result<Self, ServerError> {
         let tls = match &config.tls {
-            Some(t) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(t)?)),
+            Some(t) => Some(Arc::new(tls::ReloadingServerConfig::new(t.clone())?)),
             None => None,
         };
         let listener = TcpListener::bind(config.listen)
@@ -220,8 +220,13 @@ impl SbiServer {
             ),
             false => None,
         };
-        // Aborted when serve returns (the guard drops).
+        // Aborted when serve returns (the guards drop).
         let _refresh = verifier.as_ref().map(|v| AbortOnDrop(v.spawn_refresh()));
+        let _tls_reload = self
+            .tls
+            .as_ref()
+            .filter(|t| t.reload_secs() > 0)
+            .map(|t| AbortOnDrop(spawn_tls_reload(t.clone())));
         let stack = ServiceBuilder::new()
             .layer(RequestIdLayer::new())
             .layer(MetricsLayer::new(&metrics, &self.router.operations()))
@@ -284,7 +289,7 @@ impl SbiServer {
             };
             let (io_gate, io_conn) = (gate.clone(), conn_gate.unwrap_or_default());
             let builders = builders.clone();
-            let tls = self.tls.clone();
+            let tls = self.tls.as_ref().map(|t| tokio_rustls::TlsAcceptor::from(t.current()));
             let activity = svc.activity.clone();
             let mut stop = connections.stop_signal();
             tokio::spawn(async move {
@@ -457,6 +462,26 @@ where
 /// Where an NRF publishes the keys that verify its access tokens (TS 29.510 leaves the path to
 /// the deployment; fivecore's NRF serves it here).
 const JWKS_PATH: &str = "/oauth2/jwks";
+
+/// Checks the TLS files every `reload_secs` and puts a changed set in force.
+fn spawn_tls_reload(tls: Arc<tls::ReloadingServerConfig>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let period = Duration::from_secs(tls.reload_secs());
+        loop {
+            tokio::time::sleep(period).await;
+            // Reading three small files every few seconds: cheap, but file I/O all the same.
+            let t = tls.clone();
+            match tokio::task::spawn_blocking(move || t.reload_if_changed()).await {
+                Ok(Ok(true)) => {
+                    tracing::info!("sbi.tls: certificate files changed, new set in force")
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "sbi.tls: changed files not used"),
+                Err(e) => tracing::warn!(error = %e, "sbi.tls: reload task failed"),
+            }
+        }
+    })
+}
 
 /// Aborts a background task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

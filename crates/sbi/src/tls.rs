@@ -2,7 +2,8 @@
 //! optional mutual TLS, on rustls with the ring provider.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
@@ -22,6 +23,21 @@ pub struct TlsConfig {
     /// (mutual TLS).
     #[serde(default)]
     pub client_ca: Option<PathBuf>,
+    /// Seconds between checks of the three files; a change (a renewed certificate, a rotated
+    /// CA) is used for the next connections without a restart. 0: read once. Default 10.
+    #[serde(default = "default_reload_secs")]
+    pub reload_secs: u64,
+}
+
+fn default_reload_secs() -> u64 {
+    10
+}
+
+impl TlsConfig {
+    /// The files of a port, checked every 10 s.
+    pub fn new(cert: PathBuf, key: PathBuf, client_ca: Option<PathBuf>) -> TlsConfig {
+        TlsConfig { cert, key, client_ca, reload_secs: default_reload_secs() }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,4 +97,53 @@ pub fn server_config(cfg: &TlsConfig) -> Result<Arc<rustls::ServerConfig>, TlsEr
     let mut config = builder.with_single_cert(load_certs(&cfg.cert)?, load_key(&cfg.key)?)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// A port's TLS configuration that follows its files: each new connection gets the one in
+/// force. Connections already open keep the certificate they were made with.
+pub struct ReloadingServerConfig {
+    files: TlsConfig,
+    current: RwLock<Arc<rustls::ServerConfig>>,
+    stamp: Mutex<Vec<Option<(SystemTime, u64)>>>,
+}
+
+impl ReloadingServerConfig {
+    pub fn new(files: TlsConfig) -> Result<ReloadingServerConfig, TlsError> {
+        let stamp = stamps(&files);
+        let config = server_config(&files)?;
+        Ok(ReloadingServerConfig { files, current: RwLock::new(config), stamp: Mutex::new(stamp) })
+    }
+
+    /// The configuration for a new connection.
+    pub fn current(&self) -> Arc<rustls::ServerConfig> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn reload_secs(&self) -> u64 {
+        self.files.reload_secs
+    }
+
+    /// Reads the files again if any changed since the last read: true when a new configuration
+    /// is in force. A set that does not load (a certificate renewed before its key, a CA file
+    /// half written) leaves the one in force and is tried again at the next check.
+    pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
+        let now = stamps(&self.files);
+        let mut stamp = self.stamp.lock().unwrap_or_else(|p| p.into_inner());
+        if *stamp == now {
+            return Ok(false);
+        }
+        let config = server_config(&self.files)?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = config;
+        *stamp = now;
+        Ok(true)
+    }
+}
+
+/// Modification time and length of each file (a change of either is a change).
+fn stamps(files: &TlsConfig) -> Vec<Option<(SystemTime, u64)>> {
+    [Some(&files.cert), Some(&files.key), files.client_ca.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|p| std::fs::metadata(p).ok().and_then(|m| Some((m.modified().ok()?, m.len()))))
+        .collect()
 }

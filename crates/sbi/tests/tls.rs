@@ -38,11 +38,11 @@ fn pki() -> Pki {
 }
 
 fn tls_config(p: &Pki, mutual: bool) -> TlsConfig {
-    TlsConfig {
-        cert: p.dir.path().join("server.crt"),
-        key: p.dir.path().join("server.key"),
-        client_ca: mutual.then(|| p.dir.path().join("ca.crt")),
-    }
+    TlsConfig::new(
+        p.dir.path().join("server.crt"),
+        p.dir.path().join("server.key"),
+        mutual.then(|| p.dir.path().join("ca.crt")),
+    )
 }
 
 fn client(
@@ -133,11 +133,57 @@ async fn mutual_tls_requires_a_client_certificate() {
 
 #[test]
 fn missing_certificate_files_are_reported() {
-    let cfg = TlsConfig {
-        cert: "/nonexistent.crt".into(),
-        key: "/nonexistent.key".into(),
-        client_ca: None,
-    };
+    let cfg = TlsConfig::new("/nonexistent.crt".into(), "/nonexistent.key".into(), None);
     let e = sbi::tls::server_config(&cfg).unwrap_err().to_string();
     assert!(e.contains("/nonexistent.crt"), "{e}");
+}
+
+/// A renewed server certificate and a rotated client CA are used for new connections without a
+/// restart; a client certificate of the old CA is then refused at the handshake.
+#[tokio::test]
+async fn renewed_certificates_and_a_rotated_ca_are_used_without_restart() {
+    let old = pki();
+    let mut cfg = tls_config(&old, true);
+    cfg.reload_secs = 1;
+    let srv = common::start(ServerConfig { tls: Some(cfg), ..Default::default() }).await;
+    let url = format!("https://localhost:{}/healthz/live", srv.addr.port());
+    let (status, _, _) = get(&client(&old, true, &[b"h2"]), url.clone()).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+
+    // The operator puts a new PKI's files in place of the old ones.
+    let new = pki();
+    for f in ["server.crt", "server.key", "ca.crt"] {
+        std::fs::copy(new.dir.path().join(f), old.dir.path().join(f)).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get(&client(&new, true, &[b"h2"]), url.clone()).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "the new certificate is not in force");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (status, version, _) = get(&client(&new, true, &[b"h2"]), url.clone()).await.unwrap();
+    assert_eq!((status, version), (StatusCode::OK, Version::HTTP_2));
+    // The old CA's client certificate (and trust in the old server certificate) no longer work.
+    assert!(get(&client(&old, true, &[b"h2"]), url).await.is_err());
+    srv.stop().await;
+}
+
+/// A client certificate signed by a CA the server does not trust fails the handshake.
+#[tokio::test]
+async fn an_unknown_client_certificate_is_refused_at_the_handshake() {
+    let server = pki();
+    let stranger = pki();
+    let srv =
+        common::start(ServerConfig { tls: Some(tls_config(&server, true)), ..Default::default() })
+            .await;
+    let url = format!("https://localhost:{}/healthz/live", srv.addr.port());
+    // Trusts the server's CA, but presents a certificate of another CA.
+    let p = Pki {
+        dir: tempfile::tempdir().unwrap(),
+        ca_pem: server.ca_pem.clone(),
+        client_cert_pem: stranger.client_cert_pem.clone(),
+        client_key_pem: stranger.client_key_pem.clone(),
+    };
+    let e = get(&client(&p, true, &[b"h2"]), url).await.unwrap_err();
+    assert!(!e.is_empty());
+    srv.stop().await;
 }

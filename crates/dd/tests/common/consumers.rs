@@ -93,7 +93,7 @@ pub fn pki() -> Pki {
 }
 
 fn acceptor(pki: &Pki) -> TlsAcceptor {
-    let cfg = sbi::tls::TlsConfig { cert: pki.cert.clone(), key: pki.key.clone(), client_ca: None };
+    let cfg = sbi::tls::TlsConfig::new(pki.cert.clone(), pki.key.clone(), None);
     TlsAcceptor::from(sbi::tls::server_config(&cfg).unwrap())
 }
 
