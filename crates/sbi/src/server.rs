@@ -286,6 +286,7 @@ impl SbiServer {
                 conn_gate: conn_gate.clone(),
                 // The tap and the rate limit need the peer; the extension costs an insert.
                 peer: (self.tap.is_some() || self.config.rate_limit.enabled).then_some(peer),
+                peer_cert: None,
             };
             let (io_gate, io_conn) = (gate.clone(), conn_gate.unwrap_or_default());
             let builders = builders.clone();
@@ -315,6 +316,8 @@ impl SbiServer {
                     },
                     Some(acceptor) => match handshake(acceptor, tcp).await {
                         Ok(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                            let mut svc = svc;
+                            svc.peer_cert = peer_certificate(&tls);
                             let conn = builders.h2.serve_connection(
                                 TokioIo::new(Gated::new(tls, io_gate, io_conn)),
                                 svc,
@@ -322,6 +325,8 @@ impl SbiServer {
                             connection::drive(conn, &activity, idle, &mut stop).await
                         }
                         Ok(tls) => {
+                            let mut svc = svc;
+                            svc.peer_cert = peer_certificate(&tls);
                             let conn = builders.h1.serve_connection(
                                 TokioIo::new(Gated::new(tls, io_gate, io_conn)),
                                 svc,
@@ -343,6 +348,14 @@ impl SbiServer {
         }
         Ok(())
     }
+}
+
+/// The client certificate's identity, when the client presented one.
+fn peer_certificate(
+    tls: &tokio_rustls::server::TlsStream<TcpStream>,
+) -> Option<Arc<tls::PeerCertificate>> {
+    let leaf = tls.get_ref().1.peer_certificates()?.first()?;
+    Some(Arc::new(tls::PeerCertificate::from_der(leaf)))
 }
 
 async fn handshake(
@@ -427,6 +440,8 @@ struct SbiService<S> {
     /// The consumer's address, given to each request for the message-copy tap (only when one
     /// is installed: an extension costs an allocation per request).
     peer: Option<SocketAddr>,
+    /// The consumer's TLS client certificate, read once per connection (mutual TLS).
+    peer_cert: Option<Arc<tls::PeerCertificate>>,
 }
 
 impl<S> hyper::service::Service<Request<Incoming>> for SbiService<S>
@@ -446,6 +461,9 @@ where
             if !hyper::body::Body::is_end_stream(req.body()) {
                 req.extensions_mut().insert(BodyPending::new(conn));
             }
+        }
+        if let Some(cert) = &self.peer_cert {
+            req.extensions_mut().insert(cert.clone());
         }
         if let Some(peer) = self.peer {
             req.extensions_mut().insert(PeerAddr(peer));

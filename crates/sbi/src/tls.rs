@@ -147,3 +147,38 @@ fn stamps(files: &TlsConfig) -> Vec<Option<(SystemTime, u64)>> {
         .map(|p| std::fs::metadata(p).ok().and_then(|m| Some((m.modified().ok()?, m.len()))))
         .collect()
 }
+
+/// What a client certificate says about the consumer: the NF instance ids in its
+/// subjectAltName (`urn:uuid:<id>` URIs, TS 33.310 §6.1.3c). A request extension on connections
+/// that presented a certificate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerCertificate {
+    pub instance_ids: Vec<String>,
+}
+
+impl PeerCertificate {
+    /// Reads the leaf certificate's subjectAltName; a certificate that does not parse (rustls
+    /// verified its signature already) names no instance.
+    pub fn from_der(der: &[u8]) -> PeerCertificate {
+        use x509_parser::extensions::GeneralName;
+        let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+            return PeerCertificate::default();
+        };
+        let mut instance_ids = Vec::new();
+        if let Ok(Some(san)) = cert.subject_alternative_name() {
+            for name in &san.value.general_names {
+                if let GeneralName::URI(uri) = name {
+                    let lower = uri.to_ascii_lowercase();
+                    if let Some(id) = lower.strip_prefix("urn:uuid:") {
+                        instance_ids.push(id.to_owned());
+                    }
+                }
+            }
+        }
+        PeerCertificate { instance_ids }
+    }
+
+    pub fn names(&self, instance_id: &str) -> bool {
+        self.instance_ids.iter().any(|i| i.eq_ignore_ascii_case(instance_id))
+    }
+}

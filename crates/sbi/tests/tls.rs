@@ -34,6 +34,7 @@ fn pki() -> Pki {
     std::fs::write(dir.path().join("server.crt"), server_cert).unwrap();
     std::fs::write(dir.path().join("server.key"), server_key).unwrap();
     std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
+    std::fs::write(dir.path().join("ca.key"), ca_key.serialize_pem()).unwrap();
     Pki { dir, ca_pem: ca.pem(), client_cert_pem, client_key_pem }
 }
 
@@ -186,4 +187,81 @@ async fn an_unknown_client_certificate_is_refused_at_the_handshake() {
     let e = get(&client(&p, true, &[b"h2"]), url).await.unwrap_err();
     assert!(!e.is_empty());
     srv.stop().await;
+}
+
+/// With mutual TLS and access tokens, the token must be the certificate's NF instance's (TS
+/// 33.501 §13.3.1.2): a token issued to another NF instance, sent on this consumer's connection,
+/// is refused.
+#[tokio::test]
+async fn a_token_must_name_the_instance_of_the_client_certificate() {
+    use common::tokens::{claims, now, Key};
+    use rcgen::SanType;
+    let own = "5a3c4c9e-0000-4000-8000-0000000000a1";
+    let other = "5a3c4c9e-0000-4000-8000-0000000000a2";
+    let mut p = pki();
+    // The consumer's certificate names its NF instance as `cert nf` does.
+    let ca_key =
+        KeyPair::from_pem(&std::fs::read_to_string(p.dir.path().join("ca.key")).unwrap()).unwrap();
+    let ca = CertificateParams::from_ca_cert_pem(&p.ca_pem).unwrap().self_signed(&ca_key).unwrap();
+    let mut params = CertificateParams::new(vec!["pcf.example".to_owned()]).unwrap();
+    params
+        .subject_alt_names
+        .push(SanType::URI(format!("urn:uuid:{own}").as_str().try_into().unwrap()));
+    let key = KeyPair::generate().unwrap();
+    p.client_cert_pem = params.signed_by(&key, &ca, &ca_key).unwrap().pem();
+    p.client_key_pem = key.serialize_pem();
+
+    let signer = Key::new("k");
+    let jwks = p.dir.path().join("jwks.json");
+    std::fs::write(&jwks, serde_json::json!({"keys": [signer.jwk()]}).to_string()).unwrap();
+    let srv = common::start(ServerConfig {
+        tls: Some(tls_config(&p, true)),
+        oauth2: sbi::oauth2::OAuth2Config {
+            required: true,
+            jwks_file: Some(jwks),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    srv.state.items.lock().await.insert("a".into(), serde_json::json!({"name": "a", "count": 1}));
+    let c = client(&p, true, &[b"h2"]);
+    let url = format!("https://localhost:{}/ntest/v1/items/a", srv.addr.port());
+    let call = |sub: &str| {
+        let mut cl = claims(serde_json::json!("TEST"), "ntest", now() + 600);
+        cl["sub"] = sub.into();
+        let req = http::Request::builder()
+            .uri(url.clone())
+            .header("authorization", format!("Bearer {}", signer.sign(&cl)))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let c = c.clone();
+        async move {
+            let resp = c.request(req).await.unwrap();
+            let status = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        }
+    };
+    let (status, body) = call(own).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = call(other).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.contains("client certificate"), "{body}");
+    srv.stop().await;
+}
+
+#[test]
+fn a_certificate_names_its_nf_instances() {
+    use rcgen::SanType;
+    let mut params = CertificateParams::new(vec!["bsf.example".to_owned()]).unwrap();
+    params
+        .subject_alt_names
+        .push(SanType::URI("urn:uuid:5A3C4C9E-0000-4000-8000-0000000000B5".try_into().unwrap()));
+    params.subject_alt_names.push(SanType::URI("https://bsf.example/x".try_into().unwrap()));
+    let cert = params.self_signed(&KeyPair::generate().unwrap()).unwrap();
+    let id = sbi::tls::PeerCertificate::from_der(cert.der());
+    assert_eq!(id.instance_ids, ["5a3c4c9e-0000-4000-8000-0000000000b5"]);
+    assert!(id.names("5A3C4C9E-0000-4000-8000-0000000000b5"));
+    assert!(sbi::tls::PeerCertificate::from_der(b"not a certificate").instance_ids.is_empty());
 }

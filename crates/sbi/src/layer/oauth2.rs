@@ -15,6 +15,7 @@ use super::{Either, LayerFuture};
 use crate::oauth2::{Claims, Refusal, Verifier};
 use crate::problem::ProblemDetails;
 use crate::router::Response;
+use crate::tls::PeerCertificate;
 
 /// The claims of the request's verified access token (a request extension), for the layers
 /// and handlers below: the consumer is `sub`.
@@ -72,11 +73,18 @@ where
         }
         let auth = req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
         match verifier.check(auth, service) {
-            Ok(Some(claims)) => {
-                let mut req = req;
-                req.extensions_mut().insert(VerifiedToken(claims));
-                Either::Left { inner: self.inner.call(req) }
-            }
+            Ok(Some(claims)) => match bound(verifier, &claims, &req) {
+                Ok(()) => {
+                    let mut req = req;
+                    req.extensions_mut().insert(VerifiedToken(claims));
+                    Either::Left { inner: self.inner.call(req) }
+                }
+                Err(refusal) => Either::Right {
+                    inner: Either::Left {
+                        inner: std::future::ready(Ok(refused(refusal, req.uri().path()))),
+                    },
+                },
+            },
             Err(refusal) => Either::Right {
                 inner: Either::Left {
                     inner: std::future::ready(Ok(refused(refusal, req.uri().path()))),
@@ -97,10 +105,13 @@ where
                             let auth =
                                 req.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
                             match verifier.check(auth, service) {
-                                Ok(Some(claims)) => {
-                                    req.extensions_mut().insert(VerifiedToken(claims));
-                                    inner.call(req).await
-                                }
+                                Ok(Some(claims)) => match bound(&verifier, &claims, &req) {
+                                    Ok(()) => {
+                                        req.extensions_mut().insert(VerifiedToken(claims));
+                                        inner.call(req).await
+                                    }
+                                    Err(refusal) => Ok(refused(refusal, req.uri().path())),
+                                },
                                 Ok(None) => Ok(refused(
                                     Refusal::Unauthorized {
                                         missing: false,
@@ -118,6 +129,23 @@ where
             }
         }
     }
+}
+
+/// On a connection whose client certificate names NF instances, the token must be one of
+/// theirs: a token copied from another NF is refused.
+fn bound<B>(verifier: &Verifier, claims: &Claims, req: &Request<B>) -> Result<(), Refusal> {
+    if !verifier.config().bind_to_client_certificate {
+        return Ok(());
+    }
+    let Some(cert) = req.extensions().get::<Arc<PeerCertificate>>() else { return Ok(()) };
+    if cert.instance_ids.is_empty() || claims.sub.as_deref().is_some_and(|s| cert.names(s)) {
+        return Ok(());
+    }
+    Err(Refusal::Unauthorized {
+        missing: false,
+        detail: "the access token's subject is not the NF instance of the client certificate"
+            .into(),
+    })
 }
 
 /// The API name a path belongs to (`/nbsf-management/v1/pcfBindings` → `nbsf-management`),

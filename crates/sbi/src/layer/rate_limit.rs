@@ -5,7 +5,8 @@
 //! Why per consumer: the overload guard protects the NF as a whole, so one consumer flooding it
 //! makes every consumer's requests shed alike; a limit per consumer sheds the flood and serves
 //! the others. The consumer is the verified access token's `sub` (its NF instance id) when
-//! tokens are required, else the peer's IP address (a User-Agent is the consumer's own claim).
+//! tokens are required, else the NF instance its TLS client certificate names, else the peer's
+//! IP address (a User-Agent is the consumer's own claim).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -27,6 +28,7 @@ use super::tap::PeerAddr;
 use super::Either;
 use crate::problem::ProblemDetails;
 use crate::router::Response;
+use crate::tls::PeerCertificate;
 
 /// `[sbi.rate_limit]`.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -204,12 +206,17 @@ where
         let path = req.uri().path();
         let service = path.trim_start_matches('/').split('/').next().unwrap_or("");
         let token = req.extensions().get::<VerifiedToken>();
-        let consumer =
-            match (token.and_then(|t| t.0.sub.as_deref()), req.extensions().get::<PeerAddr>()) {
-                (Some(sub), _) => Consumer::Instance(sub),
-                (None, Some(peer)) => Consumer::Address(peer.0.ip()),
-                (None, None) => Consumer::Unknown,
-            };
+        let cert = req.extensions().get::<Arc<PeerCertificate>>();
+        let consumer = match (
+            token.and_then(|t| t.0.sub.as_deref()),
+            cert.and_then(|c| c.instance_ids.first()),
+            req.extensions().get::<PeerAddr>(),
+        ) {
+            (Some(sub), _, _) => Consumer::Instance(sub),
+            (None, Some(id), _) => Consumer::Instance(id),
+            (None, None, Some(peer)) => Consumer::Address(peer.0.ip()),
+            (None, None, None) => Consumer::Unknown,
+        };
         match limiter.admit(&consumer, service, Instant::now()) {
             None => Either::Left { inner: self.inner.call(req) },
             Some(retry_after) => {

@@ -62,6 +62,10 @@ pub struct OAuth2Config {
     pub exempt_services: Vec<String>,
     /// Verified tokens kept. Default 65536.
     pub cache_entries: usize,
+    /// On a mutual-TLS connection whose client certificate names NF instances (`urn:uuid:` in
+    /// its subjectAltName), the token's `sub` must be one of them (TS 33.501 §13.3.1.2: the
+    /// producer checks that the token was issued to the consumer it authenticated). Default true.
+    pub bind_to_client_certificate: bool,
 }
 
 impl Default for OAuth2Config {
@@ -76,6 +80,7 @@ impl Default for OAuth2Config {
             issuer: None,
             exempt_services: vec!["oauth2".into(), "nnrf-nfm".into()],
             cache_entries: 65_536,
+            bind_to_client_certificate: true,
         }
     }
 }
