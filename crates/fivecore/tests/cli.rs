@@ -34,27 +34,27 @@ fn version_and_help() {
 /// A configuration putting `up`'s Diameter ports on ports the system chooses (with
 /// `--port-base 0` for the SBI ports), so no test binds a fixed port: `./test.sh` runs while the
 /// README's `fivecore up` holds 7000-7002, 3869 and 3870.
-fn ephemeral_up_config(dir: &str) -> String {
-    let path = format!("{dir}/up-ephemeral.toml");
+/// Each `up` of a test has its own file (`<data>-up.toml`): the tests run at once.
+fn ephemeral_up_config(data: &str, extra: &str) -> String {
+    let path = format!("{data}-up.toml");
     std::fs::write(
         &path,
-        "[bsf.rx]\nlisten = \"127.0.0.1:0\"\n\n[udr.sh]\nlisten = \"127.0.0.1:0\"\n",
+        format!(
+            "[bsf.rx]\nlisten = \"127.0.0.1:0\"\n\n[udr.sh]\nlisten = \"127.0.0.1:0\"\n{extra}"
+        ),
     )
     .unwrap();
     path
 }
 
 /// `fivecore up` on ports the system chooses, stdout and stderr on pipes.
-fn spawn_up(dir: &str, data: &str) -> std::process::Child {
-    spawn_up_with(dir, data, "")
+fn spawn_up(data: &str) -> std::process::Child {
+    spawn_up_with(data, "")
 }
 
 /// `spawn_up` with more configuration appended to the ephemeral one.
-fn spawn_up_with(dir: &str, data: &str, extra: &str) -> std::process::Child {
-    let config = ephemeral_up_config(dir);
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(extra);
-    std::fs::write(&config, text).unwrap();
+fn spawn_up_with(data: &str, extra: &str) -> std::process::Child {
+    let config = ephemeral_up_config(data, extra);
     Command::new(env!("CARGO_BIN_EXE_fivecore"))
         .args(["up", "--port-base", "0", "--config", &config])
         .args(["--data-dir", data, "--log-format", "json"])
@@ -92,7 +92,7 @@ fn up_table(child: &mut std::process::Child) -> Vec<String> {
 fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
     let dir = tempfile_dir();
     let data = format!("{dir}/up");
-    let mut child = spawn_up(&dir, &data);
+    let mut child = spawn_up(&data);
     let lines = up_table(&mut child);
     let table = lines.concat();
     assert!(
@@ -159,7 +159,7 @@ fn up_prints_its_endpoints_once_bound_and_stops_on_sigterm() {
 fn up_keeps_serving_when_its_stdout_is_closed() {
     use std::io::BufRead;
     let dir = tempfile_dir();
-    let mut child = spawn_up(&dir, &format!("{dir}/up-pipe"));
+    let mut child = spawn_up(&format!("{dir}/up-pipe"));
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
@@ -749,8 +749,8 @@ fn pcf_keeps_every_acknowledged_usage_report_through_kill_9() {
 #[test]
 fn up_with_access_tokens_required_serves_token_holders_only() {
     let dir = tempfile_dir();
-    let data = format!("{dir}/up");
-    let mut child = spawn_up_with(&dir, &data, "\n[sbi.oauth2]\nrequired = true\n");
+    let data = format!("{dir}/up-oauth2");
+    let mut child = spawn_up_with(&data, "\n[sbi.oauth2]\nrequired = true\n");
     let lines = up_table(&mut child);
     let port = |nf: &str| {
         let row = lines.iter().find(|l| l.starts_with(nf)).unwrap();
