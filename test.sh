@@ -38,38 +38,33 @@ need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
 need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
-# OpenLDAP's slapd, the directory the PCRF's LDAP tests (crates/pcf/tests/ldap.rs) and the kit's
-# ldap simulator (crates/bench/src/sim_ldap.rs, the pcrf-data-7.5k smoke run) start. Its
-# postinst starts the system's slapd through invoke-rc.d, which a container without an init
-# system may fail (failing the install): a policy-rc.d refusing every start is put in place for
-# the install unless one is there already. The tests start their own slapd.
-if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
-    sudo=""
+# Packages whose postinst starts a system service (slapd, MariaDB) through invoke-rc.d, which
+# a container without an init system may fail (failing the install): a policy-rc.d refusing
+# every start is put in place for the install unless one is there already. The tests start their
+# own servers.
+install_service_debs() { # install_service_debs <what it is for> <debian package>...
+    local what="$1" sudo="" policy_rc_d="" pkg
+    shift
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    policy_rc_d=""
     if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
         $sudo chmod +x /usr/sbin/policy-rc.d
         policy_rc_d=/usr/sbin/policy-rc.d
     fi
-    need_deb slapd slapd
+    for pkg in "$@"; do install_deb "$pkg" "$what"; done
     if [ -n "$policy_rc_d" ]; then $sudo rm -f "$policy_rc_d"; fi
+}
+# OpenLDAP's slapd, the directory the PCRF's LDAP tests (crates/pcf/tests/ldap.rs) and the kit's
+# ldap simulator (crates/bench/src/sim_ldap.rs, the pcrf-data-7.5k smoke run) start.
+if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
+    install_service_debs slapd slapd
 fi
 export FIVECORE_REQUIRE_SLAPD=1
 # MariaDB and Galera for the MySQL-protocol store's tests (crates/store/tests/{document,galera}.rs,
-# the BSF's tests on MySQL): testkit::mariadb starts its own servers; rsync is the Galera state
-# transfer. The server package's postinst starts the system's MariaDB unless policy-rc.d refuses.
+# the BSF's and the NRF's tests on MySQL): testkit::mariadb starts its own servers; rsync is the
+# Galera state transfer.
 if [ ! -x /usr/sbin/mariadbd ] || [ ! -f /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    policy_rc_d=""
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
-        $sudo chmod +x /usr/sbin/policy-rc.d
-        policy_rc_d=/usr/sbin/policy-rc.d
-    fi
-    for pkg in mariadb-server galera-4 rsync; do install_deb "$pkg" "the MySQL-protocol store tests"; done
-    if [ -n "$policy_rc_d" ]; then $sudo rm -f "$policy_rc_d"; fi
+    install_service_debs "the MySQL-protocol store tests" mariadb-server galera-4 rsync
 fi
 export FIVECORE_REQUIRE_MARIADB=1
 # A stock SOAP client reads docs/udr.wsdl in strict mode (crates/udr/tests/soap_zeep.rs)

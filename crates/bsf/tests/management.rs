@@ -472,7 +472,7 @@ async fn subscriptions_are_bounded() {
     bsf.stop().await;
 }
 
-on_both_backends!(
+testkit::on_both_backends!(
     register_discover_update_deregister,
     ipv6_prefix_and_mac_discovery,
     discovery_query_errors,

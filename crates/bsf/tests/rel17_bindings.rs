@@ -221,7 +221,7 @@ async fn additional_ipv6_prefixes_and_mac_addresses_are_discoverable() {
     bsf.stop().await;
 }
 
-on_both_backends!(
+testkit::on_both_backends!(
     pcf_ue_bindings_lifecycle_errors_and_events,
     pcf_ue_binding_for_a_known_supi_is_refused_when_configured,
     pcf_mbs_bindings_lifecycle_and_errors,

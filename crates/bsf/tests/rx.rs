@@ -538,7 +538,7 @@ async fn aar_lookups_from_the_store_follow_every_write() {
     aar_lookups_follow_update_delete_and_restart(false).await;
 }
 
-on_both_backends!(
+testkit::on_both_backends!(
     aar_update_rar_asr_and_str_follow_the_session_through_the_bsf,
     aar_by_ipv6_prefix_and_ip_domain,
     no_binding_is_5065_and_an_unconnected_pcf_is_3002,

@@ -76,71 +76,25 @@ impl TestBsf {
 
 // ---- the store backend of a test ----------------------------------------------------------
 
-thread_local! {
-    /// Whether this test thread's BSFs keep their state on MariaDB (set by [`use_mariadb`]).
-    static MARIADB: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// From now on, this test thread's [`state_dir`]s name a new database of the shared MariaDB
-/// server (started by the first caller). False when MariaDB is not installed and not required:
-/// the test is then skipped.
-pub fn use_mariadb() -> bool {
-    let on = testkit::mariadb::server().is_some();
-    MARIADB.with(|m| m.set(on));
-    on
-}
-
-/// Where a test's BSF keeps its state: a temporary directory for the SQLite file, which on
-/// MariaDB (see [`use_mariadb`]) holds the URL of the test's own database instead (`mysql-url`),
-/// so a BSF restarted on the same directory finds its state on either backend.
+/// Where a test's BSF keeps its state (`testkit::backends::state_dir`): a SQLite file, or on
+/// MariaDB the URL of the test's own database, so a BSF restarted on the same directory finds
+/// its state on either backend.
 pub fn state_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    if MARIADB.with(|m| m.get()) {
-        let server = testkit::mariadb::server().expect("MariaDB started");
-        let url = server.database("bsf");
-        std::fs::write(dir.path().join("mysql-url"), url).unwrap();
-    }
-    dir
+    testkit::backends::state_dir("bsf")
 }
 
 /// The `[store]` of a BSF whose state is in `dir` (see [`state_dir`]).
 pub fn store_config(dir: &Path) -> store::SqliteConfig {
     let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("bsf.db")) };
-    match std::fs::read_to_string(dir.join("mysql-url")) {
-        Ok(url) => store::SqliteConfig {
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => store::SqliteConfig {
             backend: store::Backend::Mysql,
             url: vec![url],
             pool_size: 4,
             ..sqlite
         },
-        Err(_) => sqlite,
+        None => sqlite,
     }
-}
-
-/// Runs each named test (an `async fn()` of the file) on both store backends, as
-/// `sqlite::<name>` and `mariadb::<name>`.
-#[allow(unused_macros)]
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name().await;
-                }
-            )*
-        }
-        mod mariadb {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    if super::common::use_mariadb() {
-                        super::$name().await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 pub fn client() -> SbiClient {

@@ -228,13 +228,11 @@ impl Verifier {
         Ok(Some(claims))
     }
 
-    /// What does not change for a token: its audience, issuer, validity period.
+    /// What does not change for a token: its audience, issuer, start of validity (its expiry is
+    /// checked at every use, cached or not).
     fn check_claims(&self, c: &Claims, now: u64) -> Result<(), Refusal> {
         let inner = &self.inner;
         let refuse = |detail: String| Err(Refusal::Unauthorized { missing: false, detail });
-        if c.exp + inner.config.leeway_secs < now {
-            return refuse("the access token has expired".into());
-        }
         if c.nbf.is_some_and(|nbf| nbf > now + inner.config.leeway_secs) {
             return refuse("the access token is not valid yet".into());
         }
