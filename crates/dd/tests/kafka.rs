@@ -91,6 +91,12 @@ async fn topics_are_created_with_their_partitions_and_retention_then_brought_in_
     assert_eq!(changed.grown, vec![("ensure.MAIN".to_string(), 4, 6)]);
     assert_eq!(changed.retention_set, vec!["ensure.MAIN".to_string()]);
     assert_eq!(changed.more_partitions.len(), dd::kafka::NF_TOPICS.len(), "{changed:?}");
+    // The broker applies a topic's new configuration asynchronously: a describe right after the
+    // AlterConfigs may still show the old retention.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while describe(broker, "ensure.MAIN").await.1 != "3600000" && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (parts, retention, max_bytes) = describe(broker, "ensure.MAIN").await;
     assert_eq!((parts, retention.as_str(), max_bytes.as_str()), (6, "3600000", "2000000"));
     assert_eq!(describe(broker, "ensure.PCF").await.0, 3);
