@@ -94,6 +94,11 @@ export CARGO_INCREMENTAL=0
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
+# check-deps.py reads `cargo metadata --offline`: on a fresh machine the registry must be fetched
+# first (the builds below would fetch it anyway).
+log "cargo fetch"
+cargo fetch --locked
+
 log "dependency rules (scripts/check-deps.py)"
 python3 scripts/check-deps.py --self-test
 python3 scripts/check-deps.py
