@@ -674,6 +674,21 @@ fn usage(pids: &[u32]) -> Usage {
     Some((cpu, rss))
 }
 
+/// Open descriptors and threads of the NF processes, summed (None when any is unreadable).
+fn fds_and_threads(pids: &[u32]) -> (Option<u64>, Option<u64>) {
+    if pids.is_empty() {
+        return (None, None);
+    }
+    let mut fds = Some(0);
+    let mut threads = Some(0);
+    for p in pids {
+        let id = p.to_string();
+        fds = fds.zip(sbi::observe::open_fds(&id)).map(|(a, b)| a + b);
+        threads = threads.zip(ProcessUsage::read_pid(*p).map(|u| u.threads)).map(|(a, b)| a + b);
+    }
+    (fds, threads)
+}
+
 fn self_cpu() -> f64 {
     ProcessUsage::read_self().map_or(0.0, |u| u.cpu_seconds())
 }
@@ -685,7 +700,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let url_of = |nf: &str| cfg.targets.iter().find(|t| t.nf == nf).map(|t| t.url.clone());
     let first_nf = &s.nfs[0];
     let base0 = url_of(first_nf).with_context(|| format!("no target for {first_nf}"))?;
-    let pids: Vec<u32> = cfg.targets.iter().filter_map(|t| t.pid).collect();
+    let mut pids: Vec<u32> = cfg.targets.iter().filter_map(|t| t.pid).collect();
+    // `--up`: the NFs share one process, counted once.
+    pids.sort_unstable();
+    pids.dedup();
     let sim_urls: HashMap<String, String> =
         sims.iter().map(|x| (x.name.clone(), x.base_url())).collect();
     let mut rng = Rng::new(s.generators.seed);
@@ -927,6 +945,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
+    // With each sample: the NF processes' open descriptors and threads.
+    let leaks: Arc<Mutex<Vec<(Option<u64>, Option<u64>)>>> = Arc::default();
     // The NFs' histograms with each sample: their own latency per second on the chart.
     let tick_scrapes: Arc<Mutex<Vec<Vec<nf_latency::Scrape>>>> = Arc::default();
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
@@ -948,11 +968,13 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         );
         let nf_hists = nf_hists.clone();
         let tick_scrapes = tick_scrapes.clone();
+        let leaks = leaks.clone();
         let progress = cfg.progress;
         let warmup = cfg.warmup_s;
         let end = cfg.warmup_s + cfg.duration_s;
         tokio::spawn(async move {
             samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
+            leaks.lock().unwrap().push(fds_and_threads(&pids));
             let first = scrape_each(&scraper, &nf_urls).await;
             // Once a second only the NFs that publish histograms: a target that does not must
             // not hold the sampler up.
@@ -989,6 +1011,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     _ => tokio::time::sleep_until(tick_at).await,
                 }
                 samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
+                leaks.lock().unwrap().push(fds_and_threads(&pids));
                 let got = scrape_each(&scraper, &live).await;
                 tick_scrapes.lock().unwrap().push(got);
                 if progress {
@@ -1045,6 +1068,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
 
     // Numbers.
     let samples = samples.lock().unwrap().clone();
+    let leaks = std::mem::take(&mut *leaks.lock().unwrap());
     let tick_scrapes = std::mem::take(&mut *tick_scrapes.lock().unwrap());
     let seconds = std::mem::take(&mut *shared.seconds.lock().unwrap());
     let mut timeline = Vec::new();
@@ -1067,6 +1091,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             .collect();
         let client_p99 = (!sec.hist.is_empty()).then_some(l.p99_ms);
         let mut nf_own_p99_ms = std::collections::BTreeMap::new();
+        let nf_tasks = tick_scrapes
+            .get(i + 1)
+            .map(|b| b.iter().filter_map(|x| Some((x.nf().to_owned(), x.alive_tasks()?))).collect())
+            .unwrap_or_default();
+        let (nf_open_fds, nf_threads) = leaks.get(i + 1).copied().unwrap_or((None, None));
         if let (Some(a), Some(b)) = (tick_scrapes.get(i), tick_scrapes.get(i + 1)) {
             for end in b {
                 let Some(begin) = a.iter().find(|x| x.nf() == end.nf()) else { continue };
@@ -1093,6 +1122,9 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             steal_pct,
             group_p99_ms,
             nf_own_p99_ms,
+            nf_open_fds,
+            nf_threads,
+            nf_tasks,
         });
     }
     let host = host::report(&timeline, &seconds);

@@ -26,6 +26,7 @@ pub mod sim_ldap;
 mod sim_node;
 pub mod sim_ocs;
 pub mod sim_tdf;
+pub mod soak;
 pub mod stats;
 pub mod template;
 pub mod udr;
@@ -91,6 +92,11 @@ pub struct BenchArgs {
     /// quota. Needs write access to the cgroup tree.
     #[arg(long, value_name = "CORES")]
     pub nf_cpu_quota: Option<f64>,
+    /// Run the scenario's NFs in one `fivecore up` process on one data directory (the lab
+    /// shape; a soak of the whole core) instead of one process each. --nf-cpus then takes a
+    /// plain CPU list (the process's).
+    #[arg(long, conflicts_with = "nf_cpu_quota")]
+    pub up: bool,
     /// Pin the generator (and its simulators) to these CPUs.
     #[arg(long, value_name = "LIST")]
     pub gen_cpus: Option<String>,
@@ -264,6 +270,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         });
     }
     check_nf_cpus(&args.nf_cpus, &scenario.nfs)?;
+    if args.up && args.nf_cpus.iter().any(|e| e.contains('=')) {
+        bail!("--up runs the NFs in one process: --nf-cpus takes a plain CPU list");
+    }
     let exe = match &args.nf_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe()?,
@@ -358,11 +367,34 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 diameter_addrs.insert(nf.clone(), addr);
             }
         }
+        // --up: the kit's NFs in one `fivecore up` process on one data directory, each NF's
+        // configuration merged into one file; their ports known before any configuration is
+        // written, so one NF's may name another's (`{nf:udr}`).
+        let up = match args.up {
+            true => {
+                let base = nfproc::free_port_run()?;
+                for nf in scenario.nfs.iter().filter(|nf| !targets.iter().any(|t| &t.nf == *nf)) {
+                    let port = base + nfproc::up_port_offset(nf)?;
+                    vars.insert(format!("{{nf:{nf}}}"), format!("http://127.0.0.1:{port}"));
+                }
+                Some((base, nfproc::data_dir("up")?, toml::Table::new()))
+            }
+            false => None,
+        };
+        let mut up = up;
         for nf in &scenario.nfs {
             if targets.iter().any(|t| &t.nf == nf) {
                 continue;
             }
-            let dir = nfproc::data_dir(nf)?;
+            let own_dir = match up {
+                Some(_) => None,
+                None => Some(nfproc::data_dir(nf)?),
+            };
+            let dir_path = match (&own_dir, &up) {
+                (Some(d), _) => d.path().to_path_buf(),
+                (None, Some((_, d, _))) => d.path().to_path_buf(),
+                (None, None) => unreachable!("a data directory of its own or up's"),
+            };
             match diameter_addrs.get(nf) {
                 Some(addr) => {
                     vars.insert(scenario::DIAMETER_ADDR.into(), addr.clone());
@@ -375,21 +407,28 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 }
             }
             // The bulk-load commands get the NF's own configuration: the same store.
-            let config =
-                nfproc::write_config(&out, nf, nf_config_file(&scenario, nf, &vars).as_ref())?;
+            let table = nf_config_file(&scenario, nf, &vars);
+            if let (Some((_, _, merged)), Some(t)) = (up.as_mut(), table.as_ref()) {
+                merge_config(merged, t, nf)?;
+            }
+            let config_name = match up {
+                Some(_) => format!("up-{nf}"),
+                None => nf.clone(),
+            };
+            let config = nfproc::write_config(&out, &config_name, table.as_ref())?;
             if let Some(plan) = plan.as_ref().filter(|p| &p.nf == nf) {
-                preloaded = Some(
-                    plan.preload_command(&exe, dir.path(), config.as_deref(), progress).await?,
-                );
+                preloaded =
+                    Some(plan.preload_command(&exe, &dir_path, config.as_deref(), progress).await?);
                 settle_disk(progress).await?;
             }
             if let Some(plan) = udr_plan.as_ref().filter(|p| &p.nf == nf) {
                 let loaded = plan
-                    .preload_command(&exe, dir.path(), config.as_deref(), &sim_urls, progress)
+                    .preload_command(&exe, &dir_path, config.as_deref(), &sim_urls, progress)
                     .await?;
                 udr_preloaded = Some(loaded);
                 settle_disk(progress).await?;
             }
+            let Some(dir) = own_dir else { continue };
             let c = nfproc::spawn(
                 &exe,
                 nf,
@@ -415,7 +454,33 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         // ready (a million take a while).
         // So does a BSF with the Rx proxy's binding index (ten million bindings: ~30 s).
         let ready_wait = if udr_plan.is_some() || plan.is_some() { 600 } else { 30 };
-        for c in children.iter_mut() {
+        if let Some((base, dir, mut merged)) = up {
+            up_diameter_ports(&mut merged)?;
+            let config = nfproc::write_config(&out, "up", Some(&merged))?;
+            let cpus = cpus_for(&args.nf_cpus, "up");
+            let mut c = nfproc::spawn_up(&exe, cpus, &out, config.as_deref(), dir, base)?;
+            let own: Vec<String> = scenario
+                .nfs
+                .iter()
+                .filter(|nf| !targets.iter().any(|t| &t.nf == *nf))
+                .cloned()
+                .collect();
+            for nf in own {
+                let url = format!("http://127.0.0.1:{}", base + nfproc::up_port_offset(&nf)?);
+                nfproc::wait_ready_at(&mut c, &url, &ready_client, Duration::from_secs(ready_wait))
+                    .await?;
+                targets.push(TargetReport {
+                    nf,
+                    url,
+                    started_by_kit: true,
+                    pid: Some(c.pid()),
+                    cpus: cpus.map(str::to_string),
+                    cpu_quota: None,
+                });
+            }
+            children.push(c);
+        }
+        for c in children.iter_mut().filter(|c| c.nf != "up") {
             nfproc::wait_ready(c, &ready_client, Duration::from_secs(ready_wait)).await?;
         }
         if let (Some(plan), None) = (&plan, &preloaded) {
@@ -519,6 +584,50 @@ fn call_mix(cfg: &mut engine::RunConfig, sims: Vec<sim::RunningSim>) -> Option<d
         concurrency: None,
     };
     Some(Box::pin(engine::run(c, sims)))
+}
+
+/// Adds `nf`'s configuration to the one file of `fivecore up` (--up): sections meet, values
+/// that two NFs set differently are an error (one process has one `[sbi]`).
+fn merge_config(into: &mut toml::Table, from: &toml::Table, nf: &str) -> Result<()> {
+    fn merge(into: &mut toml::Table, from: &toml::Table, path: &str, nf: &str) -> Result<()> {
+        for (k, v) in from {
+            let key = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+            match (into.get_mut(k), v) {
+                (None, _) => {
+                    into.insert(k.clone(), v.clone());
+                }
+                (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b, &key, nf)?,
+                (Some(a), b) if a == b => {}
+                (Some(_), _) => bail!(
+                    "--up: {nf}'s configuration sets {key} differently from another NF of the \
+                     scenario; one `fivecore up` process has one"
+                ),
+            }
+        }
+        Ok(())
+    }
+    merge(into, from, "", nf)
+}
+
+/// `fivecore up` runs the BSF's Rx proxy and the UDR's Sh server whether the scenario uses them
+/// or not: on free ports unless the scenario names them, so a run does not depend on 3869 and
+/// 3870 being free.
+fn up_diameter_ports(config: &mut toml::Table) -> Result<()> {
+    for (nf, section) in [("bsf", "rx"), ("udr", "sh")] {
+        let t = config
+            .entry(nf)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .with_context(|| format!("[{nf}] is not a table"))?
+            .entry(section)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .with_context(|| format!("[{nf}.{section}] is not a table"))?;
+        if !t.contains_key("listen") {
+            t.insert("listen".into(), format!("127.0.0.1:{}", nfproc::free_port()?).into());
+        }
+    }
+    Ok(())
 }
 
 /// The configuration file of a kit-started NF: `[<nf>]` from `nf_config.<nf>`, the shared
@@ -827,6 +936,24 @@ mod tests {
         let nfs = vec!["udr".to_string(), "pcf".to_string()];
         assert!(check_nf_cpus(&e, &nfs).is_ok());
         assert!(check_nf_cpus(&["pfc=1".to_string()], &nfs).is_err());
+    }
+
+    #[test]
+    fn up_merges_the_nfs_configurations() {
+        let mut into = toml::Table::new();
+        let bsf: toml::Table = toml::from_str("[bsf.rx]\nenabled = true\n[sbi]\nmax = 1").unwrap();
+        let udr: toml::Table = toml::from_str("[udr]\nx = 2\n[sbi]\nmax = 1").unwrap();
+        merge_config(&mut into, &bsf, "bsf").unwrap();
+        merge_config(&mut into, &udr, "udr").unwrap();
+        assert_eq!(into["sbi"]["max"].as_integer(), Some(1));
+        assert_eq!(into["udr"]["x"].as_integer(), Some(2));
+        let other: toml::Table = toml::from_str("[sbi]\nmax = 2").unwrap();
+        let e = merge_config(&mut into, &other, "nrf").unwrap_err().to_string();
+        assert!(e.contains("sbi.max"), "{e}");
+        up_diameter_ports(&mut into).unwrap();
+        assert!(into["bsf"]["rx"]["listen"].as_str().unwrap().starts_with("127.0.0.1:"));
+        assert_eq!(into["bsf"]["rx"]["enabled"].as_bool(), Some(true));
+        assert!(into["udr"]["sh"]["listen"].as_str().is_some());
     }
 
     #[test]

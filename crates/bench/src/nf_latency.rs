@@ -36,11 +36,17 @@ const UNDER: f64 = 0.005;
 pub struct Scrape {
     nf: String,
     series: BTreeMap<(String, String), Vec<(f64, f64)>>,
+    /// `tokio_alive_tasks` of the NF's process, when it publishes it (a soak's leak check).
+    alive_tasks: Option<u64>,
 }
 
 impl Scrape {
     pub fn nf(&self) -> &str {
         &self.nf
+    }
+
+    pub fn alive_tasks(&self) -> Option<u64> {
+        self.alive_tasks
     }
 }
 
@@ -142,7 +148,12 @@ pub async fn scrape(client: &sbi::client::SbiClient, nf: &str, url: &str) -> Opt
 /// Reads the `_bucket` lines of [`FAMILIES`] from Prometheus text.
 pub fn parse(nf: &str, text: &str) -> Scrape {
     let mut series: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut alive_tasks = None;
     for line in text.lines() {
+        if let Some(v) = line.strip_prefix("tokio_alive_tasks ") {
+            alive_tasks = v.trim().parse().ok();
+            continue;
+        }
         let Some(family) = FAMILIES
             .iter()
             .find(|f| line.strip_prefix(**f).is_some_and(|rest| rest.starts_with("_bucket{")))
@@ -175,7 +186,7 @@ pub fn parse(nf: &str, text: &str) -> Scrape {
     for b in series.values_mut() {
         b.sort_by(|x, y| x.0.total_cmp(&y.0));
     }
-    Scrape { nf: nf.to_owned(), series }
+    Scrape { nf: nf.to_owned(), series, alive_tasks }
 }
 
 /// Label pairs; values are the NFs' operation names and numbers, never a quoted comma.

@@ -166,6 +166,67 @@ pub fn spawn(
     data_dir: tempfile::TempDir,
 ) -> Result<ChildNf> {
     let port = free_port()?;
+    let listen = ["--listen".to_string(), format!("127.0.0.1:{port}")];
+    start(exe, nf, &listen, (cpus, quota), log_dir, config, data_dir, port)
+}
+
+/// Where `fivecore up --port-base B` serves each NF: B plus the NF's offset (NRF, UDR, BSF,
+/// PCF, Data Director: the order of their default ports 7000-7004, docs/ARCHITECTURE.md).
+pub fn up_port_offset(nf: &str) -> Result<u16> {
+    Ok(match nf {
+        "nrf" => 0,
+        "udr" => 1,
+        "bsf" => 2,
+        "pcf" => 3,
+        "dd" => 4,
+        other => bail!("--up: `fivecore up` does not serve {other}"),
+    })
+}
+
+/// Ports `up` may take after its base (its NFs' SBI ports and room for the ports it adds).
+pub const UP_PORT_SPAN: u16 = 16;
+
+/// A base port with [`UP_PORT_SPAN`] free ports from it, below the ephemeral range.
+pub fn free_port_run() -> Result<u16> {
+    for _ in 0..200 {
+        let base = free_port()?;
+        if base.checked_add(UP_PORT_SPAN).is_none() {
+            continue;
+        }
+        if (1..UP_PORT_SPAN).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return Ok(base);
+        }
+    }
+    bail!("no {UP_PORT_SPAN} consecutive free ports for `fivecore up`")
+}
+
+/// Starts `exe up --port-base .. --data-dir .. [--config FILE]`: every NF of the build in one
+/// process, as an operator runs the core in a lab; its output goes to `<log_dir>/up.log`. Its
+/// `url` is the NRF's; the others are at [`up_port_offset`] from it.
+pub fn spawn_up(
+    exe: &Path,
+    cpus: Option<&str>,
+    log_dir: &Path,
+    config: Option<&Path>,
+    data_dir: tempfile::TempDir,
+    port_base: u16,
+) -> Result<ChildNf> {
+    let flags = ["--port-base".to_string(), port_base.to_string()];
+    start(exe, "up", &flags, (cpus, None), log_dir, config, data_dir, port_base)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start(
+    exe: &Path,
+    subcommand: &str,
+    flags: &[String],
+    (cpus, quota): (Option<&str>, Option<f64>),
+    log_dir: &Path,
+    config: Option<&Path>,
+    data_dir: tempfile::TempDir,
+    port: u16,
+) -> Result<ChildNf> {
+    let nf = subcommand;
     let log_path = log_dir.join(format!("{nf}.log"));
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("creating {}", log_path.display()))?;
@@ -177,11 +238,7 @@ pub fn spawn(
         }
         None => Command::new(exe),
     };
-    cmd.arg(nf)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(data_dir.path());
+    cmd.arg(nf).args(flags).arg("--data-dir").arg(data_dir.path());
     if let Some(path) = config {
         cmd.arg("--config").arg(path);
     }
@@ -211,8 +268,19 @@ pub async fn wait_ready(
     client: &sbi::client::SbiClient,
     timeout: Duration,
 ) -> Result<()> {
+    let base = nf.url.clone();
+    wait_ready_at(nf, &base, client, timeout).await
+}
+
+/// As [`wait_ready`], for one of the NFs a child serves at `base` (`fivecore up` serves several).
+pub async fn wait_ready_at(
+    nf: &mut ChildNf,
+    base: &str,
+    client: &sbi::client::SbiClient,
+    timeout: Duration,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
-    let url = format!("{}/healthz/ready", nf.url);
+    let url = format!("{base}/healthz/ready");
     loop {
         if let Some(status) = nf.child.try_wait()? {
             let log = std::fs::read_to_string(&nf.log_path).unwrap_or_default();

@@ -653,6 +653,7 @@ pub fn markdown(r: &Report) -> String {
     if r.overload.notable() {
         r.overload.markdown(&r.timeline, &mut s);
     }
+    crate::soak::markdown(&r.timeline, &mut s);
     s
 }
 

@@ -38,6 +38,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("udr-t4a-policy-10k", include_str!("../../../scenarios/udr-t4a-policy-10k.toml")),
     ("udr-t4b-smdata-etag-10k", include_str!("../../../scenarios/udr-t4b-smdata-etag-10k.toml")),
     ("udr-t4c-policy-17.2k", include_str!("../../../scenarios/udr-t4c-policy-17.2k.toml")),
+    // Issue #27: the NRF, BSF and UDR mixes together, for an hour against `fivecore up` (--up).
+    ("soak-nrf-bsf-udr", include_str!("../../../scenarios/soak-nrf-bsf-udr.toml")),
     ("udr-t3-sh-25k-soap-2k", include_str!("../../../scenarios/udr-t3-sh-25k-soap-2k.toml")),
     ("bsf-overload", include_str!("../../../scenarios/bsf-overload.toml")),
     ("nrf-overload", include_str!("../../../scenarios/nrf-overload.toml")),

@@ -273,6 +273,16 @@ pub struct SecondReport {
     /// p99 the NFs measured themselves in this second, all their SBI operations together (by
     /// NF), ms, from their `/metrics` read once a second; never above the second's `p99_ms`.
     pub nf_own_p99_ms: BTreeMap<String, f64>,
+    /// Open file descriptors and OS threads of the NF processes (summed), read from /proc at
+    /// the end of the second: what grows over a soak when something leaks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nf_open_fds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nf_threads: Option<u64>,
+    /// Tasks alive on each NF's runtime (`tokio_alive_tasks` of its /metrics), by NF; the NFs
+    /// of one `fivecore up` share one runtime and report the same number.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub nf_tasks: BTreeMap<String, u64>,
 }
 
 impl SecondReport {

@@ -117,6 +117,36 @@ impl Collector for ProcessCollector {
                 rss.metric_type(),
             )?;
             rss.encode(m)?;
+            let threads = ConstGauge::new(usage.threads as i64);
+            let m = encoder.encode_descriptor(
+                "process_threads",
+                "Number of OS threads in the process.",
+                None,
+                threads.metric_type(),
+            )?;
+            threads.encode(m)?;
+        }
+        // Growth of these two over a soak is a leak (issue #27): descriptors left open, tasks
+        // that never end.
+        if let Some(fds) = open_fds("self") {
+            let g = ConstGauge::new(fds as i64);
+            let m = encoder.encode_descriptor(
+                "process_open_fds",
+                "Number of open file descriptors.",
+                None,
+                g.metric_type(),
+            )?;
+            g.encode(m)?;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let g = ConstGauge::new(rt.metrics().num_alive_tasks() as i64);
+            let m = encoder.encode_descriptor(
+                "tokio_alive_tasks",
+                "Tasks alive on the runtime that serves this port (in `fivecore up`, every NF's).",
+                None,
+                g.metric_type(),
+            )?;
+            g.encode(m)?;
         }
         Ok(())
     }
@@ -128,6 +158,7 @@ pub struct ProcessUsage {
     pub utime_ticks: u64,
     pub stime_ticks: u64,
     pub rss_bytes: u64,
+    pub threads: u64,
 }
 
 impl ProcessUsage {
@@ -147,13 +178,19 @@ impl ProcessUsage {
         // After the name: state(3) ... utime(14) stime(15) ... rss(24), 1-based in proc(5).
         let utime_ticks = fields.get(11)?.parse().ok()?;
         let stime_ticks = fields.get(12)?.parse().ok()?;
+        let threads = fields.get(17)?.parse().ok()?;
         let rss_pages: u64 = fields.get(21)?.parse().ok()?;
-        Some(ProcessUsage { utime_ticks, stime_ticks, rss_bytes: rss_pages * page_size() })
+        Some(ProcessUsage { utime_ticks, stime_ticks, rss_bytes: rss_pages * page_size(), threads })
     }
 
     pub fn cpu_seconds(&self) -> f64 {
         (self.utime_ticks + self.stime_ticks) as f64 / clock_ticks() as f64
     }
+}
+
+/// Open file descriptors of a process (`self` or a pid): the entries of /proc/<pid>/fd.
+pub fn open_fds(pid: &str) -> Option<u64> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64)
 }
 
 fn clock_ticks() -> u64 {
@@ -186,8 +223,28 @@ mod tests {
         let text = o.encode();
         assert!(text.contains("process_cpu_seconds_total"), "{text}");
         assert!(text.contains("process_resident_memory_bytes"), "{text}");
+        assert!(text.contains("process_open_fds"), "{text}");
+        assert!(text.contains("process_threads"), "{text}");
+        let usage = ProcessUsage::read_self().unwrap();
+        assert!(usage.threads >= 1, "threads {}", usage.threads);
+        assert!(open_fds("self").unwrap() >= 3);
         let rss = ProcessUsage::read_self().unwrap().rss_bytes;
         assert!(rss > 1024 * 1024, "rss {rss}");
+    }
+
+    #[tokio::test]
+    async fn metrics_count_the_runtime_tasks() {
+        let o = Observability::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let t = tokio::spawn(async move {
+            let _ = rx.await;
+        });
+        let text = o.encode();
+        let line = text.lines().find(|l| l.starts_with("tokio_alive_tasks ")).expect(&text);
+        let n: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(n >= 1, "{line}");
+        let _ = tx.send(());
+        t.await.unwrap();
     }
 
     #[test]
