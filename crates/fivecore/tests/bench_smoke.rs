@@ -290,6 +290,62 @@ fn udr_smoke(scenario: &str, rate: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Issue #27's soak mix against one `fivecore up` (--up): the NRF, BSF (Nbsf and Rx) and UDR
+/// procedures all answered by the one process, whose descriptors, threads and runtime tasks the
+/// kit reads every second.
+#[test]
+fn bench_soak_mix_runs_against_one_fivecore_up() {
+    let (out, _, json) = run_bench(
+        "soak-nrf-bsf-udr",
+        &[
+            "--up",
+            "--rate",
+            "200",
+            "--duration",
+            "4",
+            "--warmup",
+            "1",
+            "--bindings",
+            "1000",
+            "--subscribers",
+            "1000",
+            "--max-p99-ms",
+            "5000",
+        ],
+    );
+    assert_eq!(json["criteria_passed"], true, "{}", json["failures"]);
+    let targets = json["targets"].as_array().unwrap();
+    let nfs: Vec<&str> = targets.iter().map(|t| t["nf"].as_str().unwrap()).collect();
+    assert_eq!(nfs, ["nrf", "udr", "bsf"]);
+    let pid = &targets[0]["pid"];
+    assert!(pid.as_u64().is_some() && targets.iter().all(|t| &t["pid"] == pid), "one process");
+    assert!(std::fs::read_to_string(out.join("up.toml")).unwrap().contains("[bsf.rx]"));
+    for p in json["procedures"].as_array().unwrap() {
+        assert!(p["ok"].as_u64().unwrap() + p["skipped"].as_u64().unwrap() > 0 || p["sent"] == 0);
+    }
+    let sent = |name: &str| {
+        json["procedures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"].as_str().unwrap().starts_with(name))
+            .map(|p| p["ok"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(sent("NFDiscover") > 0 && sent("AAR-I") > 0 && sent("sm-data GET") > 0);
+    let last = json["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|t| t["nf_open_fds"].is_u64())
+        .expect("descriptors read");
+    assert!(last["nf_threads"].as_u64().unwrap() > 1, "{last}");
+    let tasks = last["nf_tasks"].as_object().unwrap();
+    assert_eq!(tasks.len(), 3, "{last}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The PCRF scenarios and the arguments of their smoke run (at most 50/s and 5 s: the machine
 /// is shared): 3.1.1 data (with Sy to the kit's OCS and LDAP in the kit's slapd, 1,000
 /// subscribers in the directory), 3.1.2 voice (Gx + Rx), 3.6.1 usage (with the UDR's policy
