@@ -153,8 +153,14 @@ fn main() {
     current.store(1, Ordering::Relaxed);
     let out_dir = dir.join("backup");
     let t = Instant::now();
-    let backup =
-        Command::new(exe).arg("backup").arg("--data-dir").arg(&data).arg("--out").arg(&out_dir).output().unwrap();
+    let backup = Command::new(exe)
+        .arg("backup")
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
     let took = t.elapsed();
     current.store(2, Ordering::Relaxed);
     assert!(backup.status.success(), "{}", String::from_utf8_lossy(&backup.stderr));
@@ -166,7 +172,10 @@ fn main() {
     print!("{}", String::from_utf8_lossy(&backup.stdout));
     println!("backup of {bindings} bindings: {:.2} s (wall, the command)", took.as_secs_f64());
     println!("offered {rate}/s, half Register, half Discovery; latency in ms:");
-    println!("{:<14} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}", "phase", "answers", "errors", "p50", "p99", "p99.9", "max");
+    println!(
+        "{:<14} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "phase", "answers", "errors", "p50", "p99", "p99.9", "max"
+    );
     for p in phases.iter() {
         let h = p.latency.lock().unwrap();
         let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;

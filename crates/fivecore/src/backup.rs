@@ -181,8 +181,7 @@ pub fn run(args: &BackupArgs) -> ExitCode {
 }
 
 fn backup(args: &BackupArgs) -> Result<(), Failure> {
-    let config =
-        load_config(args.config.as_deref()).map_err(|e| Failure::new(REFUSED, e))?;
+    let config = load_config(args.config.as_deref()).map_err(|e| Failure::new(REFUSED, e))?;
     if let Some(m) = mysql_refusal(&config, "backup") {
         return Err(Failure::new(REFUSED, m));
     }
@@ -218,6 +217,7 @@ fn backup(args: &BackupArgs) -> Result<(), Failure> {
         ));
     }
     prepare_out(&args.out)?;
+    background_priority();
     // Shared, as every NF holds it: a restore cannot replace a store under its copy.
     let mut locks = Vec::new();
     for s in &stores {
@@ -262,6 +262,26 @@ fn backup(args: &BackupArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The backup is background work beside a serving NF, often on the NF's own cores: it runs in
+/// `SCHED_BATCH` at nice 19 (as the store's checkpointer does), so an NF worker that wakes
+/// preempts it, and it still gets a share of a busy core. The process has one thread here.
+fn background_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: system calls on the calling thread (pid 0) with valid parameters.
+    let (policy, nice) = unsafe {
+        (
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param),
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19),
+        )
+    };
+    if policy != 0 || nice != 0 {
+        eprintln!(
+            "fivecore backup: runs at its normal priority ({})",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// `--out` is made, or must be an empty directory: a backup never mixes with another's files.
 fn prepare_out(out: &Path) -> Result<(), Failure> {
     if out.exists() {
@@ -287,9 +307,8 @@ fn copy_one(s: &Located, out: &Path, pace: Pace) -> Result<StoreEntry, Failure> 
         Failure::new(FAILED, format!("{}: {e}", s.path.display()))
     })?;
     let done = out.join(&file);
-    fs::rename(&partial, &done).map_err(|e| {
-        Failure::new(FAILED, format!("cannot rename {}: {e}", partial.display()))
-    })?;
+    fs::rename(&partial, &done)
+        .map_err(|e| Failure::new(FAILED, format!("cannot rename {}: {e}", partial.display())))?;
     let (bytes, sha256) = sha256_file(&done).map_err(|e| Failure::new(FAILED, e))?;
     Ok(StoreEntry {
         nfs: s.nf_names(),

@@ -70,7 +70,9 @@ fn restore(args: &RestoreArgs) -> Result<(), Failure> {
         let nfs = entry
             .nfs
             .iter()
-            .map(|k| nf_named(k).ok_or_else(|| bad(format!("the manifest names an unknown NF {k:?}"))))
+            .map(|k| {
+                nf_named(k).ok_or_else(|| bad(format!("the manifest names an unknown NF {k:?}")))
+            })
             .collect::<Result<Vec<Nf>, Failure>>()?;
         if !wanted.is_empty() && !nfs.iter().any(|n| wanted.contains(n)) {
             continue;
@@ -199,9 +201,7 @@ fn stage<'m>(
     let staged = PathBuf::from(staged_name);
     let checked = copy_checked(&source, &staged, entry).and_then(|()| {
         check_schema(&staged, manifest, entry, nfs)?;
-        engine::integrity_check(&staged).map_err(|e| {
-            bad(format!("{}: {e}", source.display()))
-        })
+        engine::integrity_check(&staged).map_err(|e| bad(format!("{}: {e}", source.display())))
     });
     if let Err(f) = checked {
         let _ = fs::remove_file(&staged);
@@ -304,9 +304,8 @@ fn swap(s: &Staged<'_>) -> Result<(), Failure> {
             }
         }
     }
-    fs::rename(&s.staged, &s.target).map_err(|e| {
-        Failure::new(FAILED, format!("cannot rename {}: {e}", s.staged.display()))
-    })?;
+    fs::rename(&s.staged, &s.target)
+        .map_err(|e| Failure::new(FAILED, format!("cannot rename {}: {e}", s.staged.display())))?;
     let dir = s.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     sync_dir(dir).map_err(|e| Failure::new(FAILED, format!("cannot sync {}: {e}", dir.display())))
 }

@@ -31,8 +31,11 @@ fn test_dir(name: &str) -> String {
 /// Diameter ports chosen by the system, so no test binds a fixed port.
 fn config(dir: &str) -> String {
     let path = format!("{dir}/fivecore.toml");
-    std::fs::write(&path, "[bsf.rx]\nlisten = \"127.0.0.1:0\"\n\n[udr.sh]\nlisten = \"127.0.0.1:0\"\n")
-        .unwrap();
+    std::fs::write(
+        &path,
+        "[bsf.rx]\nlisten = \"127.0.0.1:0\"\n\n[udr.sh]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
     path
 }
 
@@ -216,8 +219,17 @@ fn a_backup_taken_mid_stream_restores_every_write_acknowledged_before_it() {
     // Small steps with pauses: the copy spans many steps while the writes go on.
     let started = Instant::now();
     let (code, stdout, err) = fivecore(&[
-        "backup", "--config", &config, "--data-dir", &data, "--out", &out, "--step-pages", "4",
-        "--pause-ms", "2",
+        "backup",
+        "--config",
+        &config,
+        "--data-dir",
+        &data,
+        "--out",
+        &out,
+        "--step-pages",
+        "4",
+        "--pause-ms",
+        "2",
     ]);
     let ended = Instant::now();
     assert_eq!(code, 0, "{err}");
@@ -236,8 +248,12 @@ fn a_backup_taken_mid_stream_restores_every_write_acknowledged_before_it() {
     }
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(format!("{out}/manifest.json")).unwrap()).unwrap();
-    let files: Vec<&str> =
-        manifest["stores"].as_array().unwrap().iter().map(|s| s["file"].as_str().unwrap()).collect();
+    let files: Vec<&str> = manifest["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["file"].as_str().unwrap())
+        .collect();
     for db in ["nrf.db", "udr.db", "bsf.db", "pcf.db"] {
         assert!(files.contains(&db), "{db} not in the backup: {manifest}");
     }
@@ -338,7 +354,8 @@ fn restore_refuses_a_running_nf_a_damaged_backup_and_a_newer_schema() {
     let (code, _, err) = fivecore(&["backup", "--data-dir", &data, "--out", &out]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not an empty directory"), "{err}");
-    let (code, _, err) = fivecore(&["backup", "--data-dir", &format!("{dir}/none"), "--out", &format!("{dir}/b2")]);
+    let (code, _, err) =
+        fivecore(&["backup", "--data-dir", &format!("{dir}/none"), "--out", &format!("{dir}/b2")]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no NF store"), "{err}");
     let mysql = format!("{dir}/mysql.toml");
@@ -408,7 +425,12 @@ fn restore_refuses_a_running_nf_a_damaged_backup_and_a_newer_schema() {
     };
     assert_eq!(find("10.1.0.2"), 200);
     assert_eq!(find("10.1.0.3"), 204);
-    let r = rt.block_on(send(&client, "POST", &bsf.url("/nbsf-management/v1/pcfBindings"), binding(1, 3)));
+    let r = rt.block_on(send(
+        &client,
+        "POST",
+        &bsf.url("/nbsf-management/v1/pcfBindings"),
+        binding(1, 3),
+    ));
     assert_eq!(r.map(|r| r.0), Some(201));
     bsf.sigterm();
 }

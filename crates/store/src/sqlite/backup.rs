@@ -115,8 +115,7 @@ pub fn backup(src: &Path, dst: &Path, pace: Pace) -> Result<Copied> {
 pub fn integrity_check(path: &Path) -> Result<()> {
     let conn = open_file(path)?;
     let mut stmt = conn.prepare("PRAGMA integrity_check(20)")?;
-    let rows: Vec<String> =
-        stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     if rows.len() == 1 && rows[0] == "ok" {
         return Ok(());
     }
@@ -176,8 +175,9 @@ fn open_file(path: &Path) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| open_error(path, e))?;
-    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))
-        .map_err(|e| Error::backend_msg(format!("{} is not a usable database: {e}", path.display())))?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0)).map_err(
+        |e| Error::backend_msg(format!("{} is not a usable database: {e}", path.display())),
+    )?;
     Ok(conn)
 }
 

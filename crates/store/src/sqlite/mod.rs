@@ -1,10 +1,10 @@
 //! The embedded backend: SQLite in WAL mode behind one writer thread and a
 //! pool of reader threads.
 
+pub mod backup;
 mod checkpoint;
 mod document;
 mod engine;
-pub mod backup;
 pub mod lock;
 mod migrate;
 mod read_queue;
