@@ -120,7 +120,8 @@ fn main() {
                     (phases.clone(), current.clone(), client.clone(), base.clone());
                 tokio::spawn(async move {
                     let sent = Instant::now();
-                    let ok = if n % 2 == 0 {
+                    // Even: a Register; odd: a Discovery (n & 1: Rust 1.85 lacks is_multiple_of).
+                    let ok = if n & 1 == 0 {
                         let body = format!(
                             r#"{{"ipv4Addr":"{}","dnn":"internet","snssai":{{"sst":1}},"pcfFqdn":"pcf.example.com"}}"#,
                             ip((1 << 23) + n)
