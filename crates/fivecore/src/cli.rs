@@ -1,4 +1,4 @@
-//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|policy|cert|bench|version>`.
+//! Command line: `fivecore <up|nrf|udr|bsf|pcf|dd|backup|restore|policy|cert|bench|version>`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +30,10 @@ pub enum Command {
     Pcf(NfArgs),
     /// Data Director: SBI message copies into xDRs and feeds.
     Dd(NfArgs),
+    /// Online backup of the NFs' embedded stores while they run (docs/backup.md).
+    Backup(BackupArgs),
+    /// Restore the NFs' stores from a backup, while no NF runs on them (docs/backup.md).
+    Restore(RestoreArgs),
     /// Policy projects: check, test, dry-run and replay before deploying (docs/policy.md).
     Policy(PolicyArgs),
     /// A lab PKI for mutual TLS: a CA and NF certificates (docs/security.md).
@@ -199,6 +203,56 @@ pub struct PreloadArgs {
     /// Progress on stderr even when it is not a terminal.
     #[arg(long)]
     pub progress: bool,
+}
+
+/// The NFs whose stores `backup` and `restore` take.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreNf {
+    Nrf,
+    Udr,
+    Bsf,
+    Pcf,
+    Dd,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BackupArgs {
+    /// TOML configuration file: its [store] settings say where each store is (and whether it
+    /// is on MySQL, which this command does not back up).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The NFs' data directory, as given to `fivecore up` or `fivecore <nf> --data-dir`.
+    #[arg(long, value_name = "DIR", default_value = crate::nf::DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+    /// The backup directory to make (it must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only these NFs' stores (comma-separated); default: every store found in the data directory.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub nf: Vec<StoreNf>,
+    /// Database pages copied per step (4 KiB each).
+    #[arg(long, value_name = "N", default_value_t = store::sqlite::backup::Pace::default().pages)]
+    pub step_pages: u32,
+    /// Pause between two steps, in milliseconds: the disk and CPU left to the running NF.
+    #[arg(long, value_name = "MS",
+        default_value_t = store::sqlite::backup::Pace::default().pause.as_millis() as u64)]
+    pub pause_ms: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RestoreArgs {
+    /// The backup directory (`fivecore backup --out`).
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
+    /// TOML configuration file: its [store] settings say where each store goes.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The data directory the NFs will run on (created when missing).
+    #[arg(long, value_name = "DIR", default_value = crate::nf::DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+    /// Only these NFs' stores (comma-separated); default: every store of the backup.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub nf: Vec<StoreNf>,
 }
 
 /// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).

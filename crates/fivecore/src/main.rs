@@ -1,5 +1,6 @@
 //! `fivecore`: one binary, one subcommand per network function, `up` to run them all.
 
+mod backup;
 mod bsf_preload;
 mod cert;
 mod cli;
@@ -7,6 +8,7 @@ mod config;
 mod logging;
 mod nf;
 mod policy_cli;
+mod restore;
 mod udr_import;
 mod up;
 
@@ -43,6 +45,8 @@ fn main() -> ExitCode {
         },
         Command::Pcf(args) => nf::run(nf::Nf::Pcf, &args),
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
+        Command::Backup(args) => backup::run(&args),
+        Command::Restore(args) => restore::run(&args),
         Command::Policy(args) => policy_cli::run(&args.command),
         Command::Cert(args) => cert::run(&args),
         Command::Bench(args) => bench::run(*args),

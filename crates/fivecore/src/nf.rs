@@ -229,7 +229,7 @@ pub fn dd_run_config(config: &crate::config::Config, data_dir: Option<&Path>) ->
 /// The SBI listener and store of an NF: the NF's default port ([`ALL`]) unless one is
 /// configured, and its `db_file` (or the configured `[store] path` when not the default) under
 /// `data_dir` when given.
-fn nf_sbi_and_store(
+pub(crate) fn nf_sbi_and_store(
     config: &crate::config::Config,
     nf: Nf,
     data_dir: Option<&Path>,

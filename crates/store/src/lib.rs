@@ -75,4 +75,4 @@ pub use config::{Backend, MysqlConfig, SqliteConfig, Synchronous};
 pub use document::{Document, DocumentData, DocumentStore, IndexKey, UnixMillis, Upserted};
 pub use error::{Error, Result};
 pub use mysql::{MysqlMigration, MysqlStats, MysqlStore};
-pub use sqlite::{Migration, SqliteStore, StoreStats};
+pub use sqlite::{Migration, SqliteStore, StoreLock, StoreStats};

@@ -22,8 +22,9 @@ pub struct Stores {
     backend: SqliteStore,
 }
 
-/// Every table of the UDR, each service's migrations in turn (append only).
-fn migrations() -> Vec<Migration> {
+/// Every table of the UDR, each service's migrations in turn (append only); `fivecore restore`
+/// checks a backup's schema against them.
+pub fn migrations() -> Vec<Migration> {
     slf::sqlite::MIGRATIONS
         .into_iter()
         .chain(sh::sqlite::MIGRATIONS)

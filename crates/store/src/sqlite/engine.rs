@@ -21,6 +21,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{self, Checkpoints};
+use super::lock::StoreLock;
 use super::migrate::{apply_migrations, Migration};
 use super::read_queue::ReadQueue;
 use crate::config::SqliteConfig;
@@ -48,6 +49,9 @@ struct Inner {
     counters: Arc<Counters>,
     checkpoints: Option<Arc<Checkpoints>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Shared while the store is open, so `fivecore restore` cannot replace the file under it
+    /// (`lock.rs`); released by `close`.
+    lock: Mutex<Option<StoreLock>>,
 }
 
 /// Counters of the engine since it was opened.
@@ -104,6 +108,7 @@ impl SqliteStore {
     /// creates the document tables and starts the writer and reader threads.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
         config.validate()?;
+        let lock = StoreLock::shared(&config.path)?;
         let counters = Arc::new(Counters::default());
         let mut threads = Vec::with_capacity(config.readers + 2);
         let checkpoints =
@@ -171,6 +176,7 @@ impl SqliteStore {
                 counters,
                 checkpoints,
                 threads: Mutex::new(threads),
+                lock: Mutex::new(Some(lock)),
             }),
         })
     }
@@ -257,7 +263,10 @@ impl SqliteStore {
             }
         })
         .await
-        .map_err(Error::backend)
+        .map_err(Error::backend)?;
+        // Every connection is closed: the file may be replaced now.
+        self.inner.lock.lock().unwrap_or_else(PoisonError::into_inner).take();
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use store::{Migration, SqliteStore};
 use super::{Cursor, OutcomeFilter, StoreFuture, XdrPage, XdrQuery, XdrStore};
 use crate::transforms::correlate::xdr::Xdr;
 
-const MIGRATIONS: &[Migration] = &[Migration::new(
+pub const MIGRATIONS: &[Migration] = &[Migration::new(
     "dd-0001-xdrs",
     "CREATE TABLE dd_xdrs (
         row INTEGER PRIMARY KEY,
