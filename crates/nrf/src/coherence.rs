@@ -160,7 +160,7 @@ async fn flush_heartbeats(nrf: Arc<Nrf>, mut stop: tokio::sync::watch::Receiver<
             tracing::warn!(error = %e, "heartbeat stamps not written");
         }
         flushes = flushes.wrapping_add(1);
-        if flushes % HEARTBEAT_PRUNE_EVERY == 0 {
+        if flushes.is_multiple_of(HEARTBEAT_PRUNE_EVERY) {
             let before = now_ms() as i64 - HEARTBEAT_KEEP_MS;
             let pruned = db
                 .write(move |c| {

@@ -186,7 +186,7 @@ impl FeedReader {
     /// The changes of other instances not read yet, in seq order.
     pub async fn poll(&mut self) -> Result<Vec<Change>> {
         self.polls += 1;
-        let rescan = self.polls % RESCAN_EVERY == 0 && !self.recent.is_empty();
+        let rescan = self.polls.is_multiple_of(RESCAN_EVERY) && !self.recent.is_empty();
         let (floor, max_seen) = (self.floor, self.max_seen);
         let seen: Arc<Vec<u64>> = if rescan {
             Arc::new(self.recent.keys().copied().collect())
