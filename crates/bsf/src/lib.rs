@@ -11,6 +11,7 @@
 //! serve until shutdown.
 
 pub mod audit;
+pub mod coherence;
 pub mod config;
 pub mod context;
 pub mod models;
@@ -196,8 +197,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
     let notifier =
         subscriptions::Notifier::new(skeleton.client().clone(), config.bsf.notify.clone());
     let bsf = Arc::new(Bsf::new(config.bsf.clone(), bindings, notifier, scheme));
+    // Before the index and the subscriptions load: a change committed meanwhile is then in
+    // what they load or in the feed.
+    let feed = coherence::prepare(skeleton.store()).await?;
     let subs = subscriptions::load(&bsf).await?;
     tracing::info!(subscriptions = subs, "BSF state loaded");
+    let skeleton_store = skeleton.store().clone();
     let mut serving = skeleton.bind(router(bsf.clone())).await?;
     let addr = serving.local_addr();
     let _ = bsf.local_authority.set(addr.to_string());
@@ -222,10 +227,19 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         serving.diameter(node);
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let follower = match (feed, skeleton_store) {
+        (Some(reader), ::store::AnyStore::Mysql(db)) => {
+            Some(tokio::spawn(coherence::run(bsf.clone(), db, reader, stop_rx.clone())))
+        }
+        _ => None,
+    };
     let audit = tokio::spawn(audit::run(bsf.clone(), stop_rx));
     serving.on_stop(async move {
         let _ = stop_tx.send(true);
         let _ = audit.await;
+        if let Some(f) = follower {
+            let _ = f.await;
+        }
     });
     Ok(Bound { serving, bsf, rx_addr })
 }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -44,13 +44,25 @@ pub struct Entry {
     pub version: u64,
     /// Last heartbeat (or write), ms since the epoch; updated in place by heartbeats.
     pub last_seen_ms: AtomicU64,
+    /// A heartbeat was taken since the stamps were last written to the database (MySQL, for
+    /// the other instances' audits: [`crate::coherence`]).
+    pub heard: AtomicBool,
 }
 
 impl Entry {
     pub fn new(key: String, profile: NfProfile, value: Value, version: u64) -> Entry {
         let view = ProfileView::new(&value);
         let disc = DiscInfo::from_profile(&value);
-        Entry { key, profile, value, view, disc, version, last_seen_ms: AtomicU64::new(now_ms()) }
+        Entry {
+            key,
+            profile,
+            value,
+            view,
+            disc,
+            version,
+            last_seen_ms: AtomicU64::new(now_ms()),
+            heard: AtomicBool::new(false),
+        }
     }
 
     pub fn last_seen(&self) -> u64 {
@@ -59,6 +71,7 @@ impl Entry {
 
     pub fn touch(&self) {
         self.last_seen_ms.store(now_ms(), Ordering::Relaxed);
+        self.heard.store(true, Ordering::Relaxed);
     }
 }
 

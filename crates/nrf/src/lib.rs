@@ -8,6 +8,7 @@
 
 pub mod allowed;
 pub mod answers;
+pub mod coherence;
 pub mod config;
 pub mod context;
 pub mod forwarding;
@@ -142,6 +143,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
         notifier,
         skeleton.scheme(),
     ));
+    // Before the load: a change committed meanwhile is then in the load or in the feed.
+    let feed = coherence::prepare(&db).await?;
     let (profiles, subs) = nrf.load().await?;
     let _ = nrf.instance_id.set(skeleton.instance_id().to_owned());
     let _ = nrf.client.set(skeleton.client().clone());
@@ -153,10 +156,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, NrfError> {
     let mut serving = skeleton.bind(router(nrf.clone())).await?;
     let _ = nrf.local_authority.set(serving.local_addr().to_string());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let follower =
+        feed.map(|reader| tokio::spawn(coherence::run(nrf.clone(), reader, stop_rx.clone())));
     let audit = tokio::spawn(audit(nrf.clone(), stop_rx));
     serving.on_stop(async move {
         let _ = stop_tx.send(true);
         let _ = audit.await;
+        if let Some(f) = follower {
+            let _ = f.await;
+        }
     });
     Ok(Bound { serving, nrf })
 }

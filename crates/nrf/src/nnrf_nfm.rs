@@ -274,38 +274,55 @@ pub async fn list(nrf: Arc<Nrf>, req: SbiRequest) -> Answer {
 }
 
 /// One pass of the heartbeat audit: every REGISTERED NF silent for longer than its
-/// heartBeatTimer plus the grace becomes SUSPENDED, and subscribers are told.
+/// heartBeatTimer plus the grace becomes SUSPENDED, and subscribers are told. On a shared
+/// database "silent" means towards every instance ([`crate::coherence`]), and of two instances
+/// suspending one NF at once, one writes and notifies.
 pub async fn audit_heartbeats(nrf: &Arc<Nrf>) {
-    let now = now_ms();
-    let late: Vec<String> = nrf
-        .read_index()
-        .all()
-        .filter(|e| e.profile.nf_status == models::REGISTERED)
-        .filter(|e| {
-            let hbt =
-                u64::from(e.profile.heart_beat_timer.unwrap_or(nrf.config.heartbeat_timer_secs));
-            now.saturating_sub(e.last_seen()) > hbt * 1000 + nrf.config.heartbeat_grace_ms
-        })
-        .map(|e| e.key.clone())
-        .collect();
-    for key in late {
+    let is_late = |e: &Entry| {
+        let hbt = u64::from(e.profile.heart_beat_timer.unwrap_or(nrf.config.heartbeat_timer_secs));
+        e.profile.nf_status == models::REGISTERED
+            && now_ms().saturating_sub(e.last_seen()) > hbt * 1000 + nrf.config.heartbeat_grace_ms
+    };
+    let late: Vec<Arc<Entry>> =
+        nrf.read_index().all().filter(|e| is_late(e.as_ref())).cloned().collect();
+    if late.is_empty() {
+        return;
+    }
+    if let Err(e) = crate::coherence::catch_up_heartbeats(nrf, &late).await {
+        // Judging on this instance's stamps alone could suspend an NF that heartbeats to
+        // another: wait for the next pass.
+        tracing::warn!(error = %e, "heartbeat stamps of other instances unreadable; audit skipped");
+        return;
+    }
+    for candidate in late {
+        let key = candidate.key.clone();
         let _guard = nrf.lock_key(&key).await;
         // Re-read under the lock: a heartbeat may have arrived meanwhile.
         let Some(current) = nrf.entry(&key) else { continue };
-        let hbt =
-            u64::from(current.profile.heart_beat_timer.unwrap_or(nrf.config.heartbeat_timer_secs));
-        if current.profile.nf_status != models::REGISTERED
-            || now_ms().saturating_sub(current.last_seen())
-                <= hbt * 1000 + nrf.config.heartbeat_grace_ms
-        {
+        current.last_seen_ms.fetch_max(candidate.last_seen(), std::sync::atomic::Ordering::Relaxed);
+        if !is_late(current.as_ref()) {
             continue;
         }
         let mut profile = current.profile.clone();
         profile.nf_status = models::SUSPENDED.to_owned();
         let mut value = current.value.clone();
         value["nfStatus"] = Value::from(models::SUSPENDED);
-        match commit(nrf, key.clone(), profile, value).await {
-            Ok(_) => tracing::info!(nf_instance = %key, "heartbeat missed; NF suspended"),
+        let written = match serde_json::to_vec(&value) {
+            Ok(bytes) => {
+                nrf.store.replace_profile(&key, &profile.nf_type, bytes, current.version).await
+            }
+            Err(e) => Err(store::Error::backend_msg(e.to_string())),
+        };
+        match written {
+            Ok(version) => {
+                let entry = Arc::new(Entry::new(key.clone(), profile, value, version));
+                nrf.write_index().insert(entry.clone());
+                publish(nrf, models::NF_PROFILE_CHANGED, &entry, Some(&current));
+                tracing::info!(nf_instance = %key, "heartbeat missed; NF suspended");
+            }
+            // Another instance wrote it first (its suspension, or an update it took): the
+            // change feed brings that here, and that instance notified.
+            Err(store::Error::VersionMismatch { .. } | store::Error::NotFound) => {}
             Err(e) => tracing::warn!(nf_instance = %key, error = %e, "cannot suspend NF"),
         }
     }

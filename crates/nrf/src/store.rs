@@ -1,7 +1,8 @@
 //! The NRF's persistence over [`store::DocumentStore`]: one collection of NF profiles (keyed by
 //! nfInstanceId, indexed by nfType) and one of subscriptions (keyed by subscriptionId, expiring
 //! at their validityTime). The store is the durable copy; the NRF serves from memory
-//! (context.rs) and reads the store only at start. On either backend ([`AnyStore`]: the SQLite
+//! (context.rs) and reads the store at start, and, on MySQL, the keys other instances changed
+//! (coherence.rs). On either backend ([`AnyStore`]: the SQLite
 //! file, or MariaDB/Galera with `[store] backend = "mysql"`).
 
 use serde_json::Value;
@@ -33,6 +34,28 @@ impl<S: DocumentStore> NrfStore<S> {
     pub async fn put_profile(&self, id: &str, nf_type: &str, body: Vec<u8>) -> store::Result<u64> {
         let data = DocumentData::new(body).index("nfType", nf_type);
         Ok(self.inner.upsert(PROFILES, id, data).await?.document.version)
+    }
+
+    /// Replaces a profile only if it is still at `expected` (the heartbeat audit's suspension:
+    /// of two instances' audits, one writes); `VersionMismatch` otherwise.
+    pub async fn replace_profile(
+        &self,
+        id: &str,
+        nf_type: &str,
+        body: Vec<u8>,
+        expected: u64,
+    ) -> store::Result<u64> {
+        let data = DocumentData::new(body).index("nfType", nf_type);
+        Ok(self.inner.replace(PROFILES, id, data, Some(expected)).await?.version)
+    }
+
+    /// One document of `collection`: its version and JSON body.
+    pub async fn get(&self, collection: &str, id: &str) -> store::Result<Option<(u64, Value)>> {
+        let Some(doc) = self.inner.get(collection, id).await? else { return Ok(None) };
+        let value = doc.json::<Value>().map_err(|e| {
+            store::Error::backend_msg(format!("{collection}/{id} is not JSON: {e}"))
+        })?;
+        Ok(Some((doc.version, value)))
     }
 
     /// Removes a profile; `false` when it was not stored.

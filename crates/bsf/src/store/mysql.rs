@@ -13,11 +13,15 @@
 //! The UE-address index is changed inside the transaction, after its SQL and before `COMMIT`,
 //! while the rows' locks are held, so changes to one UE address reach the index in commit
 //! order; a call that fails after changing it turns the index off (lookups then read the store),
-//! as on SQLite. It follows this instance's writes only: keeping several instances' indexes
-//! coherent is not done yet (docs/store.md).
+//! as on SQLite. Several instances on one database: each write also records its changes to PCF
+//! bindings and subscriptions in the store's change feed (as the transaction's last
+//! statements, with what another instance's index needs: the binding's document), and
+//! [`crate::coherence`] applies the other instances' changes to this one's index and
+//! subscriptions (docs/store.md, "Several instances on one database").
 
 use std::sync::{Arc, Mutex};
 
+use store::mysql::feed::{self, Op};
 use store::mysql::mysql_async::prelude::Queryable;
 use store::mysql::mysql_async::{Conn, Params, Value};
 use store::mysql::TxError;
@@ -104,6 +108,46 @@ const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 /// Rows per multi-row INSERT of `insert_many` (12 parameters each, far below the protocol's
 /// 65,535, and a few MB of documents per statement).
 const ROWS_PER_INSERT: usize = 500;
+
+/// The feed's entity for PCF (PDU session) bindings: a `Put` carries the creation time (8 bytes,
+/// big-endian) and the document, a `Delete` the removed document.
+pub const FEED_BINDINGS: &str = "bsf_pcf_binding";
+/// The feed's entity for binding event subscriptions (re-read by key).
+pub const FEED_SUBSCRIPTIONS: &str = "bsf_subscription";
+
+/// A `Put`'s payload.
+pub fn put_payload(created_ms: i64, json: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(8 + json.len());
+    p.extend_from_slice(&created_ms.to_be_bytes());
+    p.extend_from_slice(json);
+    p
+}
+
+/// A `Put` payload's creation time and document.
+pub fn split_put_payload(p: &[u8]) -> Option<(i64, &[u8])> {
+    let (at, json) = p.split_first_chunk::<8>()?;
+    Some((i64::from_be_bytes(*at), json))
+}
+
+/// Records the removal of `gone` and the insert of `put` (id, creation, document) in the feed,
+/// when this store records changes.
+async fn record_bindings(
+    c: &mut Conn,
+    writer: Option<&str>,
+    gone: &[Stored],
+    put: &[(&str, i64, &[u8])],
+) -> Result<(), TxError> {
+    let Some(w) = writer else { return Ok(()) };
+    let puts: Vec<Vec<u8>> = put.iter().map(|(_, at, json)| put_payload(*at, json)).collect();
+    let mut rows: Vec<(&str, &str, Op, Option<&[u8]>)> = Vec::with_capacity(gone.len() + put.len());
+    for g in gone {
+        rows.push((FEED_BINDINGS, g.id.as_str(), Op::Delete, Some(g.json.as_slice())));
+    }
+    for ((id, _, _), payload) in put.iter().zip(&puts) {
+        rows.push((FEED_BINDINGS, id, Op::Put, Some(payload.as_slice())));
+    }
+    feed::record_many(c, w, &rows).await
+}
 
 /// The BSF's persistence over a MySQL-protocol database.
 #[derive(Clone)]
@@ -313,12 +357,13 @@ impl MysqlBindingStore {
 
     async fn create(&self, binding: NewBinding, reject: bool) -> store::Result<Created> {
         let index = self.index.clone();
+        let writer = self.db.feed_writer().cloned();
         let indexed = index.as_ref().and_then(|_| Indexed::from_json(&binding.id, &binding.json));
         let binding = Arc::new((binding, indexed));
         let r = self
             .db
             .write(move |c| {
-                let (binding, index) = (binding.clone(), index.clone());
+                let (binding, index, writer) = (binding.clone(), index.clone(), writer.clone());
                 Box::pin(async move {
                     let (b, indexed) = &*binding;
                     let existing = conflicts(c, &b.keys).await?;
@@ -332,6 +377,9 @@ impl MysqlBindingStore {
                         }
                     }
                     insert(c, &b.id, &b.keys, b.created_ms, &b.json).await?;
+                    let gone: &[Stored] = if reject { &[] } else { &existing };
+                    let put = [(b.id.as_str(), b.created_ms, b.json.as_slice())];
+                    record_bindings(c, writer.as_deref(), gone, &put).await?;
                     if !reject {
                         index_removed(&index, &existing);
                     }
@@ -348,11 +396,12 @@ impl MysqlBindingStore {
 
     async fn insert_many(&self, rows: Vec<NewBinding>) -> store::Result<usize> {
         let index = self.index.clone();
+        let writer = self.db.feed_writer().cloned();
         let rows = Arc::new(rows);
         let r = self
             .db
             .write(move |c| {
-                let (rows, index) = (rows.clone(), index.clone());
+                let (rows, index, writer) = (rows.clone(), index.clone(), writer.clone());
                 Box::pin(async move {
                     for chunk in rows.chunks(ROWS_PER_INSERT) {
                         let mut sql = String::from(INSERT_COLUMNS);
@@ -369,6 +418,11 @@ impl MysqlBindingStore {
                             insert_additional_keys(c, &b.id, &b.keys).await?;
                         }
                     }
+                    let put: Vec<(&str, i64, &[u8])> = rows
+                        .iter()
+                        .map(|b| (b.id.as_str(), b.created_ms, b.json.as_slice()))
+                        .collect();
+                    record_bindings(c, writer.as_deref(), &[], &put).await?;
                     if let Some(ix) = &index {
                         for b in rows.iter() {
                             if let Some(x) = Indexed::from_json(&b.id, &b.json) {
@@ -458,15 +512,17 @@ impl MysqlBindingStore {
 
     async fn delete(&self, id: String) -> store::Result<Option<Stored>> {
         let index = self.index.clone();
+        let writer = self.db.feed_writer().cloned();
         let id = Arc::new(id);
         let r = self
             .db
             .write(move |c| {
-                let (id, index) = (id.clone(), index.clone());
+                let (id, index, writer) = (id.clone(), index.clone(), writer.clone());
                 Box::pin(async move {
                     let found = get_id(c, &id, true).await?;
                     if let Some(f) = &found {
                         delete_id(c, &id).await?;
+                        record_bindings(c, writer.as_deref(), std::slice::from_ref(f), &[]).await?;
                         index_removed(&index, std::slice::from_ref(f));
                     }
                     Ok(found)
@@ -478,12 +534,14 @@ impl MysqlBindingStore {
 
     async fn update(&self, id: String, f: Patch) -> store::Result<Updated> {
         let index = self.index.clone();
+        let writer = self.db.feed_writer().cloned();
         let id = Arc::new(id);
         let patch = Arc::new(OncePatch::new(f));
         let r = self
             .db
             .write(move |c| {
-                let (id, index, patch) = (id.clone(), index.clone(), patch.clone());
+                let (id, index, patch, writer) =
+                    (id.clone(), index.clone(), patch.clone(), writer.clone());
                 Box::pin(async move {
                     let old: Option<(Vec<u8>, i64)> = c
                         .exec_first(
@@ -494,6 +552,8 @@ impl MysqlBindingStore {
                         .await?;
                     let Some((old, created_ms)) = old else { return Ok(Updated::NotFound) };
                     let old_indexed = index.as_ref().and_then(|_| Indexed::from_json(&id, &old));
+                    let before =
+                        writer.is_some().then(|| Stored { id: id.to_string(), json: old.clone() });
                     let (keys, json) = match patch.apply(old, |p, old| p(old))? {
                         Patched::Done(x) => x,
                         Patched::Refused(e) => return Ok(Updated::Refused(e)),
@@ -517,6 +577,11 @@ impl MysqlBindingStore {
                     )
                     .await?;
                     insert_additional_keys(c, &id, &keys).await?;
+                    if let Some(before) = &before {
+                        let put = [(id.as_str(), created_ms, json.as_slice())];
+                        record_bindings(c, writer.as_deref(), std::slice::from_ref(before), &put)
+                            .await?;
+                    }
                     if let Some(ix) = &index {
                         if let Some(b) = &old_indexed {
                             ix.remove(b);
@@ -534,10 +599,11 @@ impl MysqlBindingStore {
 
     async fn remove_older_than(&self, before_ms: i64, limit: u32) -> store::Result<Vec<Stored>> {
         let index = self.index.clone();
+        let writer = self.db.feed_writer().cloned();
         let r = self
             .db
             .write(move |c| {
-                let index = index.clone();
+                let (index, writer) = (index.clone(), writer.clone());
                 Box::pin(async move {
                     let rows: Vec<(String, Vec<u8>)> = c
                         .exec(
@@ -552,6 +618,7 @@ impl MysqlBindingStore {
                     for s in &old {
                         delete_id(c, &s.id).await?;
                     }
+                    record_bindings(c, writer.as_deref(), &old, &[]).await?;
                     index_removed(&index, &old);
                     Ok(old)
                 })
@@ -621,9 +688,10 @@ impl MysqlBindingStore {
 
     async fn put_subscription(&self, id: String, json: Vec<u8>) -> store::Result<()> {
         let row = Arc::new((id, json));
+        let writer = self.db.feed_writer().cloned();
         self.db
             .write(move |c| {
-                let row = row.clone();
+                let (row, writer) = (row.clone(), writer.clone());
                 Box::pin(async move {
                     c.exec_drop(
                         "INSERT INTO bsf_subscription (sub_id, json_content) VALUES (?, ?) \
@@ -631,6 +699,9 @@ impl MysqlBindingStore {
                         (row.0.as_str(), row.1.as_slice()),
                     )
                     .await?;
+                    if let Some(w) = &writer {
+                        feed::record(c, w, FEED_SUBSCRIPTIONS, &row.0, Op::Put, None).await?;
+                    }
                     Ok(())
                 })
             })
@@ -639,13 +710,18 @@ impl MysqlBindingStore {
 
     async fn delete_subscription(&self, id: String) -> store::Result<bool> {
         let id = Arc::new(id);
+        let writer = self.db.feed_writer().cloned();
         self.db
             .write(move |c| {
-                let id = id.clone();
+                let (id, writer) = (id.clone(), writer.clone());
                 Box::pin(async move {
                     c.exec_drop("DELETE FROM bsf_subscription WHERE sub_id = ?", (id.as_str(),))
                         .await?;
-                    Ok(c.affected_rows() > 0)
+                    let gone = c.affected_rows() > 0;
+                    if let (true, Some(w)) = (gone, &writer) {
+                        feed::record(c, w, FEED_SUBSCRIPTIONS, &id, Op::Delete, None).await?;
+                    }
+                    Ok(gone)
                 })
             })
             .await

@@ -21,20 +21,26 @@ pub struct TestNrf {
 
 impl TestNrf {
     pub async fn start(dir: &Path, config: NrfConfig) -> TestNrf {
+        let nrf = Self::start_on(store_config(dir), config).await;
+        if testkit::backends::mysql_url(dir).is_some() {
+            assert_eq!(nrf.nrf.store.backend().backend(), store::Backend::Mysql);
+            assert!(!dir.join("nrf.db").exists(), "a SQLite file beside the MariaDB state");
+        }
+        nrf
+    }
+
+    /// An NRF on the store `store` describes (a Galera node, in the coherence tests).
+    pub async fn start_on(store: store::SqliteConfig, config: NrfConfig) -> TestNrf {
         let run = RunConfig {
             nrf: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store_config(dir),
+            store,
             instance_id: None,
         };
         let bound = nrf::bind(run).await.expect("NRF starts");
         let base = format!("http://{}", bound.local_addr());
         let nrf = bound.nrf().clone();
-        if testkit::backends::mysql_url(dir).is_some() {
-            assert_eq!(nrf.store.backend().backend(), store::Backend::Mysql);
-            assert!(!dir.join("nrf.db").exists(), "a SQLite file beside the MariaDB state");
-        }
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(bound.serve(async {
             let _ = rx.await;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
 
+use super::feed::{self, Op};
 use super::migrate::MysqlMigration;
 use super::{now_millis, MysqlStore, TxError};
 use crate::document::{
@@ -103,9 +104,10 @@ impl DocumentStore for MysqlStore {
         let w = Arc::new(Write { collection: collection.to_owned(), id: id.to_owned(), data });
         let now = now_millis();
         let body = w.clone();
+        let feed = self.feed_writer().cloned();
         let r = self
             .write(move |c| {
-                let w = body.clone();
+                let (w, feed) = (body.clone(), feed.clone());
                 Box::pin(async move {
                     let inserted = c
                         .exec_drop(
@@ -120,6 +122,7 @@ impl DocumentStore for MysqlStore {
                         r => r?,
                     }
                     insert_index(c, &w.collection, &w.id, &w.data.index).await?;
+                    changed(c, feed.as_deref(), &w.collection, &w.id, Op::Put).await?;
                     Ok(1)
                 })
             })
@@ -135,9 +138,10 @@ impl DocumentStore for MysqlStore {
         let w = Arc::new(Write { collection: collection.to_owned(), id: id.to_owned(), data });
         let now = now_millis();
         let body = w.clone();
+        let feed = self.feed_writer().cloned();
         let r = self
             .write(move |c| {
-                let w = body.clone();
+                let (w, feed) = (body.clone(), feed.clone());
                 Box::pin(async move {
                     let current = lock_current(c, &w.collection, &w.id).await?;
                     let (version, created_at) = match current {
@@ -156,6 +160,7 @@ impl DocumentStore for MysqlStore {
                         }
                     };
                     insert_index(c, &w.collection, &w.id, &w.data.index).await?;
+                    changed(c, feed.as_deref(), &w.collection, &w.id, Op::Put).await?;
                     Ok((version, created_at))
                 })
             })
@@ -196,9 +201,10 @@ impl DocumentStore for MysqlStore {
         let w = Arc::new(Write { collection: collection.to_owned(), id: id.to_owned(), data });
         let now = now_millis();
         let body = w.clone();
+        let feed = self.feed_writer().cloned();
         let r = self
             .write(move |c| {
-                let w = body.clone();
+                let (w, feed) = (body.clone(), feed.clone());
                 Box::pin(async move {
                     let Some((version, created_at)) = lock_current(c, &w.collection, &w.id).await?
                     else {
@@ -210,6 +216,7 @@ impl DocumentStore for MysqlStore {
                     update(c, &w, version + 1, now).await?;
                     delete_index(c, &w.collection, &w.id).await?;
                     insert_index(c, &w.collection, &w.id, &w.data.index).await?;
+                    changed(c, feed.as_deref(), &w.collection, &w.id, Op::Put).await?;
                     Ok((version + 1, created_at))
                 })
             })
@@ -234,9 +241,10 @@ impl DocumentStore for MysqlStore {
         check_key(collection, Some(id))?;
         let key = Arc::new((collection.to_owned(), id.to_owned()));
         let body = key.clone();
+        let feed = self.feed_writer().cloned();
         let r = self
             .write(move |c| {
-                let key = body.clone();
+                let (key, feed) = (body.clone(), feed.clone());
                 Box::pin(async move {
                     let Some((version, _)) = lock_current(c, &key.0, &key.1).await? else {
                         return Err(Error::NotFound.into());
@@ -246,6 +254,7 @@ impl DocumentStore for MysqlStore {
                     }
                     c.exec_drop(DELETE, (&key.0, &key.1)).await?;
                     delete_index(c, &key.0, &key.1).await?;
+                    changed(c, feed.as_deref(), &key.0, &key.1, Op::Delete).await?;
                     Ok(())
                 })
             })
@@ -399,6 +408,20 @@ fn written(w: Write, version: u64, created_at: UnixMillis, updated_at: UnixMilli
         expires_at: w.data.expires_at,
         index: w.data.index,
         body: w.data.body,
+    }
+}
+
+/// The feed row of a document write, when this store records changes.
+async fn changed(
+    c: &mut Conn,
+    writer: Option<&str>,
+    collection: &str,
+    id: &str,
+    op: Op,
+) -> Result<(), TxError> {
+    match writer {
+        Some(w) => feed::record(c, w, collection, id, op, None).await,
+        None => Ok(()),
     }
 }
 

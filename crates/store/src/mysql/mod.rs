@@ -26,6 +26,7 @@
 //! which makes two instances starting at once on two nodes safe too.
 
 mod document;
+pub mod feed;
 mod migrate;
 
 use std::future::Future;
@@ -94,6 +95,8 @@ struct Inner {
     retries: AtomicU64,
     failovers: AtomicU64,
     commit_unknown: AtomicU64,
+    /// Set by [`MysqlStore::record_changes`]: document writes record changes in the feed.
+    feed_writer: std::sync::OnceLock<Arc<str>>,
 }
 
 /// Tries of one call: enough to go round a three-node cluster several times while Galera
@@ -173,9 +176,14 @@ impl MysqlStore {
                 retries: AtomicU64::new(0),
                 failovers: AtomicU64::new(0),
                 commit_unknown: AtomicU64::new(0),
+                feed_writer: std::sync::OnceLock::new(),
             }),
         };
-        if let Err(e) = store.migrate(document::MIGRATIONS).await {
+        let mut migrated = store.migrate(document::MIGRATIONS).await;
+        if migrated.is_ok() {
+            migrated = store.migrate(feed::MIGRATIONS).await;
+        }
+        if let Err(e) = migrated {
             store.close().await;
             return Err(e);
         }
