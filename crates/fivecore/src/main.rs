@@ -4,6 +4,7 @@ mod bsf_preload;
 mod cert;
 mod cli;
 mod config;
+mod console_cli;
 mod logging;
 mod nf;
 mod policy_cli;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Command::Dd(args) => nf::run(nf::Nf::Dd, &args),
         Command::Policy(args) => policy_cli::run(&args.command),
         Command::Cert(args) => cert::run(&args),
+        Command::Console(args) => console_cli::run(&args.command),
         Command::Bench(args) => bench::run(*args),
     }
 }
