@@ -110,7 +110,10 @@ impl Console {
         for u in &config.users {
             password::check_phc(&u.name, &u.password_hash)?;
             if u.name.is_empty() || !names.insert(u.name.as_str()) {
-                return Err(ConsoleError::Users(format!("user name {:?} empty or repeated", u.name)));
+                return Err(ConsoleError::Users(format!(
+                    "user name {:?} empty or repeated",
+                    u.name
+                )));
             }
         }
         let client_config = config.client.clone().unwrap_or_default();
@@ -118,8 +121,10 @@ impl Console {
             .user_agent("fivecore-console")
             .build()
             .map_err(|e| ConsoleError::Client(e.to_string()))?;
-        let idle = Duration::from_secs(config.session_idle_secs.unwrap_or(config::DEFAULT_IDLE_SECS));
-        let max_age = Duration::from_secs(config.session_max_secs.unwrap_or(config::DEFAULT_MAX_SECS));
+        let idle =
+            Duration::from_secs(config.session_idle_secs.unwrap_or(config::DEFAULT_IDLE_SECS));
+        let max_age =
+            Duration::from_secs(config.session_max_secs.unwrap_or(config::DEFAULT_MAX_SECS));
         let decoy_hash = password::hash(&password::random_token(16)?)?;
         let app = Arc::new(App {
             users: config.users.clone(),
@@ -130,9 +135,11 @@ impl Console {
             password_checks: Semaphore::new(2),
             decoy_hash,
         });
-        let listener =
-            TcpListener::bind(listen).await.map_err(|source| ConsoleError::Bind { addr: listen, source })?;
-        let addr = listener.local_addr().map_err(|source| ConsoleError::Bind { addr: listen, source })?;
+        let listener = TcpListener::bind(listen)
+            .await
+            .map_err(|source| ConsoleError::Bind { addr: listen, source })?;
+        let addr =
+            listener.local_addr().map_err(|source| ConsoleError::Bind { addr: listen, source })?;
         Ok(Console { listener, router: router(app), addr })
     }
 
@@ -141,7 +148,10 @@ impl Console {
     }
 
     /// Serves until `shutdown` completes, then lets requests in flight finish.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
     }
 }
@@ -178,7 +188,11 @@ async fn security_headers(mut res: Response) -> Response {
 
 async fn static_file(req: Request) -> Response {
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
-        return problem(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "the page is read only");
+        return problem(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            "the page is read only",
+        );
     }
     match assets::find(req.uri().path()) {
         Some(a) => a.respond(req.headers()),
@@ -214,7 +228,8 @@ async fn login(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let Ok(_permit) = app.password_checks.acquire().await else {
         return problem(StatusCode::SERVICE_UNAVAILABLE, "NF_SERVICE_FAILOVER", "stopping");
     };
-    let ok = tokio::task::spawn_blocking(move || password::verify(&pw, &hash)).await.unwrap_or(false);
+    let ok =
+        tokio::task::spawn_blocking(move || password::verify(&pw, &hash)).await.unwrap_or(false);
     let Some(user) = user.filter(|_| ok) else {
         tracing::info!(user = %name, "console: log-in refused");
         return problem(StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS", "wrong name or password");

@@ -90,7 +90,8 @@ pub fn allowed(nf: Nf, rest: &str) -> bool {
 const PREFIX: &str = "/console/api/nf/";
 
 const REQUEST_HEADERS: [http::HeaderName; 4] = [CONTENT_TYPE, ACCEPT, IF_MATCH, IF_NONE_MATCH];
-const ANSWER_HEADERS: [http::HeaderName; 6] = [CONTENT_TYPE, ETAG, LOCATION, RETRY_AFTER, LINK, ALLOW];
+const ANSWER_HEADERS: [http::HeaderName; 6] =
+    [CONTENT_TYPE, ETAG, LOCATION, RETRY_AFTER, LINK, ALLOW];
 
 /// `/console/api/nf/{nf}/{path}`: the request, as it came, to the NF's `/{path}`.
 pub async fn forward(

@@ -43,8 +43,7 @@ impl Sessions {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, s| self.live(s, now));
         if map.len() >= MAX_SESSIONS {
-            if let Some(oldest) =
-                map.iter().min_by_key(|(_, s)| s.created).map(|(k, _)| k.clone())
+            if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.created).map(|(k, _)| k.clone())
             {
                 map.remove(&oldest);
             }

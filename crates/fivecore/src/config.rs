@@ -88,7 +88,10 @@ mod tests {
         assert_eq!(crate::nf::up_console_listen(&default, 7000).port(), 7010);
         assert_eq!(crate::nf::up_console_listen(&default, 17000).port(), 17010);
         assert_eq!(crate::nf::up_console_listen(&default, 0).port(), 0);
-        assert!(Config::parse("[console]\n[[console.users]]\nname = \"x\"\npassword_hash = \"h\"\nrole = \"root\"").is_err());
+        assert!(Config::parse(
+            "[console]\n[[console.users]]\nname = \"x\"\npassword_hash = \"h\"\nrole = \"root\""
+        )
+        .is_err());
     }
 
     #[test]

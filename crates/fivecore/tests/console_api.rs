@@ -67,11 +67,21 @@ fn log_in_with_the_right_password_only() {
 
 #[test]
 fn without_a_session_every_api_is_401() {
-    for path in ["/console/api/session", "/console/api/nfs", "/console/api/nf/udr/udr-prov/v1/slf-entries/imsi-1"] {
+    for path in [
+        "/console/api/session",
+        "/console/api/nfs",
+        "/console/api/nf/udr/udr-prov/v1/slf-entries/imsi-1",
+    ] {
         problem(&http("GET", up().console, path, &[], None), 401, "NOT_LOGGED_IN");
     }
     problem(
-        &http("GET", up().console, "/console/api/nfs", &[("cookie", "fivecore_console=forged")], None),
+        &http(
+            "GET",
+            up().console,
+            "/console/api/nfs",
+            &[("cookie", "fivecore_console=forged")],
+            None,
+        ),
         401,
         "NOT_LOGGED_IN",
     );
@@ -95,18 +105,35 @@ fn a_session_ends_when_idle_and_at_log_out() {
 #[test]
 fn a_change_needs_the_console_header_and_its_origin() {
     let body = serde_json::json!({ "name": "admin", "password": ADMIN_PW }).to_string();
-    problem(&http("POST", up().console, "/console/api/login", &[], Some(&body)), 403, "CSRF_HEADER_MISSING");
+    problem(
+        &http("POST", up().console, "/console/api/login", &[], Some(&body)),
+        403,
+        "CSRF_HEADER_MISSING",
+    );
     let evil = [CSRF, ("origin", "http://evil.example")];
-    problem(&http("POST", up().console, "/console/api/login", &evil, Some(&body)), 403, "CROSS_ORIGIN_REQUEST");
+    problem(
+        &http("POST", up().console, "/console/api/login", &evil, Some(&body)),
+        403,
+        "CROSS_ORIGIN_REQUEST",
+    );
     let cookie = session("admin", ADMIN_PW);
     let entry = r#"{"subscriberIds":["imsi-001019000000077"],"nfGroupIds":{"UDM":"g1"}}"#;
     problem(
-        &http("POST", up().console, "/console/api/nf/udr/udr-prov/v1/slf-entries", &[("cookie", &cookie)], Some(entry)),
+        &http(
+            "POST",
+            up().console,
+            "/console/api/nf/udr/udr-prov/v1/slf-entries",
+            &[("cookie", &cookie)],
+            Some(entry),
+        ),
         403,
         "CSRF_HEADER_MISSING",
     );
     // Nothing reached the UDR.
-    assert_eq!(http("GET", up().udr, "/udr-prov/v1/slf-entries/imsi-001019000000077", &[], None).status, 404);
+    assert_eq!(
+        http("GET", up().udr, "/udr-prov/v1/slf-entries/imsi-001019000000077", &[], None).status,
+        404
+    );
 }
 
 #[test]
@@ -116,9 +143,16 @@ fn read_only_reads_admin_changes_through_the_udrs_api() {
     let admin = session("admin", ADMIN_PW);
     let path = "/console/api/nf/udr/udr-prov/v1/slf-entries/imsi-001019000000001";
     let entry = r#"{"subscriberIds":["imsi-001019000000001","msisdn-15550000001"],"nfGroupIds":{"UDM":"udm-a"}}"#;
-    let p = problem(&http("PUT", u.console, path, &[CSRF, ("cookie", &viewer)], Some(entry)), 403, "ROLE_NOT_ALLOWED");
+    let p = problem(
+        &http("PUT", u.console, path, &[CSRF, ("cookie", &viewer)], Some(entry)),
+        403,
+        "ROLE_NOT_ALLOWED",
+    );
     assert!(p["detail"].as_str().unwrap().contains("read-only"), "{p}");
-    assert_eq!(http("GET", u.udr, "/udr-prov/v1/slf-entries/imsi-001019000000001", &[], None).status, 404);
+    assert_eq!(
+        http("GET", u.udr, "/udr-prov/v1/slf-entries/imsi-001019000000001", &[], None).status,
+        404
+    );
 
     let created = http(
         "POST",
@@ -136,10 +170,17 @@ fn read_only_reads_admin_changes_through_the_udrs_api() {
     let read = http("GET", u.console, path, &[("cookie", &viewer)], None);
     assert_eq!((read.status, read.json()), (200, direct.json()));
     assert_eq!(read.header("cache-control"), Some("no-store"));
-    problem(&http("DELETE", u.console, path, &[CSRF, ("cookie", &viewer)], None), 403, "ROLE_NOT_ALLOWED");
+    problem(
+        &http("DELETE", u.console, path, &[CSRF, ("cookie", &viewer)], None),
+        403,
+        "ROLE_NOT_ALLOWED",
+    );
     let deleted = http("DELETE", u.console, path, &[CSRF, ("cookie", &admin)], None);
     assert_eq!(deleted.status, 204, "{deleted:?}");
-    assert_eq!(http("GET", u.udr, "/udr-prov/v1/slf-entries/imsi-001019000000001", &[], None).status, 404);
+    assert_eq!(
+        http("GET", u.udr, "/udr-prov/v1/slf-entries/imsi-001019000000001", &[], None).status,
+        404
+    );
 }
 
 #[test]
@@ -148,15 +189,28 @@ fn the_nfs_problem_details_come_through_unchanged() {
     let admin = session("admin", ADMIN_PW);
     let bad = r#"{"subscriberIds":["not-an-identity"],"nfGroupIds":{}}"#;
     let direct = http("POST", u.udr, "/udr-prov/v1/slf-entries", &[], Some(bad));
-    let via = http("POST", u.console, "/console/api/nf/udr/udr-prov/v1/slf-entries", &[CSRF, ("cookie", &admin)], Some(bad));
+    let via = http(
+        "POST",
+        u.console,
+        "/console/api/nf/udr/udr-prov/v1/slf-entries",
+        &[CSRF, ("cookie", &admin)],
+        Some(bad),
+    );
     assert_eq!(direct.status, 400, "{direct:?}");
     assert_eq!(via.status, direct.status);
     assert_eq!(via.header("content-type"), direct.header("content-type"));
     assert_eq!(via.json(), direct.json());
     assert!(!via.json()["invalidParams"].as_array().unwrap().is_empty(), "{}", via.body);
     // The BSF's discovery without a UE address: its own 400.
-    let bsf = http("GET", u.console, "/console/api/nf/bsf/nbsf-management/v1/pcfBindings?supi=imsi-001010000000001", &[("cookie", &admin)], None);
-    let direct = http("GET", u.bsf, "/nbsf-management/v1/pcfBindings?supi=imsi-001010000000001", &[], None);
+    let bsf = http(
+        "GET",
+        u.console,
+        "/console/api/nf/bsf/nbsf-management/v1/pcfBindings?supi=imsi-001010000000001",
+        &[("cookie", &admin)],
+        None,
+    );
+    let direct =
+        http("GET", u.bsf, "/nbsf-management/v1/pcfBindings?supi=imsi-001010000000001", &[], None);
     assert_eq!((bsf.status, bsf.json()), (direct.status, direct.json()));
     assert_eq!(bsf.status, 400);
 }
@@ -170,9 +224,14 @@ fn only_the_pages_apis_are_reachable() {
         "/console/api/nf/nrf/nnrf-disc/v1/nf-instances?target-nf-type=BSF&requester-nf-type=PCF",
         "/console/api/nf/amf/metrics",
     ] {
-        problem(&http("GET", up().console, path, &[("cookie", &admin)], None), 404, "RESOURCE_NOT_FOUND");
+        problem(
+            &http("GET", up().console, path, &[("cookie", &admin)], None),
+            404,
+            "RESOURCE_NOT_FOUND",
+        );
     }
-    let metrics = http("GET", up().console, "/console/api/nf/pcf/metrics", &[("cookie", &admin)], None);
+    let metrics =
+        http("GET", up().console, "/console/api/nf/pcf/metrics", &[("cookie", &admin)], None);
     assert_eq!(metrics.status, 200);
     assert!(metrics.body.contains("sbi_requests"), "{}", metrics.body);
     let nfs = http("GET", up().console, "/console/api/nfs", &[("cookie", &admin)], None).json();
@@ -189,7 +248,10 @@ fn the_page_is_embedded_with_etags_and_a_strict_policy() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("<script type=\"importmap\">"));
     let csp = page.header("content-security-policy").unwrap();
-    assert!(csp.contains("script-src 'self' 'sha256-") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self' 'sha256-") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
     assert_eq!(page.header("cache-control"), Some("no-cache"));
     let etag = page.header("etag").unwrap().to_owned();
     let again = http("GET", u.console, "/console/", &[("if-none-match", &etag)], None);
@@ -197,7 +259,9 @@ fn the_page_is_embedded_with_etags_and_a_strict_policy() {
     for f in ["app.js", "metrics.js", "app.css", "vendor/preact.module.js", "vendor/uPlot.esm.js"] {
         let a = http("GET", u.console, &format!("/console/{f}"), &[], None);
         assert_eq!(a.status, 200, "{f}");
-        assert!(a.header("etag").is_some() && a.header("x-content-type-options") == Some("nosniff"));
+        assert!(
+            a.header("etag").is_some() && a.header("x-content-type-options") == Some("nosniff")
+        );
     }
     assert_eq!(http("GET", u.console, "/console/nothing.js", &[], None).status, 404);
 }

@@ -142,7 +142,9 @@ async fn the_main_flows_in_a_real_browser() {
         if std::env::var("FIVECORE_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
             panic!("FIVECORE_REQUIRE_CHROMIUM=1 but chromium or chromedriver is missing");
         }
-        eprintln!("skipped: chromium and chromedriver (Debian chromium, chromium-driver) not installed");
+        eprintln!(
+            "skipped: chromium and chromedriver (Debian chromium, chromium-driver) not installed"
+        );
         return;
     };
     let up = tokio::task::spawn_blocking(|| Up::start("console-browser", "")).await.unwrap();
@@ -198,7 +200,8 @@ async fn flows(p: &Page, up: &Up) {
     let binding = json!({"supi": "imsi-001010000000042", "gpsi": "msisdn-15550000042",
         "ipv4Addr": "10.45.0.42", "dnn": "internet", "snssai": {"sst": 1},
         "pcfFqdn": "pcf.example.org", "pcfId": "5a3c4c9e-0000-4000-8000-000000000001"});
-    let made = http("POST", up.bsf, "/nbsf-management/v1/pcfBindings", &[], Some(&binding.to_string()));
+    let made =
+        http("POST", up.bsf, "/nbsf-management/v1/pcfBindings", &[], Some(&binding.to_string()));
     assert_eq!(made.status, 201, "{made:?}");
     p.go("bindings").await;
     p.fill("#b-ipv4Addr", "10.45.0.42").await;
@@ -242,18 +245,41 @@ async fn flows(p: &Page, up: &Up) {
     // Policy: activate a stored version when the PCF has the versions API, else deploy.
     let before = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
     p.go("policy").await;
-    p.text_with("#project-version", &before["version"].to_string().trim_matches('"').to_owned()).await;
+    p.text_with("#project-version", &before["version"].to_string().trim_matches('"').to_owned())
+        .await;
     let versions = http("GET", up.pcf, "/policy-admin/v1/versions", &[], None);
     if versions.status == 200 && p.c.find(Locator::Css("#versions button.activate")).await.is_ok() {
         p.click("#versions button.activate").await;
         p.text_with("#policy-outcome", "activated").await;
     } else {
+        // A new version of the project in force, deployed from its directory by the page.
+        let v2 = up.dir.join("policy-v2");
+        let cp = Command::new("cp")
+            .arg("-r")
+            .arg(up.dir.join("data/policy-default"))
+            .arg(&v2)
+            .status()
+            .unwrap();
+        assert!(cp.success());
+        let manifest = v2.join("project.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let old = format!("version = {}", before["version"]);
+        assert!(text.contains(&old), "{text}");
+        std::fs::write(&manifest, text.replacen(&old, "version = \"9.9.9-console\"", 1)).unwrap();
         p.text_with("#versions-unavailable", "deploy").await;
+        p.fill("#deploy-dir", v2.to_str().unwrap()).await;
         p.click("#deploy-btn").await;
         p.text_with("#policy-outcome", "200: deployed").await;
         let now = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
-        assert_ne!(now["version"], before["version"], "{now} {before}");
-        p.text_with("#project-version", &now["version"].to_string().trim_matches('"').to_owned()).await;
+        assert_eq!(now["version"], "9.9.9-console", "{now}");
+        p.text_with("#project-version", "9.9.9-console").await;
+        // A broken version is refused by the PCF's check, shown as its ProblemDetails, and the
+        // version in force stays.
+        std::fs::write(&manifest, "name = ").unwrap();
+        p.click("#deploy-btn").await;
+        p.text_with("#policy-outcome", "POLICY_CHECK_FAILED").await;
+        let still = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+        assert_eq!(still["version"], "9.9.9-console", "{still}");
     }
     p.shot("policy").await;
 

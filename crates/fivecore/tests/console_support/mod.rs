@@ -90,7 +90,10 @@ impl Up {
         }
         let pid: u32 = lines[0].trim().strip_prefix("pid ").unwrap().parse().unwrap();
         let port = |row: &str| -> u16 {
-            let line = lines.iter().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("{row}: {lines:?}"));
+            let line = lines
+                .iter()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("{row}: {lines:?}"));
             let at = line.find("http://127.0.0.1:").unwrap() + "http://127.0.0.1:".len();
             let rest = &line[at..];
             rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
@@ -151,12 +154,19 @@ impl Answer {
 }
 
 /// One HTTP/1.1 request, `Connection: close`, as a browser would send it.
-pub fn http(method: &str, port: u16, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Answer {
+pub fn http(
+    method: &str,
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return Answer { status: 0, headers: vec![], body: String::new() };
     };
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -178,7 +188,8 @@ pub fn http(method: &str, port: u16, path: &str, headers: &[(&str, &str)], body:
         return Answer { status: 0, headers: vec![], body: text };
     };
     let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let status =
+        lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
