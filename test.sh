@@ -86,6 +86,12 @@ need_deb mvn maven
 log "Kafka broker jars (scripts/kafka/fetch.sh, skipped when present)"
 scripts/kafka/fetch.sh
 export FIVECORE_REQUIRE_KAFKA=1
+# The web console's browser tests (crates/fivecore/tests/console_browser.rs) drive a real headless
+# Chromium through chromedriver; the console's vendored scripts are checked against their sums.
+need_deb chromium chromium
+need_deb chromedriver chromium-driver
+export FIVECORE_REQUIRE_CHROMIUM=1
+scripts/console/fetch-vendor.sh --check >/dev/null
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

@@ -29,6 +29,8 @@ RULES = [
     ("fivecore-nf", NF_CRATES, "every NF stands on the skeleton"),
     ("fivecore-dd-client", NF_CRATES | {"fivecore-store"},
      "every NF feeds the Data Director through dd-client"),
+    ("fivecore-console", NF_CRATES | {"fivecore-store"},
+     "the console changes nothing itself: it calls the NFs' own APIs over the wire"),
     ("fivecore-policy", NF_CRATES | {"fivecore-sbi", "fivecore-diameter", "fivecore-store"},
      "the policy engine sees requests as data: no SBI, no Diameter, no store"),
 ]

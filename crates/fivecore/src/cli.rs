@@ -36,6 +36,8 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Policy projects: check, test, dry-run and replay before deploying (docs/policy.md).
     Policy(PolicyArgs),
+    /// The web console's tools (docs/console.md).
+    Console(ConsoleArgs),
     /// A lab PKI for mutual TLS: a CA and NF certificates (docs/security.md).
     Cert(crate::cert::CertArgs),
     /// Replay the reference call models against fivecore and report side by side.
@@ -253,6 +255,17 @@ pub struct RestoreArgs {
     /// Only these NFs' stores (comma-separated); default: every store of the backup.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub nf: Vec<StoreNf>,
+#[derive(Args, Debug, Clone)]
+pub struct ConsoleArgs {
+    #[command(subcommand)]
+    pub command: ConsoleCommand,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum ConsoleCommand {
+    /// Reads a password (the first line of standard input) and prints its argon2id PHC string,
+    /// for `password_hash` of a `[[console.users]]` entry.
+    HashPassword,
 }
 
 /// Flags of `fivecore bench` (defined with the kit, in `crates/bench`).

@@ -27,6 +27,8 @@ pub struct Config {
     pub pcf: pcf::PcfConfig,
     /// The Data Director (docs/dd.md).
     pub dd: dd::DdConfig,
+    /// The web console (docs/console.md).
+    pub console: console::ConsoleConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,30 @@ mod tests {
         assert_eq!(cfg.bsf, bsf::BsfConfig::default());
         assert_eq!(cfg.udr, udr::UdrConfig::default());
         assert_eq!(cfg.pcf.copy, pcf::PcfConfig::default().copy);
+        assert_eq!(cfg.console.session_idle_secs, Some(console::config::DEFAULT_IDLE_SECS));
+        assert_eq!(cfg.console.session_max_secs, Some(console::config::DEFAULT_MAX_SECS));
+        assert!(cfg.console.users.is_empty() && cfg.console.enabled.is_none());
+    }
+
+    #[test]
+    fn console_users_and_roles_parse() {
+        let cfg = Config::parse(
+            "[console]\nenabled = true\nlisten = \"127.0.0.1:7999\"\n[[console.users]]\n\
+             name = \"v\"\npassword_hash = \"$argon2id$x\"\nrole = \"read-only\"\n\
+             [console.nfs]\nbsf = \"http://10.0.0.2:7002\"",
+        )
+        .unwrap();
+        assert_eq!(cfg.console.users[0].role, console::Role::ReadOnly);
+        assert_eq!(cfg.console.nfs.bsf.as_deref(), Some("http://10.0.0.2:7002"));
+        assert_eq!(crate::nf::up_console_listen(&cfg, 7000).port(), 7999);
+        let default = Config::parse("").unwrap();
+        assert_eq!(crate::nf::up_console_listen(&default, 7000).port(), 7010);
+        assert_eq!(crate::nf::up_console_listen(&default, 17000).port(), 17010);
+        assert_eq!(crate::nf::up_console_listen(&default, 0).port(), 0);
+        assert!(Config::parse(
+            "[console]\n[[console.users]]\nname = \"x\"\npassword_hash = \"h\"\nrole = \"root\""
+        )
+        .is_err());
     }
 
     #[test]

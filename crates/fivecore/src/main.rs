@@ -5,6 +5,7 @@ mod bsf_preload;
 mod cert;
 mod cli;
 mod config;
+mod console_cli;
 mod logging;
 mod nf;
 mod policy_cli;
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         Command::Restore(args) => restore::run(&args),
         Command::Policy(args) => policy_cli::run(&args.command),
         Command::Cert(args) => cert::run(&args),
+        Command::Console(args) => console_cli::run(&args.command),
         Command::Bench(args) => bench::run(*args),
     }
 }

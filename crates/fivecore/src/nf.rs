@@ -131,35 +131,40 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("NRF", |stop| nrf::run(run, stop))
+            let console = nf_console(&config, Nf::Nrf, &run.sbi);
+            serve_until_signal("NRF", console, |stop| nrf::run(run, stop))
         }
         Nf::Bsf => {
             let mut run = bsf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("BSF", |stop| bsf::run(run, stop))
+            let console = nf_console(&config, Nf::Bsf, &run.sbi);
+            serve_until_signal("BSF", console, |stop| bsf::run(run, stop))
         }
         Nf::Udr => {
             let mut run = udr_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("UDR", |stop| udr::run(run, stop))
+            let console = nf_console(&config, Nf::Udr, &run.sbi);
+            serve_until_signal("UDR", console, |stop| udr::run(run, stop))
         }
         Nf::Pcf => {
             let mut run = pcf_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("PCF", |stop| pcf::run(run, stop))
+            let console = nf_console(&config, Nf::Pcf, &run.sbi);
+            serve_until_signal("PCF", console, |stop| pcf::run(run, stop))
         }
         Nf::Dd => {
             let mut run = dd_run_config(&config, Some(dir));
             if let Some(listen) = args.listen {
                 run.sbi.listen = listen;
             }
-            serve_until_signal("Data Director", |stop| dd::run(run, stop))
+            let console = nf_console(&config, Nf::Dd, &run.sbi);
+            serve_until_signal("Data Director", console, |stop| dd::run(run, stop))
         }
     }
 }
@@ -278,11 +283,48 @@ pub fn up_listen(config: &crate::config::Config, nf: Nf, port_base: u16) -> Sock
     SocketAddr::new(config.sbi.listen.ip(), port)
 }
 
+/// The console of an NF run alone, when `[console] enabled = true`: it reaches the NF itself
+/// unless `[console.nfs]` names it, and the other NFs `[console.nfs]` names.
+fn nf_console(
+    config: &crate::config::Config,
+    nf: Nf,
+    sbi: &sbi::ServerConfig,
+) -> Option<console::ConsoleConfig> {
+    if config.console.enabled != Some(true) {
+        return None;
+    }
+    let mut c = config.console.clone();
+    let own = crate::console_cli::nf_url(sbi, sbi.listen);
+    let slot = match nf {
+        Nf::Nrf => &mut c.nfs.nrf,
+        Nf::Udr => &mut c.nfs.udr,
+        Nf::Bsf => &mut c.nfs.bsf,
+        Nf::Pcf => &mut c.nfs.pcf,
+        Nf::Dd => &mut c.nfs.dd,
+    };
+    slot.get_or_insert(own);
+    Some(c)
+}
+
+/// The console's address in `up`: `[console] listen` when set, else the configured `[sbi]
+/// listen` host on the NRF's port + 10 (7010), shifted with `--port-base` (0: chosen by the system).
+pub fn up_console_listen(config: &crate::config::Config, port_base: u16) -> SocketAddr {
+    if let Some(listen) = config.console.listen {
+        return listen;
+    }
+    let port = match port_base {
+        0 => 0,
+        base => base.saturating_add(10),
+    };
+    SocketAddr::new(config.sbi.listen.ip(), port)
+}
+
 /// Runs one NF on a fresh runtime until SIGINT/SIGTERM: exit 0 after a clean stop, 1 on error.
 /// Runs `serve` with a future that completes on SIGINT or SIGTERM, watched from the runtime's
 /// start (before the NF binds), so no signal finds the process without its handler.
 fn serve_until_signal<E: std::fmt::Display, F: std::future::Future<Output = Result<(), E>>>(
     name: &str,
+    console: Option<console::ConsoleConfig>,
     serve: impl FnOnce(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> F,
 ) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
@@ -292,7 +334,30 @@ fn serve_until_signal<E: std::fmt::Display, F: std::future::Future<Output = Resu
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(async { serve(Box::pin(crate::up::shutdown_signal())).await }) {
+    let run = async {
+        let signal = crate::up::shutdown_signal();
+        let console = match &console {
+            Some(c) => {
+                let listen = c.listen_or_default();
+                Some(crate::console_cli::bind(c, listen, false).await?)
+            }
+            None => None,
+        };
+        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+        let console = console.map(|c| {
+            tracing::info!(addr = %c.local_addr(), "console serving");
+            tokio::spawn(c.serve(async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            }))
+        });
+        let r = serve(Box::pin(signal)).await.map_err(|e| e.to_string());
+        let _ = stop_tx.send(true);
+        if let Some(task) = console {
+            let _ = task.await;
+        }
+        r
+    };
+    match runtime.block_on(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fivecore: the {name} failed: {e}");

@@ -74,6 +74,9 @@ pub fn run(args: &UpArgs) -> ExitCode {
     dd_config.sbi.listen = listen(nf::Nf::Dd);
     dd_config.instance_id = None;
     let tokens_required = config.sbi.oauth2.required;
+    let console_config = config.console.clone();
+    let console_listen = nf::up_console_listen(&config, args.port_base);
+    let nf_sbi = config.sbi.clone();
     let result = runtime.block_on(async move {
         // Watched before any NF serves: a SIGTERM that arrives once they answer (a supervisor
         // stopping a core it saw ready) stops them gracefully instead of killing the process.
@@ -104,6 +107,22 @@ pub fn run(args: &UpArgs) -> ExitCode {
         let bsf = bsf::bind(bsf_config).await.map_err(|e| format!("BSF: {e}"))?;
         let pcf = pcf::bind(pcf_config).await.map_err(|e| format!("PCF: {e}"))?;
         let dd = dd::bind(dd_config).await.map_err(|e| format!("Data Director: {e}"))?;
+        // The console, on by default in `up`, talks to the NFs just bound unless `[console.nfs]`
+        // names others.
+        let console = if console_config.enabled.unwrap_or(true) {
+            let mut c = console_config;
+            let url = |addr| crate::console_cli::nf_url(&nf_sbi, addr);
+            c.nfs.nrf.get_or_insert_with(|| url(nrf.local_addr()));
+            c.nfs.udr.get_or_insert_with(|| url(udr.local_addr()));
+            c.nfs.bsf.get_or_insert_with(|| url(bsf.local_addr()));
+            c.nfs.pcf.get_or_insert_with(|| url(pcf.local_addr()));
+            c.nfs.dd.get_or_insert_with(|| url(dd.local_addr()));
+            let listen = c.listen.unwrap_or(console_listen);
+            Some(crate::console_cli::bind(&c, listen, true).await?)
+        } else {
+            None
+        };
+        let console_addr = console.as_ref().map(|c| c.local_addr());
         let bound = [
             (nf::Nf::Nrf, nrf.local_addr(), None),
             (nf::Nf::Udr, udr.local_addr(), udr.sh_local_addr()),
@@ -133,7 +152,7 @@ pub fn run(args: &UpArgs) -> ExitCode {
                 async move { nrf.serve(stopped(stop_nrf_rx)).await.map_err(|e| e.to_string()) },
             ),
         );
-        let others = [
+        let mut others = vec![
             spawn(
                 "BSF",
                 Box::pin({
@@ -163,7 +182,14 @@ pub fn run(args: &UpArgs) -> ExitCode {
                 }),
             ),
         ];
-        out.line(&endpoint_table(&bound));
+        if let Some(console) = console {
+            let stop = stopped(stop_rx.clone());
+            others.push(spawn(
+                "console",
+                Box::pin(async move { console.serve(stop).await.map_err(|e| e.to_string()) }),
+            ));
+        }
+        out.line(&endpoint_table(&bound, console_addr));
         tokio::select! {
             () = stop_signal => {}
             _ = done_rx.recv() => {}
@@ -191,7 +217,7 @@ pub fn run(args: &UpArgs) -> ExitCode {
 type BoxedNf = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
 
 /// Where the NFs of this process reach one bound to every address: loopback.
-fn reachable(addr: SocketAddr) -> SocketAddr {
+pub(crate) fn reachable(addr: SocketAddr) -> SocketAddr {
     match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
         IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
@@ -224,7 +250,10 @@ impl Stdout {
 
 /// The table `up` prints once every NF is bound: each NF, the addresses it is bound to, and
 /// whether this build serves it (NFs not landed show the ports they will have).
-pub fn endpoint_table(bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)]) -> String {
+pub fn endpoint_table(
+    bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)],
+    console: Option<SocketAddr>,
+) -> String {
     let mut out = String::from(
         "NF             SBI                     Diameter                      status\n",
     );
@@ -248,6 +277,10 @@ pub fn endpoint_table(bound: &[(nf::Nf, SocketAddr, Option<SocketAddr>)]) -> Str
             (None, None) => "not landed".to_owned(),
         };
         out.push_str(&format!("{:<14} {:<23} {:<29} {}\n", i.name, sbi, dia, status));
+    }
+    if let Some(addr) = console {
+        let url = format!("http://{addr}/console/");
+        out.push_str(&format!("{:<14} {:<53} {}\n", "Console", url, "serving"));
     }
     out.push_str("Every SBI port also serves /metrics, /healthz/live and /healthz/ready.");
     out
