@@ -114,7 +114,7 @@ impl PolicyVersionStore for SqlitePcfStore {
     }
 
     fn activation(&self) -> StoreFuture<'_, Option<Activation>> {
-        Box::pin(self.db.read(|c| current(c)))
+        Box::pin(self.db.read(current))
     }
 
     fn activate(&self, id: i64, at_ms: i64) -> StoreFuture<'_, Option<Activation>> {
