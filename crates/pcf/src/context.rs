@@ -13,12 +13,15 @@ use crate::nchf_spendinglimitcontrol::Chf;
 use crate::notify::Notifier;
 use crate::npcf_uepolicycontrol::UePolicy;
 use crate::nudr_policy_data::PolicyData;
+use crate::policy_versions::PolicyVersions;
 use crate::store::PcfStore;
 
 pub struct Pcf {
     pub config: PcfConfig,
     /// The policy project in force, swapped atomically by a deploy.
     pub policy: Arc<Deployed>,
+    /// The policy project versions kept, and which is in force (`policy` holds it compiled).
+    pub versions: PolicyVersions,
     pub store: Arc<dyn PcfStore>,
     /// The subscriber's policy data (the UDR, N36).
     pub policy_data: PolicyData,
@@ -61,7 +64,7 @@ impl Pcf {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: PcfConfig,
-        policy: Arc<Deployed>,
+        policy: (Arc<Deployed>, PolicyVersions),
         store: Arc<dyn PcfStore>,
         policy_data: PolicyData,
         bindings: Bindings,
@@ -75,9 +78,11 @@ impl Pcf {
         let ldap = Arc::new(crate::ldap::Ldap::new(config.ldap.clone()));
         let usage = crate::usage::Usage::new(config.usage.enabled);
         let sd = Arc::new(crate::sd::Sd::new(config.sd.clone()));
+        let (policy, versions) = policy;
         Pcf {
             config,
             policy,
+            versions,
             store,
             policy_data,
             collisions: Collisions::default(),

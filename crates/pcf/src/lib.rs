@@ -57,6 +57,7 @@ pub mod nudr_notify;
 pub mod nudr_policy_data;
 pub mod per;
 pub mod policy_admin;
+pub mod policy_versions;
 pub mod producers;
 pub mod resend;
 pub mod rx;
@@ -76,7 +77,6 @@ use std::time::Duration;
 use ::store::SqliteConfig;
 use http::Method;
 use nf::{Serving, Skeleton, Spec};
-use policy::Deployed;
 use sbi::client::ClientConfig;
 use sbi::{Router, ServerConfig};
 
@@ -266,6 +266,48 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
                 "/policy-admin/v1/project/deploy",
                 "PolicyAdmin_Deploy",
                 policy_admin::deploy,
+            )
+            .route(
+                Method::GET,
+                "/policy-admin/v1/versions",
+                "PolicyAdmin_ListVersions",
+                policy_admin::versions,
+            )
+            .route(
+                Method::POST,
+                "/policy-admin/v1/versions",
+                "PolicyAdmin_AddVersion",
+                policy_admin::add_version,
+            )
+            .route(
+                Method::GET,
+                "/policy-admin/v1/versions/{id}",
+                "PolicyAdmin_GetVersion",
+                policy_admin::version,
+            )
+            .route(
+                Method::GET,
+                "/policy-admin/v1/versions/{a}/diff/{b}",
+                "PolicyAdmin_DiffVersions",
+                policy_admin::diff,
+            )
+            .route(
+                Method::POST,
+                "/policy-admin/v1/versions/{id}/test",
+                "PolicyAdmin_TestVersion",
+                policy_admin::test,
+            )
+            .route(
+                Method::POST,
+                "/policy-admin/v1/versions/{id}/activate",
+                "PolicyAdmin_ActivateVersion",
+                policy_admin::activate,
+            )
+            .route(
+                Method::POST,
+                "/policy-admin/v1/rollback",
+                "PolicyAdmin_Rollback",
+                policy_admin::rollback,
             );
     }
     b.build()
@@ -297,23 +339,6 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             d
         }
     };
-    let shown = dir.clone();
-    let policy = tokio::task::spawn_blocking(move || Deployed::load(&dir))
-        .await
-        .map_err(|e| PcfError::Config(format!("policy project load: {e}")))?
-        .map_err(|errors| {
-            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            PcfError::Config(format!(
-                "policy project {} fails its check: {}",
-                shown.display(),
-                list.join("; ")
-            ))
-        })?;
-    let policy = Arc::new(policy);
-    {
-        let p = policy.current();
-        tracing::info!(project = %p.name, version = %p.version, dir = %p.dir.display(), "policy project in force");
-    }
     let skeleton = Skeleton::open(Spec {
         nf_type: "PCF",
         instance_id: config.instance_id.clone(),
@@ -325,6 +350,10 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     })
     .await?;
     let durable = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
+    let (policy, versions) =
+        policy_versions::PolicyVersions::start(Arc::new(durable.clone()), &dir)
+            .await
+            .map_err(PcfError::Config)?;
     let store = store::Resident::load(Arc::new(durable)).await?;
     let (sm, other) = store.counts();
     tracing::info!(sm_policies = sm, am_ue_policies = other, "PCF state loaded");
@@ -345,7 +374,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let pcf = Arc::new(
         Pcf::new(
             config.pcf.clone(),
-            policy.clone(),
+            (policy, versions),
             Arc::new(store),
             policy_data,
             bindings,
@@ -459,7 +488,14 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     }
     if config.pcf.policy_watch_ms > 0 {
         let stop = Arc::new(AtomicBool::new(false));
-        let watcher = policy.watch(Duration::from_millis(config.pcf.policy_watch_ms), stop.clone());
+        let (me, runtime) = (pcf.clone(), tokio::runtime::Handle::current());
+        let watched = dir.clone();
+        let watcher = policy::deploy::watch_dir(
+            dir,
+            Duration::from_millis(config.pcf.policy_watch_ms),
+            stop.clone(),
+            move || me.versions.watched_change(&runtime, &watched),
+        );
         serving.on_stop(async move {
             stop.store(true, Ordering::Relaxed);
             let _ = tokio::task::spawn_blocking(move || watcher.join()).await;

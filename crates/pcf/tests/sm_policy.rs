@@ -279,6 +279,14 @@ async fn a_changed_project_file_is_deployed_and_a_broken_change_is_refused() {
     version(&project, "1.1.0", "150 Mbps");
     std::fs::write(project.join("CHANGES.txt"), "1.1.0: default uplink 150 Mbps\n").unwrap();
     wait_for("1.1.0").await;
+    // The change is recorded as a version, the one in force.
+    let versions = format!("{}/policy-admin/v1/versions", pcf.base);
+    let list = body(&c.get(&versions).send().await.unwrap());
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(
+        (list[0]["projectVersion"].as_str(), list[0]["active"].as_bool()),
+        (Some("1.1.0"), Some(true))
+    );
     let mut ctx = open5gs_context(9);
     ctx.as_object_mut().unwrap().remove("subsSessAmbr");
     let decision = body(&c.post(&pcf.sm("")).json(&ctx).send().await.unwrap());
@@ -299,6 +307,8 @@ async fn a_changed_project_file_is_deployed_and_a_broken_change_is_refused() {
     }
     assert!(refused, "the broken edit was never seen");
     assert_eq!(version_now().await, "1.1.0");
+    let list = body(&c.get(&versions).send().await.unwrap());
+    assert_eq!(list.as_array().unwrap().len(), 2, "a refused edit is no version: {list}");
     let r = c.post(&pcf.sm("")).json(&ctx).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 201);
     pcf.stop().await;

@@ -55,17 +55,31 @@ impl Deployed {
     /// Loads and checks the project in `dir` and puts it in force; on a failed check nothing
     /// changes and the errors are returned.
     pub fn deploy(&self, dir: impl AsRef<Path>) -> Result<Arc<Project>, Vec<CheckError>> {
-        let p = match Project::load(dir) {
-            Ok(p) => Arc::new(p),
-            Err(e) => {
-                self.deploys_refused.fetch_add(1, Ordering::Relaxed);
-                return Err(e);
+        match Project::load(dir) {
+            Ok(p) => {
+                let p = Arc::new(p);
+                self.put(p.clone());
+                Ok(p)
             }
-        };
+            Err(e) => {
+                self.refused();
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts a project the caller loaded and checked in force (an NF that keeps versions
+    /// loads them from their stored files); the one it replaces.
+    pub fn put(&self, p: Arc<Project>) -> Arc<Project> {
         self.deploys_ok.fetch_add(1, Ordering::Relaxed);
         let old = self.current.swap(p.clone());
         tracing::info!(project = %p.name, version = %p.version, was = %old.version, "policy project in force");
-        Ok(p)
+        old
+    }
+
+    /// Counts a version refused by its check that the caller loaded itself.
+    pub fn refused(&self) {
+        self.deploys_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Watches the files of the project in force's directory every `every`; when one changes,
@@ -77,27 +91,41 @@ impl Deployed {
         stop: Arc<AtomicBool>,
     ) -> std::thread::JoinHandle<()> {
         let me = self.clone();
-        // The baseline is taken before this returns: a change made right after (while the
-        // thread is not yet scheduled) is a change, not the baseline.
         let dir = me.current().dir.clone();
-        let mut seen = stamp(&dir);
-        std::thread::Builder::new()
-            .name("policy-watch".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(every);
-                    let now = stamp(&dir);
-                    if now != seen {
-                        seen = now;
-                        if let Err(errors) = me.deploy(&dir) {
-                            let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-                            tracing::warn!(dir = %dir.display(), errors = %list.join("; "), "policy project refused; the version in force stays");
-                        }
-                    }
-                }
-            })
-            .expect("a thread can be spawned")
+        watch_dir(dir.clone(), every, stop, move || {
+            if let Err(errors) = me.deploy(&dir) {
+                let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+                tracing::warn!(dir = %dir.display(), errors = %list.join("; "), "policy project refused; the version in force stays");
+            }
+        })
     }
+}
+
+/// Calls `changed` on a thread of its own each time a file below `dir` changes (looked at
+/// every `every`), until `stop` is set: [`Deployed::watch`], or an NF that records each
+/// change as a version before it deploys it.
+pub fn watch_dir(
+    dir: PathBuf,
+    every: Duration,
+    stop: Arc<AtomicBool>,
+    mut changed: impl FnMut() + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    // The baseline is taken before this returns: a change made right after (while the
+    // thread is not yet scheduled) is a change, not the baseline.
+    let mut seen = stamp(&dir);
+    std::thread::Builder::new()
+        .name("policy-watch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(every);
+                let now = stamp(&dir);
+                if now != seen {
+                    seen = now;
+                    changed();
+                }
+            }
+        })
+        .expect("a thread can be spawned")
 }
 
 /// The newest modification time and the number of files below `dir`: a change to any file,

@@ -12,6 +12,7 @@
 pub mod action;
 pub mod cond;
 pub mod deploy;
+pub mod files;
 mod input;
 pub mod path;
 pub mod project;
@@ -25,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value};
 
 pub use deploy::Deployed;
+pub use files::ProjectFiles;
 pub use input::Input;
 pub use project::{CheckError, Project, Service, Stats};
 

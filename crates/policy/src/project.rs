@@ -24,6 +24,7 @@ use toml::Spanned;
 
 use crate::action::{toml_to_json, Action, ActionDef, ActionNames};
 use crate::cond::{Cond, Names};
+use crate::files::{ProjectFiles, Source};
 use crate::script::{Limits, Scripts};
 use crate::table::Table;
 
@@ -276,34 +277,30 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> CheckError {
     }
 }
 
-/// Files of a directory with an extension, sorted by name (a project's order is stable).
-fn files(dir: &FsPath, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
-        .collect();
-    v.sort();
-    v
-}
-
-fn stem(p: &FsPath) -> String {
-    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
 impl Project {
     /// Loads and checks the project in `dir`; every problem found is returned, each with its
     /// file and line.
     pub fn load(dir: impl AsRef<FsPath>) -> Result<Project, Vec<CheckError>> {
         let dir = dir.as_ref();
+        Project::load_from(Source::Dir(dir), dir)
+    }
+
+    /// Loads and checks the project made of `files` (a stored or uploaded version) as
+    /// [`Project::load`] does its directory; `dir` is what [`Project::dir`] will say.
+    pub fn from_files(
+        files: &ProjectFiles,
+        dir: impl Into<PathBuf>,
+    ) -> Result<Project, Vec<CheckError>> {
+        Project::load_from(Source::Files(files), &dir.into())
+    }
+
+    fn load_from(src: Source<'_>, dir: &FsPath) -> Result<Project, Vec<CheckError>> {
         let mut errors = Vec::new();
         let read = |rel: &str, errors: &mut Vec<CheckError>| -> Option<String> {
-            match std::fs::read_to_string(dir.join(rel)) {
+            match src.read(rel) {
                 Ok(t) => Some(t),
-                Err(e) => {
-                    errors.push(CheckError { file: rel.into(), line: 0, message: e.to_string() });
+                Err(message) => {
+                    errors.push(CheckError { file: rel.into(), line: 0, message });
                     None
                 }
             }
@@ -316,8 +313,7 @@ impl Project {
 
         // Match lists.
         let mut lists = Vec::new();
-        for f in files(&dir.join("lists"), "txt") {
-            let name = stem(&f);
+        for name in src.stems("lists", "txt") {
             let rel = format!("lists/{name}.txt");
             let Some(text) = read(&rel, &mut errors) else { continue };
             let set: FxHashSet<String> = text
@@ -333,7 +329,7 @@ impl Project {
         stats.lists = lists.len();
 
         // Named regexes.
-        if dir.join("regex.toml").is_file() {
+        if src.is_file("regex.toml") {
             if let Some(text) = read("regex.toml", &mut errors) {
                 match toml::from_str::<BTreeMap<String, Spanned<String>>>(&text) {
                     Ok(map) => {
@@ -359,8 +355,7 @@ impl Project {
 
         // Tables.
         let mut tables = Vec::new();
-        for f in files(&dir.join("tables"), "csv") {
-            let name = stem(&f);
+        for name in src.stems("tables", "csv") {
             let rel = format!("tables/{name}.csv");
             let Some(text) = read(&rel, &mut errors) else { continue };
             match Table::parse(&name, &text) {
@@ -379,8 +374,7 @@ impl Project {
         let mut scripts = Scripts::new(&limits);
         let consts = toml_to_json(toml::Value::Table(manifest.constants.clone()));
         scripts.set_constants(&consts);
-        for f in files(&dir.join("scripts"), "rhai") {
-            let name = stem(&f);
+        for name in src.stems("scripts", "rhai") {
             let rel = format!("scripts/{name}.rhai");
             let Some(text) = read(&rel, &mut errors) else { continue };
             match scripts.compile(&name, &text) {
@@ -472,8 +466,7 @@ impl Project {
             rules[s.index()] = Some(ServiceRules { mode, rules: list });
         }
         // A rules file for a service the manifest does not list is a mistake worth naming.
-        for f in files(&dir.join("rules"), "toml") {
-            let name = stem(&f);
+        for name in src.stems("rules", "toml") {
             match Service::ALL.iter().find(|s| s.file() == name) {
                 Some(s) if manifest.services.contains(s) => {}
                 Some(s) => errors.push(CheckError {

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use toml::Spanned;
 
 use crate::action::toml_to_json;
+use crate::files::{join_rel, ProjectFiles, Source};
 use crate::path::{Path, Root};
 use crate::project::{CheckError, Project, Service};
 use crate::{Input, Outcome};
@@ -125,36 +126,38 @@ pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
 /// Reads a JSON or TOML file: the request and subscriber files of cases, and of `eval`.
 pub fn read_data(path: &FsPath) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if path.extension().is_some_and(|e| e == "toml") {
-        toml::from_str::<toml::Value>(&text)
-            .map(toml_to_json)
-            .map_err(|e| format!("{}: {e}", path.display()))
+    parse_data(&path.display().to_string(), &text)
+}
+
+/// A JSON or TOML document (TOML when `name` ends `.toml`), its errors prefixed by `name`.
+pub fn parse_data(name: &str, text: &str) -> Result<Value, String> {
+    if name.ends_with(".toml") {
+        toml::from_str::<toml::Value>(text).map(toml_to_json).map_err(|e| format!("{name}: {e}"))
     } else {
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))
     }
 }
 
 /// Loads the cases of `project_dir/tests/*.toml`.
 pub fn load_cases(project_dir: &FsPath) -> Result<Vec<Case>, Vec<CheckError>> {
+    load_cases_in(Source::Dir(project_dir))
+}
+
+/// Loads the cases of a project's files (a stored version): `tests/*.toml`, their data files
+/// among the same files.
+pub fn load_cases_from(files: &ProjectFiles) -> Result<Vec<Case>, Vec<CheckError>> {
+    load_cases_in(Source::Files(files))
+}
+
+fn load_cases_in(src: Source<'_>) -> Result<Vec<Case>, Vec<CheckError>> {
     let mut errors = Vec::new();
     let mut cases = Vec::new();
-    let mut paths: Vec<_> = std::fs::read_dir(project_dir.join("tests"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    for p in paths {
-        let rel = format!(
-            "tests/{}",
-            p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-        );
-        let text = match std::fs::read_to_string(&p) {
+    for stem in src.stems("tests", "toml") {
+        let rel = format!("tests/{stem}.toml");
+        let text = match src.read(&rel) {
             Ok(t) => t,
-            Err(e) => {
-                errors.push(CheckError { file: rel, line: 0, message: e.to_string() });
+            Err(message) => {
+                errors.push(CheckError { file: rel, line: 0, message });
                 continue;
             }
         };
@@ -179,7 +182,14 @@ pub fn load_cases(project_dir: &FsPath) -> Result<Vec<Case>, Vec<CheckError>> {
                 |inline: Option<toml::Value>, file: Option<String>| -> Result<Value, String> {
                     match (inline, file) {
                         (Some(v), None) => Ok(toml_to_json(v)),
-                        (None, Some(f)) => read_data(&project_dir.join("tests").join(f)),
+                        (None, Some(f)) => match src {
+                            Source::Dir(d) => read_data(&d.join("tests").join(f)),
+                            Source::Files(_) => {
+                                let rel = join_rel("tests", &f)
+                                    .ok_or_else(|| format!("{f}: outside the project"))?;
+                                parse_data(&f, &src.read(&rel).map_err(|e| format!("{f}: {e}"))?)
+                            }
+                        },
                         (None, None) => Ok(Value::Null),
                         (Some(_), Some(_)) => Err("give inline data or a file, not both".into()),
                     }

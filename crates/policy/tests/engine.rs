@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Timelike;
-use policy::testcase::load_cases;
-use policy::{Deployed, Input, Project, Service};
+use policy::testcase::{load_cases, load_cases_from};
+use policy::{Deployed, Input, Project, ProjectFiles, Service};
 use serde_json::{json, Value};
 
 fn corpus(name: &str) -> PathBuf {
@@ -61,6 +61,52 @@ fn every_corpus_project_checks_and_passes_its_own_cases() {
             assert!(r.passed(), "{name} {}:{} {}: {:?}", r.file, r.line, r.name, r.failures);
         }
     }
+}
+
+#[test]
+fn a_project_read_into_files_decides_as_its_directory_does() {
+    for name in ["low", "medium", "high", "default", "pcrf-ldap", "pcrf-data"] {
+        let dir = corpus(name);
+        let files = ProjectFiles::read_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert!(files.get("project.toml").is_some(), "{name}");
+        let from_dir = Project::load(&dir).unwrap();
+        let p = Project::from_files(&files, &dir).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(
+            (p.stats.rules, p.stats.table_rows),
+            (from_dir.stats.rules, from_dir.stats.table_rows)
+        );
+        let cases = load_cases_from(&files).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(cases.len(), load_cases(&dir).unwrap().len(), "{name}");
+        for c in &cases {
+            let r = c.run(&p);
+            assert!(r.passed(), "{name} {}:{} {}: {:?}", r.file, r.line, r.name, r.failures);
+            assert_eq!(p.evaluate(c.service, c.input()), from_dir.evaluate(c.service, c.input()));
+        }
+    }
+    // A case's data file among the files, `..` resolved inside the project and no further.
+    let d = project(&[
+        ("project.toml", "name = \"f\"\nversion = \"1\"\nservices = [\"SM\"]\n"),
+        ("rules/sm.toml", "[[rule]]\nname = \"dnn\"\n[[rule.then]]\nset = \"decision.dnn\"\nfrom = \"request.dnn\"\n"),
+        ("data/req.json", "{\"dnn\": \"ims\"}"),
+        ("tests/a.toml", "[[case]]\nname = \"a\"\nservice = \"SM\"\nrequest_file = \"../data/req.json\"\n[case.expect]\n\"decision.dnn\" = \"ims\"\n"),
+        ("tests/b.toml", "[[case]]\nname = \"b\"\nservice = \"SM\"\nrequest_file = \"../../etc/passwd\"\n"),
+        (".git/HEAD", "ref: refs/heads/main\n"),
+    ]);
+    let files = ProjectFiles::read_dir(d.path()).unwrap();
+    assert!(files.get(".git/HEAD").is_none(), "hidden files are not the project's");
+    let errors = load_cases_from(&files).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].file, "tests/b.toml");
+    let mut map = files.into_map();
+    map.remove("tests/b.toml");
+    let files = ProjectFiles::new(map).unwrap();
+    let p = Project::from_files(&files, "").unwrap();
+    let cases = load_cases_from(&files).unwrap();
+    assert!(cases[0].run(&p).passed());
+    // A file that is not text is an error naming it.
+    std::fs::write(d.path().join("lists.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    let e = ProjectFiles::read_dir(d.path()).unwrap_err();
+    assert_eq!((e[0].file.as_str(), e[0].message.as_str()), ("lists.bin", "not UTF-8 text"));
 }
 
 #[test]

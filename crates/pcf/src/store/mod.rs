@@ -7,12 +7,14 @@
 //! variables (SSV) are one JSON object per SUPI, written in the same transaction as the
 //! association whose decision set them, so an acknowledged decision never loses its state.
 
+pub mod policy_version;
 pub mod resident;
 pub mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;
 
+pub use policy_version::{Activation, NewVersion, PolicyVersion, PolicyVersionStore};
 pub use resident::Resident;
 pub use sqlite::SqlitePcfStore;
 

@@ -9,7 +9,9 @@ use super::{
     SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery, UsageRow, UsageTotals,
 };
 
-pub const MIGRATIONS: [Migration; 13] = [
+mod policy_version;
+
+pub const MIGRATIONS: [Migration; 14] = [
     Migration::new(
         "pcf-0001-sm-policy",
         "CREATE TABLE pcf_sm_policy (
@@ -150,6 +152,27 @@ pub const MIGRATIONS: [Migration; 13] = [
     // (PcfStore::delete_sm_known): the index only cost every create and delete (Gx CCR-I and
     // CCR-T) a write at a random page of one more b-tree (docs/BENCHMARKS.md, s24).
     Migration::new("pcf-0013-sm-policy-without-supi-index", "DROP INDEX pcf_sm_policy_supi"),
+    // Policy project versions (crate::policy_versions): each version's files as one JSON
+    // document, and every activation, so a restart puts the same version in force and a
+    // rollback can walk back (an activation taken back keeps its row, rolled_back_ms set).
+    Migration::new(
+        "pcf-0014-policy-version",
+        "CREATE TABLE pcf_policy_version (
+            version_id INTEGER PRIMARY KEY NOT NULL,
+            name TEXT NOT NULL,
+            project_version TEXT NOT NULL,
+            description TEXT NOT NULL,
+            source_dir TEXT,
+            created_ms INTEGER NOT NULL,
+            files BLOB NOT NULL
+        );
+        CREATE TABLE pcf_policy_activation (
+            seq INTEGER PRIMARY KEY NOT NULL,
+            version_id INTEGER NOT NULL,
+            activated_ms INTEGER NOT NULL,
+            rolled_back_ms INTEGER
+        );",
+    ),
 ];
 
 const APP_COLUMNS: &str = "app_session_id, sm_policy_id, supi, context, rules, updated_ms";
