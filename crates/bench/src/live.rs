@@ -87,8 +87,7 @@ pub fn serve(addr: SocketAddr) -> Result<SocketAddr> {
     std::thread::Builder::new()
         .name("bench-metrics".into())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build()
-            {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(r) => r,
                 Err(e) => {
                     let _ = bound_tx.send(Err(anyhow::Error::from(e)));
@@ -137,7 +136,10 @@ pub fn run(procedures: &[&str], rate: f64) -> Option<Arc<RunMetrics>> {
         .map(|name| {
             let counter = |outcome: &'static str| {
                 f.requests
-                    .get_or_create(&vec![("procedure", name.to_string()), ("outcome", outcome.into())])
+                    .get_or_create(&vec![
+                        ("procedure", name.to_string()),
+                        ("outcome", outcome.into()),
+                    ])
                     .clone()
             };
             let latency = f.latency.get_or_create(&vec![("procedure", name.to_string())]).clone();

@@ -80,7 +80,9 @@ impl ProblemCause {
             // a 3GPP cause, so a peer cannot put arbitrary text (or unbounded variety) into it.
             None if cause.len() <= 64
                 && !cause.is_empty()
-                && cause.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') =>
+                && cause
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') =>
             {
                 ProblemCause(Cow::Owned(cause))
             }
@@ -233,7 +235,10 @@ mod tests {
             resp.extensions().get::<ProblemCause>().map(|p| p.0.to_string())
         };
         assert_eq!(cause_of(cause::RESOURCE_NOT_FOUND).as_deref(), Some("RESOURCE_NOT_FOUND"));
-        assert_eq!(cause_of("PDU_SESSION_NOT_AVAILABLE").as_deref(), Some("PDU_SESSION_NOT_AVAILABLE"));
+        assert_eq!(
+            cause_of("PDU_SESSION_NOT_AVAILABLE").as_deref(),
+            Some("PDU_SESSION_NOT_AVAILABLE")
+        );
         assert_eq!(cause_of("not a cause\n{}").as_deref(), Some("OTHER"));
         let none = ProblemDetails { status: Some(400), ..Default::default() }.into_response();
         assert!(none.extensions().get::<ProblemCause>().is_none());

@@ -93,7 +93,11 @@ impl Collector for SqliteCollector {
         for (name, help, value) in [
             ("store_queued_writes", "Write jobs waiting for the writer thread", s.queued_writes),
             ("store_queued_reads", "Read jobs waiting for a reader thread", s.queued_reads),
-            ("store_largest_batch", "Most write jobs one group commit has carried", s.largest_batch),
+            (
+                "store_largest_batch",
+                "Most write jobs one group commit has carried",
+                s.largest_batch,
+            ),
         ] {
             let g = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
             g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)?;

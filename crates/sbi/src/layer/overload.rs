@@ -202,9 +202,9 @@ impl Guard {
         };
         if !rendered {
             // The rendered problem carries its cause already (into_response).
-            resp.extensions_mut().insert(crate::problem::ProblemCause(
-                std::borrow::Cow::Borrowed(cause::NF_CONGESTION),
-            ));
+            resp.extensions_mut().insert(crate::problem::ProblemCause(std::borrow::Cow::Borrowed(
+                cause::NF_CONGESTION,
+            )));
         }
         self.shed_total.fetch_add(1, Ordering::Relaxed);
         let h = resp.headers_mut();
