@@ -302,6 +302,9 @@ struct Stop(Child);
 
 impl Drop for Stop {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.0.try_wait() {
+            return;
+        }
         let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
@@ -599,10 +602,10 @@ fn alert_rules_pass_promtool_and_their_unit_tests() {
     std::fs::write(broken.join("alerts.yml"), rules.replace("nf_ready == 0", "nf_ready == 2"))
         .unwrap();
     std::fs::copy(dir.join("alerts_test.yml"), broken.join("alerts_test.yml")).unwrap();
-    let (ok, out, _) = run(Command::new(&promtool)
+    let (ok, out, err) = run(Command::new(&promtool)
         .args(["test", "rules", "alerts_test.yml"])
         .current_dir(&broken));
-    assert!(!ok && out.contains("FivecoreNfNotReady"), "{out}");
+    assert!(!ok && format!("{out}{err}").contains("FivecoreNfNotReady"), "{out}{err}");
 }
 
 // === helm ===
