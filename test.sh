@@ -92,6 +92,30 @@ need_deb chromium chromium
 need_deb chromedriver chromium-driver
 export FIVECORE_REQUIRE_CHROMIUM=1
 scripts/console/fetch-vendor.sh --check >/dev/null
+# promtool (Debian's prometheus package) checks and unit-tests deploy/prometheus/alerts.yml
+# (crates/fivecore/tests/ops.rs); its postinst starts a service, hence the policy-rc.d guard.
+if ! command -v promtool >/dev/null 2>&1; then
+    install_service_debs "promtool (deploy/prometheus)" prometheus
+fi
+export FIVECORE_REQUIRE_PROMTOOL=1
+# helm lints and renders deploy/helm/fivecore (crates/fivecore/tests/ops.rs). Not a Debian
+# package: built from its Go module into a cache kept between runs (a cold build took ~400 s on
+# the 2-core machine under load), skipped when present.
+HELM_VERSION=v3.22.0
+HELM_BIN="${XDG_CACHE_HOME:-$HOME/.cache}/fivecore/helm-$HELM_VERSION"
+if ! command -v helm >/dev/null 2>&1 && [ ! -x "$HELM_BIN/helm" ]; then
+    # Debian's golang-go (1.19) is too old for helm's module; Go 1.21+ fetches the toolchain the
+    # module asks for (GOTOOLCHAIN=auto) from the module proxy.
+    if ! command -v go >/dev/null 2>&1; then
+        echo "go not found: install Go 1.21 or later (https://go.dev/doc/install) to build helm" >&2
+        exit 1
+    fi
+    log "building helm $HELM_VERSION from its Go module (for deploy/helm)"
+    mkdir -p "$HELM_BIN"
+    GOBIN="$HELM_BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+[ -x "$HELM_BIN/helm" ] && export PATH="$HELM_BIN:$PATH"
+export FIVECORE_REQUIRE_HELM=1
 
 # --- checks ------------------------------------------------------------------------------
 export CARGO_TERM_COLOR=never

@@ -130,6 +130,8 @@ struct Shared {
     /// Answers of the measured window by kind, and the latency of those served (2xx): what an
     /// overload run reports as goodput and the p99 of the requests actually served.
     window: Mutex<(AnswerCounts, hdrhistogram::Histogram<u64>)>,
+    /// The live figures on `--metrics-listen` (crate::live), when it is on.
+    live: Option<Arc<crate::live::RunMetrics>>,
 }
 
 impl Shared {
@@ -145,6 +147,9 @@ impl Shared {
     fn sending(&self) {
         let now_out = self.outstanding.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak_outstanding.fetch_max(now_out, Ordering::Relaxed);
+        if let Some(live) = &self.live {
+            live.sending();
+        }
     }
 
     /// One answer (or failure) of procedure `pi`, timed from `from` (its due time in the open
@@ -160,6 +165,9 @@ impl Shared {
         let done_at = Instant::now();
         let lat_us = done_at.saturating_duration_since(from).as_micros() as u64;
         let done_sec = done_at.saturating_duration_since(start).as_secs() as usize;
+        if let Some(live) = &self.live {
+            live.answered(pi, ok, Duration::from_micros(lat_us));
+        }
         self.second(done_sec, |x| {
             x.completed += u64::from(ok);
             x.errors += u64::from(!ok);
@@ -902,6 +910,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         group_of: chart.1.clone(),
         groups: chart.0.len(),
         window: Mutex::new((AnswerCounts::default(), stats::new_hist())),
+        live: crate::live::run(
+            &s.procedures.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            if cfg.concurrency.is_some() { 0.0 } else { cfg.rate },
+        ),
     });
     // The ETags of the preloaded data, as a client that had read it would hold them.
     if let (Some(etags), Some(u)) = (&shared.etags, &cfg.udr) {

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod gx;
 pub mod h2client;
 pub mod host;
+pub mod live;
 pub mod nf_latency;
 pub mod nfproc;
 pub mod overload;
@@ -147,6 +148,10 @@ pub struct BenchArgs {
     /// one; its CPU is then not reported.
     #[arg(long, value_name = "HOST:PORT")]
     pub kafka_bootstrap: Option<String>,
+    /// Serve the run's live figures (answers and latency per procedure, requests outstanding)
+    /// in Prometheus text on http://ADDR/metrics while it lasts (deploy/grafana/fivecore-bench.json).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Runs `fivecore bench`: 0 when the success criteria are met, 1 when missed, 2 on a usage or
@@ -182,6 +187,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     let Some(name) = args.scenario.clone() else {
         bail!("name a scenario (see `fivecore bench --list`)")
     };
+    if let Some(addr) = args.metrics_listen {
+        let bound = live::serve(addr)?;
+        eprintln!("fivecore bench: live metrics on http://{bound}/metrics");
+    }
     let mut scenario = Scenario::load(&name)?;
     if let Some(d) = scenario.dd.as_mut() {
         if args.concurrency.is_some() || args.reconnect || args.cooldown.is_some() {

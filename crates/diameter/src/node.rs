@@ -271,6 +271,7 @@ impl DiameterNode {
     /// `/metrics`.
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         self.inner.metrics.register(registry);
+        registry.register_collector(Box::new(PeersCollector(Arc::downgrade(&self.inner))));
     }
     /// Shows every application message this node receives from or sends to a peer, from now
     /// on, to `tap` (crate::tap). Set once: false, and nothing changes, when a tap is already in.
@@ -407,6 +408,85 @@ impl DiameterNode {
     /// watchdog then sees this node as dead).
     pub fn set_answer_watchdogs(&self, on: bool) {
         self.inner.answer_watchdogs.store(on, Ordering::SeqCst);
+    }
+}
+
+/// The peer table at scrape time: `diameter_peers{state}` (every peer, configured or learnt,
+/// counted by state, so the family stays small whoever connects) and `diameter_peer_open{peer}`
+/// for the configured peers only (their names come from the operator's configuration).
+/// Weak: a scrape after the node is gone shows nothing rather than keeping it alive.
+#[derive(Debug)]
+struct PeersCollector(std::sync::Weak<Inner>);
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("origin_host", &self.cfg.origin_host).finish_non_exhaustive()
+    }
+}
+
+fn state_label(state: PeerState) -> &'static str {
+    match state {
+        PeerState::IOpen | PeerState::ROpen => "open",
+        PeerState::Suspect => "suspect",
+        PeerState::Reopen => "reopen",
+        PeerState::WaitConnAck | PeerState::WaitICea => "connecting",
+        PeerState::Closing => "closing",
+        PeerState::Closed => "closed",
+    }
+}
+
+impl prometheus_client::collector::Collector for PeersCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use prometheus_client::metrics::MetricType;
+        let Some(inner) = self.0.upgrade() else { return Ok(()) };
+        const STATES: [&str; 6] = ["open", "suspect", "reopen", "connecting", "closing", "closed"];
+        let mut by_state = [0i64; 6];
+        let configured: Vec<(String, bool)> = {
+            let peers = inner.peers.read().unwrap_or_else(|e| e.into_inner());
+            for p in peers.iter() {
+                let label = state_label(p.state());
+                if let Some(i) = STATES.iter().position(|s| *s == label) {
+                    by_state[i] += 1;
+                }
+            }
+            inner
+                .cfg
+                .peers
+                .iter()
+                .map(|c| {
+                    let open = peers
+                        .iter()
+                        .find(|p| p.host.eq_ignore_ascii_case(&c.host))
+                        .is_some_and(|p| p.state().is_open());
+                    (c.host.clone(), open)
+                })
+                .collect()
+        };
+        let mut e = encoder.encode_descriptor(
+            "diameter_peers",
+            "Diameter peers in the peer table (configured and learnt from a CER), by state",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (state, n) in STATES.iter().zip(by_state) {
+            ConstGauge::new(n).encode(e.encode_family(&[("state", *state)])?)?;
+        }
+        let mut e = encoder.encode_descriptor(
+            "diameter_peer_open",
+            "1 while a configured Diameter peer's connection is open (I-Open or R-Open), else 0",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (host, open) in &configured {
+            ConstGauge::new(i64::from(*open))
+                .encode(e.encode_family(&[("peer", host.as_str())])?)?;
+        }
+        Ok(())
     }
 }
 

@@ -69,6 +69,10 @@ pub struct NfArgs {
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Check the configuration as this NF would read it at start (every setting it uses, its
+    /// store backend), say what is wrong, and exit (0: valid, 1: not) without serving.
+    #[arg(long)]
+    pub check_config: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -89,6 +93,10 @@ pub struct UpArgs {
     /// Log line format.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Check the configuration as every NF of `up` would read it, say what is wrong, and exit
+    /// (0: valid, 1: not) without serving.
+    #[arg(long)]
+    pub check_config: bool,
 }
 
 /// `fivecore udr`: serves the UDR (the NF flags), or runs one of its tools.

@@ -51,6 +51,53 @@ impl Config {
     }
 }
 
+/// What `--check-config` checks for `nfs`: each NF's own section as the NF checks it at start,
+/// its message copy, the SBI server's rate limit, and the store backend (MySQL only where the NF
+/// supports it). One message per fault, naming its section.
+pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
+    use crate::nf::Nf;
+    let mut faults = Vec::new();
+    if let Err(e) = config.sbi.rate_limit.validate() {
+        faults.push(format!("[sbi.rate_limit]: {e}"));
+    }
+    for &nf in nfs {
+        let name = crate::nf::info(nf).name;
+        let (own, copy, mysql) = match nf {
+            Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy), true),
+            Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy), true),
+            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), false),
+            Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), false),
+            Nf::Dd => (config.dd.validate(), None, false),
+        };
+        if let Err(e) = own {
+            faults.push(format!("the {name}: {e}"));
+        }
+        if let Some(Err(bad)) = copy.map(|c| c.validate()) {
+            let section = format!("{}.copy", name.to_ascii_lowercase());
+            faults.push(format!("the {name}: {}", dd_client::config::describe(&section, &bad)));
+        }
+        if let Err(e) = config.store.check(mysql) {
+            faults.push(format!("the {name}: [store] {e}"));
+        }
+    }
+    faults
+}
+
+/// Prints the outcome of [`check`] (faults on stderr, one line on stdout when valid).
+pub fn report_check(config: &Config, nfs: &[crate::nf::Nf]) -> std::process::ExitCode {
+    use std::io::Write;
+    let faults = check(config, nfs);
+    for f in &faults {
+        eprintln!("fivecore: invalid configuration: {f}");
+    }
+    if !faults.is_empty() {
+        return std::process::ExitCode::from(1);
+    }
+    let names: Vec<&str> = nfs.iter().map(|n| crate::nf::info(*n).name).collect();
+    let _ = writeln!(std::io::stdout(), "configuration valid for the {}", names.join(", "));
+    std::process::ExitCode::SUCCESS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +205,24 @@ mod tests {
         let run = nf::nrf_run_config(&set, None);
         assert_eq!((run.sbi.listen.port(), run.store.path), (9000, "x.db".into()));
         assert_eq!(nf::up_listen(&set, Nf::Nrf, 7000).to_string(), "0.0.0.0:7000");
+    }
+
+    #[test]
+    fn check_config_names_each_fault_and_refuses_mysql_where_the_nf_has_no_support() {
+        use crate::nf::Nf;
+        let mysql = Config::parse(
+            "[store]\nbackend = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1:3306/fivecore\"",
+        )
+        .unwrap();
+        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf]).is_empty());
+        let faults = check(&mysql, &[Nf::Udr]);
+        assert!(faults.len() == 1 && faults[0].contains("the UDR: [store]"), "{faults:?}");
+        let no_url = Config::parse("[store]\nbackend = \"mysql\"").unwrap();
+        assert!(check(&no_url, &[Nf::Bsf])[0].contains("url"));
+        assert!(check(&Config::default(), &crate::nf::ALL.map(|i| i.nf)).is_empty());
+        let copy = Config::parse("[bsf.copy]\nenabled = true\nbatch_size = 0").unwrap();
+        let faults = check(&copy, &[Nf::Bsf]);
+        assert!(faults.len() == 1 && faults[0].contains("batch_size"), "{faults:?}");
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub fn run(nf: Nf, args: &NfArgs) -> ExitCode {
         None => crate::config::Config::default(),
     };
     let info = info(nf);
+    if args.check_config {
+        return crate::config::report_check(&config, &[nf]);
+    }
     if !info.available {
         return not_landed(&format!("the {}", info.name), info.issue);
     }

@@ -18,6 +18,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
         },
         None => crate::config::Config::default(),
     };
+    if args.check_config {
+        let nfs: Vec<nf::Nf> = nf::ALL.iter().filter(|i| i.available).map(|i| i.nf).collect();
+        return crate::config::report_check(&config, &nfs);
+    }
     let mut out = Stdout::default();
     let names: Vec<&str> = nf::ALL.iter().filter(|i| i.available).map(|i| i.name).collect();
     if names.is_empty() {

@@ -84,6 +84,9 @@ pub trait NfStore: Clone + Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<Self, StartError>> + Send;
 
     fn close(&self) -> impl Future<Output = store::Result<()>> + Send;
+
+    /// Puts the store's figures (commit times, queues, retries) on the NF's `/metrics`.
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry);
 }
 
 impl NfStore for SqliteStore {
@@ -101,6 +104,10 @@ impl NfStore for SqliteStore {
     async fn close(&self) -> store::Result<()> {
         SqliteStore::close(self).await
     }
+
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        SqliteStore::register_metrics(self, registry)
+    }
 }
 
 impl NfStore for AnyStore {
@@ -110,6 +117,10 @@ impl NfStore for AnyStore {
 
     async fn close(&self) -> store::Result<()> {
         AnyStore::close(self).await
+    }
+
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        AnyStore::register_metrics(self, registry)
     }
 }
 
@@ -181,6 +192,7 @@ impl<S: NfStore> Skeleton<S> {
                 return Err(e);
             }
         };
+        observability.with_registry(|r| store.register_metrics(r));
         Ok(Skeleton { spec, instance_id, client, store, observability, copier })
     }
 

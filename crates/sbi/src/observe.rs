@@ -36,11 +36,9 @@ impl Default for Observability {
 impl Observability {
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(ProcessCollector));
-        Observability {
-            registry: Arc::new(Mutex::new(registry)),
-            ready: Arc::new(AtomicBool::new(false)),
-        }
+        let ready = Arc::new(AtomicBool::new(false));
+        registry.register_collector(Box::new(ProcessCollector { ready: ready.clone() }));
+        Observability { registry: Arc::new(Mutex::new(registry)), ready }
     }
 
     /// Registers NF-specific metrics. Registration happens at start-up, never per request.
@@ -94,12 +92,23 @@ impl Observability {
     }
 }
 
-/// Process CPU time and resident memory, read at scrape time.
+/// Process CPU time and resident memory, read at scrape time, and the readiness flag: what
+/// /healthz/ready answers, as a series an alert rule can watch.
 #[derive(Debug)]
-struct ProcessCollector;
+struct ProcessCollector {
+    ready: Arc<AtomicBool>,
+}
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let ready = ConstGauge::new(i64::from(self.ready.load(Ordering::Acquire)));
+        let m = encoder.encode_descriptor(
+            "nf_ready",
+            "1 when /healthz/ready answers 200 (state loaded, serving), 0 while it answers 503",
+            None,
+            ready.metric_type(),
+        )?;
+        ready.encode(m)?;
         if let Some(usage) = ProcessUsage::read_self() {
             let cpu = ConstCounter::new(usage.cpu_seconds());
             let m = encoder.encode_descriptor(
@@ -251,8 +260,10 @@ mod tests {
     fn readiness_follows_the_flag() {
         let o = Observability::new();
         assert_eq!(o.answer(READY_PATH).unwrap().status(), 503);
+        assert!(o.encode().contains("nf_ready 0"));
         o.set_ready(true);
         assert_eq!(o.answer(READY_PATH).unwrap().status(), 200);
+        assert!(o.encode().contains("nf_ready 1"));
         assert_eq!(o.answer(LIVE_PATH).unwrap().status(), 200);
         assert!(o.answer("/other").is_none());
     }

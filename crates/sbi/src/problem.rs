@@ -38,6 +38,59 @@ pub mod cause {
     pub const PRECONDITION_FAILED: &str = "PRECONDITION_FAILED";
 }
 
+/// The `cause` of a ProblemDetails answer, kept on the response so the metrics layer counts
+/// errors by cause (`sbi_problems_total`) without reading the body. The causes of this crate's
+/// table are borrowed; any other (an NF's own, or one relayed from a producer) is the answer's
+/// own string moved here after serialising, so neither case allocates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProblemCause(pub std::borrow::Cow<'static, str>);
+
+impl ProblemCause {
+    fn of(cause: String) -> Self {
+        use std::borrow::Cow;
+        const KNOWN: [&str; 24] = [
+            cause::INVALID_API,
+            cause::INVALID_MSG_FORMAT,
+            cause::INVALID_QUERY_PARAM,
+            cause::MANDATORY_QUERY_PARAM_INCORRECT,
+            cause::OPTIONAL_QUERY_PARAM_INCORRECT,
+            cause::MANDATORY_QUERY_PARAM_MISSING,
+            cause::MANDATORY_IE_INCORRECT,
+            cause::OPTIONAL_IE_INCORRECT,
+            cause::MANDATORY_IE_MISSING,
+            cause::UNSPECIFIED_MSG_FAILURE,
+            cause::MODIFICATION_NOT_ALLOWED,
+            cause::RESOURCE_NOT_FOUND,
+            cause::RESOURCE_URI_STRUCTURE_NOT_FOUND,
+            cause::INCORRECT_LENGTH,
+            cause::SYSTEM_FAILURE,
+            cause::INSUFFICIENT_RESOURCES,
+            cause::NF_CONGESTION,
+            cause::NF_SERVICE_FAILOVER,
+            cause::TIMED_OUT_REQUEST,
+            cause::METHOD_NOT_ALLOWED,
+            cause::NOT_ACCEPTABLE,
+            cause::PAYLOAD_TOO_LARGE,
+            cause::UNSUPPORTED_MEDIA_TYPE,
+            cause::PRECONDITION_FAILED,
+        ];
+        match KNOWN.iter().copied().find(|k| *k == cause) {
+            Some(k) => ProblemCause(Cow::Borrowed(k)),
+            // A label value comes from the code or a producer's answer: keep it to the shape of
+            // a 3GPP cause, so a peer cannot put arbitrary text (or unbounded variety) into it.
+            None if cause.len() <= 64
+                && !cause.is_empty()
+                && cause
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') =>
+            {
+                ProblemCause(Cow::Owned(cause))
+            }
+            None => ProblemCause(Cow::Borrowed("OTHER")),
+        }
+    }
+}
+
 /// One entry of `invalidParams`: `param` is a JSON pointer into the body (or a query parameter
 /// name), `reason` says what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +190,9 @@ impl ProblemDetails {
         *resp.status_mut() = status;
         resp.headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(crate::body::PROBLEM_JSON));
+        if let Some(cause) = self.cause {
+            resp.extensions_mut().insert(ProblemCause::of(cause));
+        }
         resp
     }
 }
@@ -170,5 +226,21 @@ mod tests {
         assert_eq!(v["cause"], "MANDATORY_IE_INCORRECT");
         assert_eq!(v["invalidParams"][0]["param"], "/ipv4Addr");
         assert!(v.get("supportedApiVersions").is_none());
+    }
+
+    #[test]
+    fn the_answer_keeps_its_cause_for_the_metrics_without_letting_any_text_through() {
+        let cause_of = |c: &str| {
+            let resp = ProblemDetails::new(StatusCode::NOT_FOUND, c, "x").into_response();
+            resp.extensions().get::<ProblemCause>().map(|p| p.0.to_string())
+        };
+        assert_eq!(cause_of(cause::RESOURCE_NOT_FOUND).as_deref(), Some("RESOURCE_NOT_FOUND"));
+        assert_eq!(
+            cause_of("PDU_SESSION_NOT_AVAILABLE").as_deref(),
+            Some("PDU_SESSION_NOT_AVAILABLE")
+        );
+        assert_eq!(cause_of("not a cause\n{}").as_deref(), Some("OTHER"));
+        let none = ProblemDetails { status: Some(400), ..Default::default() }.into_response();
+        assert!(none.extensions().get::<ProblemCause>().is_none());
     }
 }

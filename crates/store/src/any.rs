@@ -33,6 +33,14 @@ impl AnyStore {
         }
     }
 
+    /// The backend's metrics on an NF's `/metrics` (docs/operations.md).
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        match self {
+            AnyStore::Sqlite(s) => s.register_metrics(registry),
+            AnyStore::Mysql(s) => s.register_metrics(registry),
+        }
+    }
+
     /// Closes the store; everything acknowledged is already committed on either backend.
     pub async fn close(&self) -> Result<()> {
         match self {

@@ -249,6 +249,15 @@ impl SqliteConfig {
         Ok(config)
     }
 
+    /// Checks this table as an NF opening it would: MySQL's keys when `backend = "mysql"` and
+    /// the NF supports it (`mysql_supported`), otherwise SQLite's (refusing `mysql`).
+    pub fn check(&self, mysql_supported: bool) -> Result<()> {
+        match self.backend {
+            Backend::Mysql if mysql_supported => self.mysql().map(drop),
+            _ => self.validate(),
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         // An NF that opens SQLite for a configuration naming MySQL does not support MySQL yet:
         // it must not start and keep its state in a local file the operator did not ask for.

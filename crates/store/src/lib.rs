@@ -67,6 +67,7 @@ pub mod any;
 pub mod config;
 pub mod document;
 pub mod error;
+pub mod metrics;
 pub mod mysql;
 pub mod sqlite;
 

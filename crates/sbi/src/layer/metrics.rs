@@ -27,6 +27,12 @@ pub struct OperationLabels {
     pub operation: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProblemLabels {
+    pub operation: &'static str,
+    pub cause: std::borrow::Cow<'static, str>,
+}
+
 type LatencyFamily = Family<OperationLabels, Histogram, fn() -> Histogram>;
 
 /// The metric families, registered once per SBI server.
@@ -34,6 +40,7 @@ pub struct SbiMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
     own_latency: LatencyFamily,
+    problems: Family<ProblemLabels, Counter>,
 }
 
 /// Upper bounds, seconds: 1-2-5 steps from 50 µs to 5 s cover an in-memory lookup and a slow
@@ -54,6 +61,7 @@ impl SbiMetrics {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
             own_latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            problems: Family::default(),
         });
         obs.with_registry(|r| {
             r.register(
@@ -71,6 +79,11 @@ impl SbiMetrics {
                 "Time from request head to answer less the time spent waiting on other NFs \
                  (an SLF query, a forwarded discovery), by service operation",
                 m.own_latency.clone(),
+            );
+            r.register(
+                "sbi_problems",
+                "SBI answers carrying a ProblemDetails, by service operation and cause",
+                m.problems.clone(),
             );
         });
         m
@@ -91,6 +104,9 @@ const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 /// requests that matched no route.
 pub struct OperationTable {
     ops: Vec<OperationMetrics>,
+    names: Vec<&'static str>,
+    /// Errors are counted by cause through the family: only an error answer hashes a label set.
+    problems: Family<ProblemLabels, Counter>,
 }
 
 impl OperationTable {
@@ -113,7 +129,8 @@ impl OperationTable {
                     .clone(),
             })
             .collect();
-        OperationTable { ops }
+        let names = operations.iter().copied().chain(std::iter::once("unrouted")).collect();
+        OperationTable { ops, names, problems: metrics.problems.clone() }
     }
 
     fn get(&self, index: usize) -> &OperationMetrics {
@@ -181,6 +198,13 @@ impl OnResponse for Measure {
         let index = resp.extensions().get::<Operation>().map_or(usize::MAX, |o| o.index);
         let m = self.metrics.get(index);
         m.by_class[status_class(resp.status().as_u16())].inc();
+        if let Some(cause) = resp.extensions().get::<crate::problem::ProblemCause>() {
+            let operation = self.metrics.names[index.min(self.metrics.names.len() - 1)];
+            self.metrics
+                .problems
+                .get_or_create(&ProblemLabels { operation, cause: cause.0.clone() })
+                .inc();
+        }
         let elapsed = self.start.elapsed();
         m.latency.observe(elapsed.as_secs_f64());
         let waited = resp.extensions().get::<UpstreamWait>().map_or(Duration::ZERO, |w| w.0);

@@ -120,6 +120,8 @@ pub struct Guard {
     pub(crate) gate: crate::backpressure::ReadGate,
     /// Times a connection stopped reading (`sbi_reads_held`).
     holds: AtomicU64,
+    /// Requests answered 503 NF_CONGESTION since start.
+    shed_total: AtomicU64,
 }
 
 /// The window over which answers' latency is judged.
@@ -180,6 +182,7 @@ impl Guard {
     fn shed_answer(&self, own: Option<crate::router::ProblemRenderer>) -> Response {
         // Ask consumers to cut the share of traffic we are currently refusing.
         let (now_s, reduction) = self.reduction_pct();
+        let rendered = own.is_some();
         let mut resp = match own {
             // A route answering in its own media type (SOAP) renders the problem itself.
             Some(render) => render(ProblemDetails::new(
@@ -197,6 +200,13 @@ impl Guard {
                 resp
             }
         };
+        if !rendered {
+            // The rendered problem carries its cause already (into_response).
+            resp.extensions_mut().insert(crate::problem::ProblemCause(std::borrow::Cow::Borrowed(
+                cause::NF_CONGESTION,
+            )));
+        }
+        self.shed_total.fetch_add(1, Ordering::Relaxed);
         let h = resp.headers_mut();
         h.insert(header::RETRY_AFTER, self.retry_after.clone());
         if let Some(v) = self.oci(now_s, reduction) {
@@ -347,6 +357,7 @@ impl OverloadLayer {
                 lci_last_ms: AtomicU64::new(0),
                 gate: crate::backpressure::ReadGate::default(),
                 holds: AtomicU64::new(0),
+                shed_total: AtomicU64::new(0),
             }),
         }
     }
@@ -464,6 +475,13 @@ impl prometheus_client::collector::Collector for GuardCollector {
             let m = ConstGauge::new(value as i64);
             m.encode(encoder.encode_descriptor(name, help, None, m.metric_type())?)?;
         }
+        let shed = ConstCounter::new(g.shed_total.load(Ordering::Relaxed));
+        shed.encode(encoder.encode_descriptor(
+            "sbi_requests_shed",
+            "Requests answered 503 NF_CONGESTION by the overload guard (beyond the in-flight limit)",
+            None,
+            shed.metric_type(),
+        )?)?;
         let held = ConstCounter::new(g.holds.load(Ordering::Relaxed));
         held.encode(encoder.encode_descriptor(
             "sbi_reads_held",

@@ -208,6 +208,12 @@ impl MysqlStore {
         }
     }
 
+    /// The backend's counters on an NF's `/metrics` (`store_mysql_*`, docs/operations.md).
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        let store = self.clone();
+        crate::metrics::register_mysql(registry, move || store.stats());
+    }
+
     /// Runs `body` in a read-write transaction and commits it; see the module docs for what is
     /// retried. `body` may run several times, each time from the start of a new transaction.
     /// A lost `COMMIT` answer is [`Error::CommitUnknown`].

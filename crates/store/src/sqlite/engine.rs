@@ -84,6 +84,9 @@ pub struct StoreStats {
 
 #[derive(Default)]
 struct Counters {
+    /// Time of each successful `COMMIT` (WAL append and, with `synchronous = full`, its fsync):
+    /// one observation per group commit, on the writer thread, so it costs nothing per request.
+    commit_seconds: crate::metrics::CommitHistogram,
     commits: AtomicU64,
     writes: AtomicU64,
     failed_writes: AtomicU64,
@@ -245,6 +248,18 @@ impl SqliteStore {
             checkpoints,
             writer_checkpoints,
         }
+    }
+
+    /// The engine's counters and its commit-time histogram on an NF's `/metrics`
+    /// (`store_*`, docs/operations.md), read at scrape time.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        // Weak: the registry outlives the store in an NF's SBI server; a scrape after the
+        // store is gone shows no store figures rather than keeping its threads' state alive.
+        let inner = Arc::downgrade(&self.inner);
+        let commit_seconds = self.inner.counters.commit_seconds.clone();
+        crate::metrics::register_sqlite(registry, commit_seconds, move || {
+            inner.upgrade().map(|inner| SqliteStore { inner }.stats())
+        });
     }
 
     /// Finishes the work queued before this call, stops the threads and
@@ -546,8 +561,10 @@ fn commit_some(
 /// committed, or all the commit's error.
 fn commit(tx: Transaction<'_>, pending: Vec<Box<dyn PendingReply>>, counters: &Counters) {
     let count = pending.len();
+    let started = Instant::now();
     match tx.commit() {
         Ok(()) => {
+            counters.commit_seconds.observe(started.elapsed());
             let failed = pending.iter().filter(|p| !p.succeeded()).count();
             Counters::add(&counters.commits, 1);
             Counters::add(&counters.writes, count - failed);
