@@ -1,0 +1,81 @@
+//! The BSF alone, with the store settings and allocator of `fivecore bsf`, for the per-request
+//! measurements of scripts/bench-bsf-instructions.sh (callgrind) and scripts/bench-bsf-compare.sh:
+//! building the `fivecore` binary with optimisations builds every NF and the Data Director's
+//! librdkafka, this builds the BSF's crates only.
+//!
+//!     bsf_server ADDR DATA_DIR [CONFIG.toml]
+//!
+//! Serves Nbsf on ADDR with its store `DATA_DIR/bsf.db` until SIGTERM or SIGINT. CONFIG.toml,
+//! when given, is a `[bsf]` section's keys (docs/bsf.md), e.g. `[rx]` / `discovery_index`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// As the fivecore binary (crates/fivecore/src/main.rs): measured with the allocator it ships.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(addr), Some(dir)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: bsf_server ADDR DATA_DIR [BSF-SECTION.toml]");
+        return ExitCode::from(2);
+    };
+    let bsf: bsf::BsfConfig = match args.get(2) {
+        Some(path) => match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(
+            |text| toml::from_str(&text).map_err(|e| e.to_string()),
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("bsf_server: {path}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => bsf::BsfConfig::default(),
+    };
+    let mut sbi = sbi::ServerConfig::default();
+    sbi.listen = match addr.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bsf_server: {addr}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // What `fivecore bsf` sets (crates/fivecore/src/nf.rs, bsf_run_config).
+    let mut store = store::SqliteConfig::new(PathBuf::from(dir).join("bsf.db"));
+    store.background_checkpoint = Some(true);
+    store.commit_delay_us = Some(0);
+    let run = bsf::RunConfig {
+        bsf,
+        sbi,
+        client: sbi::client::ClientConfig::default(),
+        store,
+        instance_id: None,
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bsf_server: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let served = runtime.block_on(bsf::run(run, async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => std::future::pending::<()>().await,
+        }
+    }));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bsf_server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
