@@ -22,9 +22,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let bsf: bsf::BsfConfig = match args.get(2) {
-        Some(path) => match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(
-            |text| toml::from_str(&text).map_err(|e| e.to_string()),
-        ) {
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| toml::from_str(&text).map_err(|e| e.to_string()))
+        {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("bsf_server: {path}: {e}");
@@ -33,18 +34,20 @@ fn main() -> ExitCode {
         },
         None => bsf::BsfConfig::default(),
     };
-    let mut sbi = sbi::ServerConfig::default();
-    sbi.listen = match addr.parse() {
+    let listen = match addr.parse() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("bsf_server: {addr}: {e}");
             return ExitCode::from(2);
         }
     };
+    let sbi = sbi::ServerConfig { listen, ..sbi::ServerConfig::default() };
     // What `fivecore bsf` sets (crates/fivecore/src/nf.rs, bsf_run_config).
-    let mut store = store::SqliteConfig::new(PathBuf::from(dir).join("bsf.db"));
-    store.background_checkpoint = Some(true);
-    store.commit_delay_us = Some(0);
+    let store = store::SqliteConfig {
+        background_checkpoint: Some(true),
+        commit_delay_us: Some(0),
+        ..store::SqliteConfig::new(PathBuf::from(dir).join("bsf.db"))
+    };
     let run = bsf::RunConfig {
         bsf,
         sbi,
