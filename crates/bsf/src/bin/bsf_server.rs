@@ -1,12 +1,14 @@
 //! The BSF alone, with the store settings and allocator of `fivecore bsf`, for the per-request
 //! measurements of scripts/bench-bsf-instructions.sh (callgrind) and scripts/bench-bsf-compare.sh:
 //! building the `fivecore` binary with optimisations builds every NF and the Data Director's
-//! librdkafka, this builds the BSF's crates only.
+//! librdkafka, this builds the BSF's crates only (a binary, not an example: an example would
+//! build every dev-dependency too).
 //!
-//!     bsf_server ADDR DATA_DIR [CONFIG.toml]
+//!     bsf_server ADDR DATA_DIR [BSF-SECTION-AS-JSON]
 //!
-//! Serves Nbsf on ADDR with its store `DATA_DIR/bsf.db` until SIGTERM or SIGINT. CONFIG.toml,
-//! when given, is a `[bsf]` section's keys (docs/bsf.md), e.g. `[rx]` / `discovery_index`.
+//! Serves Nbsf on ADDR with its store `DATA_DIR/bsf.db` until SIGTERM or SIGINT. The optional
+//! third argument is the `[bsf]` section's keys as JSON (docs/bsf.md), e.g.
+//! `{"discovery_index":false}`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,17 +20,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(addr), Some(dir)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: bsf_server ADDR DATA_DIR [BSF-SECTION.toml]");
+        eprintln!("usage: bsf_server ADDR DATA_DIR [BSF-SECTION-AS-JSON]");
         return ExitCode::from(2);
     };
     let bsf: bsf::BsfConfig = match args.get(2) {
-        Some(path) => match std::fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| toml::from_str(&text).map_err(|e| e.to_string()))
-        {
+        Some(json) => match serde_json::from_str(json) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("bsf_server: {path}: {e}");
+                eprintln!("bsf_server: {json}: {e}");
                 return ExitCode::from(2);
             }
         },
