@@ -18,8 +18,8 @@
 # The POSTs go through curl (one h2c connection, 64 streams: each body differs, which h2load
 # cannot send), the GETs through h2load (nghttp2-client, 4 connections x 16 streams).
 #
-# fivecore:  cargo build --profile bench -p fivecore-bsf --example bsf_server
-#            target/release/examples/bsf_server 127.0.0.1:7002 "$(mktemp -d)" &
+# fivecore:  cargo build --profile bench -p fivecore-bsf --bin bsf_server
+#            target/release/bsf_server 127.0.0.1:7002 "$(mktemp -d)" &
 #            scripts/bench-bsf-compare.sh http://127.0.0.1:7002 $!
 #            (or `fivecore bsf --data-dir D`, the same store settings, and its PID)
 # Open5GS:   docs/BENCHMARKS.md, "Comparing with another BSF" (open5gs-nrfd, then open5gs-bsfd,

@@ -6,13 +6,13 @@
 #   discover  GET pcfBindings?ipv4Addr= of N preloaded bindings (h2load, 4 x 16 streams)
 #   replace   POST again of N preloaded bindings (same UE address, DNN, S-NSSAI: replaced)
 # Each figure is the phase's instructions (every thread of the BSF) / N.
-#   scripts/bench-bsf-instructions.sh [BINARY] [N] [PRELOAD] [BSF-SECTION.toml]
-#   (defaults: target/release/examples/bsf_server, 20000, 131072, none)
-# BINARY is `cargo build --profile bench -p fivecore-bsf --example bsf_server`'s (bsf_server
-# ADDR DATA_DIR [BSF-SECTION.toml]). STORE=DIR keeps the preloaded store in DIR for another run
+#   scripts/bench-bsf-instructions.sh [BINARY] [N] [PRELOAD] [BSF-SECTION-AS-JSON]
+#   (defaults: target/release/bsf_server, 20000, 131072, none)
+# BINARY is `cargo build --profile bench -p fivecore-bsf --bin bsf_server`'s (bsf_server
+# ADDR DATA_DIR [BSF-SECTION-AS-JSON]). STORE=DIR keeps the preloaded store in DIR for another run
 # (a binary of another build, same schema) instead of preloading again.
 set -euo pipefail
-BIN=${1:-target/release/examples/bsf_server}
+BIN=${1:-target/release/bsf_server}
 N=${2:-20000}
 PRELOAD=${3:-131072}
 CONF=${4:-}
@@ -40,7 +40,7 @@ if [ -z "$STORE" ] || [ ! -e "$STORE/bsf.db" ]; then
     STORE=${STORE:-$OUT/preloaded}
     mkdir -p "$STORE"
     port=$((30000 + RANDOM % 20000))
-    "$BIN" "127.0.0.1:$port" "$STORE" $CONF >"$OUT/preload.log" 2>&1 </dev/null &
+    "$BIN" "127.0.0.1:$port" "$STORE" ${CONF:+"$CONF"} >"$OUT/preload.log" 2>&1 </dev/null &
     pid=$!
     wait_ready $port $pid
     bsf_bodies 0 "$PRELOAD" "http://127.0.0.1:$port/nbsf-management/v1/pcfBindings" >"$OUT/preload.cfg"
@@ -52,7 +52,7 @@ data="$OUT/data"
 cp -a "$STORE" "$data"
 port=$((30000 + RANDOM % 20000))
 url="http://127.0.0.1:$port/nbsf-management/v1/pcfBindings"
-valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "$BIN" "127.0.0.1:$port" "$data" $CONF \
+valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "$BIN" "127.0.0.1:$port" "$data" ${CONF:+"$CONF"} \
     >"$OUT/bsf.log" 2>&1 </dev/null &
 pid=$!
 wait_ready $port $pid
