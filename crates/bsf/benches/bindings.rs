@@ -72,7 +72,12 @@ fn main() {
                     let mut b = binding(i);
                     let keys = validate_binding(&mut b).unwrap();
                     let json = serde_json::to_vec(&b).unwrap();
-                    bsf::store::NewBinding { id: format!("preload-{i}"), keys, created_ms: now, json }
+                    bsf::store::NewBinding {
+                        id: format!("preload-{i}"),
+                        keys,
+                        created_ms: now,
+                        json: json.into(),
+                    }
                 })
                 .collect();
             n += store.insert_many(rows).await.unwrap() as u64;

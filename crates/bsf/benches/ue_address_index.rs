@@ -3,6 +3,11 @@
 //! (IPv4 address; IPv6 address as a /64 Framed-IPv6-Prefix) and a Register + Deregister pair.
 //! The background load of the whole index is timed once and printed before the runs.
 //!
+//! With `BSF_INDEX_DOCUMENTS=1` the index keeps the bindings' documents, as Discovery's
+//! (`[bsf] discovery_index`), each document a full PcfBinding of ~330 bytes (SUPI, GPSI, DNN,
+//! S-NSSAI, the PCF's FQDN, SBI endpoint and Diameter identity); the process's RSS after the load
+//! is printed, and Discovery by IPv4 address (plain and with a DNN filter) is measured too.
+//!
 //! Times are the benchmark thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time,
 //! so agents or builds sharing the machine do not count as index work.
 //!
@@ -12,7 +17,7 @@ use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
-use bsf::ue_address_index::{Answer, Indexed, UeAddressIndex};
+use bsf::ue_address_index::{Answer, Discovered, Filter, Indexed, UeAddressIndex};
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -26,16 +31,29 @@ fn ipv6(i: u64) -> Ipv6Addr {
     Ipv6Addr::from((0x2001_0db8u128 << 96) | (u128::from(i) << 64))
 }
 
-/// What the store hands the index for binding `i`: the document's UE addresses and PCF.
-fn binding(i: u64) -> Indexed {
+/// What the store hands the index for binding `i`: the document's UE addresses and PCF (and
+/// the whole document when the index keeps documents).
+fn binding(ix: &UeAddressIndex, i: u64) -> Indexed {
     let json = format!(
-        r#"{{"ipv4Addr":"{}","ipv6Prefix":"{}/64","dnn":"ims","snssai":{{"sst":1}},"pcfDiamHost":"pcf{}.example","pcfDiamRealm":"example"}}"#,
+        r#"{{"dnn":"ims","gpsi":"msisdn-3361{i:07}","ipv4Addr":"{}","ipv6Prefix":"{}/64","pcfDiamHost":"pcf{}.example.org","pcfDiamRealm":"example.org","pcfFqdn":"pcf{}.example.org","pcfIpEndPoints":[{{"ipv4Address":"192.0.2.{}","port":7777}}],"snssai":{{"sd":"000001","sst":1}},"supi":"imsi-00101{i:010}"}}"#,
         ipv4(i),
         ipv6(i),
-        i % 4
+        i % 4,
+        i % 4,
+        1 + i % 4
     );
     let id = format!("00000000-0000-4000-8000-{i:012}");
-    Indexed::from_json(&id, json.as_bytes()).expect("a binding")
+    ix.indexed(&id, json.as_bytes()).expect("a binding")
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
 }
 
 /// Binding numbers in a scattered order, as AARs arrive for random UEs.
@@ -81,15 +99,19 @@ impl Measurement for ThreadCpu {
 fn index(c: &mut Criterion<ThreadCpu>) {
     let n: u64 =
         std::env::var("BSF_INDEX_BINDINGS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let ix = UeAddressIndex::new();
+    let documents = std::env::var("BSF_INDEX_DOCUMENTS").is_ok_and(|v| v == "1");
+    let ix = if documents { UeAddressIndex::with_documents() } else { UeAddressIndex::new() };
+    let rss_before = rss_mib();
     let started = Instant::now();
     for i in 0..n {
-        ix.load_one(&binding(i), 1_700_000_000_000 + i as i64);
+        ix.load_one(&binding(&ix, i), 1_700_000_000_000 + i as i64);
     }
     ix.set_ready();
     println!(
-        "ue_address_index: loaded {n} dual-stack bindings in {:.2} s (with the documents' parsing)",
-        started.elapsed().as_secs_f64()
+        "ue_address_index: loaded {n} dual-stack bindings in {:.2} s (with the documents' parsing), \
+         documents kept: {documents}; RSS {rss_before:.0} -> {:.0} MiB",
+        started.elapsed().as_secs_f64(),
+        rss_mib()
     );
     assert_eq!(ix.len(), (n as usize, n as usize));
 
@@ -116,7 +138,26 @@ fn index(c: &mut Criterion<ThreadCpu>) {
             black_box(a)
         })
     });
-    let fresh: Vec<Indexed> = (n..n + 4096).map(binding).collect();
+    if documents {
+        c.bench_function("discover v4 (hit)", |b| {
+            b.iter(|| {
+                k += 1;
+                let a = ix.discover(Some((ipv4(scattered(n, k)), None)), None, Filter::default());
+                assert!(matches!(a, Discovered::Found(_)));
+                black_box(a)
+            })
+        });
+        let ims = Filter { dnn: Some("ims"), ..Filter::default() };
+        c.bench_function("discover v4 + dnn (hit)", |b| {
+            b.iter(|| {
+                k += 1;
+                let a = ix.discover(Some((ipv4(scattered(n, k)), None)), None, ims);
+                assert!(matches!(a, Discovered::Found(_)));
+                black_box(a)
+            })
+        });
+    }
+    let fresh: Vec<Indexed> = (n..n + 4096).map(|i| binding(&ix, i)).collect();
     let mut j = 0usize;
     c.bench_function("insert + remove", |b| {
         b.iter(|| {

@@ -40,6 +40,14 @@ pub struct BsfConfig {
     #[serde(default)]
     pub nrf: Option<NrfClientConfig>,
 
+    /// Discovery (`GET pcfBindings` by `ipv4Addr` or `ipv6Prefix`) answered from memory: the
+    /// UE address index (the Rx proxy's, `ue_address_index.rs`) also keeps every binding's
+    /// document, ~400 bytes per binding, loaded in the background at start (the BSF reports
+    /// ready once it is in). Embedded (SQLite) store only: with `[store] backend = "mysql"`
+    /// other BSF instances write the same bindings, so Discovery reads the store. Default true.
+    #[serde(default = "default_true")]
+    pub discovery_index: bool,
+
     /// The Diameter Rx proxy (`[bsf.rx]`). Disabled by default.
     #[serde(default)]
     pub rx: RxConfig,
@@ -199,6 +207,7 @@ impl Default for BsfConfig {
             notify: NotifyConfig::default(),
             audit: AuditConfig::default(),
             nrf: None,
+            discovery_index: true,
             rx: RxConfig::default(),
             copy: dd_client::CopyConfig::default(),
         }
@@ -349,6 +358,9 @@ mod tests {
         assert_eq!(c.rx.session_idle_secs, 3600);
         assert!(c.validate().is_ok());
         assert!(!BsfConfig::default().rx.enabled);
+        assert!(BsfConfig::default().discovery_index);
+        let c: BsfConfig = toml::from_str("discovery_index = false").unwrap();
+        assert!(!c.discovery_index && c.rx.binding_index);
         assert!(toml::from_str::<BsfConfig>("[rx]\nenable = true").is_err());
         let bad = BsfConfig {
             rx: RxConfig { enabled: true, session_idle_secs: 0, ..RxConfig::default() },

@@ -175,20 +175,21 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
         copy: config.bsf.copy.clone(),
     })
     .await?;
-    let index = (config.bsf.rx.enabled && config.bsf.rx.binding_index)
-        .then(|| Arc::new(ue_address_index::UeAddressIndex::new()));
+    let rx_index = config.bsf.rx.enabled && config.bsf.rx.binding_index;
     let bindings: Arc<dyn store::BindingStore> = match skeleton.store() {
         ::store::AnyStore::Mysql(db) => {
             let mut b = store::MysqlBindingStore::on(db.clone()).await?;
-            if let Some(ix) = index {
-                b = b.with_index(ix);
+            if rx_index {
+                b = b.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
             }
             Arc::new(b)
         }
         ::store::AnyStore::Sqlite(db) => {
             let mut b = store::SqliteBindingStore::on(db.clone()).await?;
-            if let Some(ix) = index {
-                b = b.with_index(ix);
+            if config.bsf.discovery_index {
+                b = b.with_index(Arc::new(ue_address_index::UeAddressIndex::with_documents()));
+            } else if rx_index {
+                b = b.with_index(Arc::new(ue_address_index::UeAddressIndex::new()));
             }
             Arc::new(b)
         }

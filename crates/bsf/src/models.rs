@@ -33,6 +33,9 @@ pub struct Keys {
     /// found by any of them too.
     pub add_ipv6: Vec<String>,
     pub add_macs: Vec<String>,
+    /// `pcfDiamHost` with `pcfDiamRealm` (`""` when absent): the Rx proxy's answer, which the
+    /// UE address index keeps (read here so a Register does not parse its document again).
+    pub pcf_diam: Option<(String, String)>,
 }
 
 /// Checks a PcfBinding (TS 29.521 §5.6.2.2), normalises its addresses in place and returns its
@@ -163,6 +166,9 @@ pub fn validate_binding(v: &mut Value) -> Result<Keys, ProblemDetails> {
     let diam = "must be a DiameterIdentity (an FQDN)";
     let host = string_field(obj, "pcfDiamHost", check_fqdn, diam, &mut errs);
     let realm = string_field(obj, "pcfDiamRealm", check_fqdn, diam, &mut errs);
+    if let Some(h) = host {
+        keys.pcf_diam = Some((h.to_owned(), realm.unwrap_or("").to_owned()));
+    }
     match (obj.contains_key("pcfDiamHost"), obj.contains_key("pcfDiamRealm")) {
         (true, false) if host.is_some() => errs.bad("/pcfDiamRealm", "must accompany pcfDiamHost"),
         (false, true) if realm.is_some() => errs.bad("/pcfDiamHost", "must accompany pcfDiamRealm"),

@@ -16,6 +16,7 @@ use crate::context::Bsf;
 use crate::models::{self, Errors};
 use crate::store::{Created, Lookup, NewBinding, Updated};
 use crate::subscriptions::BindingEvent;
+use crate::ue_address_index::{Discovered, Filter, UeAddressIndex};
 
 /// The TS 29.521 cause of a 403 for an existing binding (Nbsf_Management_Register).
 pub const EXISTING_BINDING_INFO_FOUND: &str = "EXISTING_BINDING_INFO_FOUND";
@@ -59,8 +60,8 @@ fn location(bsf: &Bsf, req: &SbiRequest, id: &str) -> String {
 }
 
 /// A response carrying an already-encoded JSON document.
-fn raw_json(status: StatusCode, json: Vec<u8>) -> Response {
-    let mut resp = http::Response::new(Body::from(json));
+fn raw_json(status: StatusCode, json: impl Into<Body>) -> Response {
+    let mut resp = http::Response::new(json.into());
     *resp.status_mut() = status;
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(body::JSON));
     resp
@@ -78,10 +79,10 @@ pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let mut binding: Value = req.json()?;
     let keys = models::validate_binding(&mut binding)?;
     let id = crate::store::new_binding_id();
-    let json = serde_json::to_vec(&binding)?;
+    // Encoded once: the store, the UE address index and the answer share this buffer.
+    let json = bytes::Bytes::from(serde_json::to_vec(&binding)?);
     let reject = bsf.config.on_existing_binding == ExistingBinding::Reject;
-    let new =
-        NewBinding { id: id.clone(), keys: keys.clone(), created_ms: now_ms(), json: json.clone() };
+    let new = NewBinding { id: id.clone(), keys, created_ms: now_ms(), json: json.clone() };
     let created = bsf.store.create(new, reject).await?;
     match created {
         Created::Inserted { replaced } => {
@@ -89,7 +90,9 @@ pub async fn register(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
                 tracing::debug!(old = %old.id, new = %id, "existing binding replaced");
                 bsf.binding_event_stored(BindingEvent::Deregistered, &old.json);
             }
-            bsf.binding_event(BindingEvent::Registered, &binding, &keys);
+            // The keys went to the store; an event (rare: a subscription for this SUPI) reads
+            // them again from the validated document.
+            bsf.binding_event_stored(BindingEvent::Registered, &json);
             let mut resp = raw_json(StatusCode::CREATED, json);
             set_location(&mut resp, &location(&bsf, &req, &id));
             Ok(resp)
@@ -151,6 +154,7 @@ pub fn lookup(req: &SbiRequest) -> Result<Lookup, ProblemDetails> {
         match models::parse_ipv6_prefix(v) {
             Some((addr, len)) => {
                 l.ipv6 = candidate_prefixes(addr, len);
+                l.ipv6_query = Some((addr, len));
             }
             None => {
                 bad.push(InvalidParam::new("ipv6Prefix", "must be an IPv6 prefix address/length"))
@@ -210,13 +214,37 @@ pub fn lookup(req: &SbiRequest) -> Result<Lookup, ProblemDetails> {
     Ok(l)
 }
 
-/// GET /pcfBindings?...: 200 with the (newest) matching binding, 204 when none.
+/// GET /pcfBindings?...: 200 with the (newest) matching binding, 204 when none; from the UE
+/// address index when it keeps documents and covers the query, else from the store.
 pub async fn discover(bsf: Arc<Bsf>, req: SbiRequest) -> Answer {
     let l = lookup(&req)?;
+    if let Some(ix) = bsf.store.index() {
+        match from_index(ix, &l) {
+            Discovered::Found(doc) => return Ok(raw_json(StatusCode::OK, doc)),
+            Discovered::None => return Ok(empty_response(StatusCode::NO_CONTENT)),
+            Discovered::Unknown => {}
+        }
+    }
     match bsf.store.find(l).await? {
         Some(found) => Ok(raw_json(StatusCode::OK, found.json)),
         None => Ok(empty_response(StatusCode::NO_CONTENT)),
     }
+}
+
+/// Discovery by one UE address (IPv4 or IPv6; the index holds no MAC addresses) from the index.
+fn from_index(ix: &UeAddressIndex, l: &Lookup) -> Discovered {
+    if l.mac.is_some() {
+        return Discovered::Unknown;
+    }
+    let filter = Filter {
+        dnn: l.dnn.as_deref(),
+        snssai: l.snssai.as_ref().map(|(sst, sd)| (*sst, sd.as_str())),
+        supi: l.supi.as_deref(),
+        gpsi: l.gpsi.as_deref(),
+    };
+    let v4 = l.ipv4.as_deref().and_then(models::parse_ipv4).map(|a| (a, l.ip_domain.as_deref()));
+    let v6 = l.ipv6_query.map(|(a, len)| (a, len, &PREFIX_LENGTHS[..]));
+    ix.discover(v4, v6, filter)
 }
 
 /// PATCH /pcfBindings/{bindingId} (application/merge-patch+json, PcfBindingPatch): 200 with the

@@ -285,7 +285,7 @@ pub fn binding(line: &[u8], created_ms: i64) -> Result<NewBinding, String> {
     };
     let keys = models::validate_binding(&mut doc).map_err(|p| problem_reason(&p))?;
     let json = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
-    Ok(NewBinding { id, keys, created_ms, json })
+    Ok(NewBinding { id, keys, created_ms, json: json.into() })
 }
 
 /// A binding id must stand as a URI path segment unescaped (`pcfBindings/{bindingId}`).
@@ -387,7 +387,7 @@ mod tests {
                 id: "b-3".into(),
                 keys,
                 created_ms: 7,
-                json: serde_json::to_vec(&doc).unwrap()
+                json: serde_json::to_vec(&doc).unwrap().into()
             }
         );
         assert_eq!(b.keys.dnn, "ims", "normalised as Register does");

@@ -348,7 +348,8 @@ impl Proxy {
 
     /// The PCF (Diameter host, realm) of the binding for the AAR's UE address.
     async fn lookup(&self, req: &Message) -> store::Result<Option<(String, String)>> {
-        let index = self.bsf.store.index();
+        // The index may be there for Discovery alone (`rx.binding_index = false`).
+        let index = self.bsf.store.index().filter(|_| self.bsf.config.rx.binding_index);
         let from_index = |a: Answer| match a {
             Answer::Pcf(p) => Some(Some((p.host.to_string(), p.realm.to_string()))),
             Answer::None => Some(None),

@@ -15,6 +15,15 @@
 //! twice that just after a table doubles), so a dual-stack binding costs 60-120 bytes; the
 //! binding ids are kept as 64-bit hashes (only used to find a binding's entry again under its
 //! own UE address) and the PCF identities once each.
+//!
+//! Discovery (`GET pcfBindings?ipv4Addr=` / `?ipv6Prefix=`) answers the whole binding document,
+//! and a read of it from the store cost the same hop to a reader thread and back as an AAR's. An
+//! index built [`UeAddressIndex::with_documents`] also keeps each binding's stored document
+//! (once, by the hash of its id, next to the address tables): Discovery then answers from memory
+//! ([`UeAddressIndex::discover`]), its filters (`dnn`, `snssai`, `supi`, `gpsi`) checked on the
+//! candidates' documents. Two bindings whose ids hash alike make that slot unknown, so their
+//! Discoveries read the store. The document costs its own size (~350 bytes for a typical
+//! binding) plus ~40 bytes of table.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -23,10 +32,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use bytes::Bytes;
 use rustc_hash::{FxBuildHasher, FxHasher};
 use serde::Deserialize;
 
-use crate::models;
+use crate::models::{self, Keys};
 
 /// Shards per key kind: a writer (or a table doubling) holds one shard's lock, not all.
 const SHARDS: usize = 64;
@@ -83,7 +93,7 @@ impl Entry {
 }
 
 /// A binding's index keys and PCF, read from its stored document (which the BSF validated and
-/// normalised when it stored it).
+/// normalised when it stored it), and the document itself when the index keeps documents.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Indexed {
     id: u64,
@@ -91,6 +101,74 @@ pub struct Indexed {
     /// Networks (address masked to the length) with their length.
     ipv6: Vec<(u128, u8)>,
     pcf: Option<(String, String)>,
+    doc: Option<Bytes>,
+}
+
+/// What Discovery answers from the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discovered {
+    /// The newest matching binding's stored document.
+    Found(Bytes),
+    /// No binding matches.
+    None,
+    /// The index cannot tell (not loaded, turned off, keeps no documents, a query it does not
+    /// cover, an id hash shared by two bindings): ask the store.
+    Unknown,
+}
+
+/// Discovery's filters besides the UE address, normalised as the store's columns are (DNN and
+/// SD in lower case, SD `""` when absent).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    pub dnn: Option<&'a str>,
+    pub snssai: Option<(u8, &'a str)>,
+    pub supi: Option<&'a str>,
+    pub gpsi: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct FilterDoc<'a> {
+    #[serde(borrow, default)]
+    dnn: Option<Cow<'a, str>>,
+    #[serde(default)]
+    snssai: Option<FilterSnssai<'a>>,
+    #[serde(borrow, default)]
+    supi: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    gpsi: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FilterSnssai<'a> {
+    sst: u8,
+    #[serde(borrow, default)]
+    sd: Option<Cow<'a, str>>,
+}
+
+impl Filter<'_> {
+    fn is_empty(&self) -> bool {
+        self.dnn.is_none() && self.snssai.is_none() && self.supi.is_none() && self.gpsi.is_none()
+    }
+
+    /// Whether the stored document `doc` passes (a document it cannot read does not).
+    fn matches(&self, doc: &[u8]) -> bool {
+        let Ok(d) = serde_json::from_slice::<FilterDoc<'_>>(doc) else { return false };
+        let same = |want: Option<&str>, have: &Option<Cow<'_, str>>| match want {
+            None => true,
+            Some(w) => have.as_deref() == Some(w),
+        };
+        let dnn = match self.dnn {
+            None => true,
+            Some(w) => d.dnn.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(w)),
+        };
+        let snssai = match self.snssai {
+            None => true,
+            Some((sst, sd)) => d.snssai.as_ref().is_some_and(|s| {
+                s.sst == sst && s.sd.as_deref().unwrap_or("").eq_ignore_ascii_case(sd)
+            }),
+        };
+        dnn && snssai && same(self.supi, &d.supi) && same(self.gpsi, &d.gpsi)
+    }
 }
 
 #[derive(Deserialize)]
@@ -126,7 +204,30 @@ impl Indexed {
             .collect();
         let pcf =
             doc.host.map(|h| (h.into_owned(), doc.realm.map(Cow::into_owned).unwrap_or_default()));
-        Some(Indexed { id: id_hash(id), ipv4, ipv6, pcf })
+        Some(Indexed { id: id_hash(id), ipv4, ipv6, pcf, doc: None })
+    }
+
+    /// The keys of binding `id` as Register validated them: what [`Self::from_json`] reads from
+    /// the document it stores, without reading the document again.
+    pub fn from_keys(id: &str, keys: &Keys) -> Indexed {
+        let ipv4 = keys
+            .ipv4
+            .as_deref()
+            .and_then(models::parse_ipv4)
+            .map(|a| (u32::from(a), keys.ip_domain.clone()));
+        let ipv6 = keys
+            .ipv6
+            .iter()
+            .chain(keys.add_ipv6.iter())
+            .filter_map(|p| models::parse_ipv6_prefix(p))
+            .map(|(addr, len)| (network(addr, len), len))
+            .collect();
+        Indexed { id: id_hash(id), ipv4, ipv6, pcf: keys.pcf_diam.clone(), doc: None }
+    }
+
+    /// Whether the index files it under an address (an IPv4 address or an IPv6 prefix).
+    fn has_address(&self) -> bool {
+        self.ipv4.is_some() || !self.ipv6.is_empty()
     }
 
     /// The binding's `pcfDiamHost` and `pcfDiamRealm` (`""` when absent), if it has a host.
@@ -268,6 +369,18 @@ impl<K: Premix + Eq + Copy> Shard<K> {
         self.multi.get(k)?.iter().copied().max_by_key(|e| e.created())
     }
 
+    /// Every entry under `k`.
+    fn each(&self, k: &K, mut f: impl FnMut(Entry)) {
+        let k = &Key(*k);
+        let Some(&cur) = self.single.get(k) else { return };
+        if !cur.is_multi() {
+            return f(cur);
+        }
+        for &e in self.multi.get(k).into_iter().flatten() {
+            f(e);
+        }
+    }
+
     fn len(&self) -> usize {
         self.single.len()
     }
@@ -287,6 +400,68 @@ impl<K: Premix + Eq + Copy> Shards<K> {
     }
     fn len(&self) -> usize {
         self.shards.iter().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).len()).sum()
+    }
+}
+
+/// A binding's document by the hash of its id. `Shared` counts bindings whose ids hash alike:
+/// which document is whose is unknown then, and Discovery reads the store for them.
+#[derive(Debug, Clone)]
+enum DocSlot {
+    One(Bytes),
+    Shared(u32),
+}
+
+struct Docs {
+    shards: Vec<RwLock<HashMap<Key<u64>, DocSlot, Fast>>>,
+}
+
+impl Docs {
+    fn new() -> Self {
+        Docs { shards: (0..SHARDS).map(|_| RwLock::new(HashMap::default())).collect() }
+    }
+    fn shard(&self, id: u64) -> &RwLock<HashMap<Key<u64>, DocSlot, Fast>> {
+        &self.shards[(id.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 58) as usize % SHARDS]
+    }
+    fn insert(&self, id: u64, doc: Bytes) {
+        let mut s = self.shard(id).write().unwrap_or_else(|e| e.into_inner());
+        match s.get_mut(&Key(id)) {
+            None => {
+                s.insert(Key(id), DocSlot::One(doc));
+            }
+            Some(slot) => {
+                *slot = match slot {
+                    DocSlot::One(_) => DocSlot::Shared(2),
+                    DocSlot::Shared(n) => DocSlot::Shared(n.saturating_add(1)),
+                }
+            }
+        }
+    }
+    fn remove(&self, id: u64) {
+        let mut s = self.shard(id).write().unwrap_or_else(|e| e.into_inner());
+        match s.get_mut(&Key(id)) {
+            Some(DocSlot::Shared(n)) if *n > 1 => *n -= 1,
+            Some(_) => {
+                s.remove(&Key(id));
+            }
+            None => {}
+        }
+    }
+    /// The new document of binding `id` (an Update): in place, or added when it had none.
+    fn set(&self, id: u64, doc: Bytes) {
+        let mut s = self.shard(id).write().unwrap_or_else(|e| e.into_inner());
+        match s.get_mut(&Key(id)) {
+            Some(DocSlot::One(d)) => *d = doc,
+            Some(DocSlot::Shared(_)) => {}
+            None => {
+                s.insert(Key(id), DocSlot::One(doc));
+            }
+        }
+    }
+    fn get(&self, id: u64) -> Option<Bytes> {
+        match self.shard(id).read().unwrap_or_else(|e| e.into_inner()).get(&Key(id)) {
+            Some(DocSlot::One(d)) => Some(d.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -333,9 +508,11 @@ pub struct UeAddressIndex {
     domains: RwLock<Interned<String>>,
     /// Number → PCF; number 0 is "no pcfDiamHost".
     pcfs: RwLock<PcfTable>,
-    /// While the background load runs: the bindings removed or changed meanwhile, which the
-    /// load must not bring back from its (older) snapshot.
+    /// While the background load runs: the bindings written (added, changed or removed)
+    /// meanwhile, which the load must not bring back from its (older) snapshot.
     removed_while_loading: Mutex<Option<HashSet<u64>>>,
+    /// The bindings' documents, for Discovery ([`Self::with_documents`]).
+    docs: Option<Docs>,
 }
 
 impl Default for UeAddressIndex {
@@ -372,7 +549,37 @@ impl UeAddressIndex {
             domains: RwLock::new(Interned::new(String::new())),
             pcfs: RwLock::new(PcfTable { by_name: HashMap::new(), list: vec![None] }),
             removed_while_loading: Mutex::new(Some(HashSet::new())),
+            docs: None,
         }
+    }
+
+    /// An index that also keeps every binding's document, so Discovery answers from it.
+    pub fn with_documents() -> Self {
+        UeAddressIndex { docs: Some(Docs::new()), ..Self::new() }
+    }
+
+    pub fn keeps_documents(&self) -> bool {
+        self.docs.is_some()
+    }
+
+    /// The index's view of binding `id` stored as `json`: its keys and PCF, and its document
+    /// when this index keeps documents (a copy: the store keeps its own).
+    pub fn indexed(&self, id: &str, json: &[u8]) -> Option<Indexed> {
+        let mut b = Indexed::from_json(id, json)?;
+        if self.docs.is_some() {
+            b.doc = Some(Bytes::copy_from_slice(json));
+        }
+        Some(b)
+    }
+
+    /// The index's view of a binding Register is storing: its validated keys, and its document
+    /// (shared with the caller, not copied) when this index keeps documents.
+    pub fn indexed_new(&self, id: &str, keys: &Keys, json: &Bytes) -> Indexed {
+        let mut b = Indexed::from_keys(id, keys);
+        if self.docs.is_some() {
+            b.doc = Some(json.clone());
+        }
+        b
     }
 
     pub fn is_ready(&self) -> bool {
@@ -447,6 +654,9 @@ impl UeAddressIndex {
 
     /// A binding written by a write job (created, or the new state of an update).
     pub fn insert(&self, b: &Indexed, created_ms: i64) {
+        // A binding written while the load runs may be in its snapshot too: the load skips it
+        // (its document would otherwise count twice, as two bindings sharing an id hash).
+        self.note_written(b.id);
         self.put(b, created_ms, false);
     }
 
@@ -462,6 +672,16 @@ impl UeAddressIndex {
     }
 
     fn put(&self, b: &Indexed, created_ms: i64, keep_existing: bool) {
+        // Only a binding with an address here is found (and later removed) through the index.
+        if let (Some(docs), Some(doc)) = (&self.docs, &b.doc) {
+            if b.has_address() {
+                docs.insert(b.id, doc.clone());
+            }
+        }
+        self.put_entries(b, created_ms, keep_existing);
+    }
+
+    fn put_entries(&self, b: &Indexed, created_ms: i64, keep_existing: bool) {
         let e = Entry::new(b.id, created_ms, self.pcf_number(&b.pcf));
         if let Some((ip, domain)) = &b.ipv4 {
             let k = u64::from(*ip) << 32 | u64::from(self.domain_number(domain));
@@ -488,11 +708,42 @@ impl UeAddressIndex {
     /// A binding removed (or about to be re-inserted with new keys by an update); returns its
     /// creation time if the index had it.
     pub fn remove(&self, b: &Indexed) -> Option<i64> {
-        if let Some(gone) =
+        self.note_written(b.id);
+        let created = self.remove_entries(b, None);
+        if let (Some(docs), Some(_)) = (&self.docs, created) {
+            docs.remove(b.id);
+        }
+        created
+    }
+
+    /// An Update of a binding: `new` (same id) replaces `old` without a moment when neither is
+    /// found (entries under an address both have are changed in place, then the old
+    /// addresses the new one lacks are dropped).
+    pub fn replace(&self, old: &Indexed, new: &Indexed, created_ms: i64) {
+        self.note_written(new.id);
+        if let Some(docs) = &self.docs {
+            match &new.doc {
+                Some(doc) if new.has_address() => docs.set(new.id, doc.clone()),
+                _ if old.has_address() => docs.remove(new.id),
+                _ => {}
+            }
+        }
+        self.put_entries(new, created_ms, false);
+        self.remove_entries(old, Some(new));
+    }
+
+    /// While the background load runs, it must not bring binding `id` back from its snapshot.
+    fn note_written(&self, id: u64) {
+        if let Some(written) =
             &mut *self.removed_while_loading.lock().unwrap_or_else(|e| e.into_inner())
         {
-            gone.insert(b.id);
+            written.insert(id);
         }
+    }
+
+    /// Removes `b`'s entries, but those under an address `keep` has too; returns the creation
+    /// time of an entry removed.
+    fn remove_entries(&self, b: &Indexed, keep: Option<&Indexed>) -> Option<i64> {
         let mut created = None;
         let mut note = |e: Option<Entry>| {
             if let Some(e) = e {
@@ -500,13 +751,18 @@ impl UeAddressIndex {
             }
         };
         if let Some((ip, domain)) = &b.ipv4 {
+            let kept =
+                keep.and_then(|k| k.ipv4.as_ref()).is_some_and(|(i, d)| i == ip && d == domain);
             let d = self.domains.read().unwrap_or_else(|e| e.into_inner()).ids.get(domain).copied();
-            if let Some(d) = d {
+            if let (Some(d), false) = (d, kept) {
                 let k = u64::from(*ip) << 32 | u64::from(d);
                 note(self.v4.shard(k).write().unwrap_or_else(|e| e.into_inner()).remove(k, b.id));
             }
         }
         for &(net, len) in &b.ipv6 {
+            if keep.is_some_and(|k| k.ipv6.contains(&(net, len))) {
+                continue;
+            }
             match v6_key(net, len) {
                 V6Key::Short(k) => note(
                     self.v6
@@ -589,6 +845,126 @@ impl UeAddressIndex {
             }
         }
         self.answer(newest)
+    }
+}
+
+/// Discovery's choice among the entries of the keys it probes: the newest, or the newest whose
+/// document passes the filter.
+struct Pick<'a> {
+    docs: &'a Docs,
+    filter: Filter<'a>,
+    /// The newest so far: its creation time, id and (once a filter read it) document.
+    best: Option<(u64, Option<Bytes>)>,
+    best_id: u64,
+    unknown: bool,
+}
+
+impl<'a> Pick<'a> {
+    fn new(docs: &'a Docs, filter: Filter<'a>) -> Self {
+        Pick { docs, filter, best: None, best_id: 0, unknown: false }
+    }
+
+    fn offer(&mut self, e: Entry) {
+        if self.best.as_ref().is_some_and(|(created, _)| *created >= e.created()) {
+            return;
+        }
+        if self.filter.is_empty() {
+            self.best = Some((e.created(), None));
+            self.best_id = e.id;
+            return;
+        }
+        match self.docs.get(e.id) {
+            Some(doc) if self.filter.matches(&doc) => self.best = Some((e.created(), Some(doc))),
+            Some(_) => {}
+            // A binding whose document the index cannot tell: it might be the answer.
+            None => self.unknown = true,
+        }
+    }
+
+    fn answer(self) -> Discovered {
+        if self.unknown {
+            return Discovered::Unknown;
+        }
+        match self.best {
+            None => Discovered::None,
+            Some((_, Some(doc))) => Discovered::Found(doc),
+            Some((_, None)) => match self.docs.get(self.best_id) {
+                Some(doc) => Discovered::Found(doc),
+                None => Discovered::Unknown,
+            },
+        }
+    }
+}
+
+impl UeAddressIndex {
+    /// Discovery by the UE's IPv4 address (in `domain`, or any IP domain) or by an IPv6 prefix
+    /// (`addr/len`, tried at `len` and the shorter `lengths`, as the store's `find`), never
+    /// both: the newest binding that passes `filter`, as the store would answer it.
+    pub fn discover(
+        &self,
+        ipv4: Option<(Ipv4Addr, Option<&str>)>,
+        ipv6: Option<(Ipv6Addr, u8, &[u8])>,
+        filter: Filter<'_>,
+    ) -> Discovered {
+        let Some(docs) = &self.docs else { return Discovered::Unknown };
+        if !self.is_ready() {
+            return Discovered::Unknown;
+        }
+        let mut pick = Pick::new(docs, filter);
+        match (ipv4, ipv6) {
+            (Some((ip, domain)), None) => {
+                let ip = u64::from(u32::from(ip)) << 32;
+                let mut probe = |d: u32| {
+                    let k = ip | u64::from(d);
+                    self.v4
+                        .shard(k)
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .each(&k, |e| pick.offer(e));
+                };
+                match domain {
+                    Some(d) => {
+                        let n = self
+                            .domains
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .ids
+                            .get(d)
+                            .copied();
+                        if let Some(n) = n {
+                            probe(n);
+                        }
+                    }
+                    None => {
+                        let count =
+                            self.domains.read().unwrap_or_else(|e| e.into_inner()).values.len();
+                        for d in 0..count as u32 {
+                            probe(d);
+                        }
+                    }
+                }
+            }
+            (None, Some((addr, len, lengths))) => {
+                for l in std::iter::once(len).chain(lengths.iter().copied().filter(|l| *l < len)) {
+                    match v6_key(network(addr, l), l) {
+                        V6Key::Short(k) => self
+                            .v6
+                            .shard(fold128(k))
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .each(&k, |e| pick.offer(e)),
+                        V6Key::Long(k) => self
+                            .v6_long
+                            .shard(fold128(k.0))
+                            .read()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .each(&k, |e| pick.offer(e)),
+                    }
+                }
+            }
+            _ => return Discovered::Unknown,
+        }
+        pick.answer()
     }
 }
 
@@ -710,6 +1086,147 @@ mod tests {
         assert_eq!(ix.find_v4(ip, None), pcf("p-gone", ""));
     }
 
+    /// A binding as the store hands it to an index that keeps documents.
+    fn stored(ix: &UeAddressIndex, id: &str, json: &str) -> Indexed {
+        ix.indexed(id, json.as_bytes()).expect(json)
+    }
+
+    fn found(json: &str) -> Discovered {
+        Discovered::Found(Bytes::copy_from_slice(json.as_bytes()))
+    }
+
+    #[test]
+    fn discovery_answers_the_newest_document_that_passes_the_filter() {
+        let ix = UeAddressIndex::with_documents();
+        let ip: Ipv4Addr = "10.1.2.3".parse().unwrap();
+        let old = r#"{"ipv4Addr":"10.1.2.3","dnn":"internet","snssai":{"sst":1,"sd":"00000a"},"supi":"imsi-001010000000001","pcfFqdn":"a.example"}"#;
+        let new = r#"{"ipv4Addr":"10.1.2.3","ipDomain":"d1","dnn":"ims","snssai":{"sst":1},"gpsi":"msisdn-3361000001","pcfFqdn":"b.example"}"#;
+        ix.insert(&stored(&ix, "old", old), 100);
+        ix.insert(&stored(&ix, "new", new), 200);
+        let none = Filter::default();
+        assert_eq!(ix.discover(Some((ip, None)), None, none), Discovered::Unknown, "not loaded");
+        ix.set_ready();
+        assert_eq!(ix.discover(Some((ip, None)), None, none), found(new));
+        assert_eq!(ix.discover(Some((ip, Some("d1"))), None, none), found(new));
+        assert_eq!(ix.discover(Some((ip, Some(""))), None, none), found(old));
+        assert_eq!(ix.discover(Some((ip, Some("d2"))), None, none), Discovered::None);
+        let f = |dnn, snssai, supi, gpsi| Filter { dnn, snssai, supi, gpsi };
+        let cases = [
+            (f(Some("internet"), None, None, None), found(old)),
+            (f(Some("ims"), Some((1, "")), None, None), found(new)),
+            (f(None, Some((1, "00000a")), Some("imsi-001010000000001"), None), found(old)),
+            (f(None, Some((1, "00000b")), None, None), Discovered::None),
+            (f(None, None, None, Some("msisdn-3361000001")), found(new)),
+            (f(Some("internet"), None, None, Some("msisdn-3361000001")), Discovered::None),
+        ];
+        for (filter, want) in cases {
+            assert_eq!(ix.discover(Some((ip, None)), None, filter), want, "{filter:?}");
+        }
+        assert_eq!(ix.discover(None, None, none), Discovered::Unknown, "no address");
+        let v6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(
+            ix.discover(Some((ip, None)), Some((v6, 128, &LENGTHS)), none),
+            Discovered::Unknown,
+            "two addresses: the store's AND"
+        );
+        ix.remove(&stored(&ix, "new", new));
+        assert_eq!(ix.discover(Some((ip, None)), None, none), found(old));
+        ix.remove(&stored(&ix, "old", old));
+        assert_eq!(ix.discover(Some((ip, None)), None, none), Discovered::None);
+        assert!(ix.is_empty());
+        // An index without documents cannot answer Discovery.
+        let plain = UeAddressIndex::new();
+        plain.set_ready();
+        plain.insert(&stored(&plain, "old", old), 100);
+        assert_eq!(plain.discover(Some((ip, None)), None, none), Discovered::Unknown);
+    }
+
+    #[test]
+    fn discovery_by_ipv6_own_and_additional_prefixes() {
+        let ix = UeAddressIndex::with_documents();
+        ix.set_ready();
+        let doc = r#"{"ipv6Prefix":"2001:db8:1:2::/64","addIpv6Prefixes":["2001:db8:ff::/48"],"dnn":"ims"}"#;
+        ix.insert(&stored(&ix, "a", doc), 1);
+        let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let none = Filter::default();
+        for q in ["2001:db8:1:2::77", "2001:db8:ff:9::1"] {
+            assert_eq!(ix.discover(None, Some((a(q), 128, &LENGTHS)), none), found(doc), "{q}");
+        }
+        let other = Filter { dnn: Some("internet"), ..none };
+        assert_eq!(
+            ix.discover(None, Some((a("2001:db8:1:2::77"), 128, &LENGTHS)), other),
+            Discovered::None
+        );
+        assert_eq!(
+            ix.discover(None, Some((a("2001:db8:1:3::1"), 128, &LENGTHS)), none),
+            Discovered::None
+        );
+    }
+
+    #[test]
+    fn an_update_is_never_missing_and_moves_the_binding() {
+        let ix = UeAddressIndex::with_documents();
+        ix.set_ready();
+        let (ip1, ip2): (Ipv4Addr, Ipv4Addr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let before = r#"{"ipv4Addr":"10.0.0.1","ipv6Prefix":"2001:db8:1::/64","pcfDiamHost":"p1"}"#;
+        let same = r#"{"ipv4Addr":"10.0.0.1","ipv6Prefix":"2001:db8:1::/64","pcfDiamHost":"p2"}"#;
+        let moved = r#"{"ipv4Addr":"10.0.0.2","pcfDiamHost":"p2"}"#;
+        let none = Filter::default();
+        ix.insert(&stored(&ix, "x", before), 5);
+        ix.replace(&stored(&ix, "x", before), &stored(&ix, "x", same), 5);
+        assert_eq!(ix.discover(Some((ip1, None)), None, none), found(same));
+        assert_eq!(ix.find_v4(ip1, None), pcf("p2", ""));
+        ix.replace(&stored(&ix, "x", same), &stored(&ix, "x", moved), 5);
+        assert_eq!(ix.discover(Some((ip1, None)), None, none), Discovered::None);
+        assert_eq!(ix.discover(Some((ip2, None)), None, none), found(moved));
+        let v6 = "2001:db8:1::9".parse().unwrap();
+        assert_eq!(ix.discover(None, Some((v6, 128, &LENGTHS)), none), Discovered::None);
+        assert_eq!(ix.len(), (1, 0));
+        ix.remove(&stored(&ix, "x", moved));
+        assert!(ix.is_empty());
+    }
+
+    #[test]
+    fn bindings_whose_ids_hash_alike_are_read_from_the_store() {
+        let ix = UeAddressIndex::with_documents();
+        ix.set_ready();
+        let mut a = stored(&ix, "a", r#"{"ipv4Addr":"10.0.0.1"}"#);
+        let mut b = stored(&ix, "b", r#"{"ipv4Addr":"10.0.0.2"}"#);
+        let c = stored(&ix, "c", r#"{"ipv4Addr":"10.0.0.3"}"#);
+        (a.id, b.id) = (42, 42);
+        ix.insert(&a, 1);
+        ix.insert(&b, 2);
+        ix.insert(&c, 3);
+        let none = Filter::default();
+        for ip in ["10.0.0.1", "10.0.0.2"] {
+            let ip = ip.parse().unwrap();
+            assert_eq!(ix.discover(Some((ip, None)), None, none), Discovered::Unknown);
+        }
+        assert_eq!(
+            ix.discover(Some(("10.0.0.3".parse().unwrap(), None)), None, none),
+            found(r#"{"ipv4Addr":"10.0.0.3"}"#)
+        );
+        ix.remove(&a);
+        ix.remove(&b);
+        assert_eq!(
+            ix.discover(Some(("10.0.0.2".parse().unwrap(), None)), None, none),
+            Discovered::None
+        );
+    }
+
+    #[test]
+    fn the_load_skips_bindings_written_meanwhile() {
+        let ix = UeAddressIndex::with_documents();
+        let doc = r#"{"ipv4Addr":"10.0.0.1","pcfFqdn":"new.example"}"#;
+        // Written after the index was attached, and in the load's snapshot too.
+        ix.insert(&stored(&ix, "w", doc), 1);
+        ix.load_one(&stored(&ix, "w", r#"{"ipv4Addr":"10.0.0.1","pcfFqdn":"old.example"}"#), 1);
+        ix.set_ready();
+        let ip = "10.0.0.1".parse().unwrap();
+        assert_eq!(ix.discover(Some((ip, None)), None, Filter::default()), found(doc));
+    }
+
     #[test]
     fn many_bindings_spread_over_shards() {
         let ix = UeAddressIndex::new();
@@ -721,6 +1238,7 @@ mod tests {
                 ipv4: Some((u32::from(ip), String::new())),
                 ipv6: vec![],
                 pcf: Some((format!("pcf{}", i % 3), "r".into())),
+                doc: None,
             };
             ix.insert(&b, i64::from(i));
         }

@@ -472,6 +472,176 @@ async fn subscriptions_are_bounded() {
     bsf.stop().await;
 }
 
+/// Waits until the BSF reports ready: its UE address index is loaded.
+async fn ready(c: &sbi::client::SbiClient, bsf: &TestBsf) {
+    for _ in 0..200 {
+        if get(c, &format!("{}/healthz/ready", bsf.base)).await.status() == 200 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the BSF did not become ready");
+}
+
+/// Each query's answer: the binding with that pcfFqdn (200), or none (204).
+async fn expect_found(
+    c: &sbi::client::SbiClient,
+    bsf: &TestBsf,
+    index: bool,
+    cases: &[(&str, Option<&str>)],
+) {
+    for (s, want) in cases {
+        let r = get(c, &bsf.url(&format!("/pcfBindings?{s}"))).await;
+        match want {
+            Some(f) => {
+                assert_eq!(r.status(), 200, "{s} (index {index})");
+                assert_eq!(body(&r)["pcfFqdn"], *f, "{s} (index {index})");
+            }
+            None => assert_eq!(r.status(), 204, "{s} (index {index})"),
+        }
+    }
+}
+
+/// Discovery after every kind of write, with filters, by IPv4 (with and without IP domain) and
+/// IPv6 (own and additional prefixes), after a restart: the same answers whether the UE address
+/// index keeps the documents (`discovery_index`, SQLite) or Discovery reads the store.
+async fn discovery_follows_every_write() {
+    for discovery_index in [true, false] {
+        let dir = tmp();
+        let config = BsfConfig { discovery_index, ..BsfConfig::default() };
+        let bsf = TestBsf::start(dir.path(), config.clone()).await;
+        let c = client();
+        ready(&c, &bsf).await;
+        let url = bsf.url("/pcfBindings");
+        let mut a = binding(9);
+        a["pcfFqdn"] = json!("pcf-a.example.com");
+        let mut b = binding(9);
+        b["dnn"] = json!("ims");
+        b["supi"] = json!("imsi-001010000000099");
+        b["pcfFqdn"] = json!("pcf-b.example.com");
+        let r = post(&c, &url, &a).await;
+        assert_eq!(r.status(), 201);
+        let loc_a = r.header("location").unwrap().to_owned();
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        let r = post(&c, &url, &b).await;
+        assert_eq!(r.status(), 201);
+        let loc_b = r.header("location").unwrap().to_owned();
+        let sl = enc(r#"{"sst":1,"sd":"000001"}"#);
+        let other_sl = enc(r#"{"sst":1,"sd":"000002"}"#);
+        let with_sl = format!("ipv4Addr=10.0.0.9&snssai={sl}&dnn=internet");
+        let with_other_sl = format!("ipv4Addr=10.0.0.9&snssai={other_sl}");
+        expect_found(
+            &c,
+            &bsf,
+            discovery_index,
+            &[
+                ("ipv4Addr=10.0.0.9", Some("pcf-b.example.com")),
+                ("ipv4Addr=10.0.0.9&dnn=INTERNET", Some("pcf-a.example.com")),
+                ("ipv4Addr=10.0.0.9&dnn=ims&supi=imsi-001010000000099", Some("pcf-b.example.com")),
+                ("ipv4Addr=10.0.0.9&dnn=ims&supi=imsi-001010000000009", None),
+                ("ipv4Addr=10.0.0.9&gpsi=msisdn-33610000009", Some("pcf-b.example.com")),
+                ("ipv4Addr=10.0.0.9&gpsi=msisdn-33610000008", None),
+                (&with_sl, Some("pcf-a.example.com")),
+                (&with_other_sl, None),
+                ("ipv4Addr=10.0.0.9&ipDomain=d1", None),
+                ("ipv4Addr=10.0.0.10", None),
+            ],
+        )
+        .await;
+        // A Register for the same address, DNN and slice replaces A.
+        let mut a2 = a.clone();
+        a2["pcfFqdn"] = json!("pcf-a2.example.com");
+        assert_eq!(post(&c, &url, &a2).await.status(), 201);
+        problem(&delete(&c, &loc_a).await, 404, "RESOURCE_NOT_FOUND");
+        // An Update moves B to another address.
+        let r = merge_patch(&c, &loc_b, &json!({"ipv4Addr": "10.0.0.10", "ipDomain": "d1"})).await;
+        assert_eq!(r.status(), 200);
+        expect_found(
+            &c,
+            &bsf,
+            discovery_index,
+            &[
+                ("ipv4Addr=10.0.0.9", Some("pcf-a2.example.com")),
+                ("ipv4Addr=10.0.0.9&dnn=ims", None),
+                ("ipv4Addr=10.0.0.10", Some("pcf-b.example.com")),
+                ("ipv4Addr=10.0.0.10&ipDomain=d1", Some("pcf-b.example.com")),
+                ("ipv4Addr=10.0.0.10&ipDomain=d2", None),
+            ],
+        )
+        .await;
+        // IPv6: the binding's own prefix and an additional one, at the query's length or shorter.
+        let v6 = json!({"ipv6Prefix": "2001:db8:7:1::/64", "addIpv6Prefixes": ["2001:db8:8::/48"],
+            "dnn": "internet", "snssai": {"sst": 1}, "pcfFqdn": "pcf-6.example.com"});
+        let r = post(&c, &url, &v6).await;
+        assert_eq!(r.status(), 201);
+        let loc_6 = r.header("location").unwrap().to_owned();
+        let v6_cases = [
+            ("ipv6Prefix=2001%3Adb8%3A7%3A1%3A%3A5%2F128", Some("pcf-6.example.com")),
+            ("ipv6Prefix=2001%3Adb8%3A8%3A9%3A%3A1%2F128", Some("pcf-6.example.com")),
+            ("ipv6Prefix=2001%3Adb8%3A8%3A9%3A%3A1%2F128&dnn=ims", None),
+            ("ipv6Prefix=2001%3Adb8%3A7%3A2%3A%3A5%2F128", None),
+        ];
+        expect_found(&c, &bsf, discovery_index, &v6_cases).await;
+        bsf.stop().await;
+
+        // After a restart (the index loaded from the store again).
+        let bsf = TestBsf::start(dir.path(), config).await;
+        ready(&c, &bsf).await;
+        expect_found(
+            &c,
+            &bsf,
+            discovery_index,
+            &[
+                ("ipv4Addr=10.0.0.9", Some("pcf-a2.example.com")),
+                ("ipv4Addr=10.0.0.10&ipDomain=d1", Some("pcf-b.example.com")),
+            ],
+        )
+        .await;
+        expect_found(&c, &bsf, discovery_index, &v6_cases).await;
+        let loc_6 = loc_6.replace(&loc_6[..loc_6.find("/nbsf").unwrap()], &bsf.base);
+        assert_eq!(delete(&c, &loc_6).await.status(), 204);
+        expect_found(
+            &c,
+            &bsf,
+            discovery_index,
+            &[("ipv6Prefix=2001%3Adb8%3A8%3A9%3A%3A1%2F128", None)],
+        )
+        .await;
+        bsf.stop().await;
+    }
+}
+
+/// With `discovery_index` (SQLite), a loaded BSF answers Discovery by UE address from memory,
+/// and queries the index does not cover (a MAC address) from the store: a row removed behind
+/// the BSF's back is still found by its IPv4 address, not by its MAC address.
+#[tokio::test]
+async fn discovery_by_ue_address_is_answered_from_memory() {
+    for discovery_index in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BsfConfig { discovery_index, ..BsfConfig::default() };
+        let bsf = TestBsf::start(dir.path(), config).await;
+        let c = client();
+        ready(&c, &bsf).await;
+        let mut b = binding(77);
+        b["macAddr48"] = json!("0a-1b-2c-3d-4e-77");
+        let r = post(&c, &bsf.url("/pcfBindings"), &b).await;
+        assert_eq!(r.status(), 201);
+        let db = rusqlite::Connection::open(dir.path().join("bsf.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(db.execute("DELETE FROM bsf_pcf_binding", []).unwrap(), 1);
+        let by_ip = get(&c, &bsf.url("/pcfBindings?ipv4Addr=10.0.0.77")).await;
+        let by_mac = get(&c, &bsf.url("/pcfBindings?macAddr48=0a-1b-2c-3d-4e-77")).await;
+        if discovery_index {
+            assert_eq!(by_ip.status(), 200);
+            assert_eq!(body(&by_ip), b);
+        } else {
+            assert_eq!(by_ip.status(), 204);
+        }
+        assert_eq!(by_mac.status(), 204);
+        bsf.stop().await;
+    }
+}
+
 testkit::on_both_backends!(
     register_discover_update_deregister,
     ipv6_prefix_and_mac_discovery,
@@ -485,4 +655,5 @@ testkit::on_both_backends!(
     audit_removes_old_bindings_at_a_bounded_rate,
     subscriptions_and_binding_notifications,
     subscriptions_are_bounded,
+    discovery_follows_every_write,
 );

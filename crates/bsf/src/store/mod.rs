@@ -14,6 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use nf::NfError;
 
 use crate::models::Keys;
@@ -54,7 +55,8 @@ pub struct NewBinding {
     pub id: String,
     pub keys: Keys,
     pub created_ms: i64,
-    pub json: Vec<u8>,
+    /// Shared by the answer, the store and the UE address index: encoded once, never copied.
+    pub json: Bytes,
 }
 
 /// What a Register did.
@@ -84,6 +86,8 @@ pub struct Lookup {
     pub ip_domain: Option<String>,
     /// Candidate prefixes (the query's network at the lengths bindings use).
     pub ipv6: Vec<String>,
+    /// The IPv6 prefix the query gave (address, length), which `ipv6` was made from.
+    pub ipv6_query: Option<(std::net::Ipv6Addr, u8)>,
     pub mac: Option<String>,
     pub dnn: Option<String>,
     pub snssai: Option<(u8, String)>,

@@ -28,7 +28,7 @@ mod bulk;
 
 pub use bulk::SqliteBulkLoad;
 
-pub const MIGRATIONS: [Migration; 5] = [
+pub const MIGRATIONS: [Migration; 6] = [
     Migration::new(
         "bsf-0001-pcf-binding",
         "CREATE TABLE bsf_pcf_binding (
@@ -109,6 +109,15 @@ pub const MIGRATIONS: [Migration; 5] = [
         DROP INDEX bsf_idx_gpsi;
         CREATE INDEX bsf_idx_gpsi ON bsf_pcf_binding (gpsi, created_ms) WHERE gpsi IS NOT NULL;",
     ),
+    // No statement reads bindings by SUPI or GPSI alone: Discovery always names a UE address
+    // (its own index is the selective one), SUPI and GPSI only filter what it finds. Their two
+    // indexes were two more B-tree inserts per Register and two deletes per Deregister and per
+    // replacement (issue #28; docs/BENCHMARKS.md, s27).
+    Migration::new(
+        "bsf-0006-no-supi-gpsi-indexes",
+        "DROP INDEX bsf_idx_supi;
+        DROP INDEX bsf_idx_gpsi;",
+    ),
 ];
 
 const KEY_IPV6: &str = "ipv6";
@@ -151,12 +160,20 @@ fn stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
     Ok(Stored { id: row.get(0)?, json: row.get(1)? })
 }
 
+/// Register's duplicate check by each UE address (constant text: the statement cache finds it
+/// without a string built per call).
+const CONFLICT_V4: &str = "SELECT binding_id, json_content FROM bsf_pcf_binding \
+    WHERE ipv4_addr = ?1 AND ip_domain = ?2 AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
+const CONFLICT_V6: &str = "SELECT binding_id, json_content FROM bsf_pcf_binding \
+    WHERE ipv6_prefix = ?1 AND ?2 = ?2 AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
+const CONFLICT_MAC: &str = "SELECT binding_id, json_content FROM bsf_pcf_binding \
+    WHERE mac_addr_48 = ?1 AND ?2 = ?2 AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
+
 /// The bindings already holding one of `keys`' UE addresses for the same DNN and S-NSSAI.
 fn conflicts(tx: &Connection, keys: &Keys) -> rusqlite::Result<Vec<Stored>> {
     let mut out: Vec<Stored> = Vec::new();
-    let tail = "AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
-    let mut run = |sql: String, a: &str, b: &str| -> rusqlite::Result<()> {
-        let mut st = tx.prepare_cached(&sql)?;
+    let mut run = |sql: &str, a: &str, b: &str| -> rusqlite::Result<()> {
+        let mut st = tx.prepare_cached(sql)?;
         for r in st.query_map(params![a, b, keys.dnn, keys.sst, keys.sd], stored)? {
             let r = r?;
             if !out.iter().any(|o| o.id == r.id) {
@@ -166,17 +183,13 @@ fn conflicts(tx: &Connection, keys: &Keys) -> rusqlite::Result<Vec<Stored>> {
         Ok(())
     };
     if let Some(ip) = &keys.ipv4 {
-        run(
-            format!("{SELECT_DOC} WHERE ipv4_addr = ?1 AND ip_domain = ?2 {tail}"),
-            ip,
-            &keys.ip_domain,
-        )?;
+        run(CONFLICT_V4, ip, &keys.ip_domain)?;
     }
     if let Some(p) = &keys.ipv6 {
-        run(format!("{SELECT_DOC} WHERE ipv6_prefix = ?1 AND ?2 = ?2 {tail}"), p, "")?;
+        run(CONFLICT_V6, p, "")?;
     }
     if let Some(m) = &keys.mac {
-        run(format!("{SELECT_DOC} WHERE mac_addr_48 = ?1 AND ?2 = ?2 {tail}"), m, "")?;
+        run(CONFLICT_MAC, m, "")?;
     }
     Ok(out)
 }
@@ -226,9 +239,22 @@ fn insert_additional_keys(tx: &Connection, id: &str, keys: &Keys) -> rusqlite::R
     Ok(())
 }
 
+/// Removes binding `id` and its additional-key rows, whatever it held.
 fn delete_id(tx: &Connection, id: &str) -> rusqlite::Result<usize> {
     tx.prepare_cached("DELETE FROM bsf_pcf_binding_key WHERE binding_id = ?1")?.execute([id])?;
     tx.prepare_cached("DELETE FROM bsf_pcf_binding WHERE binding_id = ?1")?.execute([id])
+}
+
+/// Removes a stored binding and its additional-key rows, which only a document naming
+/// `addIpv6Prefixes` or `addMacAddrs` has (most have none: their DELETE would be one more
+/// index probe per Deregister and per replacing Register, finding nothing).
+fn delete_stored(tx: &Connection, s: &Stored) -> rusqlite::Result<usize> {
+    let finder = |k: &str| memchr::memmem::find(&s.json, k.as_bytes()).is_some();
+    if finder("\"addIpv6Prefixes\"") || finder("\"addMacAddrs\"") {
+        tx.prepare_cached("DELETE FROM bsf_pcf_binding_key WHERE binding_id = ?1")?
+            .execute([&s.id])?;
+    }
+    tx.prepare_cached("DELETE FROM bsf_pcf_binding WHERE binding_id = ?1")?.execute([&s.id])
 }
 
 fn get_id(c: &Connection, id: &str) -> rusqlite::Result<Option<Stored>> {
@@ -284,7 +310,7 @@ impl SqliteBindingStore {
                     let id = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
                     let created: i64 = r.get(1)?;
                     let json = r.get_ref(2)?.as_bytes().map_err(rusqlite::Error::from)?;
-                    if let Some(b) = Indexed::from_json(id, json) {
+                    if let Some(b) = loading.indexed(id, json) {
                         loading.load_one(&b, created);
                         n += 1;
                     }
@@ -324,7 +350,7 @@ impl SqliteBindingStore {
     async fn create(&self, binding: NewBinding, reject: bool) -> store::Result<Created> {
         let NewBinding { id, keys, created_ms, json } = binding;
         let index = self.index.clone();
-        let indexed = index.as_ref().and_then(|_| Indexed::from_json(&id, &json));
+        let indexed = index.as_ref().map(|ix| ix.indexed_new(&id, &keys, &json));
         let r = self
             .db
             .write(move |tx: &Transaction<'_>| {
@@ -336,13 +362,17 @@ impl SqliteBindingStore {
                     insert(tx, &id, &keys, created_ms, &json)?;
                 } else {
                     for old in &existing {
-                        delete_id(tx, &old.id)?;
+                        delete_stored(tx, old)?;
                     }
                     insert(tx, &id, &keys, created_ms, &json)?;
-                    index_removed(&index, &existing);
                 }
+                // The new binding first: a Discovery from the index meanwhile finds the old one
+                // or the new one, never neither.
                 if let (Some(ix), Some(b)) = (&index, &indexed) {
                     ix.insert(b, created_ms);
+                }
+                if !reject {
+                    index_removed(&index, &existing);
                 }
                 let replaced = if reject { Vec::new() } else { existing };
                 Ok(Created::Inserted { replaced })
@@ -363,9 +393,7 @@ impl SqliteBindingStore {
                 }
                 if let Some(ix) = &index {
                     for b in &rows {
-                        if let Some(x) = Indexed::from_json(&b.id, &b.json) {
-                            ix.insert(&x, b.created_ms);
-                        }
+                        ix.insert(&ix.indexed_new(&b.id, &b.keys, &b.json), b.created_ms);
                     }
                 }
                 Ok(rows.len())
@@ -456,7 +484,7 @@ impl SqliteBindingStore {
             .write(move |tx| {
                 let found = get_id(tx, &id)?;
                 if let Some(f) = &found {
-                    delete_id(tx, &id)?;
+                    delete_stored(tx, f)?;
                     index_removed(&index, std::slice::from_ref(f));
                 }
                 Ok(found)
@@ -502,11 +530,13 @@ impl SqliteBindingStore {
                     .execute([&id])?;
                 insert_additional_keys(tx, &id, &keys)?;
                 if let Some(ix) = &index {
-                    if let Some(b) = &old_indexed {
-                        ix.remove(b);
-                    }
-                    if let Some(b) = Indexed::from_json(&id, &json) {
-                        ix.insert(&b, created_ms);
+                    match (&old_indexed, ix.indexed(&id, &json)) {
+                        (Some(o), Some(n)) => ix.replace(o, &n, created_ms),
+                        (None, Some(n)) => ix.insert(&n, created_ms),
+                        (Some(o), None) => {
+                            ix.remove(o);
+                        }
+                        (None, None) => {}
                     }
                 }
                 Ok(Updated::Done(json))
@@ -529,7 +559,7 @@ impl SqliteBindingStore {
                     .query_map(params![before_ms, limit], stored)?
                     .collect::<rusqlite::Result<_>>()?;
                 for s in &old {
-                    delete_id(tx, &s.id)?;
+                    delete_stored(tx, s)?;
                 }
                 index_removed(&index, &old);
                 Ok(old)
@@ -799,11 +829,11 @@ mod tests {
         for m in MIGRATIONS {
             c.execute_batch(m.sql).expect(m.id);
         }
-        let tail = "AND dnn = ?3 AND snssai_sst = ?4 AND snssai_sd = ?5";
         let cases = [
             // Register's duplicate check.
-            (format!("{SELECT_DOC} WHERE ipv6_prefix = ?1 AND ?2 = ?2 {tail}"), "bsf_idx_ipv6"),
-            (format!("{SELECT_DOC} WHERE mac_addr_48 = ?1 AND ?2 = ?2 {tail}"), "bsf_idx_mac"),
+            (CONFLICT_V6.to_owned(), "bsf_idx_ipv6"),
+            (CONFLICT_MAC.to_owned(), "bsf_idx_mac"),
+            (CONFLICT_V4.to_owned(), "bsf_idx_ipv4"),
             // Discovery (`find`), the binding's own key or an additional one.
             (
                 format!(
@@ -821,8 +851,11 @@ mod tests {
                 ),
                 "bsf_idx_mac",
             ),
-            (format!("{SELECT_DOC} WHERE supi = ?1"), "bsf_idx_supi"),
-            (format!("{SELECT_DOC} WHERE gpsi = ?1"), "bsf_idx_gpsi"),
+            // SUPI and GPSI filter a UE address's bindings (they have no index of their own).
+            (
+                format!("{SELECT_DOC} WHERE 1 = 1 AND ipv4_addr = ?1 AND supi = ?2 AND gpsi = ?3"),
+                "bsf_idx_ipv4",
+            ),
         ];
         for (sql, index) in cases {
             let p = plan(&c, &sql);
@@ -1035,7 +1068,7 @@ mod tests {
         doc["addMacAddrs"] = serde_json::json!(["aa-bb-cc-dd-ee-ff"]);
         let keys = crate::models::validate_binding(&mut doc).unwrap();
         let json = serde_json::to_vec(&doc).unwrap();
-        let b = NewBinding { id: "x".into(), keys, created_ms: 1, json };
+        let b = NewBinding { id: "x".into(), keys, created_ms: 1, json: json.into() };
         s.create(b, false).await.unwrap();
         assert_eq!(key_rows().await, 3);
         let patched = s
