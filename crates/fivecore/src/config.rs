@@ -27,6 +27,9 @@ pub struct Config {
     pub pcf: pcf::PcfConfig,
     /// The Data Director (docs/dd.md).
     pub dd: dd::DdConfig,
+    /// Traces: trace context on SBI requests, spans exported by OTLP when configured
+    /// (docs/telemetry.md). Every NF reads it, under its own `service.name`.
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,7 @@ mod tests {
         assert_eq!(cfg.bsf, bsf::BsfConfig::default());
         assert_eq!(cfg.udr, udr::UdrConfig::default());
         assert_eq!(cfg.pcf.copy, pcf::PcfConfig::default().copy);
+        assert_eq!(cfg.telemetry, telemetry::TelemetryConfig::default());
     }
 
     #[test]
@@ -132,6 +136,28 @@ mod tests {
         let run = nf::nrf_run_config(&set, None);
         assert_eq!((run.sbi.listen.port(), run.store.path), (9000, "x.db".into()));
         assert_eq!(nf::up_listen(&set, Nf::Nrf, 7000).to_string(), "0.0.0.0:7000");
+    }
+
+    #[test]
+    fn the_telemetry_section_reaches_every_nf() {
+        let cfg = Config::parse(
+            "[telemetry]\nsample_ratio = 0.5\n[telemetry.otlp]\nendpoint = \"http://c:4318\"",
+        )
+        .unwrap();
+        let dir = Some(Path::new("/var/lib/fivecore"));
+        for sbi in [
+            crate::nf::nrf_run_config(&cfg, dir).sbi,
+            crate::nf::udr_run_config(&cfg, dir).sbi,
+            crate::nf::bsf_run_config(&cfg, dir).sbi,
+            crate::nf::pcf_run_config(&cfg, dir).sbi,
+            crate::nf::dd_run_config(&cfg, dir).sbi,
+        ] {
+            assert_eq!(sbi.telemetry, cfg.telemetry);
+            assert_eq!(sbi.telemetry.otlp.as_ref().unwrap().traces_url(), "http://c:4318/v1/traces");
+        }
+        assert!(Config::parse("[telemetry.otlp]\nendpoint = \"http://c\"\nqueue = 1").is_err());
+        // Only the top-level section: the SBI server's own table has no telemetry.
+        assert!(Config::parse("[sbi.telemetry]\nsample_ratio = 1.0").is_err());
     }
 
     #[test]
