@@ -153,7 +153,10 @@ mod tests {
             crate::nf::dd_run_config(&cfg, dir).sbi,
         ] {
             assert_eq!(sbi.telemetry, cfg.telemetry);
-            assert_eq!(sbi.telemetry.otlp.as_ref().unwrap().traces_url(), "http://c:4318/v1/traces");
+            assert_eq!(
+                sbi.telemetry.otlp.as_ref().unwrap().traces_url(),
+                "http://c:4318/v1/traces"
+            );
         }
         assert!(Config::parse("[telemetry.otlp]\nendpoint = \"http://c\"\nqueue = 1").is_err());
         // Only the top-level section: the SBI server's own table has no telemetry.

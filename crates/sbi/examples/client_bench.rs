@@ -20,7 +20,7 @@ async fn main() {
     };
     let c: usize = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(16).max(1);
     let client = SbiClient::new(&ClientConfig::default()).expect("client");
-    let traceparent = std::env::var("TRACEPARENT").ok();
+    let traceparent = std::env::var("TRACEPARENT").ok().filter(|v| !v.is_empty());
     // The connection is opened before the measured requests.
     client.get(url).send().await.expect("first request");
     let tasks: Vec<_> = (0..c)

@@ -44,7 +44,8 @@ struct Consumer {
 /// The consumer's operation reads the item at the producer and answers what it got.
 async fn get_thing(c: Arc<Consumer>, req: SbiRequest) -> HandlerResult {
     let url = format!("{}/nprod/v1/items/{}", c.producer, req.param("thingId"));
-    let rsp = c.client.get(&url).send().await.map_err(|e| ProblemDetails::internal(e.to_string()))?;
+    let rsp =
+        c.client.get(&url).send().await.map_err(|e| ProblemDetails::internal(e.to_string()))?;
     let mut out = http::Response::new(sbi::Body::from(rsp.body().clone()));
     *out.status_mut() = rsp.status();
     if let Some(ct) = rsp.headers().get(http::header::CONTENT_TYPE) {
@@ -174,7 +175,8 @@ async fn the_spans_of_one_request_form_one_trace_across_nfs() {
     assert!(spans.iter().all(|s| s.trace_id == TRACE), "one trace: {spans:#?}");
     assert!(spans.iter().all(|s| s.trace_state == "amf=7"), "{spans:#?}");
 
-    let served = one(&spans, "consumer server span", |s| s.service == "fivecore-pcf" && s.kind == SERVER);
+    let served =
+        one(&spans, "consumer server span", |s| s.service == "fivecore-pcf" && s.kind == SERVER);
     assert_eq!(served.name, "Ncons_Things_Get");
     assert_eq!(served.parent_span_id, PARENT, "a child of the AMF's span");
     assert_eq!(served.attr("http.route"), Some("/ncons/v1/things/{thingId}"));
@@ -198,7 +200,10 @@ async fn the_spans_of_one_request_form_one_trace_across_nfs() {
     assert_eq!(seen["traceparent"], format!("00-{TRACE}-{}-01", sent.span_id));
     assert_eq!(seen["tracestate"], "amf=7");
     let requests = receiver.requests();
-    assert!(requests.iter().all(|r| *r == ("POST /v1/traces".into(), "application/x-protobuf".into())), "{requests:?}");
+    assert!(
+        requests.iter().all(|r| *r == ("POST /v1/traces".into(), "application/x-protobuf".into())),
+        "{requests:?}"
+    );
 
     // A request without traceparent starts a trace here; the producer's 404 carries its cause.
     let r = c.get(&format!("{}/ncons/v1/things/missing", consumer.base)).send().await.unwrap();
@@ -227,7 +232,10 @@ async fn the_spans_of_one_request_form_one_trace_across_nfs() {
     assert_eq!(unrouted.attr("http.route"), None);
 
     let text = consumer.metrics().await;
-    assert!(text.lines().any(|l| l.starts_with("otlp_spans_exported_total ") && !l.ends_with(" 0")), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("otlp_spans_exported_total ") && !l.ends_with(" 0")),
+        "{text}"
+    );
     assert!(text.contains("otlp_spans_dropped_total{reason=\"queue_full\"} 0"), "{text}");
     consumer.stop().await;
     producer.stop().await;

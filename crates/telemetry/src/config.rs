@@ -188,7 +188,11 @@ mod tests {
             bad("[otlp]\nendpoint = \"http://c\"\nqueue_size = 4\nbatch_size = 8"),
             "otlp.queue_size"
         );
-        assert!(toml::from_str::<TelemetryConfig>("[otlp]\nendpoint = \"http://c\"\nprotocol = \"grpc\"").is_err());
-        assert!(toml::from_str::<TelemetryConfig>("[otlp]\nendpoint = \"http://c\"\nqueue = 1").is_err());
+        assert!(toml::from_str::<TelemetryConfig>(
+            "[otlp]\nendpoint = \"http://c\"\nprotocol = \"grpc\""
+        )
+        .is_err());
+        assert!(toml::from_str::<TelemetryConfig>("[otlp]\nendpoint = \"http://c\"\nqueue = 1")
+            .is_err());
     }
 }
