@@ -38,7 +38,10 @@ async fn stack(addr: SocketAddr) {
     let cfg = ServerConfig { listen: addr, ..Default::default() };
     let mut server =
         SbiServer::bind(cfg, NfIdentity::new("BENCH", "bench-1"), router, obs).await.expect("bind");
-    let otlp = std::env::var("OTLP_ENDPOINT").ok().filter(|v| !v.is_empty()).map(telemetry::OtlpConfig::new);
+    let otlp = std::env::var("OTLP_ENDPOINT")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(telemetry::OtlpConfig::new);
     let config = telemetry::TelemetryConfig { otlp, ..Default::default() };
     let traces = telemetry::Traces::start(&config, "BENCH", "bench-1").expect("telemetry");
     if let Some(t) = &traces {
