@@ -29,6 +29,9 @@ pub struct Config {
     pub dd: dd::DdConfig,
     /// The web console (docs/console.md).
     pub console: console::ConsoleConfig,
+    /// Traces: trace context on SBI requests, spans exported by OTLP when configured
+    /// (docs/telemetry.md). Every NF reads it, under its own `service.name`.
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +121,7 @@ mod tests {
         assert_eq!(cfg.console.session_idle_secs, Some(console::config::DEFAULT_IDLE_SECS));
         assert_eq!(cfg.console.session_max_secs, Some(console::config::DEFAULT_MAX_SECS));
         assert!(cfg.console.users.is_empty() && cfg.console.enabled.is_none());
+        assert_eq!(cfg.telemetry, telemetry::TelemetryConfig::default());
     }
 
     #[test]
@@ -223,6 +227,31 @@ mod tests {
         let copy = Config::parse("[bsf.copy]\nenabled = true\nbatch_size = 0").unwrap();
         let faults = check(&copy, &[Nf::Bsf]);
         assert!(faults.len() == 1 && faults[0].contains("batch_size"), "{faults:?}");
+    }
+
+    #[test]
+    fn the_telemetry_section_reaches_every_nf() {
+        let cfg = Config::parse(
+            "[telemetry]\nsample_ratio = 0.5\n[telemetry.otlp]\nendpoint = \"http://c:4318\"",
+        )
+        .unwrap();
+        let dir = Some(Path::new("/var/lib/fivecore"));
+        for sbi in [
+            crate::nf::nrf_run_config(&cfg, dir).sbi,
+            crate::nf::udr_run_config(&cfg, dir).sbi,
+            crate::nf::bsf_run_config(&cfg, dir).sbi,
+            crate::nf::pcf_run_config(&cfg, dir).sbi,
+            crate::nf::dd_run_config(&cfg, dir).sbi,
+        ] {
+            assert_eq!(sbi.telemetry, cfg.telemetry);
+            assert_eq!(
+                sbi.telemetry.otlp.as_ref().unwrap().traces_url(),
+                "http://c:4318/v1/traces"
+            );
+        }
+        assert!(Config::parse("[telemetry.otlp]\nendpoint = \"http://c\"\nqueue = 1").is_err());
+        // Only the top-level section: the SBI server's own table has no telemetry.
+        assert!(Config::parse("[sbi.telemetry]\nsample_ratio = 1.0").is_err());
     }
 
     #[test]

@@ -250,6 +250,7 @@ pub(crate) fn nf_sbi_and_store(
         store.path = dir.join(&store.path);
     }
     let mut sbi = config.sbi.clone();
+    sbi.telemetry = config.telemetry.clone();
     if sbi.listen.port() == 0 {
         sbi.listen.set_port(info(nf).sbi_port);
     }

@@ -25,6 +25,12 @@
 //! `dd_client`) and installs it as the message-copy tap of the SBI server, of the SBI client
 //! (what the NF sends: also its NRF registration and heartbeats) and of every Diameter node
 //! the NF gives [`Serving::diameter`]. Off, no tap is installed and copying costs nothing.
+//!
+//! With `[telemetry.otlp]` (carried in [`Spec::sbi`]'s `telemetry`) the skeleton starts the
+//! NF's span export (crate `telemetry`, `service.name` `fivecore-<nf>`) and gives the SBI server
+//! and client its tracer; its counters are on `/metrics`, and what is queued is exported at
+//! stop, after the copies. Off, requests only pass a consumer's trace context on
+//! (docs/telemetry.md).
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -57,6 +63,8 @@ pub struct Spec {
 
 /// How long the stop waits for the Data Director to take the copies still buffered.
 const COPY_FLUSH: Duration = Duration::from_secs(2);
+/// How long the stop waits for the collector to take the spans still queued.
+const SPAN_FLUSH: Duration = Duration::from_secs(2);
 
 /// Why an NF could not start or serve.
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +147,7 @@ pub struct Skeleton<S: NfStore = SqliteStore> {
     store: S,
     observability: Observability,
     copier: Option<Arc<Copier>>,
+    traces: Option<Arc<telemetry::Traces>>,
 }
 
 impl Skeleton<SqliteStore> {
@@ -167,6 +176,13 @@ impl<S: NfStore> Skeleton<S> {
             .get_or_insert_with(|| sbi::client::user_agent(spec.nf_type, &instance_id));
         let client = SbiClient::new(&client_config)?;
         let observability = Observability::new();
+        let traces = telemetry::Traces::start(&spec.sbi.telemetry, spec.nf_type, &instance_id)
+            .map_err(|e| StartError::Config(e.to_string()))?
+            .map(Arc::new);
+        if let Some(t) = &traces {
+            client.set_tracer(t.tracer());
+            observability.with_registry(|r| t.register_metrics(r));
+        }
         let copier = match spec.copy.enabled {
             true => {
                 // Its own client: the NF's carries the egress tap, and the copier's POSTs must
@@ -189,11 +205,14 @@ impl<S: NfStore> Skeleton<S> {
                 if let Some(c) = &copier {
                     c.stop(Duration::ZERO).await;
                 }
+                if let Some(t) = &traces {
+                    t.shutdown(Duration::ZERO).await;
+                }
                 return Err(e);
             }
         };
         observability.with_registry(|r| store.register_metrics(r));
-        Ok(Skeleton { spec, instance_id, client, store, observability, copier })
+        Ok(Skeleton { spec, instance_id, client, store, observability, copier, traces })
     }
 
     pub fn instance_id(&self) -> &str {
@@ -232,6 +251,9 @@ impl<S: NfStore> Skeleton<S> {
         if let Some(c) = &self.copier {
             server = server.with_tap(c.sbi_tap());
         }
+        if let Some(t) = &self.traces {
+            server = server.with_tracer(t.tracer());
+        }
         Ok(Serving {
             scheme: self.scheme(),
             skeleton: self,
@@ -247,6 +269,9 @@ impl<S: NfStore> Skeleton<S> {
     pub async fn close(self) {
         if let Some(c) = &self.copier {
             c.stop(Duration::ZERO).await;
+        }
+        if let Some(t) = &self.traces {
+            t.shutdown(Duration::ZERO).await;
         }
         close_store(&self.store).await;
     }
@@ -365,6 +390,9 @@ impl<S: NfStore> Serving<S> {
         }
         if let Some(c) = &self.skeleton.copier {
             c.stop(COPY_FLUSH).await;
+        }
+        if let Some(t) = &self.skeleton.traces {
+            t.shutdown(SPAN_FLUSH).await;
         }
         close_store(&self.skeleton.store).await;
         served.map_err(StartError::from)

@@ -4,6 +4,9 @@
 //!
 //!     cargo run --release -p fivecore-sbi --example bench_server -- stack 127.0.0.1:18080
 //!     cargo run --release -p fivecore-sbi --example bench_server -- bare  127.0.0.1:18081
+//!
+//! `OTLP_ENDPOINT=http://127.0.0.1:4318` gives the stack a tracer exporting to that collector
+//! (docs/telemetry.md), to measure what a server span per request costs.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,8 +36,17 @@ async fn stack(addr: SocketAddr) {
     let obs = Observability::new();
     obs.set_ready(true);
     let cfg = ServerConfig { listen: addr, ..Default::default() };
-    let server =
+    let mut server =
         SbiServer::bind(cfg, NfIdentity::new("BENCH", "bench-1"), router, obs).await.expect("bind");
+    let otlp = std::env::var("OTLP_ENDPOINT")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(telemetry::OtlpConfig::new);
+    let config = telemetry::TelemetryConfig { otlp, ..Default::default() };
+    let traces = telemetry::Traces::start(&config, "BENCH", "bench-1").expect("telemetry");
+    if let Some(t) = &traces {
+        server = server.with_tracer(t.tracer());
+    }
     server.serve(std::future::pending()).await.expect("serve");
 }
 

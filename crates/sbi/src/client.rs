@@ -57,6 +57,7 @@ use serde::{Deserialize, Serialize};
 
 mod connect;
 mod pool;
+mod trace;
 
 use connect::{Connector, KeepAlive};
 use pool::Pool;
@@ -409,6 +410,8 @@ struct Inner {
     tap: OnceLock<Arc<dyn MessageTap>>,
     /// Where access tokens come from (the nrf-client), once installed.
     tokens: OnceLock<Arc<dyn TokenSource>>,
+    /// What makes the client spans, once installed (docs/telemetry.md).
+    tracer: OnceLock<telemetry::Tracer>,
     /// Requests started, and whether the [`keep_timer_armed`] task runs.
     requests: AtomicU64,
     timer_kept: AtomicBool,
@@ -566,6 +569,7 @@ impl SbiClientBuilder {
                 max_alternates: c.max_alternates,
                 tap: OnceLock::new(),
                 tokens: OnceLock::new(),
+                tracer: OnceLock::new(),
                 requests: AtomicU64::new(0),
                 timer_kept: AtomicBool::new(false),
             }),
@@ -687,6 +691,14 @@ impl SbiClient {
     /// (docs/security.md). Set once: false, and nothing changes, when a source is already in.
     pub fn set_token_source(&self, source: Arc<dyn TokenSource>) -> bool {
         self.inner.tokens.set(source).is_ok()
+    }
+
+    /// Makes a client span of every attempt from now on, a child of the span being served,
+    /// whose `traceparent` goes with the request (docs/telemetry.md). Without a tracer the
+    /// client only passes on a consumer's trace context. Set once: false, and nothing changes,
+    /// when a tracer is already in.
+    pub fn set_tracer(&self, tracer: telemetry::Tracer) -> bool {
+        self.inner.tracer.set(tracer).is_ok()
     }
 
     /// Starts a request. `url` is absolute (`http://host:port/path?query`) for
@@ -874,6 +886,8 @@ impl SbiClient {
         }
     }
 
+    /// One try on one producer, in a client span when tracing (made here, not in a wrapping
+    /// function, whose future would hold the arguments beside this one's).
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
@@ -881,10 +895,11 @@ impl SbiClient {
         uri: Uri,
         scheme: &Scheme,
         authority: &Authority,
-        headers: HeaderMap,
+        mut headers: HeaderMap,
         body: Bytes,
         timeout: Duration,
     ) -> Result<SbiResponse, ClientError> {
+        let span = trace::start(self.inner.tracer.get(), &method, &uri, &mut headers);
         let mut req = Request::new(());
         *req.method_mut() = method;
         *req.uri_mut() = uri;
@@ -994,10 +1009,14 @@ impl SbiClient {
             })
         };
         keep_timer_armed(&self.inner);
-        match tokio::time::timeout(timeout, exchange).await {
+        let result = match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(ClientError::Timeout { producer: producer(), after: timeout }),
+        };
+        if let Some(span) = span {
+            trace::end(span, &result);
         }
+        result
     }
 }
 

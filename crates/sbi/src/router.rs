@@ -135,6 +135,8 @@ pub(crate) struct Route {
     segments: Vec<Segment>,
     /// The 3GPP service operation, e.g. `Nbsf_Management_Register`, for metrics and logs.
     pub(crate) operation: &'static str,
+    /// The path template, `/nbsf-management/v1/pcfBindings/{bindingId}` (a span's `http.route`).
+    pub(crate) template: &'static str,
     pub(crate) handler: Arc<ErasedHandler>,
     pub(crate) problems: Option<ProblemRenderer>,
 }
@@ -147,6 +149,7 @@ pub type ProblemRenderer = fn(ProblemDetails) -> Response;
 #[derive(Clone)]
 pub struct Matched {
     pub operation: &'static str,
+    pub template: &'static str,
     pub index: usize,
     pub(crate) handler: Arc<ErasedHandler>,
     pub(crate) params: Vec<(&'static str, String)>,
@@ -159,6 +162,8 @@ pub struct Matched {
 #[derive(Clone, Copy, Debug)]
 pub struct Operation {
     pub name: &'static str,
+    /// The route's path template.
+    pub route: &'static str,
     pub index: usize,
 }
 
@@ -188,6 +193,7 @@ impl Router {
                 if route.method == *method {
                     return Ok(Matched {
                         operation: route.operation,
+                        template: route.template,
                         index,
                         handler: route.handler.clone(),
                         params,
@@ -276,7 +282,7 @@ impl<S: Send + Sync + 'static> RouterBuilder<S> {
             Box::pin(IntoProblem { inner: handler(state.clone(), req), _error: PhantomData })
                 as BoxFuture
         });
-        self.routes.push(Route { method, segments, operation, handler, problems: None });
+        self.routes.push(Route { method, segments, operation, template, handler, problems: None });
         self
     }
 

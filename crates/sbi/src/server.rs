@@ -28,6 +28,7 @@ use crate::layer::rate_limit::{RateLimitConfig, RateLimitLayer};
 use crate::layer::request_id::RequestIdLayer;
 use crate::layer::route::RouteLayer;
 use crate::layer::tap::{MessageTap, PeerAddr, TapLayer};
+use crate::layer::trace::TraceLayer;
 use crate::layer::Either;
 use crate::oauth2::{OAuth2Config, Verifier};
 use crate::observe::Observability;
@@ -64,6 +65,11 @@ pub struct ServerConfig {
     pub oauth2: OAuth2Config,
     /// Per-consumer rate limits (off by default).
     pub rate_limit: RateLimitConfig,
+    /// `[telemetry]` of the configuration file (a top-level section shared by every NF, not
+    /// `[sbi.telemetry]`): the NF skeleton starts the span export from it and gives the server
+    /// and client their tracer (docs/telemetry.md).
+    #[serde(skip)]
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl Default for ServerConfig {
@@ -81,6 +87,7 @@ impl Default for ServerConfig {
             header_read_timeout_secs: 10,
             oauth2: OAuth2Config::default(),
             rate_limit: RateLimitConfig::default(),
+            telemetry: telemetry::TelemetryConfig::default(),
         }
     }
 }
@@ -138,6 +145,7 @@ pub struct SbiServer {
     identity: NfIdentity,
     observability: Observability,
     tap: Option<Arc<dyn MessageTap>>,
+    tracer: Option<telemetry::Tracer>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,12 +171,28 @@ impl SbiServer {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| ServerError::Bind { addr: config.listen, source })?;
-        Ok(SbiServer { listener, tls, config, router, identity, observability, tap: None })
+        Ok(SbiServer {
+            listener,
+            tls,
+            config,
+            router,
+            identity,
+            observability,
+            tap: None,
+            tracer: None,
+        })
     }
 
     /// Installs the message-copy tap (the Data Director's hook).
     pub fn with_tap(mut self, tap: Arc<dyn MessageTap>) -> Self {
         self.tap = Some(tap);
+        self
+    }
+
+    /// Makes a server span of each request with `tracer` (docs/telemetry.md); without one,
+    /// requests only pass a consumer's trace context on.
+    pub fn with_tracer(mut self, tracer: telemetry::Tracer) -> Self {
+        self.tracer = Some(tracer);
         self
     }
 
@@ -229,6 +253,7 @@ impl SbiServer {
             .map(|t| AbortOnDrop(spawn_tls_reload(t.clone())));
         let stack = ServiceBuilder::new()
             .layer(RequestIdLayer::new())
+            .layer(TraceLayer::new(self.tracer.clone()))
             .layer(MetricsLayer::new(&metrics, &self.router.operations()))
             .layer(RouteLayer::new(self.router.clone()))
             .layer(OAuth2Layer::new(verifier))

@@ -1,13 +1,15 @@
 //! The layer stack every SBI request passes through, one concern per layer, outermost first:
 //!
 //! 1. [`request_id`]: takes (and echoes) or makes a request id, opens the tracing span.
-//! 2. [`metrics`]: counts and times each service operation by status class.
-//! 3. [`route`]: resolves method and path to a service operation (404/405/400 INVALID_API here).
-//! 4. [`oauth2`]: the access token, when the NF requires one (401/403 here).
-//! 5. [`rate_limit`]: per consumer and service, when configured (429 here).
-//! 6. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
-//! 7. [`content`]: Accept, Content-Length and size limits; reads the body whole (406/411/413).
-//! 8. [`tap`]: hands a copy of request and answer to the Data Director (off unless configured).
+//! 2. [`trace`]: continues the consumer's W3C trace; with a tracer, the OpenTelemetry server
+//!    span (so answers refused by the layers below are in the trace too).
+//! 3. [`metrics`]: counts and times each service operation by status class.
+//! 4. [`route`]: resolves method and path to a service operation (404/405/400 INVALID_API here).
+//! 5. [`oauth2`]: the access token, when the NF requires one (401/403 here).
+//! 6. [`rate_limit`]: per consumer and service, when configured (429 here).
+//! 7. [`overload`]: bounded in-flight work; sheds with 503, Retry-After and 3gpp-Sbi-Oci.
+//! 8. [`content`]: Accept, Content-Length and size limits; reads the body whole (406/411/413).
+//! 9. [`tap`]: hands a copy of request and answer to the Data Director (off unless configured).
 //!
 //! and then the operation's handler ([`crate::router::Dispatch`]). Every layer is a plain tower
 //! `Layer`, so an NF can add its own where it belongs.
@@ -20,6 +22,7 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod route;
 pub mod tap;
+pub mod trace;
 
 use std::convert::Infallible;
 use std::future::Future;

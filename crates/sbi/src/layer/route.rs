@@ -51,7 +51,11 @@ where
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         match self.router.resolve(req.method(), req.uri().path()) {
             Ok(matched) => {
-                let operation = Operation { name: matched.operation, index: matched.index };
+                let operation = Operation {
+                    name: matched.operation,
+                    route: matched.template,
+                    index: matched.index,
+                };
                 req.extensions_mut().insert(matched);
                 Either::Right { inner: AfterResponse::new(self.inner.call(req), operation) }
             }
