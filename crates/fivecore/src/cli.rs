@@ -263,6 +263,8 @@ pub struct RestoreArgs {
     /// Only these NFs' stores (comma-separated); default: every store of the backup.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub nf: Vec<StoreNf>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ConsoleArgs {
     #[command(subcommand)]
