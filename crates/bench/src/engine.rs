@@ -682,8 +682,11 @@ fn usage(pids: &[u32]) -> Usage {
     Some((cpu, rss))
 }
 
+/// Open descriptors and threads of the NF processes.
+type FdsAndThreads = (Option<u64>, Option<u64>);
+
 /// Open descriptors and threads of the NF processes, summed (None when any is unreadable).
-fn fds_and_threads(pids: &[u32]) -> (Option<u64>, Option<u64>) {
+fn fds_and_threads(pids: &[u32]) -> FdsAndThreads {
     if pids.is_empty() {
         return (None, None);
     }
@@ -958,7 +961,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
     // With each sample: the NF processes' open descriptors and threads.
-    let leaks: Arc<Mutex<Vec<(Option<u64>, Option<u64>)>>> = Arc::default();
+    let leaks: Arc<Mutex<Vec<FdsAndThreads>>> = Arc::default();
     // The NFs' histograms with each sample: their own latency per second on the chart.
     let tick_scrapes: Arc<Mutex<Vec<Vec<nf_latency::Scrape>>>> = Arc::default();
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));

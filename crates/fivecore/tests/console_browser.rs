@@ -30,7 +30,9 @@ fn which(name: &str) -> Option<PathBuf> {
 struct Driver {
     port: u16,
     pid: u32,
-    _watchdog: ChildStdin,
+    watchdog: Option<ChildStdin>,
+    /// The watchdog shell, reaped once chromedriver has stopped.
+    shell: std::process::Child,
 }
 
 impl Driver {
@@ -55,13 +57,15 @@ impl Driver {
             assert!(Instant::now() < deadline, "chromedriver did not start on {port}");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Driver { port, pid, _watchdog: watchdog }
+        Driver { port, pid, watchdog: Some(watchdog), shell: child }
     }
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = Command::new("kill").arg(self.pid.to_string()).status();
+        drop(self.watchdog.take());
+        let _ = self.shell.wait();
     }
 }
 
@@ -245,8 +249,7 @@ async fn flows(p: &Page, up: &Up) {
     // Policy: activate a stored version when the PCF has the versions API, else deploy.
     let before = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
     p.go("policy").await;
-    p.text_with("#project-version", &before["version"].to_string().trim_matches('"').to_owned())
-        .await;
+    p.text_with("#project-version", before["version"].to_string().trim_matches('"')).await;
     let versions = http("GET", up.pcf, "/policy-admin/v1/versions", &[], None);
     if versions.status == 200 && p.c.find(Locator::Css("#versions button.activate")).await.is_ok() {
         p.click("#versions button.activate").await;

@@ -378,7 +378,7 @@ impl MysqlBindingStore {
                     }
                     insert(c, &b.id, &b.keys, b.created_ms, &b.json).await?;
                     let gone: &[Stored] = if reject { &[] } else { &existing };
-                    let put = [(b.id.as_str(), b.created_ms, b.json.as_slice())];
+                    let put = [(b.id.as_str(), b.created_ms, &b.json[..])];
                     record_bindings(c, writer.as_deref(), gone, &put).await?;
                     if !reject {
                         index_removed(&index, &existing);
@@ -418,10 +418,8 @@ impl MysqlBindingStore {
                             insert_additional_keys(c, &b.id, &b.keys).await?;
                         }
                     }
-                    let put: Vec<(&str, i64, &[u8])> = rows
-                        .iter()
-                        .map(|b| (b.id.as_str(), b.created_ms, b.json.as_slice()))
-                        .collect();
+                    let put: Vec<(&str, i64, &[u8])> =
+                        rows.iter().map(|b| (b.id.as_str(), b.created_ms, &b.json[..])).collect();
                     record_bindings(c, writer.as_deref(), &[], &put).await?;
                     if let Some(ix) = &index {
                         for b in rows.iter() {

@@ -39,7 +39,9 @@ pub struct Up {
     pub dd: u16,
     pub console: u16,
     pub dir: std::path::PathBuf,
-    _watchdog: ChildStdin,
+    watchdog: Option<ChildStdin>,
+    /// The watchdog shell, reaped once it has stopped `up`.
+    shell: std::process::Child,
 }
 
 impl Up {
@@ -107,7 +109,8 @@ impl Up {
             dd: port("Data Director"),
             console: port("Console"),
             dir,
-            _watchdog: watchdog,
+            watchdog: Some(watchdog),
+            shell: child,
         };
         for p in [up.nrf, up.udr, up.bsf, up.pcf, up.dd] {
             let deadline = Instant::now() + Duration::from_secs(30);
@@ -128,6 +131,8 @@ impl Drop for Up {
     fn drop(&mut self) {
         // The watchdog's stdin closes with us: it stops `up` by its PID.
         let _ = Command::new("kill").arg(self.pid.to_string()).status();
+        drop(self.watchdog.take());
+        let _ = self.shell.wait();
     }
 }
 
