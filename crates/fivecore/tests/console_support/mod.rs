@@ -67,6 +67,8 @@ impl Up {
                       pid=$!\necho \"pid $pid\"\nread _\nkill $pid 2>/dev/null\n\
                       i=0; while kill -0 $pid 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n\
                       kill -9 $pid 2>/dev/null\nwait $pid";
+        // Before the shell starts: it opens `up.log` in the data directory.
+        std::fs::create_dir_all(dir.join("data")).unwrap();
         let mut child = Command::new("sh")
             .args(["-c", script, env!("CARGO_BIN_EXE_fivecore")])
             .arg(&config)
@@ -75,7 +77,6 @@ impl Up {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        std::fs::create_dir_all(dir.join("data")).unwrap();
         let watchdog = child.stdin.take().unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut lines = Vec::new();
