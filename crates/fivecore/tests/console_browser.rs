@@ -246,44 +246,54 @@ async fn flows(p: &Page, up: &Up) {
     p.shot("subscribers").await;
     assert_eq!(http("GET", up.udr, &prov, &[], None).json(), after);
 
-    // Policy: activate a stored version when the PCF has the versions API, else deploy.
+    // Policy: a new version deployed by the page, a broken one refused, then the versions
+    // table: the diff of the older version, its activation, and the roll back.
     let before = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+    let first = before["version"].to_string().trim_matches('"').to_owned();
     p.go("policy").await;
-    p.text_with("#project-version", before["version"].to_string().trim_matches('"')).await;
-    let versions = http("GET", up.pcf, "/policy-admin/v1/versions", &[], None);
-    if versions.status == 200 && p.c.find(Locator::Css("#versions button.activate")).await.is_ok() {
-        p.click("#versions button.activate").await;
-        p.text_with("#policy-outcome", "activated").await;
-    } else {
-        // A new version of the project in force, deployed from its directory by the page.
-        let v2 = up.dir.join("policy-v2");
-        let cp = Command::new("cp")
-            .arg("-r")
-            .arg(up.dir.join("data/policy-default"))
-            .arg(&v2)
-            .status()
-            .unwrap();
-        assert!(cp.success());
-        let manifest = v2.join("project.toml");
-        let text = std::fs::read_to_string(&manifest).unwrap();
-        let old = format!("version = {}", before["version"]);
-        assert!(text.contains(&old), "{text}");
-        std::fs::write(&manifest, text.replacen(&old, "version = \"9.9.9-console\"", 1)).unwrap();
-        p.text_with("#versions-unavailable", "deploy").await;
-        p.fill("#deploy-dir", v2.to_str().unwrap()).await;
-        p.click("#deploy-btn").await;
-        p.text_with("#policy-outcome", "200: deployed").await;
-        let now = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
-        assert_eq!(now["version"], "9.9.9-console", "{now}");
-        p.text_with("#project-version", "9.9.9-console").await;
-        // A broken version is refused by the PCF's check, shown as its ProblemDetails, and the
-        // version in force stays.
-        std::fs::write(&manifest, "name = ").unwrap();
-        p.click("#deploy-btn").await;
-        p.text_with("#policy-outcome", "POLICY_CHECK_FAILED").await;
-        let still = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
-        assert_eq!(still["version"], "9.9.9-console", "{still}");
-    }
+    p.text_with("#project-version", &first).await;
+    let v2 = up.dir.join("policy-v2");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(up.dir.join("data/policy-default"))
+        .arg(&v2)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let manifest = v2.join("project.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let old = format!("version = {}", before["version"]);
+    assert!(text.contains(&old), "{text}");
+    std::fs::write(&manifest, text.replacen(&old, "version = \"9.9.9-console\"", 1)).unwrap();
+    p.fill("#deploy-dir", v2.to_str().unwrap()).await;
+    p.click("#deploy-btn").await;
+    p.text_with("#policy-outcome", "200: deployed").await;
+    let now = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+    assert_eq!(now["version"], "9.9.9-console", "{now}");
+    p.text_with("#project-version", "9.9.9-console").await;
+    // A broken version is refused by the PCF's check, shown as its ProblemDetails, and the
+    // version in force stays.
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, "name = ").unwrap();
+    p.click("#deploy-btn").await;
+    p.text_with("#policy-outcome", "POLICY_CHECK_FAILED").await;
+    let still = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+    assert_eq!(still["version"], "9.9.9-console", "{still}");
+    std::fs::write(&manifest, good).unwrap();
+    // The first version, no longer active: its diff against the one in force names the
+    // manifest; activating it puts it back in force, and the roll back returns to 9.9.9.
+    p.text_with("#versions", "9.9.9-console").await;
+    p.click("#versions button.diff").await;
+    p.text_with("#policy-detail", "project.toml").await;
+    p.click("#versions button.activate").await;
+    p.text_with("#policy-outcome", "activated").await;
+    let now = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+    assert_eq!(now["version"].as_str(), Some(first.as_str()), "{now}");
+    p.text_with("#project-version", &first).await;
+    p.click("#rollback").await;
+    p.text_with("#policy-outcome", "rolled back").await;
+    let now = http("GET", up.pcf, "/policy-admin/v1/project", &[], None).json();
+    assert_eq!(now["version"], "9.9.9-console", "{now}");
     p.shot("policy").await;
 
     // Data Director feeds and the live charts render from the NFs' own /metrics.
