@@ -49,6 +49,8 @@ async fn start_bsf_with(dir: &std::path::Path, index: bool) -> TestBsf {
             binding_index: index,
             ..RxConfig::default()
         },
+        // Without the index means none at all: discovery too reads the store.
+        discovery_index: index,
         ..BsfConfig::default()
     };
     TestBsf::start(dir, config).await
