@@ -378,6 +378,12 @@ impl<S: NfStore> Serving<S> {
         if !self.ready_later {
             self.skeleton.observability.set_ready(true);
         }
+        // Not ready from the moment the stop begins, before the server drains.
+        let observability = self.skeleton.observability.clone();
+        let shutdown = async move {
+            shutdown.await;
+            observability.set_stopping();
+        };
         let served = self.server.serve(shutdown).await;
         for step in self.on_stop {
             step.await;

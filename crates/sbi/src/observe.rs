@@ -25,6 +25,9 @@ pub const READY_PATH: &str = "/healthz/ready";
 pub struct Observability {
     registry: Arc<Mutex<Registry>>,
     ready: Arc<AtomicBool>,
+    /// Set once the NF begins to stop: from then on it is not ready, whatever `ready` says (a
+    /// deferred loader finishing during the stop must not make it ready again).
+    stopping: Arc<AtomicBool>,
 }
 
 impl Default for Observability {
@@ -37,8 +40,12 @@ impl Observability {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let ready = Arc::new(AtomicBool::new(false));
-        registry.register_collector(Box::new(ProcessCollector { ready: ready.clone() }));
-        Observability { registry: Arc::new(Mutex::new(registry)), ready }
+        let stopping = Arc::new(AtomicBool::new(false));
+        registry.register_collector(Box::new(ProcessCollector {
+            ready: ready.clone(),
+            stopping: stopping.clone(),
+        }));
+        Observability { registry: Arc::new(Mutex::new(registry)), ready, stopping }
     }
 
     /// Registers NF-specific metrics. Registration happens at start-up, never per request.
@@ -52,8 +59,14 @@ impl Observability {
         self.ready.store(ready, Ordering::Release);
     }
 
+    /// The NF has begun to stop (shutdown asked): /healthz/ready answers 503 from now on, so a
+    /// load balancer stops sending it new work while it drains.
+    pub fn set_stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        ready_now(&self.ready, &self.stopping)
     }
 
     pub fn encode(&self) -> String {
@@ -83,7 +96,11 @@ impl Observability {
                 ProblemDetails::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     cause::NF_CONGESTION,
-                    "not ready: state is still loading",
+                    if self.stopping.load(Ordering::Acquire) {
+                        "not ready: stopping"
+                    } else {
+                        "not ready: state is still loading"
+                    },
                 )
                 .into_response(),
             ),
@@ -97,11 +114,16 @@ impl Observability {
 #[derive(Debug)]
 struct ProcessCollector {
     ready: Arc<AtomicBool>,
+    stopping: Arc<AtomicBool>,
+}
+
+fn ready_now(ready: &AtomicBool, stopping: &AtomicBool) -> bool {
+    ready.load(Ordering::Acquire) && !stopping.load(Ordering::Acquire)
 }
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let ready = ConstGauge::new(i64::from(self.ready.load(Ordering::Acquire)));
+        let ready = ConstGauge::new(i64::from(ready_now(&self.ready, &self.stopping)));
         let m = encoder.encode_descriptor(
             "nf_ready",
             "1 when /healthz/ready answers 200 (state loaded, serving), 0 while it answers 503",

@@ -161,6 +161,17 @@ async fn every_error_class_is_a_problem_details() {
     srv.observability.set_ready(false);
     let a = send(&c, Method::GET, format!("{base}/healthz/ready"), &[], None).await;
     assert_problem(&a, 503, "NF_CONGESTION");
+    // Stopping: not ready, and a loader reporting ready during the stop does not undo it.
+    srv.observability.set_ready(true);
+    let a = send(&c, Method::GET, format!("{base}/healthz/ready"), &[], None).await;
+    assert_eq!(a.status, 200);
+    srv.observability.set_stopping();
+    srv.observability.set_ready(true);
+    let a = send(&c, Method::GET, format!("{base}/healthz/ready"), &[], None).await;
+    assert_problem(&a, 503, "NF_CONGESTION");
+    assert!(String::from_utf8_lossy(&a.body).contains("stopping"), "{:?}", a.body);
+    let a = send(&c, Method::GET, format!("{base}/metrics"), &[], None).await;
+    assert!(String::from_utf8_lossy(&a.body).contains("\nnf_ready 0\n"));
     srv.stop().await;
 }
 
