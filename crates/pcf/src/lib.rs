@@ -315,7 +315,7 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
 
 /// A bound PCF with its store open and its policy project loaded, ready to serve.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<::store::AnyStore>,
     pcf: Arc<Pcf>,
 }
 
@@ -339,7 +339,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             d
         }
     };
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "PCF",
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
@@ -349,12 +349,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         copy: config.pcf.copy.clone(),
     })
     .await?;
-    let durable = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
-    let (policy, versions) =
-        policy_versions::PolicyVersions::start(Arc::new(durable.clone()), &dir)
-            .await
-            .map_err(PcfError::Config)?;
-    let store = store::Resident::load(Arc::new(durable)).await?;
+    let (durable, version_store) = store::open(skeleton.store()).await?;
+    let (policy, versions) = policy_versions::PolicyVersions::start(version_store, &dir)
+        .await
+        .map_err(PcfError::Config)?;
+    let store = store::Resident::load(durable).await?;
     let (sm, other) = store.counts();
     tracing::info!(sm_policies = sm, am_ue_policies = other, "PCF state loaded");
     let scheme = skeleton.scheme();
