@@ -40,6 +40,13 @@ pub struct PcfConfig {
     #[serde(default = "default_collision_lease_ms")]
     pub collision_lease_ms: u64,
 
+    /// With `[store] backend = "mysql"`: how long this instance's hold on the database lasts
+    /// without renewal, ms (renewed every third of it). One PCF instance serves from one
+    /// database; an instance killed without releasing it makes the next one wait up to this
+    /// long (docs/pcf.md, "On MySQL"). Default 10000.
+    #[serde(default = "default_instance_lease_ms")]
+    pub instance_lease_ms: u64,
+
     /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
     #[serde(default)]
     pub udr: UdrConfig,
@@ -463,6 +470,10 @@ pub enum OnUnknown {
     Reject,
 }
 
+fn default_instance_lease_ms() -> u64 {
+    10_000
+}
+
 fn default_collision_lease_ms() -> u64 {
     3000
 }
@@ -496,6 +507,7 @@ impl Default for PcfConfig {
             policy_admin: true,
             nrf: None,
             collision_lease_ms: default_collision_lease_ms(),
+            instance_lease_ms: default_instance_lease_ms(),
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
             audit: AuditConfig::default(),
@@ -540,6 +552,10 @@ impl PcfConfig {
             }
         }
         self.per.validate()?;
+        // Renewed every third: below this a renewal's own round trips are a fair part of it.
+        if self.instance_lease_ms < 300 {
+            return Err("[pcf] instance_lease_ms must be at least 300".into());
+        }
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }

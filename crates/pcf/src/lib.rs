@@ -350,6 +350,22 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     })
     .await?;
     let (durable, version_store) = store::open(skeleton.store()).await?;
+    // On MySQL, the database is this instance's before anything is loaded from it
+    // (store/mysql/owner.rs: one instance per database).
+    let owner = match skeleton.store() {
+        ::store::AnyStore::Mysql(db) => Some(
+            store::mysql::owner::Ownership::take(
+                db.clone(),
+                Duration::from_millis(config.pcf.instance_lease_ms),
+            )
+            .await
+            .map_err(|e| match e {
+                store::mysql::owner::TakeError::Store(e) => PcfError::Store(e),
+                held => PcfError::Config(held.to_string()),
+            })?,
+        ),
+        ::store::AnyStore::Sqlite(_) => None,
+    };
     let (policy, versions) = policy_versions::PolicyVersions::start(version_store, &dir)
         .await
         .map_err(PcfError::Config)?;
@@ -395,6 +411,9 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     });
     skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
+    if let Some(owner) = owner {
+        serving.on_stop(owner.release());
+    }
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());
     let profile = serving

@@ -82,6 +82,7 @@ async fn sm_associations_commit_with_their_state_variables() {
     // Update: context, decision and binding replaced, state variables merged (null removes).
     let mut a2 = sm("sm-1", SUPI, json!({"dnn": "internet", "rat": "NR"}), "{\"d\":3}");
     a2.updated_ms = 2000;
+    a2.binding = Some("http://bsf/bindings/2".into());
     assert!(s.update_sm(a2.clone(), ssv(&[("dnn", Value::Null), ("n", json!(2))])).await.unwrap());
     assert_eq!(s.get_sm("sm-1").await.unwrap(), Some(a2.clone()));
     assert_eq!(s.subscriber(SUPI).await.unwrap().ssv, map(json!({"n": 2, "ims": true})));
@@ -97,7 +98,7 @@ async fn sm_associations_commit_with_their_state_variables() {
 
     // Not the last: the subscriptions stay. The last: they go, and the delete says which.
     let d1 = s.delete_sm_known("sm-1", false, Vec::new()).await.unwrap().unwrap();
-    assert_eq!(d1.binding.as_deref(), Some("http://bsf/bindings/1"));
+    assert_eq!(d1.binding.as_deref(), Some("http://bsf/bindings/2"));
     assert_eq!((d1.udr_subscription, d1.chf_subscription), (None, None));
     assert!(s.delete_sm_known("sm-1", false, Vec::new()).await.unwrap().is_none());
     // Counted by the store itself when the caller does not say.

@@ -27,6 +27,7 @@ use super::{
     SsvUpdates, StoreFuture, Subscriber, SySession, UeDelivery, UsageRow, UsageTotals,
 };
 
+pub mod owner;
 mod policy_version;
 
 // Ids are 512 bytes: a Gx association's id is `gx:` and the Diameter Session-Id, whose
@@ -121,6 +122,15 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             rolled_back_ms BIGINT NULL
         ) ENGINE=InnoDB",
     ],
+),
+// The instance holding the database (owner.rs): one row.
+MysqlMigration::new(
+    "pcf-0002-owner",
+    &["CREATE TABLE IF NOT EXISTS pcf_owner (
+        name VARBINARY(16) NOT NULL PRIMARY KEY,
+        owner VARBINARY(64) NOT NULL,
+        expires_ms BIGINT NOT NULL
+    ) ENGINE=InnoDB"],
 )];
 
 /// A store failure of the PCF's own (a value that does not serialize): not retried.
