@@ -110,6 +110,4 @@ async fn an_am_policy_association_from_create_to_delete() {
     pcf.stop().await;
 }
 
-testkit::on_both_backends!(
-    an_am_policy_association_from_create_to_delete,
-);
+testkit::on_both_backends!(an_am_policy_association_from_create_to_delete,);

@@ -331,6 +331,4 @@ async fn a_chf_down_fails_no_create_and_a_project_without_counters_never_calls_i
     chf.stop();
 }
 
-testkit::on_both_backends!(
-    a_restart_keeps_the_subscription_and_its_statuses,
-);
+testkit::on_both_backends!(a_restart_keeps_the_subscription_and_its_statuses,);

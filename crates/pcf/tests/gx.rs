@@ -295,6 +295,4 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
     tshark_check(&wire.lock().unwrap());
 }
 
-testkit::on_both_backends!(
-    gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars,
-);
+testkit::on_both_backends!(gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars,);

@@ -392,6 +392,4 @@ async fn the_nrf_profile_advertises_npcf_policyauthorization() {
     nrf.stop().await;
 }
 
-testkit::on_both_backends!(
-    an_af_voice_call_from_create_to_termination,
-);
+testkit::on_both_backends!(an_af_voice_call_from_create_to_termination,);

@@ -45,9 +45,13 @@ async fn sm_associations_commit_with_their_state_variables() {
 
     let mut a = sm("sm-1", SUPI, json!({"dnn": "internet"}), "{\"d\":1}");
     a.binding = Some("http://bsf/bindings/1".into());
-    s.create_sm(a.clone(), ssv(&[("n", json!(1)), ("dnn", json!("internet"))]), Some("http://udr/s/1".into()))
-        .await
-        .unwrap();
+    s.create_sm(
+        a.clone(),
+        ssv(&[("n", json!(1)), ("dnn", json!("internet"))]),
+        Some("http://udr/s/1".into()),
+    )
+    .await
+    .unwrap();
     assert_eq!(s.get_sm("sm-1").await.unwrap(), Some(a.clone()));
     let (got, kept) = s.get_sm_with_subscriber("sm-1").await.unwrap().unwrap();
     assert_eq!(got, a);
@@ -57,7 +61,10 @@ async fn sm_associations_commit_with_their_state_variables() {
     // A create that fails (the id is taken) writes nothing of what it carried: not its state
     // variables, not its UDR subscription.
     let dup = sm("sm-1", SUPI, json!({}), "{}");
-    assert!(s.create_sm(dup, ssv(&[("n", json!(99))]), Some("http://udr/s/9".into())).await.is_err());
+    assert!(s
+        .create_sm(dup, ssv(&[("n", json!(99))]), Some("http://udr/s/9".into()))
+        .await
+        .is_err());
     let kept = s.subscriber(SUPI).await.unwrap();
     assert_eq!(kept.ssv["n"], json!(1), "a failed create merged its state variables");
     assert_eq!(kept.udr_subscription.as_deref(), Some("http://udr/s/1"));
@@ -88,7 +95,10 @@ async fn sm_associations_commit_with_their_state_variables() {
     assert_eq!(s.subscriber(SUPI).await.unwrap().ssv, map(json!({"n": 2, "ims": true})));
     // The same update again changes nothing, and is still found.
     assert!(s.update_sm(a2.clone(), SsvUpdates::new()).await.unwrap());
-    assert!(!s.update_sm(sm("sm-none", SUPI, json!({}), "{}"), ssv(&[("x", json!(1))])).await.unwrap());
+    assert!(!s
+        .update_sm(sm("sm-none", SUPI, json!({}), "{}"), ssv(&[("x", json!(1))]))
+        .await
+        .unwrap());
     assert!(!s.subscriber(SUPI).await.unwrap().ssv.contains_key("x"));
     assert!(s.touch_sm("sm-1", 3000).await.unwrap());
     assert!(!s.touch_sm("sm-none", 3000).await.unwrap());
@@ -203,9 +213,13 @@ async fn app_sessions_usage_sy_and_a_reopen() {
     let ctx = json!({"ipv4Address": "10.1.2.3", "ipv6AddressPrefix": "2001:db8:1::/64",
         "dnn": "IMS"});
     s.create_sm(sm("sm-1", SUPI, ctx, "{}"), SsvUpdates::new(), None).await.unwrap();
-    s.create_sm(sm("sm-0", SUPI, json!({"ipv4Address": "10.9.9.9"}), "{}"), SsvUpdates::new(), None)
-        .await
-        .unwrap();
+    s.create_sm(
+        sm("sm-0", SUPI, json!({"ipv4Address": "10.9.9.9"}), "{}"),
+        SsvUpdates::new(),
+        None,
+    )
+    .await
+    .unwrap();
     let found = s.sm_of_ue(Some("10.1.2.3"), None, Some("ims")).await.unwrap().unwrap();
     assert_eq!(found.id, "sm-1");
     let found = s.sm_of_ue(None, Some("2001:db8:1::42"), None).await.unwrap().unwrap();
@@ -214,18 +228,26 @@ async fn app_sessions_usage_sy_and_a_reopen() {
     assert!(s.sm_of_ue(None, None, None).await.unwrap().is_none());
 
     // An application session and its association's new decision, together.
-    let with_rule = SmPolicy { decision: b"{\"rule\":1}".to_vec(), ..sm("sm-1", SUPI, json!({}), "{}") };
-    assert!(!s.create_app(app("app-x", "sm-none"), sm("sm-none", SUPI, json!({}), "{}")).await.unwrap());
+    let with_rule =
+        SmPolicy { decision: b"{\"rule\":1}".to_vec(), ..sm("sm-1", SUPI, json!({}), "{}") };
+    assert!(!s
+        .create_app(app("app-x", "sm-none"), sm("sm-none", SUPI, json!({}), "{}"))
+        .await
+        .unwrap());
     assert!(s.get_app("app-x").await.unwrap().is_none());
     assert!(s.create_app(app("app-1", "sm-1"), with_rule.clone()).await.unwrap());
     assert_eq!(s.get_sm("sm-1").await.unwrap().unwrap().decision, with_rule.decision);
-    let changed = AppSession { rules: b"{\"pccRules\":{\"r\":1}}".to_vec(), ..app("app-1", "sm-1") };
+    let changed =
+        AppSession { rules: b"{\"pccRules\":{\"r\":1}}".to_vec(), ..app("app-1", "sm-1") };
     assert!(s.update_app(changed.clone(), with_rule.clone()).await.unwrap());
     assert!(!s.update_app(app("app-none", "sm-1"), with_rule.clone()).await.unwrap());
     assert_eq!(s.apps_of("sm-1").await.unwrap(), vec![changed.clone()]);
     assert!(s.create_app(app("app-2", "sm-1"), with_rule.clone()).await.unwrap());
     let without = SmPolicy { decision: b"{}".to_vec(), ..with_rule.clone() };
-    assert_eq!(s.delete_app("app-2", Some(without.clone())).await.unwrap(), Some(app("app-2", "sm-1")));
+    assert_eq!(
+        s.delete_app("app-2", Some(without.clone())).await.unwrap(),
+        Some(app("app-2", "sm-1"))
+    );
     assert_eq!(s.get_sm("sm-1").await.unwrap().unwrap().decision, b"{}");
     assert_eq!(s.delete_app("app-2", None).await.unwrap(), None);
 
@@ -233,9 +255,16 @@ async fn app_sessions_usage_sy_and_a_reopen() {
     let mut upd = s.get_sm("sm-0").await.unwrap().unwrap();
     upd.updated_ms = 50;
     let big = u64::MAX / 2;
-    assert!(s.update_sm_with_usage(upd, SsvUpdates::new(), vec![usage("k1", 100), usage("k2", big)]).await.unwrap());
+    assert!(s
+        .update_sm_with_usage(upd, SsvUpdates::new(), vec![usage("k1", 100), usage("k2", big)])
+        .await
+        .unwrap());
     assert!(!s
-        .update_sm_with_usage(sm("sm-none", SUPI, json!({}), "{}"), SsvUpdates::new(), vec![usage("k3", 1)])
+        .update_sm_with_usage(
+            sm("sm-none", SUPI, json!({}), "{}"),
+            SsvUpdates::new(),
+            vec![usage("k3", 1)]
+        )
         .await
         .unwrap());
     let d0 = s.delete_sm_known("sm-0", false, vec![usage("k1", 250)]).await.unwrap();

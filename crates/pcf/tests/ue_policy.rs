@@ -368,6 +368,4 @@ async fn the_amf_is_found_through_the_nrf_by_the_guami() {
     nrf.stop().await;
 }
 
-testkit::on_both_backends!(
-    a_ue_policy_association_delivers_its_ursp_from_create_to_delete,
-);
+testkit::on_both_backends!(a_ue_policy_association_delivers_its_ursp_from_create_to_delete,);

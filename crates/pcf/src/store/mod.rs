@@ -16,9 +16,9 @@ pub mod sqlite;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use mysql::MysqlPcfStore;
 pub use policy_version::{Activation, NewVersion, PolicyVersion, PolicyVersionStore};
 pub use resident::Resident;
-pub use mysql::MysqlPcfStore;
 pub use sqlite::SqlitePcfStore;
 
 use std::sync::Arc;

@@ -32,10 +32,11 @@ mod policy_version;
 
 // Ids are 512 bytes: a Gx association's id is `gx:` and the Diameter Session-Id, whose
 // DiameterIdentity alone may be 255. URIs are not looked up by, 2048 bytes each.
-pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
-    "pcf-0001-tables",
-    &[
-        "CREATE TABLE IF NOT EXISTS pcf_sm_policy (
+pub const MIGRATIONS: &[MysqlMigration] = &[
+    MysqlMigration::new(
+        "pcf-0001-tables",
+        &[
+            "CREATE TABLE IF NOT EXISTS pcf_sm_policy (
             sm_policy_id VARBINARY(512) NOT NULL PRIMARY KEY,
             supi VARBINARY(255) NOT NULL,
             context LONGBLOB NOT NULL,
@@ -44,15 +45,15 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             updated_ms BIGINT NOT NULL,
             binding_uri VARBINARY(2048) NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_ssv (
+            "CREATE TABLE IF NOT EXISTS pcf_ssv (
             supi VARBINARY(255) NOT NULL PRIMARY KEY,
             json LONGBLOB NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_udr_subscription (
+            "CREATE TABLE IF NOT EXISTS pcf_udr_subscription (
             supi VARBINARY(255) NOT NULL PRIMARY KEY,
             uri VARBINARY(2048) NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_policy_association (
+            "CREATE TABLE IF NOT EXISTS pcf_policy_association (
             kind VARBINARY(8) NOT NULL,
             assoc_id VARBINARY(512) NOT NULL,
             supi VARBINARY(255) NOT NULL,
@@ -64,12 +65,12 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             PRIMARY KEY (kind, assoc_id),
             KEY pcf_policy_association_supi (supi)
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_chf_subscription (
+            "CREATE TABLE IF NOT EXISTS pcf_chf_subscription (
             supi VARBINARY(255) NOT NULL PRIMARY KEY,
             uri VARBINARY(2048) NOT NULL,
             statuses LONGBLOB NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_ue_delivery (
+            "CREATE TABLE IF NOT EXISTS pcf_ue_delivery (
             assoc_id VARBINARY(512) NOT NULL PRIMARY KEY,
             pti TINYINT UNSIGNED NOT NULL,
             ursp_digest VARBINARY(255) NOT NULL,
@@ -78,7 +79,7 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             n1_subscription VARBINARY(2048) NULL,
             updated_ms BIGINT NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_app_session (
+            "CREATE TABLE IF NOT EXISTS pcf_app_session (
             app_session_id VARBINARY(512) NOT NULL PRIMARY KEY,
             sm_policy_id VARBINARY(512) NOT NULL,
             supi VARBINARY(255) NOT NULL,
@@ -87,7 +88,7 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             updated_ms BIGINT NOT NULL,
             KEY pcf_app_session_sm (sm_policy_id)
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_sy_session (
+            "CREATE TABLE IF NOT EXISTS pcf_sy_session (
             supi VARBINARY(255) NOT NULL PRIMARY KEY,
             session_id VARBINARY(512) NOT NULL,
             ocs_host VARBINARY(255) NOT NULL,
@@ -95,7 +96,7 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             counters LONGBLOB NOT NULL,
             statuses LONGBLOB NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_usage (
+            "CREATE TABLE IF NOT EXISTS pcf_usage (
             supi VARBINARY(255) NOT NULL,
             monitoring_key VARBINARY(255) NOT NULL,
             vol_total BIGINT UNSIGNED NOT NULL,
@@ -105,8 +106,8 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             updated_ms BIGINT NOT NULL,
             PRIMARY KEY (supi, monitoring_key)
         ) ENGINE=InnoDB",
-        // Policy project versions (crate::policy_versions), as pcf-0014 on SQLite.
-        "CREATE TABLE IF NOT EXISTS pcf_policy_version (
+            // Policy project versions (crate::policy_versions), as pcf-0014 on SQLite.
+            "CREATE TABLE IF NOT EXISTS pcf_policy_version (
             version_id BIGINT NOT NULL PRIMARY KEY,
             name VARBINARY(1024) NOT NULL,
             project_version VARBINARY(255) NOT NULL,
@@ -115,23 +116,24 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             created_ms BIGINT NOT NULL,
             files LONGBLOB NOT NULL
         ) ENGINE=InnoDB",
-        "CREATE TABLE IF NOT EXISTS pcf_policy_activation (
+            "CREATE TABLE IF NOT EXISTS pcf_policy_activation (
             seq BIGINT NOT NULL PRIMARY KEY,
             version_id BIGINT NOT NULL,
             activated_ms BIGINT NOT NULL,
             rolled_back_ms BIGINT NULL
         ) ENGINE=InnoDB",
-    ],
-),
-// The instance holding the database (owner.rs): one row.
-MysqlMigration::new(
-    "pcf-0002-owner",
-    &["CREATE TABLE IF NOT EXISTS pcf_owner (
+        ],
+    ),
+    // The instance holding the database (owner.rs): one row.
+    MysqlMigration::new(
+        "pcf-0002-owner",
+        &["CREATE TABLE IF NOT EXISTS pcf_owner (
         name VARBINARY(16) NOT NULL PRIMARY KEY,
         owner VARBINARY(64) NOT NULL,
         expires_ms BIGINT NOT NULL
     ) ENGINE=InnoDB"],
-)];
+    ),
+];
 
 /// A store failure of the PCF's own (a value that does not serialize): not retried.
 fn fault(e: impl std::error::Error + Send + Sync + 'static) -> TxError {
@@ -347,11 +349,7 @@ async fn take_uri(c: &mut Conn, table: &str, supi: &str) -> Result<Option<String
 /// subscriptions' rows. `last`: whether it is the subscriber's last association, when the
 /// caller knows; otherwise counted here, by a scan of the table (no index by subscriber, as on
 /// SQLite: the resident store always knows).
-async fn delete_sm(
-    c: &mut Conn,
-    id: &str,
-    last: Option<bool>,
-) -> Result<Option<Deleted>, TxError> {
+async fn delete_sm(c: &mut Conn, id: &str, last: Option<bool>) -> Result<Option<Deleted>, TxError> {
     let gone: Option<(String, Option<String>)> = c
         .exec_first(
             "SELECT supi, binding_uri FROM pcf_sm_policy WHERE sm_policy_id = ? FOR UPDATE",
@@ -465,7 +463,9 @@ impl MysqlPcfStore {
 
 impl PcfStore for MysqlPcfStore {
     fn subscriber(&self, supi: &str) -> StoreFuture<'_, Subscriber> {
-        self.read(supi.to_string(), |c, supi| Box::pin(async move { read_subscriber(c, &supi).await }))
+        self.read(supi.to_string(), |c, supi| {
+            Box::pin(async move { read_subscriber(c, &supi).await })
+        })
     }
 
     fn create_sm(
@@ -935,7 +935,9 @@ impl PcfStore for MysqlPcfStore {
                     return Ok(false);
                 }
                 c.exec_drop(
-                    format!("INSERT INTO pcf_app_session ({APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"),
+                    format!(
+                        "INSERT INTO pcf_app_session ({APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+                    ),
                     (
                         app.id.as_str(),
                         app.sm_policy_id.as_str(),

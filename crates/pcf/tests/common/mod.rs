@@ -33,13 +33,7 @@ impl TestPcf {
     }
 
     pub async fn start_with(dir: &Path, config: PcfConfig) -> TestPcf {
-        let run = RunConfig {
-            pcf: config,
-            sbi: sbi::ServerConfig::default(),
-            client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store_config(dir),
-            instance_id: None,
-        };
+        let run = run_config(dir, config);
         let mysql = run.store.url.first().cloned();
         let bound = pcf::bind(run).await.expect("PCF starts");
         if let Some(url) = mysql {
@@ -73,6 +67,15 @@ impl TestPcf {
         }
     }
 
+    /// Ends it as a killed process ends: no stop step runs (nothing is released, the store
+    /// is not closed).
+    pub async fn kill(mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
     /// Its Diameter address (Gx, Rx); panics when `[pcf.diameter]` is off.
     pub fn diameter(&self) -> std::net::SocketAddr {
         self.diameter.expect("[pcf.diameter] serves Gx and Rx")
@@ -80,6 +83,17 @@ impl TestPcf {
 
     pub fn sm(&self, path: &str) -> String {
         format!("{}/npcf-smpolicycontrol/v1/sm-policies{path}", self.base)
+    }
+}
+
+/// What `pcf::bind` is given for a PCF with its state in `dir` (see [`state_dir`]).
+pub fn run_config(dir: &Path, config: PcfConfig) -> RunConfig {
+    RunConfig {
+        pcf: config,
+        sbi: sbi::ServerConfig::default(),
+        client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
+        store: store_config(dir),
+        instance_id: None,
     }
 }
 

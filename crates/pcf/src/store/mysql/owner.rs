@@ -138,11 +138,8 @@ impl Ownership {
             .write(move |c| {
                 let me = me.clone();
                 Box::pin(async move {
-                    c.exec_drop(
-                        "DELETE FROM pcf_owner WHERE name = ? AND owner = ?",
-                        (NAME, &*me),
-                    )
-                    .await?;
+                    c.exec_drop("DELETE FROM pcf_owner WHERE name = ? AND owner = ?", (NAME, &*me))
+                        .await?;
                     Ok(())
                 })
             })
@@ -175,7 +172,9 @@ async fn renew(db: MysqlStore, me: Arc<str>, lease: Duration) {
                 "store: another PCF instance took this database after this one's lease expired: \
                  two instances now write one database, which the PCF does not support; stop one"
             ),
-            Err(e) => tracing::warn!(error = %e, "store: the PCF's lease of the database was not renewed"),
+            Err(e) => {
+                tracing::warn!(error = %e, "store: the PCF's lease of the database was not renewed")
+            }
         }
     }
 }
