@@ -1062,7 +1062,8 @@ impl PcfStore for MysqlPcfStore {
     fn sy_sessions(&self) -> StoreFuture<'_, Vec<SySession>> {
         self.scan(|c| {
             Box::pin(async move {
-                let rows: Vec<(String, String, String, String, Vec<u8>, Vec<u8>)> = c
+                type Row = (String, String, String, String, Vec<u8>, Vec<u8>);
+                let rows: Vec<Row> = c
                     .query(
                         "SELECT supi, session_id, ocs_host, ocs_realm, counters, statuses
                          FROM pcf_sy_session",

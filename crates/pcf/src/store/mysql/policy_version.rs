@@ -36,8 +36,8 @@ async fn with_files(
     sql: String,
     p: impl Into<store::mysql::mysql_async::Params> + Send,
 ) -> Result<Option<WithFiles>, TxError> {
-    let row: Option<(i64, String, String, String, Option<String>, i64, Vec<u8>)> =
-        c.exec_first(sql, p).await?;
+    type Row = (i64, String, String, String, Option<String>, i64, Vec<u8>);
+    let row: Option<Row> = c.exec_first(sql, p).await?;
     let Some(r) = row else { return Ok(None) };
     let files = serde_json::from_slice(&r.6).map_err(fault)?;
     Ok(Some((version((r.0, r.1, r.2, r.3, r.4, r.5)), files)))
