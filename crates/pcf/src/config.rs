@@ -47,6 +47,13 @@ pub struct PcfConfig {
     #[serde(default = "default_instance_lease_ms")]
     pub instance_lease_ms: u64,
 
+    /// With `[store] backend = "mysql"`: several PCF instances serve from one database, each
+    /// following the others' writes through the store's change feed (crate::coherence; what is
+    /// and is not followed: docs/pcf.md, "Several instances"). Off (default): one instance per
+    /// database, held by a lease (`instance_lease_ms`).
+    #[serde(default)]
+    pub shared_database: bool,
+
     /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
     #[serde(default)]
     pub udr: UdrConfig,
@@ -508,6 +515,7 @@ impl Default for PcfConfig {
             nrf: None,
             collision_lease_ms: default_collision_lease_ms(),
             instance_lease_ms: default_instance_lease_ms(),
+            shared_database: false,
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
             audit: AuditConfig::default(),

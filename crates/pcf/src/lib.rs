@@ -36,6 +36,7 @@
 
 pub mod app_session;
 pub mod audit;
+pub mod coherence;
 pub mod collision;
 pub mod config;
 pub mod context;
@@ -350,10 +351,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     })
     .await?;
     let (durable, version_store) = store::open(skeleton.store()).await?;
-    // On MySQL, the database is this instance's before anything is loaded from it
+    // Before anything is loaded: with `shared_database`, a reader of the other instances'
+    // changes (coherence.rs); otherwise, on MySQL, the database is this instance's
     // (store/mysql/owner.rs: one instance per database).
+    let feed = coherence::prepare(skeleton.store(), config.pcf.shared_database).await?;
     let owner = match skeleton.store() {
-        ::store::AnyStore::Mysql(db) => Some(
+        ::store::AnyStore::Mysql(db) if feed.is_none() => Some(
             store::mysql::owner::Ownership::take(
                 db.clone(),
                 Duration::from_millis(config.pcf.instance_lease_ms),
@@ -364,13 +367,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
                 held => PcfError::Config(held.to_string()),
             })?,
         ),
-        ::store::AnyStore::Sqlite(_) => None,
+        _ => None,
     };
     let (policy, versions) = policy_versions::PolicyVersions::start(version_store, &dir)
         .await
         .map_err(PcfError::Config)?;
-    let store = store::Resident::load(durable).await?;
-    let (sm, other) = store.counts();
+    let resident = Arc::new(store::Resident::load(durable.clone()).await?);
+    let (sm, other) = resident.counts();
     tracing::info!(sm_policies = sm, am_ue_policies = other, "PCF state loaded");
     let scheme = skeleton.scheme();
     let policy_data =
@@ -382,7 +385,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let chf =
         nchf_spendinglimitcontrol::Chf::new(config.pcf.chf.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
-    chf.load(store::PcfStore::chf_subscriptions(&store).await?);
+    chf.load(store::PcfStore::chf_subscriptions(&*resident).await?);
     let beside = config.store.path.parent().unwrap_or(std::path::Path::new("."));
     let per =
         per::Recorder::open(&config.pcf.per, &config.pcf.sal, beside).map_err(PcfError::Config)?;
@@ -390,7 +393,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         Pcf::new(
             config.pcf.clone(),
             (policy, versions),
-            Arc::new(store),
+            resident.clone(),
             policy_data,
             bindings,
             notify::Notifier::new(
@@ -413,6 +416,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
     if let Some(owner) = owner {
         serving.on_stop(owner.release());
+    }
+    if let Some(reader) = feed {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let follower =
+            tokio::spawn(coherence::run(pcf.clone(), resident.clone(), durable, reader, stop_rx));
+        serving.on_stop(async move {
+            let _ = stop_tx.send(true);
+            let _ = follower.await;
+        });
     }
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());

@@ -17,6 +17,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use store::mysql::feed::{self, Op};
 use store::mysql::mysql_async::prelude::Queryable;
 use store::mysql::mysql_async::{Conn, Params};
 use store::mysql::{ConnFuture, TxError};
@@ -138,6 +139,79 @@ pub const MIGRATIONS: &[MysqlMigration] = &[
 /// A store failure of the PCF's own (a value that does not serialize): not retried.
 fn fault(e: impl std::error::Error + Send + Sync + 'static) -> TxError {
     TxError::Contract(store::Error::backend(e))
+}
+
+// The change feed's entities (docs/pcf.md, "Several instances"): each names what an instance
+// re-reads to apply another's change (crate::coherence).
+/// An SM association, by id.
+pub const FEED_SM: &str = "pcf_sm";
+/// An AM or UE association, by `AM:<id>` or `UE:<id>` ([`assoc_key`]).
+pub const FEED_ASSOC: &str = "pcf_assoc";
+/// A subscriber's state variables and policy data subscription, by SUPI.
+pub const FEED_SUBSCRIBER: &str = "pcf_subscriber";
+/// An application session, by id.
+pub const FEED_APP: &str = "pcf_app";
+/// A UE policy association's URSP delivery record, by the association's id.
+pub const FEED_DELIVERY: &str = "pcf_delivery";
+
+/// The feed key of an AM or UE association.
+pub fn assoc_key(kind: Kind, id: &str) -> String {
+    format!("{}:{id}", kind.as_str())
+}
+
+/// An AM or UE association's kind and id from its feed key.
+pub fn parse_assoc_key(key: &str) -> Option<(Kind, &str)> {
+    match key.split_once(':')? {
+        ("AM", id) => Some((Kind::Am, id)),
+        ("UE", id) => Some((Kind::Ue, id)),
+        _ => None,
+    }
+}
+
+/// Where a write records its changes: nowhere unless this store records changes (several
+/// instances on one database, `[pcf] shared_database`).
+#[derive(Clone)]
+struct Feed(Option<Arc<str>>);
+
+impl Feed {
+    /// Records `changes` (entity, key, operation) as the transaction's last statement.
+    async fn record(&self, c: &mut Conn, changes: &[(&str, &str, Op)]) -> Result<(), TxError> {
+        let Some(w) = &self.0 else { return Ok(()) };
+        let rows: Vec<(&str, &str, Op, Option<&[u8]>)> =
+            changes.iter().map(|&(e, k, op)| (e, k, op, None)).collect();
+        feed::record_many(c, w, &rows).await
+    }
+
+    /// The changes of a write to SM association `p` that merged `ssv`.
+    async fn sm_written(&self, c: &mut Conn, p: &SmPolicy, ssv: bool) -> Result<(), TxError> {
+        let sm = (FEED_SM, p.id.as_str(), Op::Put);
+        match ssv {
+            true => self.record(c, &[sm, (FEED_SUBSCRIBER, p.supi.as_str(), Op::Put)]).await,
+            false => self.record(c, &[sm]).await,
+        }
+    }
+
+    /// The changes of a write to AM or UE association `a` that merged `ssv`.
+    async fn assoc_written(&self, c: &mut Conn, a: &Association, ssv: bool) -> Result<(), TxError> {
+        if self.0.is_none() {
+            return Ok(());
+        }
+        let key = assoc_key(a.kind, &a.id);
+        let assoc = (FEED_ASSOC, key.as_str(), Op::Put);
+        match ssv {
+            true => self.record(c, &[assoc, (FEED_SUBSCRIBER, a.supi.as_str(), Op::Put)]).await,
+            false => self.record(c, &[assoc]).await,
+        }
+    }
+
+    /// The changes of a delete.
+    async fn sm_deleted(&self, c: &mut Conn, id: &str, d: &Deleted) -> Result<(), TxError> {
+        let sm = (FEED_SM, id, Op::Delete);
+        match d.udr_subscription.is_some() || d.chf_subscription.is_some() {
+            true => self.record(c, &[sm, (FEED_SUBSCRIBER, d.supi.as_str(), Op::Put)]).await,
+            false => self.record(c, &[sm]).await,
+        }
+    }
 }
 
 fn object(json: &[u8]) -> Map<String, Value> {
@@ -429,15 +503,16 @@ impl MysqlPcfStore {
     }
 
     /// `body` in one read-write transaction, given `args` on every try (a retried try starts
-    /// again from them).
+    /// again from them) and the change feed to record its changes in.
     fn write<'s, A, T, F>(&'s self, args: A, body: F) -> StoreFuture<'s, T>
     where
         A: Send + Sync + 'static,
         T: Send + 's,
-        F: for<'c> Fn(&'c mut Conn, Arc<A>) -> ConnFuture<'c, T> + Send + Sync + 's,
+        F: for<'c> Fn(&'c mut Conn, Arc<A>, Feed) -> ConnFuture<'c, T> + Send + Sync + 's,
     {
         let args = Arc::new(args);
-        Box::pin(self.db.write(move |c| body(c, args.clone())))
+        let feed = Feed(self.db.feed_writer().cloned());
+        Box::pin(self.db.write(move |c| body(c, args.clone(), feed.clone())))
     }
 
     /// `body` in one read-only transaction (one snapshot).
@@ -474,10 +549,11 @@ impl PcfStore for MysqlPcfStore {
         ssv: SsvUpdates,
         udr_subscription: Option<String>,
     ) -> StoreFuture<'_, ()> {
-        self.write((p, ssv, udr_subscription), |c, a| {
+        self.write((p, ssv, udr_subscription), |c, a, feed| {
             Box::pin(async move {
                 let (p, ssv, udr) = &*a;
-                insert_sm(c, p, ssv, udr.as_deref()).await
+                insert_sm(c, p, ssv, udr.as_deref()).await?;
+                feed.sm_written(c, p, !ssv.is_empty() || udr.is_some()).await
             })
         })
     }
@@ -489,7 +565,7 @@ impl PcfStore for MysqlPcfStore {
         udr_subscription: Option<String>,
         chf: ChfSubscription,
     ) -> StoreFuture<'_, ()> {
-        self.write((p, ssv, udr_subscription, chf), |c, a| {
+        self.write((p, ssv, udr_subscription, chf), |c, a, feed| {
             Box::pin(async move {
                 let (p, ssv, udr, chf) = &*a;
                 let statuses = serde_json::to_vec(&chf.statuses).map_err(fault)?;
@@ -499,13 +575,14 @@ impl PcfStore for MysqlPcfStore {
                     (chf.supi.as_str(), chf.uri.as_str(), statuses),
                 )
                 .await?;
-                insert_sm(c, p, ssv, udr.as_deref()).await
+                insert_sm(c, p, ssv, udr.as_deref()).await?;
+                feed.sm_written(c, p, !ssv.is_empty() || udr.is_some()).await
             })
         })
     }
 
     fn set_chf_statuses(&self, supi: &str, statuses: Map<String, Value>) -> StoreFuture<'_, bool> {
-        self.write((supi.to_string(), statuses), |c, a| {
+        self.write((supi.to_string(), statuses), |c, a, _| {
             Box::pin(async move {
                 let (supi, statuses) = &*a;
                 let json = serde_json::to_vec(statuses).map_err(fault)?;
@@ -529,7 +606,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn drop_chf_subscription(&self, supi: &str, uri: &str) -> StoreFuture<'_, bool> {
-        self.write((supi.to_string(), uri.to_string()), |c, a| {
+        self.write((supi.to_string(), uri.to_string()), |c, a, _| {
             Box::pin(async move {
                 c.exec_drop(
                     "DELETE FROM pcf_chf_subscription WHERE supi = ? AND uri = ?",
@@ -589,11 +666,19 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn update_sm(&self, p: SmPolicy, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
-        self.write((p, ssv), |c, a| Box::pin(async move { update_sm(c, &a.0, &a.1).await }))
+        self.write((p, ssv), |c, a, feed| {
+            Box::pin(async move {
+                let found = update_sm(c, &a.0, &a.1).await?;
+                if found {
+                    feed.sm_written(c, &a.0, !a.1.is_empty()).await?;
+                }
+                Ok(found)
+            })
+        })
     }
 
     fn touch_sm(&self, id: &str, updated_ms: i64) -> StoreFuture<'_, bool> {
-        self.write(id.to_string(), move |c, id| {
+        self.write(id.to_string(), move |c, id, feed| {
             Box::pin(async move {
                 let found: Option<u8> = c
                     .exec_first(
@@ -607,6 +692,7 @@ impl PcfStore for MysqlPcfStore {
                         (updated_ms, &*id),
                     )
                     .await?;
+                    feed.record(c, &[(FEED_SM, id.as_str(), Op::Put)]).await?;
                 }
                 Ok(found.is_some())
             })
@@ -614,7 +700,13 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn delete_sm(&self, id: &str) -> StoreFuture<'_, Option<Deleted>> {
-        self.write(id.to_string(), |c, id| Box::pin(async move { delete_sm(c, &id, None).await }))
+        self.write(id.to_string(), |c, id, feed| {
+            Box::pin(async move {
+                let Some(d) = delete_sm(c, &id, None).await? else { return Ok(None) };
+                feed.sm_deleted(c, &id, &d).await?;
+                Ok(Some(d))
+            })
+        })
     }
 
     fn delete_sm_known(
@@ -623,17 +715,18 @@ impl PcfStore for MysqlPcfStore {
         last: bool,
         usage: Vec<UsageRow>,
     ) -> StoreFuture<'_, Option<Deleted>> {
-        self.write((id.to_string(), usage), move |c, a| {
+        self.write((id.to_string(), usage), move |c, a, feed| {
             Box::pin(async move {
                 let Some(d) = delete_sm(c, &a.0, Some(last)).await? else { return Ok(None) };
                 put_usage(c, &a.1).await?;
+                feed.sm_deleted(c, &a.0, &d).await?;
                 Ok(Some(d))
             })
         })
     }
 
     fn create_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, ()> {
-        self.write((a, ssv), |c, args| {
+        self.write((a, ssv), |c, args, feed| {
             Box::pin(async move {
                 let (a, ssv) = &*args;
                 c.exec_drop(
@@ -653,7 +746,8 @@ impl PcfStore for MysqlPcfStore {
                     ),
                 )
                 .await?;
-                merge_ssv(c, &a.supi, ssv).await
+                merge_ssv(c, &a.supi, ssv).await?;
+                feed.assoc_written(c, a, !ssv.is_empty()).await
             })
         })
     }
@@ -683,7 +777,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn update_assoc(&self, a: Association, ssv: SsvUpdates) -> StoreFuture<'_, bool> {
-        self.write((a, ssv), |c, args| {
+        self.write((a, ssv), |c, args, feed| {
             Box::pin(async move {
                 let (a, ssv) = &*args;
                 let found: Option<u8> = c
@@ -712,13 +806,14 @@ impl PcfStore for MysqlPcfStore {
                 )
                 .await?;
                 merge_ssv(c, &a.supi, ssv).await?;
+                feed.assoc_written(c, a, !ssv.is_empty()).await?;
                 Ok(true)
             })
         })
     }
 
     fn delete_assoc(&self, kind: Kind, id: &str) -> StoreFuture<'_, Option<Association>> {
-        self.write(id.to_string(), move |c, id| {
+        self.write(id.to_string(), move |c, id, feed| {
             Box::pin(async move {
                 let sql = format!(
                     "SELECT {ASSOC_COLUMNS} FROM pcf_policy_association
@@ -731,6 +826,8 @@ impl PcfStore for MysqlPcfStore {
                     (kind.as_str(), &*id),
                 )
                 .await?;
+                let key = assoc_key(kind, &id);
+                feed.record(c, &[(FEED_ASSOC, key.as_str(), Op::Delete)]).await?;
                 Ok(Some(gone))
             })
         })
@@ -748,7 +845,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn put_ue_delivery(&self, d: UeDelivery) -> StoreFuture<'_, ()> {
-        self.write(d, |c, d| {
+        self.write(d, |c, d, feed| {
             Box::pin(async move {
                 c.exec_drop(
                     format!(
@@ -771,7 +868,7 @@ impl PcfStore for MysqlPcfStore {
                     ),
                 )
                 .await?;
-                Ok(())
+                feed.record(c, &[(FEED_DELIVERY, d.assoc_id.as_str(), Op::Put)]).await
             })
         })
     }
@@ -784,7 +881,7 @@ impl PcfStore for MysqlPcfStore {
         only_from: Option<&'static str>,
     ) -> StoreFuture<'_, bool> {
         let now = chrono::Utc::now().timestamp_millis();
-        self.write(assoc_id.to_string(), move |c, id| {
+        self.write(assoc_id.to_string(), move |c, id, feed| {
             Box::pin(async move {
                 let found: Option<String> = c
                     .exec_first(
@@ -802,13 +899,14 @@ impl PcfStore for MysqlPcfStore {
                     (outcome, now, &*id),
                 )
                 .await?;
+                feed.record(c, &[(FEED_DELIVERY, id.as_str(), Op::Put)]).await?;
                 Ok(true)
             })
         })
     }
 
     fn delete_ue_delivery(&self, assoc_id: &str) -> StoreFuture<'_, Option<UeDelivery>> {
-        self.write(assoc_id.to_string(), |c, id| {
+        self.write(assoc_id.to_string(), |c, id, feed| {
             Box::pin(async move {
                 let sql = format!(
                     "SELECT {UE_DELIVERY_COLUMNS} FROM pcf_ue_delivery WHERE assoc_id = ? \
@@ -817,6 +915,7 @@ impl PcfStore for MysqlPcfStore {
                 let row: Option<UeDeliveryRow> = c.exec_first(sql, (&*id,)).await?;
                 if row.is_some() {
                     c.exec_drop("DELETE FROM pcf_ue_delivery WHERE assoc_id = ?", (&*id,)).await?;
+                    feed.record(c, &[(FEED_DELIVERY, id.as_str(), Op::Delete)]).await?;
                 }
                 Ok(row.map(ue_delivery))
             })
@@ -928,7 +1027,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn create_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
-        self.write((app, sm), |c, a| {
+        self.write((app, sm), |c, a, feed| {
             Box::pin(async move {
                 let (app, sm) = &*a;
                 if !put_sm_decision(c, sm).await? {
@@ -948,13 +1047,16 @@ impl PcfStore for MysqlPcfStore {
                     ),
                 )
                 .await?;
+                let changes =
+                    [(FEED_APP, app.id.as_str(), Op::Put), (FEED_SM, sm.id.as_str(), Op::Put)];
+                feed.record(c, &changes).await?;
                 Ok(true)
             })
         })
     }
 
     fn update_app(&self, app: AppSession, sm: SmPolicy) -> StoreFuture<'_, bool> {
-        self.write((app, sm), |c, a| {
+        self.write((app, sm), |c, a, feed| {
             Box::pin(async move {
                 let (app, sm) = &*a;
                 let found: Option<u8> = c
@@ -974,13 +1076,19 @@ impl PcfStore for MysqlPcfStore {
                 .await?;
                 // An association's delete takes its application sessions in the same commit,
                 // so a session still here has its association.
-                put_sm_decision(c, sm).await
+                if !put_sm_decision(c, sm).await? {
+                    return Ok(false);
+                }
+                let changes =
+                    [(FEED_APP, app.id.as_str(), Op::Put), (FEED_SM, sm.id.as_str(), Op::Put)];
+                feed.record(c, &changes).await?;
+                Ok(true)
             })
         })
     }
 
     fn delete_app(&self, id: &str, sm: Option<SmPolicy>) -> StoreFuture<'_, Option<AppSession>> {
-        self.write((id.to_string(), sm), |c, a| {
+        self.write((id.to_string(), sm), |c, a, feed| {
             Box::pin(async move {
                 let (id, sm) = &*a;
                 let sql = format!(
@@ -989,9 +1097,13 @@ impl PcfStore for MysqlPcfStore {
                 let row: Option<AppRow> = c.exec_first(sql, (id,)).await?;
                 let Some(gone) = row.map(app) else { return Ok(None) };
                 c.exec_drop("DELETE FROM pcf_app_session WHERE app_session_id = ?", (id,)).await?;
+                let mut changes = vec![(FEED_APP, id.as_str(), Op::Delete)];
                 if let Some(sm) = sm {
-                    put_sm_decision(c, sm).await?;
+                    if put_sm_decision(c, sm).await? {
+                        changes.push((FEED_SM, sm.id.as_str(), Op::Put));
+                    }
                 }
+                feed.record(c, &changes).await?;
                 Ok(Some(gone))
             })
         })
@@ -1020,7 +1132,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn put_sy_session(&self, s: SySession) -> StoreFuture<'_, ()> {
-        self.write(s, |c, s| {
+        self.write(s, |c, s, _| {
             Box::pin(async move {
                 let counters = serde_json::to_vec(&s.counters).map_err(fault)?;
                 let statuses = serde_json::to_vec(&s.statuses).map_err(fault)?;
@@ -1047,7 +1159,7 @@ impl PcfStore for MysqlPcfStore {
     }
 
     fn drop_sy_session(&self, supi: &str, session_id: &str) -> StoreFuture<'_, bool> {
-        self.write((supi.to_string(), session_id.to_string()), |c, a| {
+        self.write((supi.to_string(), session_id.to_string()), |c, a, _| {
             Box::pin(async move {
                 c.exec_drop(
                     "DELETE FROM pcf_sy_session WHERE supi = ? AND session_id = ?",
@@ -1100,13 +1212,14 @@ impl PcfStore for MysqlPcfStore {
         ssv: SsvUpdates,
         usage: Vec<UsageRow>,
     ) -> StoreFuture<'_, bool> {
-        self.write((p, ssv, usage), |c, a| {
+        self.write((p, ssv, usage), |c, a, feed| {
             Box::pin(async move {
                 let (p, ssv, usage) = &*a;
                 if !update_sm(c, p, ssv).await? {
                     return Ok(false);
                 }
                 put_usage(c, usage).await?;
+                feed.sm_written(c, p, !ssv.is_empty()).await?;
                 Ok(true)
             })
         })
@@ -1117,10 +1230,11 @@ impl PcfStore for MysqlPcfStore {
         id: &str,
         usage: Vec<UsageRow>,
     ) -> StoreFuture<'_, Option<Deleted>> {
-        self.write((id.to_string(), usage), |c, a| {
+        self.write((id.to_string(), usage), |c, a, feed| {
             Box::pin(async move {
                 let Some(d) = delete_sm(c, &a.0, None).await? else { return Ok(None) };
                 put_usage(c, &a.1).await?;
+                feed.sm_deleted(c, &a.0, &d).await?;
                 Ok(Some(d))
             })
         })

@@ -68,7 +68,7 @@ async fn append_activation(c: &mut Conn, id: i64, at_ms: i64) -> Result<(), TxEr
 
 impl PolicyVersionStore for MysqlPcfStore {
     fn add_version(&self, v: NewVersion, activate: bool) -> StoreFuture<'_, PolicyVersion> {
-        self.write(v, move |c, v| {
+        self.write(v, move |c, v, _| {
             Box::pin(async move {
                 let files = serde_json::to_vec(&v.files).map_err(fault)?;
                 let id: Option<i64> = c
@@ -143,7 +143,7 @@ impl PolicyVersionStore for MysqlPcfStore {
     }
 
     fn activate(&self, id: i64, at_ms: i64) -> StoreFuture<'_, Option<Activation>> {
-        self.write((), move |c, _| {
+        self.write((), move |c, _, _| {
             Box::pin(async move {
                 let known: Option<u8> = c
                     .exec_first("SELECT 1 FROM pcf_policy_version WHERE version_id = ?", (id,))
@@ -158,7 +158,7 @@ impl PolicyVersionStore for MysqlPcfStore {
     }
 
     fn rollback(&self, at_ms: i64) -> StoreFuture<'_, Option<Activation>> {
-        self.write((), move |c, _| {
+        self.write((), move |c, _, _| {
             Box::pin(async move {
                 let Some(now) = current(c, true).await? else { return Ok(None) };
                 if now.previous.is_none() {
