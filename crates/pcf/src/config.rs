@@ -564,6 +564,21 @@ impl PcfConfig {
         if self.instance_lease_ms < 300 {
             return Err("[pcf] instance_lease_ms must be at least 300".into());
         }
+        // Their totals and statuses are kept in each instance's memory, not followed through
+        // the change feed: a second instance would overwrite the first's (crate::coherence).
+        if self.shared_database {
+            let per_instance = [
+                (self.usage.enabled, "[pcf.usage]"),
+                (self.chf.enabled, "[pcf.chf]"),
+                (self.sy.enabled, "[pcf.sy]"),
+            ];
+            if let Some((_, section)) = per_instance.iter().find(|(on, _)| *on) {
+                return Err(format!(
+                    "[pcf] shared_database cannot be combined with {section} enabled yet: its \
+                     state is kept per instance (docs/pcf.md, \"Several instances\")"
+                ));
+            }
+        }
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }
@@ -668,6 +683,21 @@ mod tests {
         let none = PcfConfig { sy: SyConfig { enabled: true, ..SyConfig::default() }, ..c };
         assert!(none.validate().is_err());
         assert!(toml::from_str::<PcfConfig>("[sy]\nenabeld = true").is_err());
+    }
+
+    #[test]
+    fn a_shared_database_refuses_what_is_kept_per_instance_and_a_short_lease() {
+        let c: PcfConfig = toml::from_str("shared_database = true").unwrap();
+        assert!(c.validate().is_ok());
+        let usage =
+            PcfConfig { usage: UsageConfig { enabled: true, ..c.usage.clone() }, ..c.clone() };
+        assert!(usage.validate().unwrap_err().contains("[pcf.usage]"));
+        let chf = PcfConfig { chf: ChfConfig { enabled: true, ..c.chf.clone() }, ..c.clone() };
+        assert!(chf.validate().unwrap_err().contains("[pcf.chf]"));
+        let alone = PcfConfig { shared_database: false, ..chf };
+        assert!(alone.validate().is_ok());
+        let short: PcfConfig = toml::from_str("instance_lease_ms = 100").unwrap();
+        assert!(short.validate().unwrap_err().contains("instance_lease_ms"));
     }
 
     #[test]

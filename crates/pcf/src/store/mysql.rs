@@ -13,6 +13,11 @@
 //!
 //! No `DELETE ... RETURNING` and no subquery on the table being changed: MySQL has neither,
 //! and the schema is for any server of the protocol.
+//!
+//! With several instances on the database (`[pcf] shared_database`) each write also records
+//! what it changed in the store's change feed, as its transaction's last statement (the
+//! `FEED_*` entities, keys only: the others re-read the rows, crate::coherence); otherwise it
+//! records nothing.
 
 use std::sync::Arc;
 

@@ -1,10 +1,10 @@
 //! One PCF instance per database. [`crate::store::Resident`] answers every read from the memory
 //! it loaded at start and writes through: a second instance writing the same database would
 //! not be seen by the first (an association it created unknown there, a state variable it
-//! merged overwritten by the first's next merge from its stale copy). Until the PCF follows
-//! the others' writes through the change feed (as the BSF and the NRF do, docs/store.md), an
-//! instance holds the database by a lease: one row of `pcf_owner`, renewed every third of
-//! `[pcf] instance_lease_ms` and released at stop.
+//! merged overwritten by the first's next merge from its stale copy). Unless the instances
+//! follow each other's writes through the change feed (`[pcf] shared_database`,
+//! crate::coherence), an instance holds the database by a lease: one row of `pcf_owner`,
+//! renewed every third of `[pcf] instance_lease_ms` and released at stop.
 //!
 //! A row, not a named lock (`GET_LOCK`): Galera does not replicate named locks, so two
 //! instances on two nodes would both get one; the row is certified like any write. Times are
