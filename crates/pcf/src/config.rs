@@ -689,8 +689,7 @@ mod tests {
     fn a_shared_database_refuses_what_is_kept_per_instance_and_a_short_lease() {
         let c: PcfConfig = toml::from_str("shared_database = true").unwrap();
         assert!(c.validate().is_ok());
-        let usage =
-            PcfConfig { usage: UsageConfig { enabled: true, ..c.usage.clone() }, ..c.clone() };
+        let usage = PcfConfig { usage: UsageConfig { enabled: true }, ..c.clone() };
         assert!(usage.validate().unwrap_err().contains("[pcf.usage]"));
         let chf = PcfConfig { chf: ChfConfig { enabled: true, ..c.chf.clone() }, ..c.clone() };
         assert!(chf.validate().unwrap_err().contains("[pcf.chf]"));
