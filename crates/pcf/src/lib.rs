@@ -414,9 +414,6 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     });
     skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
-    if let Some(owner) = owner {
-        serving.on_stop(owner.release());
-    }
     if let Some(reader) = feed {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let follower =
@@ -530,6 +527,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             stop.store(true, Ordering::Relaxed);
             let _ = tokio::task::spawn_blocking(move || watcher.join()).await;
         });
+    }
+    // Last of the PCF's own stop steps: the next instance takes the database once this one's
+    // background work is over.
+    if let Some(owner) = owner {
+        serving.on_stop(owner.release());
     }
     Ok(Bound { serving, pcf })
 }
