@@ -69,7 +69,7 @@ pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
             Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy), true),
             Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy), true),
             Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), false),
-            Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), false),
+            Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), true),
             Nf::Dd => (config.dd.validate(), None, false),
         };
         if let Err(e) = own {
@@ -218,7 +218,7 @@ mod tests {
             "[store]\nbackend = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1:3306/fivecore\"",
         )
         .unwrap();
-        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf]).is_empty());
+        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf, Nf::Pcf]).is_empty());
         let faults = check(&mysql, &[Nf::Udr]);
         assert!(faults.len() == 1 && faults[0].contains("the UDR: [store]"), "{faults:?}");
         let no_url = Config::parse("[store]\nbackend = \"mysql\"").unwrap();

@@ -40,6 +40,20 @@ pub struct PcfConfig {
     #[serde(default = "default_collision_lease_ms")]
     pub collision_lease_ms: u64,
 
+    /// With `[store] backend = "mysql"`: how long this instance's hold on the database lasts
+    /// without renewal, ms (renewed every third of it). One PCF instance serves from one
+    /// database; an instance killed without releasing it makes the next one wait up to this
+    /// long (docs/pcf.md, "On MySQL"). Default 10000.
+    #[serde(default = "default_instance_lease_ms")]
+    pub instance_lease_ms: u64,
+
+    /// With `[store] backend = "mysql"`: several PCF instances serve from one database, each
+    /// following the others' writes through the store's change feed (crate::coherence; what is
+    /// and is not followed: docs/pcf.md, "Several instances"). Off (default): one instance per
+    /// database, held by a lease (`instance_lease_ms`).
+    #[serde(default)]
+    pub shared_database: bool,
+
     /// The policy data source (`[pcf.udr]`): the UDR's policy data, N36.
     #[serde(default)]
     pub udr: UdrConfig,
@@ -463,6 +477,10 @@ pub enum OnUnknown {
     Reject,
 }
 
+fn default_instance_lease_ms() -> u64 {
+    10_000
+}
+
 fn default_collision_lease_ms() -> u64 {
     3000
 }
@@ -496,6 +514,8 @@ impl Default for PcfConfig {
             policy_admin: true,
             nrf: None,
             collision_lease_ms: default_collision_lease_ms(),
+            instance_lease_ms: default_instance_lease_ms(),
+            shared_database: false,
             udr: UdrConfig::default(),
             bsf: BsfConfig::default(),
             audit: AuditConfig::default(),
@@ -540,6 +560,25 @@ impl PcfConfig {
             }
         }
         self.per.validate()?;
+        // Renewed every third: below this a renewal's own round trips are a fair part of it.
+        if self.instance_lease_ms < 300 {
+            return Err("[pcf] instance_lease_ms must be at least 300".into());
+        }
+        // Their totals and statuses are kept in each instance's memory, not followed through
+        // the change feed: a second instance would overwrite the first's (crate::coherence).
+        if self.shared_database {
+            let per_instance = [
+                (self.usage.enabled, "[pcf.usage]"),
+                (self.chf.enabled, "[pcf.chf]"),
+                (self.sy.enabled, "[pcf.sy]"),
+            ];
+            if let Some((_, section)) = per_instance.iter().find(|(on, _)| *on) {
+                return Err(format!(
+                    "[pcf] shared_database cannot be combined with {section} enabled yet: its \
+                     state is kept per instance (docs/pcf.md, \"Several instances\")"
+                ));
+            }
+        }
         if self.audit.interval_ms == 0 || self.audit.max_per_s == 0 {
             return Err("[pcf.audit] interval_ms and max_per_s must be > 0".into());
         }
@@ -644,6 +683,20 @@ mod tests {
         let none = PcfConfig { sy: SyConfig { enabled: true, ..SyConfig::default() }, ..c };
         assert!(none.validate().is_err());
         assert!(toml::from_str::<PcfConfig>("[sy]\nenabeld = true").is_err());
+    }
+
+    #[test]
+    fn a_shared_database_refuses_what_is_kept_per_instance_and_a_short_lease() {
+        let c: PcfConfig = toml::from_str("shared_database = true").unwrap();
+        assert!(c.validate().is_ok());
+        let usage = PcfConfig { usage: UsageConfig { enabled: true }, ..c.clone() };
+        assert!(usage.validate().unwrap_err().contains("[pcf.usage]"));
+        let chf = PcfConfig { chf: ChfConfig { enabled: true, ..c.chf.clone() }, ..c.clone() };
+        assert!(chf.validate().unwrap_err().contains("[pcf.chf]"));
+        let alone = PcfConfig { shared_database: false, ..chf };
+        assert!(alone.validate().is_ok());
+        let short: PcfConfig = toml::from_str("instance_lease_ms = 100").unwrap();
+        assert!(short.validate().unwrap_err().contains("instance_lease_ms"));
     }
 
     #[test]

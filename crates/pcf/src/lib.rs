@@ -36,6 +36,7 @@
 
 pub mod app_session;
 pub mod audit;
+pub mod coherence;
 pub mod collision;
 pub mod config;
 pub mod context;
@@ -315,7 +316,7 @@ pub fn router(pcf: Arc<Pcf>) -> Router {
 
 /// A bound PCF with its store open and its policy project loaded, ready to serve.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<::store::AnyStore>,
     pcf: Arc<Pcf>,
 }
 
@@ -339,7 +340,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             d
         }
     };
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "PCF",
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
@@ -349,13 +350,30 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         copy: config.pcf.copy.clone(),
     })
     .await?;
-    let durable = store::SqlitePcfStore::on(skeleton.store().clone()).await?;
-    let (policy, versions) =
-        policy_versions::PolicyVersions::start(Arc::new(durable.clone()), &dir)
+    let (durable, version_store) = store::open(skeleton.store()).await?;
+    // Before anything is loaded: with `shared_database`, a reader of the other instances'
+    // changes (coherence.rs); otherwise, on MySQL, the database is this instance's
+    // (store/mysql/owner.rs: one instance per database).
+    let feed = coherence::prepare(skeleton.store(), config.pcf.shared_database).await?;
+    let owner = match skeleton.store() {
+        ::store::AnyStore::Mysql(db) if feed.is_none() => Some(
+            store::mysql::owner::Ownership::take(
+                db.clone(),
+                Duration::from_millis(config.pcf.instance_lease_ms),
+            )
             .await
-            .map_err(PcfError::Config)?;
-    let store = store::Resident::load(Arc::new(durable)).await?;
-    let (sm, other) = store.counts();
+            .map_err(|e| match e {
+                store::mysql::owner::TakeError::Store(e) => PcfError::Store(e),
+                held => PcfError::Config(held.to_string()),
+            })?,
+        ),
+        _ => None,
+    };
+    let (policy, versions) = policy_versions::PolicyVersions::start(version_store, &dir)
+        .await
+        .map_err(PcfError::Config)?;
+    let resident = Arc::new(store::Resident::load(durable.clone()).await?);
+    let (sm, other) = resident.counts();
     tracing::info!(sm_policies = sm, am_ue_policies = other, "PCF state loaded");
     let scheme = skeleton.scheme();
     let policy_data =
@@ -367,7 +385,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     let chf =
         nchf_spendinglimitcontrol::Chf::new(config.pcf.chf.clone(), skeleton.client().clone())
             .map_err(PcfError::Config)?;
-    chf.load(store::PcfStore::chf_subscriptions(&store).await?);
+    chf.load(store::PcfStore::chf_subscriptions(&*resident).await?);
     let beside = config.store.path.parent().unwrap_or(std::path::Path::new("."));
     let per =
         per::Recorder::open(&config.pcf.per, &config.pcf.sal, beside).map_err(PcfError::Config)?;
@@ -375,7 +393,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
         Pcf::new(
             config.pcf.clone(),
             (policy, versions),
-            Arc::new(store),
+            resident.clone(),
             policy_data,
             bindings,
             notify::Notifier::new(
@@ -396,6 +414,15 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
     });
     skeleton.observability().with_registry(|r| pcf.ldap.register(r));
     let mut serving = skeleton.bind(router(pcf.clone())).await?;
+    if let Some(reader) = feed {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let follower =
+            tokio::spawn(coherence::run(pcf.clone(), resident.clone(), durable, reader, stop_rx));
+        serving.on_stop(async move {
+            let _ = stop_tx.send(true);
+            let _ = follower.await;
+        });
+    }
     let addr = serving.local_addr();
     let _ = pcf.local_authority.set(addr.to_string());
     let profile = serving
@@ -500,6 +527,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, PcfError> {
             stop.store(true, Ordering::Relaxed);
             let _ = tokio::task::spawn_blocking(move || watcher.join()).await;
         });
+    }
+    // Last of the PCF's own stop steps: the next instance takes the database once this one's
+    // background work is over.
+    if let Some(owner) = owner {
+        serving.on_stop(owner.release());
     }
     Ok(Bound { serving, pcf })
 }

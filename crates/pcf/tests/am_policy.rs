@@ -38,10 +38,9 @@ fn am(pcf: &TestPcf, path: &str) -> String {
     format!("{}/npcf-am-policy-control/v1/policies{path}", pcf.base)
 }
 
-#[tokio::test]
 async fn an_am_policy_association_from_create_to_delete() {
     let specs = am_specs();
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = default_project(&d.path().join("policy"));
     let pcf = TestPcf::start(d.path(), &project).await;
     let c = client();
@@ -110,3 +109,5 @@ async fn an_am_policy_association_from_create_to_delete() {
     problem(&specs, &r, 404, "RESOURCE_NOT_FOUND");
     pcf.stop().await;
 }
+
+testkit::on_both_backends!(an_am_policy_association_from_create_to_delete,);

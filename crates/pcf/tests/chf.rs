@@ -237,9 +237,8 @@ async fn subscribe_once_decide_notify_terminate_and_unsubscribe_with_the_last_de
     chf.stop();
 }
 
-#[tokio::test]
 async fn a_restart_keeps_the_subscription_and_its_statuses() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let chf = SimChf::start().await;
     let policy = capped_project(&d.path().join("policy"));
     let pcf = TestPcf::start_with(d.path(), config(policy.clone(), &chf.base)).await;
@@ -331,3 +330,5 @@ async fn a_chf_down_fails_no_create_and_a_project_without_counters_never_calls_i
     pcf.stop().await;
     chf.stop();
 }
+
+testkit::on_both_backends!(a_restart_keeps_the_subscription_and_its_statuses,);

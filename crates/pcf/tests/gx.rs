@@ -103,9 +103,8 @@ fn failed_avp_code(m: &Message) -> Option<u32> {
     m.failed_avps().first().map(Avp::code)
 }
 
-#[tokio::test]
 async fn gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let udr = start_udr(d.path(), None).await;
     let c = client();
     let ue = "001010000000001";
@@ -295,3 +294,5 @@ async fn gx_errors_are_answered_as_the_spec_and_the_configuration_say() {
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+testkit::on_both_backends!(gx_sessions_are_decided_like_n7_live_through_a_restart_and_get_rars,);

@@ -149,10 +149,9 @@ fn free_port() -> SocketAddr {
 /// With `[pcf.bsf]` on, a Gx session is bound at the BSF at CCR-I (with the PCF's Diameter
 /// identity and the configured S-NSSAI) and unbound at CCR-T; in between, an AF's AAR sent to
 /// the BSF's Rx proxy reaches the PCF, whose rules reach the PCEF in an RAR.
-#[tokio::test]
 async fn a_gx_session_is_bound_at_the_bsf_and_an_af_reaches_it_through_the_rx_proxy() {
     let specs = Specs::load(&["TS29521_Nbsf_Management", "TS29571_CommonData"]);
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let pcf_diameter = free_port();
     let run = bsf::RunConfig {
         bsf: bsf::BsfConfig {
@@ -363,9 +362,8 @@ async fn a_subscriber_removed_at_the_udr_has_its_gx_sessions_released() {
 /// Gx sessions with no CCR for `stale_after_ms` are asked about with an RAR that changes
 /// nothing: 2001 renews the session, 5002 removes it as a CCR-T would, no answer leaves it
 /// for the next pass. Counted with the N7 audit's checks.
-#[tokio::test]
 async fn stale_gx_sessions_are_audited_with_an_rar() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let config = PcfConfig {
         policy: Some(default_project(&d.path().join("policy"))),
         diameter: pcf::config::DiameterConfig {
@@ -416,3 +414,8 @@ async fn stale_gx_sessions_are_audited_with_an_rar() {
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+testkit::on_both_backends!(
+    a_gx_session_is_bound_at_the_bsf_and_an_af_reaches_it_through_the_rx_proxy,
+    stale_gx_sessions_are_audited_with_an_rar,
+);

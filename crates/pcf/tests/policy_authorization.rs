@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{body, client, default_project, open5gs_context, TestPcf};
+use common::{body, client, default_project, open5gs_context, state_dir, TestPcf};
 use serde_json::{json, Value};
 use testkit::sink::Sink;
 use testkit::specs::Specs;
@@ -83,10 +83,9 @@ async fn sm_update_notify(specs: &Specs, smf: &mut Sink) -> Value {
     n["smPolicyDecision"].clone()
 }
 
-#[tokio::test]
 async fn an_af_voice_call_from_create_to_termination() {
     let specs = specs();
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = default_project(&d.path().join("policy"));
     let pcf = TestPcf::start(d.path(), &project).await;
     let c = client();
@@ -392,3 +391,5 @@ async fn the_nrf_profile_advertises_npcf_policyauthorization() {
     pcf.stop().await;
     nrf.stop().await;
 }
+
+testkit::on_both_backends!(an_af_voice_call_from_create_to_termination,);

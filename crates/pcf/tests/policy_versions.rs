@@ -59,10 +59,9 @@ fn ids_and_active(list: &Value) -> Vec<(i64, bool)> {
         .collect()
 }
 
-#[tokio::test]
 async fn versions_are_uploaded_diffed_tested_activated_rolled_back_and_kept_over_a_restart() {
     let specs = specs();
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = default_project(&d.path().join("policy"));
     let pcf = TestPcf::start(d.path(), &project).await;
     let c = client();
@@ -343,3 +342,7 @@ async fn bad_input_is_answered_with_problem_details_naming_the_field() {
     assert_eq!(a, json!({"active": 1, "previous": null}));
     pcf.stop().await;
 }
+
+testkit::on_both_backends!(
+    versions_are_uploaded_diffed_tested_activated_rolled_back_and_kept_over_a_restart,
+);

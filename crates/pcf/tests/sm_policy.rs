@@ -10,10 +10,9 @@ use common::*;
 use pcf::PcfConfig;
 use serde_json::json;
 
-#[tokio::test]
 async fn an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart() {
     let specs = specs();
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = default_project(&d.path().join("policy"));
     let pcf = TestPcf::start(d.path(), &project).await;
     let c = client();
@@ -334,16 +333,8 @@ fn counting_project(into: &Path) -> std::path::PathBuf {
     p
 }
 
-fn stored_ssv(db: &Path, supi: &str) -> serde_json::Value {
-    let c = rusqlite::Connection::open(db).unwrap();
-    let json: Vec<u8> =
-        c.query_row("SELECT json FROM pcf_ssv WHERE supi = ?1", [supi], |r| r.get(0)).unwrap();
-    serde_json::from_slice(&json).unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_subscribers_concurrent_requests_are_decided_one_at_a_time() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = counting_project(&d.path().join("policy"));
     let pcf = TestPcf::start(d.path(), &project).await;
     let c = client();
@@ -383,6 +374,39 @@ async fn one_subscribers_concurrent_requests_are_decided_one_at_a_time() {
     .unwrap();
     pcf.stop().await;
     // Not one read-modify-write of the counter was lost.
-    assert_eq!(stored_ssv(&d.path().join("pcf.db"), "imsi-999700000000007")["sessions"], n + 8);
+    let kept = stored_subscriber(d.path(), "imsi-999700000000007").await;
+    assert_eq!(kept.ssv["sessions"], n + 8);
     assert!(metrics.contains("pcf_collision_lease_expired_total 0"), "{metrics}");
+}
+
+// By hand rather than `testkit::on_both_backends!`: the concurrent requests run on a
+// multi-threaded runtime.
+mod sqlite {
+    #[tokio::test]
+    async fn an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart() {
+        super::an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart()
+            .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_subscribers_concurrent_requests_are_decided_one_at_a_time() {
+        super::one_subscribers_concurrent_requests_are_decided_one_at_a_time().await;
+    }
+}
+
+mod mariadb {
+    #[tokio::test]
+    async fn an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart() {
+        if testkit::backends::use_mariadb() {
+            super::an_sm_policy_association_lives_through_create_get_update_delete_and_a_restart()
+                .await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_subscribers_concurrent_requests_are_decided_one_at_a_time() {
+        if testkit::backends::use_mariadb() {
+            super::one_subscribers_concurrent_requests_are_decided_one_at_a_time().await;
+        }
+    }
 }

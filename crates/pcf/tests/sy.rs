@@ -204,9 +204,8 @@ async fn sy_open(pcf: &TestPcf) {
     assert!(node.wait_open(OCS_HOST, Duration::from_secs(5)).await, "the PCF connects to the OCS");
 }
 
-#[tokio::test]
 async fn slr_at_the_first_gx_session_snr_sends_a_rar_str_at_the_last_and_a_restart_keeps_it() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let wire: Wire = Arc::default();
     let ocs = Ocs::start(wire.clone()).await;
     ocs.set("data-cap", "exhausted");
@@ -467,3 +466,7 @@ async fn n7_uses_sy_when_asked_and_an_ocs_error_or_down_falls_back_to_no_statuse
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+testkit::on_both_backends!(
+    slr_at_the_first_gx_session_snr_sends_a_rar_str_at_the_last_and_a_restart_keeps_it,
+);

@@ -108,10 +108,9 @@ async fn start(d: &Path, project: &Path, amf: AmfConfig) -> TestPcf {
     TestPcf::start_with(d, config).await
 }
 
-#[tokio::test]
 async fn a_ue_policy_association_delivers_its_ursp_from_create_to_delete() {
     let specs = ue_specs();
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let project = ue_project(&d.path().join("policy"));
     let mut amf = Amf::start(Ue::Complete).await;
     // No [pcf.amf] api_root and no NRF: the AMF is the notificationUri's authority.
@@ -368,3 +367,5 @@ async fn the_amf_is_found_through_the_nrf_by_the_guami() {
     pcf.stop().await;
     nrf.stop().await;
 }
+
+testkit::on_both_backends!(a_ue_policy_association_delivers_its_ursp_from_create_to_delete,);

@@ -110,9 +110,8 @@ fn n7_context(supi: &str, smf: &str) -> Value {
     c
 }
 
-#[tokio::test]
 async fn gx_usage_adds_up_the_third_report_crosses_the_cap_and_the_n7_session_is_told() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let specs = specs();
     let c = client();
     let imsi = "001020000000001";
@@ -234,9 +233,8 @@ async fn gx_usage_adds_up_the_third_report_crosses_the_cap_and_the_n7_session_is
     tshark_check(&wire.lock().unwrap());
 }
 
-#[tokio::test]
 async fn n7_accu_usage_reports_add_up_throttle_at_the_cap_and_survive_a_restart() {
-    let d = tempfile::tempdir().unwrap();
+    let d = state_dir();
     let specs = specs();
     let c = client();
     let supi = "imsi-001020000000002";
@@ -320,7 +318,7 @@ async fn n7_accu_usage_reports_add_up_throttle_at_the_cap_and_survive_a_restart(
     pcf.stop().await;
 
     // With usage monitoring off, the project grants nothing and reports are not read.
-    let d2 = tempfile::tempdir().unwrap();
+    let d2 = state_dir();
     let off = PcfConfig { usage: UsageConfig { enabled: false }, ..config(false) };
     let pcf = TestPcf::start_with(d2.path(), off).await;
     let r = c.post(&pcf.sm("")).json(&n7_context(supi, &smf.url)).send().await.unwrap();
@@ -559,3 +557,8 @@ async fn a_pcc_rule_level_key_is_the_rules_monitoring_key_and_is_disabled_with_i
     pcf.stop().await;
     tshark_check(&wire.lock().unwrap());
 }
+
+testkit::on_both_backends!(
+    gx_usage_adds_up_the_third_report_crosses_the_cap_and_the_n7_session_is_told,
+    n7_accu_usage_reports_add_up_throttle_at_the_cap_and_survive_a_restart,
+);

@@ -1,12 +1,14 @@
 //! The PCF's persistence, behind its own trait: [`PcfStore`] is everything the handlers ask of
-//! the store. No signature names an engine: [`sqlite`] is the one implementation today, a
-//! MySQL-protocol one goes next to it (issue #25).
+//! the store. No signature names an engine: [`sqlite`] and [`mysql`] (MariaDB / Galera) implement
+//! it, and [`PolicyVersionStore`], with the same tables and guarantees; the PCF opens the one
+//! `[store] backend` names ([`open`]).
 //!
 //! An SM policy association is stored with the context the SMF gave (create, then each update
 //! merged in), the decision in force and the policy version that made it. A subscriber's state
 //! variables (SSV) are one JSON object per SUPI, written in the same transaction as the
 //! association whose decision set them, so an acknowledged decision never loses its state.
 
+pub mod mysql;
 pub mod policy_version;
 pub mod resident;
 pub mod sqlite;
@@ -14,9 +16,29 @@ pub mod sqlite;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use mysql::MysqlPcfStore;
 pub use policy_version::{Activation, NewVersion, PolicyVersion, PolicyVersionStore};
 pub use resident::Resident;
 pub use sqlite::SqlitePcfStore;
+
+use std::sync::Arc;
+
+/// The PCF's durable store on the backend the NF skeleton opened, with its migrations applied:
+/// its state and its policy versions (one store underneath, two traits).
+pub async fn open(
+    db: &store::AnyStore,
+) -> store::Result<(Arc<dyn PcfStore>, Arc<dyn PolicyVersionStore>)> {
+    Ok(match db {
+        store::AnyStore::Sqlite(db) => {
+            let s = SqlitePcfStore::on(db.clone()).await?;
+            (Arc::new(s.clone()), Arc::new(s))
+        }
+        store::AnyStore::Mysql(db) => {
+            let s = MysqlPcfStore::on(db.clone()).await?;
+            (Arc::new(s.clone()), Arc::new(s))
+        }
+    })
+}
 
 /// What a store call returns.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = store::Result<T>> + Send + 'a>>;

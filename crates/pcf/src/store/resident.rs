@@ -16,8 +16,11 @@
 //! association in memory only if it is still there, so an update racing a delete of the same
 //! association cannot bring it back.
 //!
-//! One instance owns what it holds: a second instance writing the same database is not seen
-//! (scale-out over a shared database is issue #25).
+//! One instance owns what it holds, unless several share one MySQL database
+//! (`[pcf] shared_database`): then `crate::coherence` installs here what the database holds
+//! after another instance's change (the `apply_*` methods), under the subscriber's collision
+//! hold, so such an install never interleaves with this instance's own write of the
+//! subscriber.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -283,6 +286,69 @@ impl Resident {
     pub fn counts(&self) -> (usize, usize) {
         let s = self.state();
         (s.sm.len(), s.assoc.len())
+    }
+
+    /// Installs SM association `id` as the database holds it now (None: removed, with its
+    /// application sessions).
+    pub fn apply_sm(&self, id: &str, now: Option<SmPolicy>) {
+        let mut s = self.state();
+        match now {
+            Some(p) if s.sm.contains_key(id) => {
+                s.parsed.remove(id);
+                s.ues.set(id, &p.context);
+                s.sm.insert(id.to_string(), p);
+            }
+            Some(p) => s.insert_sm(p),
+            None => s.deleted_sm(id, None),
+        }
+    }
+
+    /// Installs what the database holds of subscriber `supi` now.
+    pub fn apply_subscriber(&self, supi: &str, now: Subscriber) {
+        let mut s = self.state();
+        if now.ssv.is_empty() && now.udr_subscription.is_none() {
+            s.subscribers.remove(supi);
+        } else {
+            let kept = Kept { ssv: Arc::new(now.ssv), udr_subscription: now.udr_subscription };
+            s.subscribers.insert(supi.to_string(), kept);
+        }
+    }
+
+    /// Installs an AM or UE association as the database holds it now (None: removed).
+    pub fn apply_assoc(&self, kind: Kind, id: &str, now: Option<Association>) {
+        let mut s = self.state();
+        s.remove_assoc(&(kind, id.to_string()));
+        if let Some(a) = now {
+            s.insert_assoc(a);
+        }
+    }
+
+    /// Installs an application session as the database holds it now (None: removed).
+    pub fn apply_app(&self, id: &str, now: Option<AppSession>) {
+        let mut s = self.state();
+        s.remove_app(id);
+        if let Some(a) = now {
+            s.insert_app(a);
+        }
+    }
+
+    /// Installs a URSP delivery record as the database holds it now (None: removed).
+    pub fn apply_delivery(&self, assoc_id: &str, now: Option<UeDelivery>) {
+        let mut s = self.state();
+        match now {
+            Some(d) => s.deliveries.insert(assoc_id.to_string(), d),
+            None => s.deliveries.remove(assoc_id),
+        };
+    }
+
+    /// The subscriber of an application session held.
+    pub fn supi_of_app(&self, id: &str) -> Option<String> {
+        self.state().apps.get(id).map(|a| a.supi.clone())
+    }
+
+    /// The subscriber of an AM or UE association held.
+    pub fn supi_of_assoc(&self, kind: Kind, id: &str) -> Option<String> {
+        self.state().assoc.get(&(kind, id.to_string())).map(|a| a.supi.clone())
     }
 }
 

@@ -1,5 +1,6 @@
-//! A PCF on 127.0.0.1:0 with a tempdir store and a copy of the default policy project, a
-//! client, the TS 29.512 schemas, and the SmPolicyContextData an SMF sends.
+//! A PCF on 127.0.0.1:0 with a tempdir store (SQLite, or on MariaDB a database of its own:
+//! [`state_dir`]) and a copy of the default policy project, a client, the TS 29.512 schemas,
+//! and the SmPolicyContextData an SMF sends.
 #![allow(dead_code)]
 
 pub mod amf;
@@ -32,17 +33,21 @@ impl TestPcf {
     }
 
     pub async fn start_with(dir: &Path, config: PcfConfig) -> TestPcf {
-        let run = RunConfig {
-            pcf: config,
-            sbi: sbi::ServerConfig::default(),
-            client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("pcf.db"))
-            },
-            instance_id: None,
-        };
+        let run = run_config(dir, config);
+        let mysql = run.store.url.first().cloned();
         let bound = pcf::bind(run).await.expect("PCF starts");
+        if let Some(url) = mysql {
+            // The PCF's schema is in the test's database: the PCF runs on MariaDB.
+            let db = url.rsplit('/').next().unwrap();
+            let server = testkit::mariadb::server().unwrap();
+            let n = server
+                .client(&format!(
+                    "SELECT COUNT(*) FROM information_schema.tables \
+                     WHERE table_schema = '{db}' AND table_name = 'pcf_sm_policy'"
+                ))
+                .unwrap();
+            assert_eq!(n.trim(), "1", "no PCF schema in {db}");
+        }
         let base = format!("http://{}", bound.local_addr());
         let diameter = bound.diameter_addr();
         let pcf = bound.pcf().clone();
@@ -62,6 +67,15 @@ impl TestPcf {
         }
     }
 
+    /// Ends it as a killed process ends: no stop step runs (nothing is released, the store
+    /// is not closed).
+    pub async fn kill(mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+
     /// Its Diameter address (Gx, Rx); panics when `[pcf.diameter]` is off.
     pub fn diameter(&self) -> std::net::SocketAddr {
         self.diameter.expect("[pcf.diameter] serves Gx and Rx")
@@ -70,6 +84,63 @@ impl TestPcf {
     pub fn sm(&self, path: &str) -> String {
         format!("{}/npcf-smpolicycontrol/v1/sm-policies{path}", self.base)
     }
+}
+
+/// What `pcf::bind` is given for a PCF with its state in `dir` (see [`state_dir`]).
+pub fn run_config(dir: &Path, config: PcfConfig) -> RunConfig {
+    RunConfig {
+        pcf: config,
+        sbi: sbi::ServerConfig::default(),
+        client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
+        store: store_config(dir),
+        instance_id: None,
+    }
+}
+
+// ---- the store backend of a test ----------------------------------------------------------
+
+/// Where a test's PCF keeps its state (`testkit::backends::state_dir`): a SQLite file, or on
+/// MariaDB the URL of the test's own database, so a PCF restarted on the same directory finds
+/// its state on either backend. The directory also holds what the PCF keeps beside its store
+/// (the default policy project, PER files).
+pub fn state_dir() -> tempfile::TempDir {
+    testkit::backends::state_dir("pcf")
+}
+
+/// The `[store]` of a PCF whose state is in `dir` (see [`state_dir`]).
+pub fn store_config(dir: &Path) -> store::SqliteConfig {
+    let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("pcf.db")) };
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => store::SqliteConfig {
+            backend: store::Backend::Mysql,
+            url: vec![url],
+            pool_size: 4,
+            ..sqlite
+        },
+        None => sqlite,
+    }
+}
+
+/// The PCF's durable store in `dir` (its state and its policy versions), opened as the PCF opens
+/// it: to check what a stopped PCF left committed, or to drive the store's traits directly.
+pub async fn open_store(
+    dir: &Path,
+) -> (
+    store::AnyStore,
+    std::sync::Arc<dyn pcf::store::PcfStore>,
+    std::sync::Arc<dyn pcf::store::PolicyVersionStore>,
+) {
+    let db = store::AnyStore::open(store_config(dir)).await.expect("the PCF's store opens");
+    let (state, versions) = pcf::store::open(&db).await.expect("the PCF's schema is applied");
+    (db, state, versions)
+}
+
+/// What the store in `dir` holds of `supi` (state variables, UDR subscription).
+pub async fn stored_subscriber(dir: &Path, supi: &str) -> pcf::store::Subscriber {
+    let (db, state, _) = open_store(dir).await;
+    let kept = state.subscriber(supi).await.unwrap();
+    db.close().await.unwrap();
+    kept
 }
 
 pub fn client() -> SbiClient {
