@@ -68,7 +68,7 @@ pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
         let (own, copy, mysql) = match nf {
             Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy), true),
             Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy), true),
-            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), false),
+            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), true),
             Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), false),
             Nf::Dd => (config.dd.validate(), None, false),
         };

@@ -220,9 +220,8 @@ fn failed_avp_codes(a: &Message) -> Vec<u32> {
     a.failed_avps().iter().map(Avp::code).collect()
 }
 
-#[tokio::test]
 async fn user_data_request_parts_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.as_permissions =
         [("ro.as.example".to_owned(), vec![Procedure::Pull])].into_iter().collect();
@@ -325,9 +324,8 @@ async fn user_data_request_parts_and_errors() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn profile_update_sequence_numbers_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.max_repository_data_bytes = 64;
     let u = TestUdr::start(dir.path(), config).await;
@@ -351,19 +349,11 @@ async fn profile_update_sequence_numbers_and_errors() {
     assert_eq!(exp(&gone), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
 
     // 65535 wraps to 1 (set behind the UDR's back, on a connection of its own).
-    let other = store::SqliteStore::open(store::SqliteConfig::new(dir.path().join("udr.db")))
-        .await
-        .unwrap();
-    other
-        .write(|tx| {
-            Ok(tx.execute(
-                "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
-                [],
-            )?)
-        })
-        .await
-        .unwrap();
-    other.close().await.unwrap();
+    common::exec_sql(
+        dir.path(),
+        "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
+    )
+    .await;
     let zero = a.pur(ALICE, "mmtel", 0, Some("<w/>")).await;
     assert_eq!(exp(&zero), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
     ok(&a.pur(ALICE, "mmtel", 1, Some("<w/>")).await);
@@ -400,9 +390,8 @@ async fn profile_update_sequence_numbers_and_errors() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn sh_answers_reach_metrics() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), sh_config()).await;
     provision(&u, alice()).await;
     let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
@@ -432,9 +421,8 @@ async fn sh_answers_reach_metrics() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn subscribe_then_another_as_update_pushes_a_notification() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.max_subscription_secs = 7200;
     let u = TestUdr::start(dir.path(), config).await;
@@ -554,9 +542,8 @@ async fn wait_no_subscriptions(u: &TestUdr, when: &str) {
     }
 }
 
-#[tokio::test]
 async fn subscriptions_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), sh_config()).await;
     provision(&u, alice()).await;
     let as1 = direct_as("as1.as.example", sh_addr(&u), 2001).await;
@@ -576,9 +563,8 @@ async fn subscriptions_survive_a_restart() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn sh_is_disabled_by_default() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     assert!(u.udr.sh.node().is_none());
     assert!(!UdrConfig::default().sh.enabled);
@@ -596,13 +582,12 @@ use testkit::freediameter::{binary as fd_binary, start as start_fd, HOST as FD_H
 
 /// An AS reaching the UDR only through freeDiameterd: Sh-Pull, Sh-Update with sequence numbers,
 /// Sh-Subs-Notif, and the PNR for another AS's update, all relayed by freeDiameter.
-#[tokio::test]
 async fn as_behind_freediameter() {
     let Some(bin) = fd_binary() else {
         println!("skipped: freeDiameterd not installed (Debian package freediameter)");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     // PNRs for the ASs' realm go through freeDiameterd.
     config.sh.routes = vec![ShRoute { realm: AS_REALM.into(), peers: vec![FD_HOST.into()] }];
@@ -654,10 +639,9 @@ async fn as_behind_freediameter() {
 
 /// `[udr.sh.limits]` reach the node: a first message declaring more than `max_cer_bytes` is
 /// closed at once (before its body), and an AS still connects and is served.
-#[tokio::test]
 async fn sh_diameter_limits_come_from_the_config() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.limits.max_cer_bytes = 4096;
     let u = TestUdr::start(dir.path(), config).await;
@@ -674,3 +658,14 @@ async fn sh_diameter_limits_come_from_the_config() {
     ok(&a.pur(ALICE, "presence", 0, Some("<p>on</p>")).await);
     u.stop().await;
 }
+
+testkit::on_both_backends!(
+    user_data_request_parts_and_errors,
+    profile_update_sequence_numbers_and_errors,
+    sh_answers_reach_metrics,
+    subscribe_then_another_as_update_pushes_a_notification,
+    subscriptions_survive_a_restart,
+    sh_is_disabled_by_default,
+    as_behind_freediameter,
+    sh_diameter_limits_come_from_the_config,
+);

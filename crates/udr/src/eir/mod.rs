@@ -12,6 +12,7 @@
 //! it, so a device can be listed apart from its model's range.
 
 pub mod n5g_eir_eic;
+pub mod mysql;
 pub mod sqlite;
 
 use serde::{Deserialize, Serialize};

@@ -20,6 +20,7 @@ pub mod model;
 pub mod notify;
 pub mod provisioning;
 pub mod resources;
+pub mod mysql;
 pub mod sqlite;
 pub mod store;
 pub mod subs_to_notify;

@@ -20,6 +20,7 @@ pub mod pnr;
 pub mod pur;
 pub mod sh_data_xml;
 pub mod snr;
+pub mod mysql;
 pub mod sqlite;
 pub mod subscriptions;
 pub mod udr;

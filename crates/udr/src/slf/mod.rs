@@ -14,6 +14,7 @@
 
 pub mod index;
 pub mod nudr_group_id_map;
+pub mod mysql;
 pub mod sqlite;
 mod sync;
 
@@ -261,6 +262,14 @@ impl Slf {
     pub fn indexed(&self, subscriber_id: &str) -> Option<Option<Arc<Groups>>> {
         let ix = self.live.get()?.fresh_index()?;
         Some(ix.get(subscriber_id).cloned())
+    }
+
+    /// Asks the index to drain its store's changes now (another instance's writes, read from
+    /// the change feed on MySQL).
+    pub fn nudge(&self) {
+        if let Some(live) = self.live.get() {
+            live.nudge();
+        }
     }
 
     /// After a committed write: asks the index to take it in now. Lookups read the store until
