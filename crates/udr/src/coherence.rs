@@ -20,6 +20,7 @@ use store::mysql::mysql_async::prelude::Queryable;
 use store::MysqlStore;
 
 use crate::context::Udr;
+use crate::policy_data::mysql::KEEP_ALIVE;
 use crate::policy_data::subs_to_notify;
 
 /// The feed's entity for an SLF identity (re-read by the index's drain).
@@ -51,6 +52,26 @@ pub async fn run(
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     feed::follow(reader, stop, |changes| apply(&udr, &db, changes)).await;
+}
+
+/// Keeps this instance's policy data notifications owned (and adopts those of instances gone
+/// for good, `policy_data::mysql`) every [`KEEP_ALIVE`] until `stop`.
+pub async fn keep_outbox(udr: Arc<Udr>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let Some(policy) = udr.stores.mysql_policy().cloned() else { return };
+    let mut tick = tokio::time::interval(KEEP_ALIVE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match policy.keep_alive().await {
+            Ok(0) => {}
+            Ok(_) => udr.policy.wake_delivery(),
+            Err(store::Error::Closed) => return,
+            Err(e) => tracing::warn!(error = %e, "policy data notifications: keep-alive failed"),
+        }
+    }
 }
 
 /// Applies other instances' changes; returns those that could not be (a store error).

@@ -188,10 +188,12 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     serving.on_stop(async move { policy.stop().await });
     if let Some((db, reader)) = feed {
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let follower = tokio::spawn(coherence::run(udr.clone(), db, reader, stopped));
+        let follower = tokio::spawn(coherence::run(udr.clone(), db, reader, stopped.clone()));
+        let outbox = tokio::spawn(coherence::keep_outbox(udr.clone(), stopped));
         serving.on_stop(async move {
             let _ = stop.send(true);
             let _ = follower.await;
+            let _ = outbox.await;
         });
     }
     let mut sh_addr = None;

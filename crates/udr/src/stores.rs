@@ -29,6 +29,7 @@ pub struct Stores {
 struct MysqlParts {
     slf: Arc<slf::mysql::MysqlSlf>,
     sh: Arc<sh::mysql::MysqlSh>,
+    policy: Arc<policy_data::mysql::MysqlPolicyData>,
     writer: Arc<str>,
 }
 
@@ -87,17 +88,18 @@ impl Stores {
         let writer = crate::coherence::writer_id();
         let slf = Arc::new(slf::mysql::MysqlSlf::new(db.clone(), writer.clone()));
         let sh = Arc::new(sh::mysql::MysqlSh::new(db.clone(), writer.clone()));
+        let policy = Arc::new(policy_data::mysql::MysqlPolicyData::new(
+            db.clone(),
+            writer.clone(),
+            owner.into(),
+        ));
         Ok(Stores {
             slf: slf.clone(),
             eir: Arc::new(eir::mysql::MysqlEir::new(db.clone())),
-            policy: Arc::new(policy_data::mysql::MysqlPolicyData::new(
-                db.clone(),
-                writer.clone(),
-                owner.into(),
-            )),
+            policy: policy.clone(),
             sh: sh.clone(),
             backend: AnyStore::Mysql(db),
-            mysql: Some(MysqlParts { slf, sh, writer }),
+            mysql: Some(MysqlParts { slf, sh, policy, writer }),
         })
     }
 
@@ -134,6 +136,10 @@ impl Stores {
 
     pub(crate) fn mysql_slf(&self) -> Option<&Arc<slf::mysql::MysqlSlf>> {
         self.mysql.as_ref().map(|m| &m.slf)
+    }
+
+    pub(crate) fn mysql_policy(&self) -> Option<&Arc<policy_data::mysql::MysqlPolicyData>> {
+        self.mysql.as_ref().map(|m| &m.policy)
     }
 
     pub(crate) fn mysql_sh(&self) -> Option<&Arc<sh::mysql::MysqlSh>> {

@@ -352,11 +352,15 @@ async fn refused_and_undeliverable_notifications_are_dropped() {
     udr.stop().await;
 }
 
+/// The nfInstanceId of a UDR restarted on its store: on MySQL the notifications it recorded are
+/// owned by that id, so the instance started again with it resumes them.
+const SAME_UDR: &str = "5a6e0c1e-0000-4000-8000-00000000000a";
+
 async fn outbox_survives_a_restart() {
     let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.notify.attempts = 0; // until the subscription ends
-    let udr = TestUdr::start(dir.path(), config.clone()).await;
+    let udr = TestUdr::start_as(dir.path(), config.clone(), Some(SAME_UDR.into())).await;
     let mut sink = Sink::start().await;
     let c = client();
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
@@ -378,7 +382,7 @@ async fn outbox_survives_a_restart() {
     sink.quiet().await;
 
     // After the restart the outbox is resumed: the notification arrives.
-    let udr = TestUdr::start(dir.path(), config).await;
+    let udr = TestUdr::start_as(dir.path(), config, Some(SAME_UDR.into())).await;
     let n = notifications(&sink.next().await);
     assert_eq!(n, [json!({"smPolicyData": sm_data(7), "ueId": UE, "notifId": "n1"})]);
     // The subscription lived through the restart too.
@@ -468,7 +472,7 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     config.policy.notify.attempts = 0; // until the subscription ends
     config.policy.notify.backoff_ms = 30_000; // no retry before the restart
     config.policy.notify.max_backoff_ms = 30_000;
-    let udr = TestUdr::start(dir.path(), config.clone()).await;
+    let udr = TestUdr::start_as(dir.path(), config.clone(), Some(SAME_UDR.into())).await;
     let mut sink = Sink::start().await;
     let c = client();
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
@@ -485,7 +489,7 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     udr.stop().await;
     sink.fail_first.store(0, Ordering::SeqCst);
 
-    let udr = TestUdr::start(dir.path(), config).await;
+    let udr = TestUdr::start_as(dir.path(), config, Some(SAME_UDR.into())).await;
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
     subscribe(
         &c,

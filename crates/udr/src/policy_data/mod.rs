@@ -134,6 +134,11 @@ impl PolicyData {
         self.store.write_ue(self.subs.clone(), ue_id, cond, must_exist, Box::new(edit)).await
     }
 
+    /// Wakes the delivery (notifications taken over from another instance).
+    pub(crate) fn wake_delivery(&self) {
+        self.wake.notify_one();
+    }
+
     /// After a committed write: wakes the delivery when it recorded notifications.
     pub(crate) fn recorded(&self, n: usize) {
         if n > 0 {

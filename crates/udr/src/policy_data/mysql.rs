@@ -11,6 +11,12 @@
 //!   instance (`udr_policy_outbox.owner`, its nfInstanceId): only the owner delivers them, so
 //!   each is sent once, by the instance that took the change; a restarted instance with the same
 //!   nfInstanceId resumes its undelivered ones.
+//! - An instance that stops for good (killed, scaled in) would leave its undelivered rows
+//!   behind: every instance stamps `udr_policy_owner` every [`KEEP_ALIVE`], and one that finds
+//!   an owner not seen for [`OWNER_TIMEOUT`] takes its rows over (one `UPDATE` of their owner:
+//!   when two instances adopt at once, the first takes them and the second finds none) and
+//!   delivers them. Delivery stays at least once: an instance cut off from the database for
+//!   longer than the timeout may have rows in flight that another then sends again.
 //! - Subscription writes record the subscription's id in the change feed; the other instances
 //!   re-read it (`crate::coherence`).
 
@@ -63,8 +69,18 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
             item LONGBLOB NOT NULL,
             KEY udr_policy_outbox_owner (owner, seq)
         ) ENGINE=InnoDB",
+        // When each owner of notifications was last seen (server time), for adoption.
+        "CREATE TABLE IF NOT EXISTS udr_policy_owner (
+            owner VARBINARY(64) NOT NULL PRIMARY KEY,
+            seen_ms BIGINT NOT NULL
+        ) ENGINE=InnoDB",
     ],
 )];
+
+/// How often an instance stamps itself as the live owner of its notifications.
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+/// An owner not seen for this long is taken over.
+pub const OWNER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The policy data tables over a MySQL-protocol database.
 pub struct MysqlPolicyData {
@@ -84,6 +100,51 @@ impl MysqlPolicyData {
     /// Over `db`, which must have [`MIGRATIONS`] applied.
     pub fn new(db: MysqlStore, writer: Arc<str>, owner: Arc<str>) -> Self {
         MysqlPolicyData { db, writer, owner, handed: Mutex::default() }
+    }
+
+    /// Stamps this instance as a live owner and takes over the notifications of owners not seen
+    /// for [`OWNER_TIMEOUT`]; returns how many rows it took (see the module docs).
+    pub async fn keep_alive(&self) -> store::Result<u64> {
+        let owner = self.owner.clone();
+        let timeout = OWNER_TIMEOUT.as_millis() as i64;
+        self.db
+            .write(move |c| {
+                let owner = owner.clone();
+                Box::pin(async move {
+                    const NOW: &str = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+                    c.exec_drop(
+                        format!(
+                            "INSERT INTO udr_policy_owner (owner, seen_ms) VALUES (?, {NOW})
+                             ON DUPLICATE KEY UPDATE seen_ms = VALUES(seen_ms)"
+                        ),
+                        (owner.as_ref(),),
+                    )
+                    .await?;
+                    let gone: Vec<String> = c
+                        .exec(
+                            format!(
+                                "SELECT owner FROM udr_policy_owner
+                                 WHERE seen_ms < {NOW} - ? AND owner <> ? FOR UPDATE"
+                            ),
+                            (timeout, owner.as_ref()),
+                        )
+                        .await?;
+                    let mut taken = 0;
+                    for g in &gone {
+                        c.exec_drop(
+                            "UPDATE udr_policy_outbox SET owner = ? WHERE owner = ?",
+                            (owner.as_ref(), g.as_str()),
+                        )
+                        .await?;
+                        taken += c.affected_rows();
+                        c.exec_drop("DELETE FROM udr_policy_owner WHERE owner = ?", (g.as_str(),))
+                            .await?;
+                        tracing::info!(owner = %g, "took over the policy data notifications of a UDR instance not seen for {} s", OWNER_TIMEOUT.as_secs());
+                    }
+                    Ok(taken)
+                })
+            })
+            .await
     }
 }
 
