@@ -218,9 +218,9 @@ mod tests {
             "[store]\nbackend = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1:3306/fivecore\"",
         )
         .unwrap();
-        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf]).is_empty());
-        let faults = check(&mysql, &[Nf::Udr]);
-        assert!(faults.len() == 1 && faults[0].contains("the UDR: [store]"), "{faults:?}");
+        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf, Nf::Udr]).is_empty());
+        let faults = check(&mysql, &[Nf::Pcf]);
+        assert!(faults.len() == 1 && faults[0].contains("the PCF: [store]"), "{faults:?}");
         let no_url = Config::parse("[store]\nbackend = \"mysql\"").unwrap();
         assert!(check(&no_url, &[Nf::Bsf])[0].contains("url"));
         assert!(check(&Config::default(), &crate::nf::ALL.map(|i| i.nf)).is_empty());
