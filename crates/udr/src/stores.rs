@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use store::{AnyStore, Migration, MysqlMigration, MysqlStore, SqliteConfig, SqliteStore, StoreStats};
+use store::{
+    AnyStore, Migration, MysqlMigration, MysqlStore, SqliteConfig, SqliteStore, StoreStats,
+};
 
 use crate::eir::{self, EirStore};
 use crate::policy_data::{self, store::PolicyDataStore};

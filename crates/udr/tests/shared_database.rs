@@ -64,8 +64,8 @@ async fn index_loaded(udr: &TestUdr) {
 
 async fn two_udrs(config: UdrConfig) -> (tempfile::TempDir, TestUdr, TestUdr) {
     let dir = common::state_dir();
-    let a = TestUdr::start_as(dir.path(), config.clone(), Some(uuid::Uuid::new_v4().to_string()))
-        .await;
+    let a =
+        TestUdr::start_as(dir.path(), config.clone(), Some(uuid::Uuid::new_v4().to_string())).await;
     let b = TestUdr::start_as(dir.path(), config, Some(uuid::Uuid::new_v4().to_string())).await;
     index_loaded(&a).await;
     index_loaded(&b).await;
@@ -169,13 +169,21 @@ async fn policy_data_written_at_one_instance_notifies_a_subscriber_of_the_other_
     assert_eq!(put_json(&c, &at_a, &sm_data(1)).await.status(), 201);
     assert_eq!(volumes(&sink.next().await), [1]);
     // At B too (its own subscription): one each, whichever instance took the write.
-    let r = merge_patch(&c, &at_b, &json!({"umData": {"lim1": {"limitId": "lim1",
-        "allowedUsage": {"totalVolume": 2}}}}))
+    let r = merge_patch(
+        &c,
+        &at_b,
+        &json!({"umData": {"lim1": {"limitId": "lim1",
+        "allowedUsage": {"totalVolume": 2}}}}),
+    )
     .await;
     assert!(r.status().is_success(), "{:?}", body(&r));
     assert_eq!(volumes(&sink.next().await), [2]);
-    let r = merge_patch(&c, &at_a, &json!({"umData": {"lim1": {"limitId": "lim1",
-        "allowedUsage": {"totalVolume": 3}}}}))
+    let r = merge_patch(
+        &c,
+        &at_a,
+        &json!({"umData": {"lim1": {"limitId": "lim1",
+        "allowedUsage": {"totalVolume": 3}}}}),
+    )
     .await;
     assert!(r.status().is_success(), "{:?}", body(&r));
     assert_eq!(volumes(&sink.next().await), [3]);
@@ -254,8 +262,9 @@ async fn a_udr_killed_after_acknowledged_writes_loses_none_of_them() {
         tasks.spawn(async move {
             let imsi = format!("imsi-0010100000{i:05}");
             let entry = json!({"subscriberIds": [imsi], "nfGroupIds": {"UDM": format!("udm-{i}")}});
-            let r = send_json(&c, Method::POST, &format!("{a}/udr-prov/v1/slf-entries"), Some(&entry))
-                .await;
+            let r =
+                send_json(&c, Method::POST, &format!("{a}/udr-prov/v1/slf-entries"), Some(&entry))
+                    .await;
             assert_eq!(r.status(), 201, "{:?}", body(&r));
             let sm = format!("{a}/nudr-dr/v2/policy-data/ues/{imsi}/sm-data");
             let r = put_json(&c, &sm, &sm_data(i)).await;

@@ -11,8 +11,8 @@
 //! write), so that one row is the only candidate. A single IMEI beats a range that contains
 //! it, so a device can be listed apart from its model's range.
 
-pub mod n5g_eir_eic;
 pub mod mysql;
+pub mod n5g_eir_eic;
 pub mod sqlite;
 
 use serde::{Deserialize, Serialize};

@@ -242,8 +242,9 @@ async fn set(
 async fn insert_outbox(c: &mut Conn, owner: &str, rows: &[(String, Vec<u8>)]) -> Tx<()> {
     let now = chrono::Utc::now().timestamp_millis();
     for chunk in rows.chunks(500) {
-        let mut sql =
-            String::from("INSERT INTO udr_policy_outbox (owner, subs_id, created_ms, item) VALUES ");
+        let mut sql = String::from(
+            "INSERT INTO udr_policy_outbox (owner, subs_id, created_ms, item) VALUES ",
+        );
         let mut p = Vec::with_capacity(chunk.len() * 4);
         for (i, (subs_id, item)) in chunk.iter().enumerate() {
             sql.push_str(if i == 0 { "(?, ?, ?, ?)" } else { ", (?, ?, ?, ?)" });
@@ -370,7 +371,8 @@ impl PolicyDataStore for MysqlPolicyData {
         must_exist: bool,
         edit: EditOne,
     ) -> StoreFuture<'_, Result<Written, Refusal>> {
-        let state = Arc::new((key, cond, Replay::<OneEdit, Option<Vec<u8>>, Option<Bytes>>::new(edit)));
+        let state =
+            Arc::new((key, cond, Replay::<OneEdit, Option<Vec<u8>>, Option<Bytes>>::new(edit)));
         let owner = self.owner.clone();
         Box::pin(self.db.write(move |c| {
             let (state, subs, owner) = (state.clone(), subs.clone(), owner.clone());
@@ -408,11 +410,8 @@ impl PolicyDataStore for MysqlPolicyData {
         edit: EditUe,
     ) -> StoreFuture<'_, Result<UeWritten, Refusal>> {
         type Seen = Vec<(String, Vec<u8>)>;
-        let state = Arc::new((
-            ue_id,
-            cond,
-            Replay::<EditUe, Seen, BTreeMap<String, Vec<u8>>>::new(edit),
-        ));
+        let state =
+            Arc::new((ue_id, cond, Replay::<EditUe, Seen, BTreeMap<String, Vec<u8>>>::new(edit)));
         let owner = self.owner.clone();
         Box::pin(self.db.write(move |c| {
             let (state, subs, owner) = (state.clone(), subs.clone(), owner.clone());
@@ -459,8 +458,8 @@ impl PolicyDataStore for MysqlPolicyData {
                             let mut new = 0;
                             let mut none = Vec::new();
                             for (i, (ue_id, profile)) in profiles.iter().enumerate() {
-                                let desired = provisioning::profile_parts(ue_id, profile)
-                                    .map_err(|p| {
+                                let desired =
+                                    provisioning::profile_parts(ue_id, profile).map_err(|p| {
                                         store::Error::InvalidArgument(format!(
                                             "profile {i} ({ue_id}): {p}"
                                         ))
@@ -609,8 +608,10 @@ impl PolicyDataStore for MysqlPolicyData {
                                 }
                             }
                         }
-                        let rows: Vec<(&str, &str, Op, Option<&[u8]>)> =
-                            gone.iter().map(|id| (POLICY_SUBSCRIPTION, *id, Op::Delete, None)).collect();
+                        let rows: Vec<(&str, &str, Op, Option<&[u8]>)> = gone
+                            .iter()
+                            .map(|id| (POLICY_SUBSCRIPTION, *id, Op::Delete, None))
+                            .collect();
                         feed::record_many(c, &writer, &rows).await?;
                         Ok(n)
                     })
@@ -727,7 +728,8 @@ impl PolicyDataStore for MysqlPolicyData {
     fn outbox_len(&self) -> StoreFuture<'_, u64> {
         Box::pin(self.db.read(|c| {
             Box::pin(async move {
-                let n: Option<u64> = c.query_first("SELECT COUNT(*) FROM udr_policy_outbox").await?;
+                let n: Option<u64> =
+                    c.query_first("SELECT COUNT(*) FROM udr_policy_outbox").await?;
                 Ok(n.unwrap_or(0))
             })
         }))

@@ -415,7 +415,11 @@ pub async fn delete_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiR
 }
 
 /// A stored subscription as the index holds it.
-pub fn decode_stored(id: &str, expiry_ms: Option<i64>, json: Vec<u8>) -> Result<Subscription, String> {
+pub fn decode_stored(
+    id: &str,
+    expiry_ms: Option<i64>,
+    json: Vec<u8>,
+) -> Result<Subscription, String> {
     // Decoded without the expiry bound: it was applied when the subscription was made.
     let v = serde_json::from_slice::<Value>(&json).map_err(|e| e.to_string())?;
     let mut sub = decode(id, Bytes::from(json), v, i64::MIN, 0).map_err(|p| p.to_string())?;

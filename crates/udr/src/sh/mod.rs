@@ -16,11 +16,11 @@
 
 pub mod config;
 pub mod data;
+pub mod mysql;
 pub mod pnr;
 pub mod pur;
 pub mod sh_data_xml;
 pub mod snr;
-pub mod mysql;
 pub mod sqlite;
 pub mod subscriptions;
 pub mod udr;

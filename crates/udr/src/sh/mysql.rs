@@ -141,9 +141,8 @@ impl MysqlSh {
         self.db
             .read(move |c| {
                 Box::pin(async move {
-                    let rows: Vec<SubRow> = c
-                        .exec(format!("{SELECT_SUBS} WHERE profile_id = ?"), (pid,))
-                        .await?;
+                    let rows: Vec<SubRow> =
+                        c.exec(format!("{SELECT_SUBS} WHERE profile_id = ?"), (pid,)).await?;
                     Ok(rows.into_iter().map(sub_of).collect())
                 })
             })
@@ -265,9 +264,8 @@ impl ShTx for Bridge {
 
 /// Runs one call on the transaction's connection.
 async fn run(c: &mut Conn, call: Call, write: bool, touched: &mut BTreeSet<i64>) -> Tx<Answer> {
-    let read_only = || -> Tx<Answer> {
-        Err(store::Error::backend_msg("a write in a read-only Sh job").into())
-    };
+    let read_only =
+        || -> Tx<Answer> { Err(store::Error::backend_msg("a write in a read-only Sh job").into()) };
     Ok(match call {
         Call::Resolve(u) => Answer::Id(resolve(c, &u, write).await?),
         Call::Load(pid, s) => Answer::Profile(load(c, pid, s.as_deref()).await?),
@@ -467,8 +465,7 @@ async fn create(c: &mut Conn, p: &ShProfile) -> Tx<i64> {
         (i64::from(p.ims_user_state), p.scscf_name.as_deref().unwrap_or("")),
     )
     .await?;
-    let pid =
-        c.last_insert_id().ok_or_else(|| store::Error::backend_msg("no profile id"))? as i64;
+    let pid = c.last_insert_id().ok_or_else(|| store::Error::backend_msg("no profile id"))? as i64;
     insert_identities(c, pid, p).await?;
     for r in &p.repository {
         write_repository(c, pid, &r.service_indication, r.sequence_number, Some(&r.service_data))

@@ -13,8 +13,8 @@
 //! feed; lookups are answered from the index, before it is loaded from the store.
 
 pub mod index;
-pub mod nudr_group_id_map;
 pub mod mysql;
+pub mod nudr_group_id_map;
 pub mod sqlite;
 mod sync;
 

@@ -182,12 +182,13 @@ async fn member(c: &mut Conn, id: &str, lock: bool) -> Tx<Option<Member>> {
 
 async fn members(c: &mut Conn, id: &str, entry_id: Option<i64>) -> Tx<Vec<String>> {
     let Some(key) = entry_id else { return Ok(vec![id.to_owned()]) };
-    let list: Option<String> = c
-        .exec_first("SELECT subscriber_ids FROM udr_slf_entry WHERE entry_id = ?", (key,))
-        .await?;
+    let list: Option<String> =
+        c.exec_first("SELECT subscriber_ids FROM udr_slf_entry WHERE entry_id = ?", (key,)).await?;
     match list {
         Some(l) => Ok(l.split(MEMBER_SEP).map(str::to_owned).collect()),
-        None => Err(store::Error::backend_msg(format!("SLF entry {key} of {id:?} is missing")).into()),
+        None => {
+            Err(store::Error::backend_msg(format!("SLF entry {key} of {id:?} is missing")).into())
+        }
     }
 }
 
@@ -276,9 +277,8 @@ async fn group_set(
     if let Some(g) = sets.read().unwrap_or_else(|p| p.into_inner()).get(&set_id) {
         return Ok(Some(g.clone()));
     }
-    let text: Option<Vec<u8>> = c
-        .exec_first("SELECT groups FROM udr_slf_group_set WHERE set_id = ?", (set_id,))
-        .await?;
+    let text: Option<Vec<u8>> =
+        c.exec_first("SELECT groups FROM udr_slf_group_set WHERE set_id = ?", (set_id,)).await?;
     let Some(text) = text else { return Ok(None) };
     let groups = Arc::new(parse_groups(&text)?);
     sets.write().unwrap_or_else(|p| p.into_inner()).insert(set_id, groups.clone());
@@ -301,11 +301,7 @@ async fn read_entry(
 
 /// [`SlfStore::put`]: each entry replaces every entry it shares an identity with (as on
 /// SQLite).
-async fn put_entries(
-    c: &mut Conn,
-    entries: &[Entry],
-    changed: &mut Vec<String>,
-) -> Tx<PutStats> {
+async fn put_entries(c: &mut Conn, entries: &[Entry], changed: &mut Vec<String>) -> Tx<PutStats> {
     let mut set_cache: HashMap<&Groups, i64> = HashMap::new();
     let mut stats = PutStats::default();
     let mut taken: Vec<&String> = Vec::new();

@@ -84,9 +84,7 @@ pub async fn exec_sql(dir: &Path, sql: &'static str) {
         Some(url) => {
             use store::mysql::mysql_async::prelude::Queryable;
             let db = store::MysqlStore::open(store::MysqlConfig::new([url])).await.unwrap();
-            db.write(move |c| Box::pin(async move { Ok(c.query_drop(sql).await?) }))
-                .await
-                .unwrap();
+            db.write(move |c| Box::pin(async move { Ok(c.query_drop(sql).await?) })).await.unwrap();
             db.close().await;
         }
         None => {
