@@ -116,6 +116,13 @@ async fn direct_as(host: &str, udr_addr: SocketAddr, pna_code: u32) -> As {
     a
 }
 
+/// An AS connected to the UDR instance `udr_host` only.
+async fn direct_as_to(host: &str, udr_host: &str, addr: SocketAddr) -> As {
+    let a = as_node(host, vec![PeerConfig::connect(udr_host, addr)], vec![], 2001).await;
+    assert!(a.node.wait_open(udr_host, T).await, "{host} connects to {udr_host}");
+    a
+}
+
 impl As {
     fn request(&self, cmd: u32, user: Option<Avp>, refs: &[u32]) -> Message {
         let mut m = Message::request(sh::APP_ID, cmd)
@@ -657,6 +664,62 @@ async fn sh_diameter_limits_come_from_the_config() {
     let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
     ok(&a.pur(ALICE, "presence", 0, Some("<p>on</p>")).await);
     u.stop().await;
+}
+
+/// Two UDR instances on one MariaDB database (issue #25): an AS subscribes at B; a PUR taken by
+/// A pushes exactly one PNR, from A (which learnt of the subscription through the change feed),
+/// and none from B. The AS is a peer of both (A connects to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pur_at_one_instance_notifies_an_as_subscribed_at_the_other_once() {
+    if !testkit::backends::use_mariadb() {
+        return;
+    }
+    let dir = common::state_dir();
+    let b = TestUdr::start_as(dir.path(), sh_config(), Some(uuid::Uuid::new_v4().to_string()))
+        .await;
+    provision(&b, alice()).await;
+    let b_host = UDR_HOST;
+    let a_host = "udr-a.fivecore.local";
+    let mut as1 = direct_as_to("as1.as.example", b_host, sh_addr(&b)).await;
+    ok(&as1.snr(ALICE, 0, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    assert_eq!(b.udr.sh.subscriptions.len(), 1);
+
+    let mut config_a = sh_config();
+    config_a.sh.origin_host = a_host.into();
+    config_a.sh.peers = vec![udr::sh::config::ShPeer {
+        host: "as1.as.example".into(),
+        addr: as1.node.local_addr().unwrap(),
+    }];
+    let a = TestUdr::start_as(dir.path(), config_a, Some(uuid::Uuid::new_v4().to_string())).await;
+    // A loads B's subscription at start; a later one reaches it through the feed.
+    let deadline = tokio::time::Instant::now() + T;
+    while a.udr.sh.subscriptions.len() != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "A indexes the subscription");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(as1.node.wait_open(a_host, T).await, "A connects to AS1");
+    let as2 = direct_as_to("as2.as.example", a_host, sh_addr(&a)).await;
+    let pua = as2.pur(ALICE, "mmtel", 1, Some("<cfu><target>tel:+332</target></cfu>")).await;
+    assert_eq!(pua.result_code(), Some(rc::DIAMETER_SUCCESS), "{pua:?}");
+    let pnr = as1.next_pnr().await;
+    assert_eq!(pnr.origin_host(), Some(a_host), "sent by A, which took the PUR");
+    assert_eq!(repository(&pnr)[0].1, 1);
+    as1.no_pnr().await;
+
+    // A subscription made at B after A started reaches A through the feed; removed likewise.
+    let as3 = direct_as_to("as3.as.example", b_host, sh_addr(&b)).await;
+    ok(&as3.snr(ALICE, 0, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    while a.udr.sh.subscriptions.len() != 2 {
+        assert!(tokio::time::Instant::now() < deadline, "A indexes the second subscription");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    ok(&as3.snr(ALICE, 1, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    while a.udr.sh.subscriptions.len() != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "A drops the second subscription");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    a.stop().await;
+    b.stop().await;
 }
 
 testkit::on_both_backends!(
