@@ -675,8 +675,8 @@ async fn a_pur_at_one_instance_notifies_an_as_subscribed_at_the_other_once() {
         return;
     }
     let dir = common::state_dir();
-    let b = TestUdr::start_as(dir.path(), sh_config(), Some(uuid::Uuid::new_v4().to_string()))
-        .await;
+    let b =
+        TestUdr::start_as(dir.path(), sh_config(), Some(uuid::Uuid::new_v4().to_string())).await;
     provision(&b, alice()).await;
     let b_host = UDR_HOST;
     let a_host = "udr-a.fivecore.local";

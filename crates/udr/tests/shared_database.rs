@@ -1,4 +1,4 @@
-//! Two UDR instances on one MariaDB database (issue #25, docs/store.md "Several instances on one
+//! Two UDR instances on one MariaDB database, and on two nodes of a Galera cluster (issue #25, docs/store.md "Several instances on one
 //! database", docs/udr.md): an SLF entry provisioned, changed and removed at A is answered by
 //! B's in-memory identity index within the feed's bound (and the other way round), while the
 //! writer reads its own write at once; policy data written at A notifies exactly once a
@@ -62,25 +62,67 @@ async fn index_loaded(udr: &TestUdr) {
     }
 }
 
-async fn two_udrs(config: UdrConfig) -> (tempfile::TempDir, TestUdr, TestUdr) {
+/// Two instances on one MariaDB server's database (`None`: no MariaDB, the test is skipped).
+async fn two_udrs(config: UdrConfig) -> Option<(Vec<tempfile::TempDir>, TestUdr, TestUdr)> {
+    if !testkit::backends::use_mariadb() {
+        return None;
+    }
     let dir = common::state_dir();
-    let a =
-        TestUdr::start_as(dir.path(), config.clone(), Some(uuid::Uuid::new_v4().to_string())).await;
-    let b = TestUdr::start_as(dir.path(), config, Some(uuid::Uuid::new_v4().to_string())).await;
+    let (a, b) = start_pair(dir.path(), dir.path(), config).await;
+    Some((vec![dir], a, b))
+}
+
+/// Two instances on two nodes of the three-node Galera cluster.
+async fn two_udrs_on_galera(
+    config: UdrConfig,
+) -> Option<(Vec<tempfile::TempDir>, TestUdr, TestUdr)> {
+    let cluster = tokio::task::spawn_blocking(testkit::mariadb::cluster).await.unwrap()?;
+    let urls = cluster.database("udr_coherence");
+    let dirs: Vec<tempfile::TempDir> = urls[..2]
+        .iter()
+        .map(|url| {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("mysql-url"), url).unwrap();
+            dir
+        })
+        .collect();
+    let (a, b) = start_pair(dirs[0].path(), dirs[1].path(), config).await;
+    Some((dirs, a, b))
+}
+
+async fn start_pair(
+    dir_a: &std::path::Path,
+    dir_b: &std::path::Path,
+    config: UdrConfig,
+) -> (TestUdr, TestUdr) {
+    let a = TestUdr::start_as(dir_a, config.clone(), Some(uuid::Uuid::new_v4().to_string())).await;
+    let b = TestUdr::start_as(dir_b, config, Some(uuid::Uuid::new_v4().to_string())).await;
     index_loaded(&a).await;
     index_loaded(&b).await;
-    (dir, a, b)
+    (a, b)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_slf_entry_written_at_one_instance_is_served_by_the_others_index() {
-    if !testkit::backends::use_mariadb() {
-        return;
-    }
-    let (_dir, a, b) = two_udrs(UdrConfig::default()).await;
+    let Some((_dirs, a, b)) = two_udrs(UdrConfig::default()).await else { return };
+    slf_entries_at_one_are_served_by_the_other(&a, &b).await;
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn galera_changes_at_one_node_are_served_and_notified_at_another() {
+    let Some((_dirs, a, b)) = two_udrs_on_galera(notify_config()).await else { return };
+    slf_entries_at_one_are_served_by_the_other(&a, &b).await;
+    policy_data_at_one_notifies_a_subscriber_of_the_other_once(&a, &b).await;
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn slf_entries_at_one_are_served_by_the_other(a: &TestUdr, b: &TestUdr) {
     let c = client();
     let mut seen = Vec::new();
-    for (i, (writer, reader)) in [(&a, &b), (&b, &a)].into_iter().enumerate() {
+    for (i, (writer, reader)) in [(a, b), (b, a)].into_iter().enumerate() {
         let imsi = format!("imsi-00101000000010{i}");
         let gpsi = format!("msisdn-336000001{i:02}");
         let entry = json!({"subscriberIds": [imsi, gpsi], "nfGroupIds": {"UDM": "udm-1"}});
@@ -107,8 +149,6 @@ async fn an_slf_entry_written_at_one_instance_is_served_by_the_others_index() {
         seen.push(answered_within(reader, &imsi, (404, Value::Null)).await);
     }
     println!("SLF changes seen by the other instance after {seen:?}");
-    a.stop().await;
-    b.stop().await;
 }
 
 fn n36(path: &str) -> String {
@@ -142,14 +182,21 @@ async fn wait_for(what: &str, cond: impl Fn() -> bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn policy_data_written_at_one_instance_notifies_a_subscriber_of_the_other_once() {
-    if !testkit::backends::use_mariadb() {
-        return;
-    }
+fn notify_config() -> UdrConfig {
     let mut config = policy_config();
     config.policy.notify.batch_size = 1;
-    let (_dir, a, b) = two_udrs(config).await;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_data_written_at_one_instance_notifies_a_subscriber_of_the_other_once() {
+    let Some((_dirs, a, b)) = two_udrs(notify_config()).await else { return };
+    policy_data_at_one_notifies_a_subscriber_of_the_other_once(&a, &b).await;
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn policy_data_at_one_notifies_a_subscriber_of_the_other_once(a: &TestUdr, b: &TestUdr) {
     let c = client();
     let mut sink = Sink::start().await;
     let ue = "imsi-001010000000201";
@@ -196,8 +243,6 @@ async fn policy_data_written_at_one_instance_notifies_a_subscriber_of_the_other_
     assert!(put_json(&c, &at_b, &sm_data(4)).await.status().is_success());
     assert!(put_json(&c, &at_a, &sm_data(5)).await.status().is_success());
     sink.quiet().await;
-    a.stop().await;
-    b.stop().await;
 }
 
 /// Not a test by itself: the body of the child process (a UDR on the database named by
