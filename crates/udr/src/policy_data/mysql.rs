@@ -299,8 +299,6 @@ async fn apply_ue(
     Ok((versions, notified))
 }
 
-type OneEdit = Box<dyn FnOnce(Option<&[u8]>) -> Result<Option<Bytes>, nf::NfError> + Send>;
-
 impl PolicyDataStore for MysqlPolicyData {
     fn get(&self, key: Key) -> StoreFuture<'_, Found> {
         let key = Arc::new(key);
@@ -372,7 +370,7 @@ impl PolicyDataStore for MysqlPolicyData {
         edit: EditOne,
     ) -> StoreFuture<'_, Result<Written, Refusal>> {
         let state =
-            Arc::new((key, cond, Replay::<OneEdit, Option<Vec<u8>>, Option<Bytes>>::new(edit)));
+            Arc::new((key, cond, Replay::<EditOne, Option<Vec<u8>>, Option<Bytes>>::new(edit)));
         let owner = self.owner.clone();
         Box::pin(self.db.write(move |c| {
             let (state, subs, owner) = (state.clone(), subs.clone(), owner.clone());
