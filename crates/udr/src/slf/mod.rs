@@ -8,7 +8,7 @@
 //! different set).
 //!
 //! [`Slf`] is the service's state: the store behind the [`SlfStore`] trait (its SQLite
-//! implementation, with the tables, is [`sqlite`]) and, once [`Slf::start`]ed, an in-memory
+//! implementation, with the tables, is [`sqlite`], its MySQL one [`mysql`]) and, once [`Slf::start`]ed, an in-memory
 //! identity index ([`index`]) that `sync` keeps equal to the store from the store's changes
 //! feed; lookups are answered from the index, before it is loaded from the store.
 
