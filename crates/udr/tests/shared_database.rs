@@ -25,6 +25,10 @@ use udr::UdrConfig;
 const DEADLINE: Duration = Duration::from_millis(500);
 const T: Duration = Duration::from_secs(10);
 
+/// The tests of this file take turns: each times how fast a change reaches another instance,
+/// which another test's servers (a Galera cluster starting, a child UDR) would slow down.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Set in the child's environment to the database URL.
 const CHILD_ENV: &str = "FIVECORE_UDR_SHARED_DB_CHILD";
 const CHILD_TEST: &str = "child_udr_serves_until_killed";
@@ -104,6 +108,7 @@ async fn start_pair(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_slf_entry_written_at_one_instance_is_served_by_the_others_index() {
+    let _turn = SERIAL.lock().await;
     let Some((_dirs, a, b)) = two_udrs(UdrConfig::default()).await else { return };
     slf_entries_at_one_are_served_by_the_other(&a, &b).await;
     a.stop().await;
@@ -112,6 +117,7 @@ async fn an_slf_entry_written_at_one_instance_is_served_by_the_others_index() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn galera_changes_at_one_node_are_served_and_notified_at_another() {
+    let _turn = SERIAL.lock().await;
     let Some((_dirs, a, b)) = two_udrs_on_galera(notify_config()).await else { return };
     slf_entries_at_one_are_served_by_the_other(&a, &b).await;
     policy_data_at_one_notifies_a_subscriber_of_the_other_once(&a, &b).await;
@@ -190,6 +196,7 @@ fn notify_config() -> UdrConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_data_written_at_one_instance_notifies_a_subscriber_of_the_other_once() {
+    let _turn = SERIAL.lock().await;
     let Some((_dirs, a, b)) = two_udrs(notify_config()).await else { return };
     policy_data_at_one_notifies_a_subscriber_of_the_other_once(&a, &b).await;
     a.stop().await;
@@ -271,6 +278,7 @@ impl Drop for Killed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_udr_killed_after_acknowledged_writes_loses_none_of_them() {
+    let _turn = SERIAL.lock().await;
     if !testkit::backends::use_mariadb() {
         return;
     }
@@ -298,13 +306,20 @@ async fn a_udr_killed_after_acknowledged_writes_loses_none_of_them() {
     let b = TestUdr::start(dir.path(), UdrConfig::default()).await;
     index_loaded(&b).await;
 
-    // Acknowledged writes at A, as fast as they are answered; then SIGKILL.
-    let c = client();
+    // Acknowledged writes at A, four at a time; then SIGKILL. The answers may be slow on a busy
+    // machine: what counts is that each was given.
+    let c = sbi::client::SbiClient::new(&sbi::client::ClientConfig {
+        request_timeout_ms: 30_000,
+        ..sbi::client::ClientConfig::default()
+    })
+    .unwrap();
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(4));
     let mut written = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..40u64 {
-        let (c, a) = (c.clone(), a.clone());
+        let (c, a, slots) = (c.clone(), a.clone(), slots.clone());
         tasks.spawn(async move {
+            let _slot = slots.acquire().await.unwrap();
             let imsi = format!("imsi-0010100000{i:05}");
             let entry = json!({"subscriberIds": [imsi], "nfGroupIds": {"UDM": format!("udm-{i}")}});
             let r =
