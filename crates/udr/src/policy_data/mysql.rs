@@ -80,7 +80,7 @@ pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
 /// How often an instance stamps itself as the live owner of its notifications.
 pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
 /// An owner not seen for this long is taken over.
-pub const OWNER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub const OWNER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The policy data tables over a MySQL-protocol database.
 pub struct MysqlPolicyData {
