@@ -68,7 +68,7 @@ pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
         let (own, copy, mysql) = match nf {
             Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy), true),
             Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy), true),
-            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), false),
+            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), true),
             Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), true),
             Nf::Dd => (config.dd.validate(), None, false),
         };
@@ -218,9 +218,9 @@ mod tests {
             "[store]\nbackend = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1:3306/fivecore\"",
         )
         .unwrap();
-        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf, Nf::Pcf]).is_empty());
-        let faults = check(&mysql, &[Nf::Udr]);
-        assert!(faults.len() == 1 && faults[0].contains("the UDR: [store]"), "{faults:?}");
+        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf, Nf::Udr, Nf::Pcf]).is_empty());
+        let faults = check(&mysql, &[Nf::Dd]);
+        assert!(faults.len() == 1 && faults[0].contains("[store]"), "{faults:?}");
         let no_url = Config::parse("[store]\nbackend = \"mysql\"").unwrap();
         assert!(check(&no_url, &[Nf::Bsf])[0].contains("url"));
         assert!(check(&Config::default(), &crate::nf::ALL.map(|i| i.nf)).is_empty());

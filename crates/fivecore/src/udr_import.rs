@@ -116,9 +116,15 @@ fn import(opts: Options, store: store::SqliteConfig, input: Input, total: Option
     let path = store.path.clone();
     let mut bar = Bar::new(total);
     let result: Result<Report, String> = runtime.block_on(async {
-        let db = udr::Stores::open_sqlite(store)
+        // On MySQL too: a running UDR instance on the database follows the import through the
+        // change feed (its SLF index reloads after a bulk batch).
+        let where_ = match store.backend {
+            store::Backend::Sqlite => path.display().to_string(),
+            store::Backend::Mysql => "the MySQL store".to_owned(),
+        };
+        let db = udr::Stores::open(store, "fivecore-udr-import")
             .await
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot open {where_}: {e}"))?;
         let report = import::run(&db, input, opts, |e| match e {
             Event::BadRow(b) => bar.bad_row(b),
             Event::Progress(p) => bar.update(&p, false),

@@ -254,6 +254,48 @@ fn udr_serves_slf_lookups_and_stops_on_sigterm() {
     assert!(std::path::Path::new(&format!("{data}/udr.db")).exists());
 }
 
+/// `[store] backend = "mysql"` in --config: `fivecore udr import` loads into the MariaDB
+/// database and `fivecore udr` serves from it (no SQLite file made). Skipped without MariaDB
+/// unless FIVECORE_REQUIRE_MARIADB=1.
+#[test]
+fn udr_and_its_import_run_on_mysql_by_configuration() {
+    let Some(server) = testkit::mariadb::server() else { return };
+    let dir = tempfile_dir();
+    let config = format!("{dir}/mysql.toml");
+    let url = server.database("udr_cli");
+    std::fs::write(&config, format!("[store]\nbackend = \"mysql\"\nurl = \"{url}\"\n")).unwrap();
+    let slf = format!("{dir}/slf.csv");
+    std::fs::write(&slf, "subscriberIds,UDM\nimsi-001010000000001;msisdn-33600000001,udm-1\n")
+        .unwrap();
+    let data = format!("{dir}/udr-mysql");
+    let args = ["udr", "import", "--config", &config, "--kind", "slf", "--data-dir", &data, &slf];
+    let (code, _, err) = fivecore(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 identities new"), "{err}");
+
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["udr", "--config", &config, "--listen", &listen, "--data-dir", &data])
+        .args(["--log-format", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child, port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = sbi::client::SbiClient::new(&sbi::client::ClientConfig::default()).unwrap();
+    let url = format!(
+        "http://{listen}/nudr-group-id-map/v1/nf-group-ids?nf-type=UDM&subscriberId=msisdn-33600000001"
+    );
+    let r = rt.block_on(client.get(&url).send()).unwrap();
+    assert_eq!(r.status(), 200, "{}", String::from_utf8_lossy(r.body()));
+    assert!(String::from_utf8_lossy(r.body()).contains("udm-1"));
+    sigterm(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(!std::path::Path::new(&format!("{data}/udr.db")).exists(), "a SQLite file on MySQL");
+}
+
 #[test]
 fn udr_import_loads_files_and_stdin_while_a_udr_serves() {
     let dir = tempfile_dir();

@@ -24,6 +24,7 @@
 //! [`config`] is `[udr]`; [`context`] holds the state; [`stores`] opens every service's store.
 //! [`bind`] builds it all; [`Bound::serve`] / [`run`] serve until shutdown.
 
+pub mod coherence;
 pub mod config;
 pub mod context;
 pub mod eir;
@@ -31,6 +32,7 @@ pub mod import;
 pub mod policy_data;
 pub mod preload;
 pub mod provisioning;
+mod replay;
 pub mod sh;
 pub mod slf;
 pub mod soap;
@@ -41,7 +43,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use ::store::SqliteConfig;
+use ::store::{AnyStore, SqliteConfig};
 use http::Method;
 use nf::{Serving, Skeleton, Spec};
 use sbi::client::ClientConfig;
@@ -122,7 +124,7 @@ pub fn nrf_profile(
 
 /// A bound UDR with its store open, ready to serve.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<AnyStore>,
     udr: Arc<Udr>,
     sh_addr: Option<SocketAddr>,
 }
@@ -134,7 +136,7 @@ pub struct Bound {
 /// in (loaded in the background).
 pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     config.udr.validate().map_err(UdrError::Config)?;
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "UDR",
         instance_id: config.instance_id.clone(),
         sbi: config.sbi.clone(),
@@ -144,7 +146,18 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
         copy: config.udr.copy.clone(),
     })
     .await?;
-    let stores = Stores::sqlite(skeleton.store().clone()).await?;
+    let stores = match skeleton.store() {
+        AnyStore::Sqlite(db) => Stores::sqlite(db.clone()).await?,
+        AnyStore::Mysql(db) => Stores::mysql(db.clone(), skeleton.instance_id()).await?,
+    };
+    // Before the SLF index and the subscriptions load: a change another instance commits
+    // meanwhile is then in what they load or read from the feed.
+    let feed = match (skeleton.store(), stores.feed_writer()) {
+        (AnyStore::Mysql(db), Some(writer)) => {
+            Some((db.clone(), coherence::prepare(db, writer).await?))
+        }
+        _ => None,
+    };
     let scheme = skeleton.scheme();
     let udr = Arc::new(Udr::new(config.udr.clone(), stores, scheme));
     udr.sh.load().await?;
@@ -173,6 +186,16 @@ pub async fn bind(config: RunConfig) -> Result<Bound, UdrError> {
     }
     let policy = udr.policy.start(serving.client().clone());
     serving.on_stop(async move { policy.stop().await });
+    if let Some((db, reader)) = feed {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let follower = tokio::spawn(coherence::run(udr.clone(), db, reader, stopped.clone()));
+        let outbox = tokio::spawn(coherence::keep_outbox(udr.clone(), stopped));
+        serving.on_stop(async move {
+            let _ = stop.send(true);
+            let _ = follower.await;
+            let _ = outbox.await;
+        });
+    }
     let mut sh_addr = None;
     if config.udr.sh.enabled {
         let (node, sweeper) = sh::start(udr.clone()).await?.into_parts();

@@ -50,9 +50,8 @@ async fn status(udr: &TestUdr, query: &str) -> String {
     v["status"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
 async fn listed_ranges_unknown_and_bad_peis() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     provision(&udr).await;
 
@@ -100,9 +99,8 @@ async fn listed_ranges_unknown_and_bad_peis() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn binding_mismatch_gives_the_configured_status() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     provision(&udr).await;
     let pei = "pei=imeisv-4901542032375101";
@@ -196,9 +194,8 @@ async fn wait_for(url: &str, want: u16) -> Value {
 
 /// With `register_nrf`, AMFs discover the UDR as a 5G_EIR (its own profile and instance id);
 /// without it, only the UDR profile is registered.
-#[tokio::test]
 async fn registers_a_5g_eir_profile_when_configured() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let (nrf_base, nrf_stop, nrf_task) = start_nrf(dir.path()).await;
     let nrf_config = || nrf_client::NrfClientConfig {
         api_roots: vec![nrf_base.clone()],
@@ -271,3 +268,9 @@ async fn registers_a_5g_eir_profile_when_configured() {
     let _ = nrf_stop.send(());
     nrf_task.await.unwrap().unwrap();
 }
+
+testkit::on_both_backends!(
+    listed_ranges_unknown_and_bad_peis,
+    binding_mismatch_gives_the_configured_status,
+    registers_a_5g_eir_profile_when_configured,
+);

@@ -20,9 +20,8 @@ async fn provision(udr: &udr::Udr, ids: &[&str], g: Groups) {
     udr.slf.put(vec![e]).await.unwrap();
 }
 
-#[tokio::test]
 async fn lookups_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let g = groups(&[("UDM", "udm-g1"), ("AUSF", "ausf-g1"), ("PCF", "pcf-g2")]);
     provision(&udr.udr, &["imsi-001010000000001", "msisdn-33600000001"], g).await;
@@ -57,9 +56,8 @@ async fn lookups_and_errors() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn entries_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     provision(&udr.udr, &["imsi-001010000000007"], groups(&[("UDM", "udm-g7")])).await;
     udr.stop().await;
@@ -73,9 +71,8 @@ async fn entries_survive_a_restart() {
 
 /// The NRF finds this UDR as its SLF among the registered NFs and keeps only the UDMs of the
 /// group the UDR answers.
-#[tokio::test]
 async fn nrf_slf_query_against_this_udr() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut nrf_config = nrf::NrfConfig::default();
     nrf_config.slf.enabled = true;
     nrf_config.slf.nf_types = vec!["UDM".into()];
@@ -164,3 +161,9 @@ async fn nrf_slf_query_against_this_udr() {
     let _ = nrf_stop.send(());
     nrf_task.await.unwrap().unwrap();
 }
+
+testkit::on_both_backends!(
+    lookups_and_errors,
+    entries_survive_a_restart,
+    nrf_slf_query_against_this_udr,
+);

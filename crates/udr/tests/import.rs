@@ -10,14 +10,9 @@ use serde_json::json;
 use udr::import::{self, Event, Format, ImportError, Kind, Options, Report};
 use udr::{Stores, UdrConfig};
 
-/// A second handle on the UDR's database file, as `fivecore udr import` opens it.
+/// A second handle on the UDR's store, as `fivecore udr import` opens it.
 async fn open(dir: &std::path::Path) -> Stores {
-    Stores::open_sqlite(store::SqliteConfig {
-        readers: 1,
-        ..store::SqliteConfig::new(dir.join("udr.db"))
-    })
-    .await
-    .unwrap()
+    Stores::open(common::store_config(dir), "fivecore-udr-import").await.unwrap()
 }
 
 /// Imports `text`; returns the report, the bad lines reported and how many progress events
@@ -59,9 +54,8 @@ async fn seen(udr: &TestUdr, id: &str, want: serde_json::Value) {
     }
 }
 
-#[tokio::test]
 async fn slf_csv_and_jsonl_into_a_running_udr() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let db = open(dir.path()).await;
     let csv = "subscriberIds,UDM,AUSF,PCF\n\
@@ -140,9 +134,8 @@ async fn eir_status(udr: &TestUdr, pei: &str) -> serde_json::Value {
     body(&get(&client(), &url).await)
 }
 
-#[tokio::test]
 async fn eir_jsonl_and_csv() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     // Imported before the UDR starts, as for a first load.
     let db = open(dir.path()).await;
     let jsonl = concat!(
@@ -194,9 +187,8 @@ async fn eir_jsonl_and_csv() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn policy_jsonl_into_a_running_udr() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     let db = open(dir.path()).await;
     let jsonl = concat!(
@@ -259,9 +251,8 @@ async fn soap(udr: &TestUdr, op: &str, inner: &str) -> String {
     String::from_utf8(r.body().to_vec()).unwrap()
 }
 
-#[tokio::test]
 async fn sh_jsonl_then_read_by_soap() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let db = open(dir.path()).await;
     let jsonl = concat!(
         r#"{"publicIdentities":["sip:alice@ims.example","tel:+33600000001"],"msisdns":["33600000001"],"imsUserState":"REGISTERED","scscfName":"sip:scscf1.ims.example","repositoryData":[{"serviceIndication":"mmtel","sequenceNumber":0,"serviceData":"<mmtel><cdiv/></mmtel>"}]}"#,
@@ -316,9 +307,8 @@ async fn sh_jsonl_then_read_by_soap() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn policy_subscriptions_jsonl_are_notified_after_start() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut sink = testkit::sink::Sink::start().await;
     let db = open(dir.path()).await;
     let ue = "imsi-001010000000001";
@@ -353,3 +343,11 @@ async fn policy_subscriptions_jsonl_are_notified_after_start() {
     assert_eq!(got, json!([{"smPolicyData": doc, "ueId": ue, "notifId": "n1"}]));
     udr.stop().await;
 }
+
+testkit::on_both_backends!(
+    slf_csv_and_jsonl_into_a_running_udr,
+    eir_jsonl_and_csv,
+    policy_jsonl_into_a_running_udr,
+    sh_jsonl_then_read_by_soap,
+    policy_subscriptions_jsonl_are_notified_after_start,
+);

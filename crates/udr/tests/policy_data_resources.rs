@@ -60,12 +60,11 @@ fn profile() -> Value {
 }
 
 async fn start() -> (tempfile::TempDir, TestUdr) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     (dir, udr)
 }
 
-#[tokio::test]
 async fn provisioned_profile_is_served_on_n36() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -127,7 +126,6 @@ async fn provisioned_profile_is_served_on_n36() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn ue_errors_name_the_problem() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -196,7 +194,6 @@ async fn ue_errors_name_the_problem() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn sm_data_etags_patches_and_filters() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -347,7 +344,6 @@ async fn sm_data_etags_patches_and_filters() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn ue_policy_set_usage_monitoring_and_operator_specific_data() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -434,7 +430,6 @@ async fn ue_policy_set_usage_monitoring_and_operator_specific_data() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn plmn_sponsor_bdt_slice_and_mbs_data() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -571,7 +566,6 @@ async fn plmn_sponsor_bdt_slice_and_mbs_data() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn provisioning_patch_and_etags() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -666,7 +660,6 @@ async fn provisioning_patch_and_etags() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn bulk_load_function_for_import() {
     let (_dir, udr) = start().await;
     let profiles: Vec<(String, Value)> = (0..50)
@@ -695,7 +688,6 @@ async fn bulk_load_function_for_import() {
 /// `OperatorSpecificDataContainer.dataType` is an enum (TS 29.505): a value outside it is a 400
 /// naming the field on every path that writes it (N36 PUT and JSON patch, the provisioning
 /// profile, which the SOAP profile and the import also go through), over HTTP/2.
-#[tokio::test]
 async fn operator_specific_data_type_is_an_enum() {
     let (_dir, udr) = start().await;
     let c = client();
@@ -734,3 +726,14 @@ async fn operator_specific_data_type_is_an_enum() {
     assert_eq!(params(&p), ["/operatorSpecificData/tariff/dataType"]);
     udr.stop().await;
 }
+
+testkit::on_both_backends!(
+    provisioned_profile_is_served_on_n36,
+    ue_errors_name_the_problem,
+    sm_data_etags_patches_and_filters,
+    ue_policy_set_usage_monitoring_and_operator_specific_data,
+    plmn_sponsor_bdt_slice_and_mbs_data,
+    provisioning_patch_and_etags,
+    bulk_load_function_for_import,
+    operator_specific_data_type_is_an_enum,
+);

@@ -53,9 +53,8 @@ async fn subscribe(c: &sbi::client::SbiClient, udr: &TestUdr, sub: &Value) -> St
     r.header("location").unwrap().to_owned()
 }
 
-#[tokio::test]
 async fn n36_and_provisioning_changes_are_notified() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     let mut sink = Sink::start().await;
     let c = client();
@@ -133,9 +132,8 @@ async fn n36_and_provisioning_changes_are_notified() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn subscription_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.max_subscriptions = 2;
     let udr = TestUdr::start(dir.path(), config).await;
@@ -227,9 +225,8 @@ async fn subscription_errors() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn retries_batch_in_order() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     let mut sink = Sink::start().await;
     let c = client();
@@ -284,9 +281,8 @@ async fn retries_batch_in_order() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn subscriptions_sharing_a_notification_uri_share_requests() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     let mut sink = Sink::start().await;
     let mut other = Sink::start().await;
@@ -312,9 +308,8 @@ async fn subscriptions_sharing_a_notification_uri_share_requests() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn refused_and_undeliverable_notifications_are_dropped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.notify.attempts = 2;
     let udr = TestUdr::start(dir.path(), config).await;
@@ -357,12 +352,15 @@ async fn refused_and_undeliverable_notifications_are_dropped() {
     udr.stop().await;
 }
 
-#[tokio::test]
+/// The nfInstanceId of a UDR restarted on its store: on MySQL the notifications it recorded are
+/// owned by that id, so the instance started again with it resumes them.
+const SAME_UDR: &str = "5a6e0c1e-0000-4000-8000-00000000000a";
+
 async fn outbox_survives_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.notify.attempts = 0; // until the subscription ends
-    let udr = TestUdr::start(dir.path(), config.clone()).await;
+    let udr = TestUdr::start_as(dir.path(), config.clone(), Some(SAME_UDR.into())).await;
     let mut sink = Sink::start().await;
     let c = client();
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
@@ -384,7 +382,7 @@ async fn outbox_survives_a_restart() {
     sink.quiet().await;
 
     // After the restart the outbox is resumed: the notification arrives.
-    let udr = TestUdr::start(dir.path(), config).await;
+    let udr = TestUdr::start_as(dir.path(), config, Some(SAME_UDR.into())).await;
     let n = notifications(&sink.next().await);
     assert_eq!(n, [json!({"smPolicyData": sm_data(7), "ueId": UE, "notifId": "n1"})]);
     // The subscription lived through the restart too.
@@ -395,9 +393,8 @@ async fn outbox_survives_a_restart() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn subscriptions_expire() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.max_expiry_secs = 3600;
     let udr = TestUdr::start(dir.path(), config).await;
@@ -433,9 +430,8 @@ async fn subscriptions_expire() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn fragment_subscriptions_report_only_their_items() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), policy_config()).await;
     let mut sink = Sink::start().await;
     let c = client();
@@ -470,14 +466,13 @@ async fn fragment_subscriptions_report_only_their_items() {
 
 /// A deleted subscription's undelivered notifications are never sent, not even by the next UDR
 /// started on the store, and they leave the outbox (the delivery drops them as it reaches them).
-#[tokio::test]
 async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = policy_config();
     config.policy.notify.attempts = 0; // until the subscription ends
     config.policy.notify.backoff_ms = 30_000; // no retry before the restart
     config.policy.notify.max_backoff_ms = 30_000;
-    let udr = TestUdr::start(dir.path(), config.clone()).await;
+    let udr = TestUdr::start_as(dir.path(), config.clone(), Some(SAME_UDR.into())).await;
     let mut sink = Sink::start().await;
     let c = client();
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
@@ -494,7 +489,7 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     udr.stop().await;
     sink.fail_first.store(0, Ordering::SeqCst);
 
-    let udr = TestUdr::start(dir.path(), config).await;
+    let udr = TestUdr::start_as(dir.path(), config, Some(SAME_UDR.into())).await;
     let smd = udr.url(&n36(&format!("ues/{UE}/sm-data")));
     subscribe(
         &c,
@@ -520,3 +515,15 @@ async fn deleted_subscriptions_notifications_are_dropped_across_a_restart() {
     assert_eq!(left, 0, "outbox rows left");
     udr.stop().await;
 }
+
+testkit::on_both_backends!(
+    n36_and_provisioning_changes_are_notified,
+    subscription_errors,
+    retries_batch_in_order,
+    subscriptions_sharing_a_notification_uri_share_requests,
+    refused_and_undeliverable_notifications_are_dropped,
+    outbox_survives_a_restart,
+    subscriptions_expire,
+    fragment_subscriptions_report_only_their_items,
+    deleted_subscriptions_notifications_are_dropped_across_a_restart,
+);

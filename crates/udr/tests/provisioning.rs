@@ -77,9 +77,8 @@ fn assert_prov(schema: &str, value: &Value) {
 }
 
 /// The documented methods of every documented path are served, and nothing else under it.
-#[tokio::test]
 async fn the_openapi_document_matches_the_routes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let router = udr::router(udr.udr.clone());
     let paths = PROV_DOC["$defs"]["prov"]["paths"].as_object().unwrap();
@@ -135,9 +134,8 @@ async fn groups_of(udr: &TestUdr, id: &str, types: &str) -> (u16, Value) {
     (r.status().as_u16(), body(&r))
 }
 
-#[tokio::test]
 async fn slf_entries_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let entry = json!({
@@ -277,9 +275,8 @@ async fn patch_unknown(c: &sbi::client::SbiClient, url: &str) -> sbi::client::Sb
         .unwrap()
 }
 
-#[tokio::test]
 async fn slf_entry_bodies_and_paths_are_checked() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let create = udr.url("/udr-prov/v1/slf-entries");
@@ -330,9 +327,8 @@ async fn eir_status(udr: &TestUdr, query: &str) -> (u16, Value) {
     (r.status().as_u16(), body(&r))
 }
 
-#[tokio::test]
 async fn eir_imeis_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let imeis = udr.url("/udr-prov/v1/eir/imeis");
@@ -415,9 +411,8 @@ async fn eir_imeis_lifecycle() {
     udr.stop().await;
 }
 
-#[tokio::test]
 async fn eir_ranges_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let ranges = udr.url("/udr-prov/v1/eir/imei-ranges");
@@ -529,9 +524,8 @@ async fn eir_ranges_lifecycle() {
 
 /// Lists are capped (`[udr.provisioning]`): at the limit a body works; past it, however long,
 /// it is one invalid parameter naming the list (its items are not checked one by one).
-#[tokio::test]
 async fn list_limits() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let ids = |n: usize| -> Vec<String> { (0..n).map(|i| format!("imsi-0010{i:011}")).collect() };
@@ -553,3 +547,12 @@ async fn list_limits() {
     assert_eq!(r.status().as_u16(), 201, "{}", body(&r));
     udr.stop().await;
 }
+
+testkit::on_both_backends!(
+    the_openapi_document_matches_the_routes,
+    slf_entries_lifecycle,
+    slf_entry_bodies_and_paths_are_checked,
+    eir_imeis_lifecycle,
+    eir_ranges_lifecycle,
+    list_limits,
+);

@@ -116,6 +116,13 @@ async fn direct_as(host: &str, udr_addr: SocketAddr, pna_code: u32) -> As {
     a
 }
 
+/// An AS connected to the UDR instance `udr_host` only.
+async fn direct_as_to(host: &str, udr_host: &str, addr: SocketAddr) -> As {
+    let a = as_node(host, vec![PeerConfig::connect(udr_host, addr)], vec![], 2001).await;
+    assert!(a.node.wait_open(udr_host, T).await, "{host} connects to {udr_host}");
+    a
+}
+
 impl As {
     fn request(&self, cmd: u32, user: Option<Avp>, refs: &[u32]) -> Message {
         let mut m = Message::request(sh::APP_ID, cmd)
@@ -220,9 +227,8 @@ fn failed_avp_codes(a: &Message) -> Vec<u32> {
     a.failed_avps().iter().map(Avp::code).collect()
 }
 
-#[tokio::test]
 async fn user_data_request_parts_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.as_permissions =
         [("ro.as.example".to_owned(), vec![Procedure::Pull])].into_iter().collect();
@@ -325,9 +331,8 @@ async fn user_data_request_parts_and_errors() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn profile_update_sequence_numbers_and_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.max_repository_data_bytes = 64;
     let u = TestUdr::start(dir.path(), config).await;
@@ -351,19 +356,11 @@ async fn profile_update_sequence_numbers_and_errors() {
     assert_eq!(exp(&gone), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
 
     // 65535 wraps to 1 (set behind the UDR's back, on a connection of its own).
-    let other = store::SqliteStore::open(store::SqliteConfig::new(dir.path().join("udr.db")))
-        .await
-        .unwrap();
-    other
-        .write(|tx| {
-            Ok(tx.execute(
-                "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
-                [],
-            )?)
-        })
-        .await
-        .unwrap();
-    other.close().await.unwrap();
+    common::exec_sql(
+        dir.path(),
+        "UPDATE udr_sh_repository SET sequence_number = 65535 WHERE service_indication = 'mmtel'",
+    )
+    .await;
     let zero = a.pur(ALICE, "mmtel", 0, Some("<w/>")).await;
     assert_eq!(exp(&zero), Some(er::DIAMETER_ERROR_TRANSPARENT_DATA_OUT_OF_SYNC));
     ok(&a.pur(ALICE, "mmtel", 1, Some("<w/>")).await);
@@ -400,9 +397,8 @@ async fn profile_update_sequence_numbers_and_errors() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn sh_answers_reach_metrics() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), sh_config()).await;
     provision(&u, alice()).await;
     let a = direct_as("as1.as.example", sh_addr(&u), 2001).await;
@@ -432,9 +428,8 @@ async fn sh_answers_reach_metrics() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn subscribe_then_another_as_update_pushes_a_notification() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.max_subscription_secs = 7200;
     let u = TestUdr::start(dir.path(), config).await;
@@ -554,9 +549,8 @@ async fn wait_no_subscriptions(u: &TestUdr, when: &str) {
     }
 }
 
-#[tokio::test]
 async fn subscriptions_survive_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), sh_config()).await;
     provision(&u, alice()).await;
     let as1 = direct_as("as1.as.example", sh_addr(&u), 2001).await;
@@ -576,9 +570,8 @@ async fn subscriptions_survive_a_restart() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn sh_is_disabled_by_default() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     assert!(u.udr.sh.node().is_none());
     assert!(!UdrConfig::default().sh.enabled);
@@ -596,13 +589,12 @@ use testkit::freediameter::{binary as fd_binary, start as start_fd, HOST as FD_H
 
 /// An AS reaching the UDR only through freeDiameterd: Sh-Pull, Sh-Update with sequence numbers,
 /// Sh-Subs-Notif, and the PNR for another AS's update, all relayed by freeDiameter.
-#[tokio::test]
 async fn as_behind_freediameter() {
     let Some(bin) = fd_binary() else {
         println!("skipped: freeDiameterd not installed (Debian package freediameter)");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     // PNRs for the ASs' realm go through freeDiameterd.
     config.sh.routes = vec![ShRoute { realm: AS_REALM.into(), peers: vec![FD_HOST.into()] }];
@@ -654,10 +646,9 @@ async fn as_behind_freediameter() {
 
 /// `[udr.sh.limits]` reach the node: a first message declaring more than `max_cer_bytes` is
 /// closed at once (before its body), and an AS still connects and is served.
-#[tokio::test]
 async fn sh_diameter_limits_come_from_the_config() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = sh_config();
     config.sh.limits.max_cer_bytes = 4096;
     let u = TestUdr::start(dir.path(), config).await;
@@ -674,3 +665,70 @@ async fn sh_diameter_limits_come_from_the_config() {
     ok(&a.pur(ALICE, "presence", 0, Some("<p>on</p>")).await);
     u.stop().await;
 }
+
+/// Two UDR instances on one MariaDB database (issue #25): an AS subscribes at B; a PUR taken by
+/// A pushes exactly one PNR, from A (which learnt of the subscription through the change feed),
+/// and none from B. The AS is a peer of both (A connects to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pur_at_one_instance_notifies_an_as_subscribed_at_the_other_once() {
+    if !testkit::backends::use_mariadb() {
+        return;
+    }
+    let dir = common::state_dir();
+    let b =
+        TestUdr::start_as(dir.path(), sh_config(), Some(uuid::Uuid::new_v4().to_string())).await;
+    provision(&b, alice()).await;
+    let b_host = UDR_HOST;
+    let a_host = "udr-a.fivecore.local";
+    let mut as1 = direct_as_to("as1.as.example", b_host, sh_addr(&b)).await;
+    ok(&as1.snr(ALICE, 0, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    assert_eq!(b.udr.sh.subscriptions.len(), 1);
+
+    let mut config_a = sh_config();
+    config_a.sh.origin_host = a_host.into();
+    config_a.sh.peers = vec![udr::sh::config::ShPeer {
+        host: "as1.as.example".into(),
+        addr: as1.node.local_addr().unwrap(),
+    }];
+    let a = TestUdr::start_as(dir.path(), config_a, Some(uuid::Uuid::new_v4().to_string())).await;
+    // A loads B's subscription at start; a later one reaches it through the feed.
+    let deadline = tokio::time::Instant::now() + T;
+    while a.udr.sh.subscriptions.len() != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "A indexes the subscription");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(as1.node.wait_open(a_host, T).await, "A connects to AS1");
+    let as2 = direct_as_to("as2.as.example", a_host, sh_addr(&a)).await;
+    let pua = as2.pur(ALICE, "mmtel", 1, Some("<cfu><target>tel:+332</target></cfu>")).await;
+    assert_eq!(pua.result_code(), Some(rc::DIAMETER_SUCCESS), "{pua:?}");
+    let pnr = as1.next_pnr().await;
+    assert_eq!(pnr.origin_host(), Some(a_host), "sent by A, which took the PUR");
+    assert_eq!(repository(&pnr)[0].1, 1);
+    as1.no_pnr().await;
+
+    // A subscription made at B after A started reaches A through the feed; removed likewise.
+    let as3 = direct_as_to("as3.as.example", b_host, sh_addr(&b)).await;
+    ok(&as3.snr(ALICE, 0, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    while a.udr.sh.subscriptions.len() != 2 {
+        assert!(tokio::time::Instant::now() < deadline, "A indexes the second subscription");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    ok(&as3.snr(ALICE, 1, &[dr::REPOSITORY_DATA], &["mmtel"]).await);
+    while a.udr.sh.subscriptions.len() != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "A drops the second subscription");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
+testkit::on_both_backends!(
+    user_data_request_parts_and_errors,
+    profile_update_sequence_numbers_and_errors,
+    sh_answers_reach_metrics,
+    subscribe_then_another_as_update_pushes_a_notification,
+    subscriptions_survive_a_restart,
+    sh_is_disabled_by_default,
+    as_behind_freediameter,
+    sh_diameter_limits_come_from_the_config,
+);

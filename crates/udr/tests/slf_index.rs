@@ -22,9 +22,8 @@ async fn lookup(c: &sbi::client::SbiClient, udr: &TestUdr, id: &str) -> (u16, Va
 
 /// Every provisioning answer is followed by a lookup with no pause: it must already see the
 /// change, for digit identities (packed) and others (the fallback map) alike.
-#[tokio::test]
 async fn lookups_read_the_provisioning_writes_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let udr = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let create = udr.url("/udr-prov/v1/slf-entries");
@@ -92,9 +91,8 @@ async fn eventually(c: &sbi::client::SbiClient, udr: &TestUdr, id: &str, want: u
 /// An import through its own store connection (as `fivecore udr import` does from another
 /// process) while the UDR serves: its entries are looked up within `sync_interval_ms` plus a
 /// reload, and entries it replaces lose their old identities.
-#[tokio::test]
 async fn lookups_see_an_import_by_another_connection() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = UdrConfig::default();
     config.slf.sync_interval_ms = 50;
     let udr = TestUdr::start(dir.path(), config).await;
@@ -105,9 +103,7 @@ async fn lookups_see_an_import_by_another_connection() {
     assert_eq!(send_json(&c, Method::POST, &create, Some(&entry)).await.status(), 201);
     assert_eq!(lookup(&c, &udr, "imsi-001010000000002").await.0, 404);
 
-    let other = udr::Stores::open_sqlite(store::SqliteConfig::new(dir.path().join("udr.db")))
-        .await
-        .unwrap();
+    let other = udr::Stores::open(common::store_config(dir.path()), "import").await.unwrap();
     let csv = "subscriberIds,UDM\n\
         imsi-001010000000002;msisdn-33600000002,udm-imported\n\
         imsi-001010000000001,udm-reimported\n\
@@ -138,9 +134,8 @@ async fn lookups_see_an_import_by_another_connection() {
 /// SOAP writes SLF entries through the store functions, not through the index: a lookup right
 /// after the SOAP answer sees them (from the store while the index is behind), and the index
 /// takes them in within `sync_interval_ms`.
-#[tokio::test]
 async fn lookups_see_soap_writes_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let mut config = UdrConfig::default();
     config.slf.sync_interval_ms = 60_000;
     let udr = TestUdr::start(dir.path(), config).await;
@@ -172,3 +167,9 @@ async fn lookups_see_soap_writes_at_once() {
     }
     udr.stop().await;
 }
+
+testkit::on_both_backends!(
+    lookups_read_the_provisioning_writes_at_once,
+    lookups_see_an_import_by_another_connection,
+    lookups_see_soap_writes_at_once,
+);

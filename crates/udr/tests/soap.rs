@@ -115,9 +115,8 @@ const SLF_ENTRY: &str = "<udr:entry><udr:subscriberId>imsi-001010000000011</udr:
     <udr:group><udr:nfType>UDM</udr:nfType><udr:groupId>udm-1</udr:groupId></udr:group>\
     <udr:group><udr:nfType>PCF</udr:nfType><udr:groupId>pcf-1</udr:groupId></udr:group></udr:entry>";
 
-#[tokio::test]
 async fn slf_entries_every_operation() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
 
     let r = response(&call(&u, "CreateSlfEntry", SLF_ENTRY).await, "CreateSlfEntry");
@@ -157,9 +156,8 @@ async fn slf_entries_every_operation() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn eir_entries_every_operation() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let status = |pei: &str| u.url(&format!("/n5g-eir-eic/v1/equipment-status?pei={pei}"));
@@ -230,9 +228,8 @@ async fn eir_entries_every_operation() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn policy_profiles_every_operation() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let c = client();
     let ue = "<udr:ueId>imsi-001010000000031</udr:ueId>";
@@ -347,9 +344,8 @@ fn sh_request(node: &DiameterNode, cmd: u32, user: &str, refs: &[u32]) -> Messag
     m
 }
 
-#[tokio::test]
 async fn sh_profiles_over_soap_and_sh_see_the_same_data() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let config = UdrConfig {
         sh: ShConfig {
             enabled: true,
@@ -444,9 +440,8 @@ async fn sh_profiles_over_soap_and_sh_see_the_same_data() {
     u.stop().await;
 }
 
-#[tokio::test]
 async fn every_mistake_is_a_fault() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let xml_ct = ("content-type", "text/xml; charset=utf-8");
     let get = envelope("GetSlfEntry", "<udr:subscriberId>imsi-001010000000011</udr:subscriberId>");
@@ -593,9 +588,8 @@ fn wsdl_operations_match_the_dispatch_table() {
 
 /// Lists are capped (`[udr.provisioning]`): at the limit a request works; past it, however long,
 /// it is one Client fault naming the list's element.
-#[tokio::test]
 async fn list_limits() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let ids = |n: usize, at: usize| -> String {
         (0..n)
@@ -673,9 +667,8 @@ async fn list_limits() {
 
 /// An element the WSDL does not name is refused wherever it stands, by a fault naming it: in the
 /// operation element (GetPolicyProfile ignored it once), in an entry, a group, a profile.
-#[tokio::test]
 async fn unknown_elements_are_refused_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let cases = [
         ("GetPolicyProfile", "<udr:ueId>imsi-001010000000001</udr:ueId><udr:colour>red</udr:colour>", "operation", "<colour>"),
@@ -702,9 +695,8 @@ async fn unknown_elements_are_refused_everywhere() {
 
 /// The SOAP endpoint answers in SOAP whatever `Accept` says, and what the SBI layers refuse
 /// before the handler (an oversized body) is a SOAP fault too; JSON endpoints keep their 406.
-#[tokio::test]
 async fn soap_clients_are_answered_in_soap() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::state_dir();
     let u = TestUdr::start(dir.path(), UdrConfig::default()).await;
     let xml_ct = ("content-type", "text/xml; charset=utf-8");
     let action = ("soapaction", "\"urn:fivecore:udr:provisioning:1/CreateSlfEntry\"");
@@ -731,3 +723,14 @@ async fn soap_clients_are_answered_in_soap() {
     problem(&r, 406, "NOT_ACCEPTABLE");
     u.stop().await;
 }
+
+testkit::on_both_backends!(
+    slf_entries_every_operation,
+    eir_entries_every_operation,
+    policy_profiles_every_operation,
+    sh_profiles_over_soap_and_sh_see_the_same_data,
+    every_mistake_is_a_fault,
+    list_limits,
+    unknown_elements_are_refused_everywhere,
+    soap_clients_are_answered_in_soap,
+);

@@ -11,6 +11,7 @@
 //! write), so that one row is the only candidate. A single IMEI beats a range that contains
 //! it, so a device can be listed apart from its model's range.
 
+pub mod mysql;
 pub mod n5g_eir_eic;
 pub mod sqlite;
 

@@ -17,6 +17,7 @@ pub mod etag;
 pub mod ids;
 pub mod merge;
 pub mod model;
+pub mod mysql;
 pub mod notify;
 pub mod provisioning;
 pub mod resources;
@@ -131,6 +132,11 @@ impl PolicyData {
             + 'static,
     ) -> ::store::Result<Result<store::UeWritten, store::Refusal>> {
         self.store.write_ue(self.subs.clone(), ue_id, cond, must_exist, Box::new(edit)).await
+    }
+
+    /// Wakes the delivery (notifications taken over from another instance).
+    pub(crate) fn wake_delivery(&self) {
+        self.wake.notify_one();
     }
 
     /// After a committed write: wakes the delivery when it recorded notifications.

@@ -36,7 +36,7 @@ pub struct Fragment {
 }
 
 /// One PolicyDataSubscription, decoded for matching.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Subscription {
     pub id: String,
     pub notification_uri: String,
@@ -414,6 +414,19 @@ pub async fn delete_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiR
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
+/// A stored subscription as the index holds it.
+pub fn decode_stored(
+    id: &str,
+    expiry_ms: Option<i64>,
+    json: Vec<u8>,
+) -> Result<Subscription, String> {
+    // Decoded without the expiry bound: it was applied when the subscription was made.
+    let v = serde_json::from_slice::<Value>(&json).map_err(|e| e.to_string())?;
+    let mut sub = decode(id, Bytes::from(json), v, i64::MIN, 0).map_err(|p| p.to_string())?;
+    sub.expiry_ms = expiry_ms;
+    Ok(sub)
+}
+
 /// Loads the stored subscriptions into the index, dropping those expired meanwhile; returns
 /// how many are held.
 pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
@@ -425,14 +438,8 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
             gone.push(id);
             continue;
         }
-        // Decoded without the expiry bound: it was applied when the subscription was made.
-        let decoded =
-            serde_json::from_slice::<Value>(&json).map_err(|e| e.to_string()).and_then(|v| {
-                decode(&id, Bytes::from(json), v, i64::MIN, 0).map_err(|p| p.to_string())
-            });
-        match decoded {
-            Ok(mut sub) => {
-                sub.expiry_ms = expiry_ms;
+        match decode_stored(&id, expiry_ms, json) {
+            Ok(sub) => {
                 pd.subs.insert(sub);
             }
             Err(e) => {

@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod data;
+pub mod mysql;
 pub mod pnr;
 pub mod pur;
 pub mod sh_data_xml;

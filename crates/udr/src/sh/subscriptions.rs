@@ -62,6 +62,18 @@ impl Subscriptions {
         }
     }
 
+    /// Makes `now` the subscriptions of `profile_id` (re-read from the store after another
+    /// instance changed them).
+    pub fn replace_profile(&self, profile_id: i64, now: Vec<StoredSubscription>) {
+        let mut idx = self.lock();
+        let before = idx.by_profile.remove(&profile_id).map_or(0, |v| v.len());
+        let after = now.len();
+        if !now.is_empty() {
+            idx.by_profile.insert(profile_id, now);
+        }
+        idx.len = idx.len - before + after;
+    }
+
     /// Removes one subscription; whether it was held.
     pub fn remove(&self, profile_id: i64, as_host: &str, data_reference: u32, si: &str) -> bool {
         let mut idx = self.lock();

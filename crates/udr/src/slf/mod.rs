@@ -8,11 +8,12 @@
 //! different set).
 //!
 //! [`Slf`] is the service's state: the store behind the [`SlfStore`] trait (its SQLite
-//! implementation, with the tables, is [`sqlite`]) and, once [`Slf::start`]ed, an in-memory
+//! implementation, with the tables, is [`sqlite`], its MySQL one [`mysql`]) and, once [`Slf::start`]ed, an in-memory
 //! identity index ([`index`]) that `sync` keeps equal to the store from the store's changes
 //! feed; lookups are answered from the index, before it is loaded from the store.
 
 pub mod index;
+pub mod mysql;
 pub mod nudr_group_id_map;
 pub mod sqlite;
 mod sync;
@@ -261,6 +262,14 @@ impl Slf {
     pub fn indexed(&self, subscriber_id: &str) -> Option<Option<Arc<Groups>>> {
         let ix = self.live.get()?.fresh_index()?;
         Some(ix.get(subscriber_id).cloned())
+    }
+
+    /// Asks the index to drain its store's changes now (another instance's writes, read from
+    /// the change feed on MySQL).
+    pub fn nudge(&self) {
+        if let Some(live) = self.live.get() {
+            live.nudge();
+        }
     }
 
     /// After a committed write: asks the index to take it in now. Lookups read the store until

@@ -25,6 +25,12 @@
 //! when another connection commits, and such a change makes the syncer reload the whole index
 //! from a fresh snapshot (seconds for 10 million subscribers) and swap it in. Their staleness
 //! bound is one interval plus that reload.
+//!
+//! Over MySQL ([`super::mysql`]) the same protocol has another feed: a write queues the
+//! identities it changed once committed, then counts them into `noted`; other instances' writes
+//! arrive through the store's change feed (`crate::coherence`), which queues their identities
+//! (or asks for a reload, the version moving) and nudges the syncer. Their staleness bound is
+//! the feed's poll (25 ms) plus a drain.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, Weak};

@@ -29,10 +29,7 @@ impl TestUdr {
             udr: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig { request_timeout_ms: 1000, ..ClientConfig::default() },
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("udr.db"))
-            },
+            store: store_config(dir),
             instance_id,
         };
         let bound = udr::bind(run).await.expect("UDR starts");
@@ -57,6 +54,46 @@ impl TestUdr {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+}
+
+/// The `[store]` of a UDR whose state is in `dir` (a [`state_dir`]): the SQLite file there, or
+/// the MariaDB database the directory names.
+pub fn store_config(dir: &Path) -> store::SqliteConfig {
+    let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("udr.db")) };
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => store::SqliteConfig {
+            backend: store::Backend::Mysql,
+            url: vec![url],
+            pool_size: 8,
+            ..sqlite
+        },
+        None => sqlite,
+    }
+}
+
+/// A directory for a UDR's state: SQLite, or a new MariaDB database in the `mariadb::` run of
+/// a test (`testkit::on_both_backends!`).
+pub fn state_dir() -> tempfile::TempDir {
+    testkit::backends::state_dir("udr")
+}
+
+/// Runs `sql` on the store of `dir` behind the UDR's back (a connection of its own).
+pub async fn exec_sql(dir: &Path, sql: &'static str) {
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => {
+            use store::mysql::mysql_async::prelude::Queryable;
+            let db = store::MysqlStore::open(store::MysqlConfig::new([url])).await.unwrap();
+            db.write(move |c| Box::pin(async move { Ok(c.query_drop(sql).await?) })).await.unwrap();
+            db.close().await;
+        }
+        None => {
+            let db = store::SqliteStore::open(store::SqliteConfig::new(dir.join("udr.db")))
+                .await
+                .unwrap();
+            db.write(move |tx| Ok(tx.execute(sql, [])?)).await.unwrap();
+            db.close().await.unwrap();
+        }
     }
 }
 
