@@ -296,6 +296,7 @@ impl Security {
                 ca_files: vec![pki.ca()],
                 cert_file: Some(cert),
                 key_file: Some(key),
+                ..Default::default()
             };
         }
         base
@@ -474,7 +475,7 @@ impl Security {
         let port = uri.port_u16().unwrap_or(443);
         // A client that trusts the CA but has no certificate of its own.
         let anonymous = SbiClient::new(&ClientConfig {
-            tls: TlsClientConfig { ca_files: vec![pki.ca()], cert_file: None, key_file: None },
+            tls: TlsClientConfig { ca_files: vec![pki.ca()], ..Default::default() },
             ..ClientConfig::default()
         })?;
         let refused = match anonymous
