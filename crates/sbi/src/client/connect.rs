@@ -133,8 +133,11 @@ pub(crate) struct TlsReload {
     files: Vec<PathBuf>,
     every: Duration,
     /// When the files were last checked, and what they were when last loaded.
-    state: Mutex<(Instant, Vec<Option<(SystemTime, u64)>>)>,
+    state: Mutex<(Instant, Vec<Stamp>)>,
 }
+
+/// A file's modification time and size (`None`: it could not be read).
+type Stamp = Option<(SystemTime, u64)>;
 
 impl TlsReload {
     /// Reads the files' stamps now (at start-up, with the configuration just built from them).
@@ -181,7 +184,7 @@ impl TlsReload {
     }
 }
 
-fn stamp(m: Option<std::fs::Metadata>) -> Option<(SystemTime, u64)> {
+fn stamp(m: Option<std::fs::Metadata>) -> Stamp {
     let m = m?;
     Some((m.modified().ok()?, m.len()))
 }
