@@ -145,28 +145,36 @@ cargo test --workspace --locked
 # with AddressSanitizer, which needs nightly Rust and cargo-fuzz: both are installed when
 # missing; when they cannot be (rustup's server unreachable), the replay is what ran, and the
 # output says so. New inputs go to a temporary directory, not into the repository's corpus.
+# The instrumented build is optimised (cargo fuzz's default, with debug assertions) but without
+# the release profile's LTO, debug info or single codegen unit; `run` is given the same settings,
+# or it would build everything again. Opt-in (FIVECORE_FUZZ=1) until a cold instrumented build
+# is shown to fit CI's budget: on the loaded 2-core machine this one had used 26 CPU-minutes
+# and not finished after 97 minutes (docs/security.md, "Fuzzing").
 FUZZ_SECONDS="${FUZZ_SECONDS:-5}"
+FUZZ_BUILD=(--features libfuzzer --codegen-units 16)
+fuzz() { # fuzz <build|run> ARGS...: cargo +nightly fuzz with the CI build settings
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_DEBUG=0 \
+        cargo +nightly fuzz "$1" "${FUZZ_BUILD[@]}" "${@:2}"
+}
 fuzz_tools() {
     rustup run nightly rustc --version >/dev/null 2>&1 ||
         { log "installing Rust nightly (for cargo-fuzz)"; rustup toolchain install nightly --profile minimal >/dev/null; } || return 1
     cargo fuzz --version >/dev/null 2>&1 ||
         { log "installing cargo-fuzz"; cargo install --locked --quiet cargo-fuzz; } || return 1
 }
-# Opt-in (FIVECORE_FUZZ=1) until the instrumented build is shown to fit CI's time budget (its
-# first build did not finish in 35 minutes on a loaded 2-core machine, docs/security.md).
 if [ "${FIVECORE_FUZZ:-0}" != 1 ]; then
     log "fuzzing: corpus and regressions replayed on stable (cargo test: fuzz/tests/replay.rs);"\
         "libFuzzer runs with FIVECORE_FUZZ=1 ./test.sh"
 elif fuzz_tools; then
-    log "fuzzing: each target for ${FUZZ_SECONDS}s under libFuzzer (cargo +nightly fuzz)"
-    cargo +nightly fuzz build --features libfuzzer >/dev/null 2>&1 ||
-        cargo +nightly fuzz build --features libfuzzer
+    log "fuzzing: building the targets with libFuzzer and AddressSanitizer (cargo +nightly fuzz)"
+    fuzz build >/dev/null 2>&1 || fuzz build
+    log "fuzzing: each target for ${FUZZ_SECONDS}s under libFuzzer"
     fuzz_tmp="$(mktemp -d)"
     for t in $(cargo fuzz list); do
         mkdir -p "$fuzz_tmp/$t"
-        if ! cargo +nightly fuzz run --features libfuzzer "$t" "$fuzz_tmp/$t" "fuzz/corpus/$t" \
-            "fuzz/regressions/$t" -- -max_total_time="$FUZZ_SECONDS" -timeout=10 \
-            -print_final_stats=1 >"$fuzz_tmp/$t.log" 2>&1; then
+        if ! fuzz run "$t" "$fuzz_tmp/$t" "fuzz/corpus/$t" "fuzz/regressions/$t" -- \
+            -max_total_time="$FUZZ_SECONDS" -timeout=10 -print_final_stats=1 \
+            >"$fuzz_tmp/$t.log" 2>&1; then
             tail -n 60 "$fuzz_tmp/$t.log" >&2
             echo "fuzz target $t failed: keep the crashing input (fuzz/artifacts/$t/) under" \
                 "fuzz/regressions/$t/ once fixed (fuzz/README.md)" >&2

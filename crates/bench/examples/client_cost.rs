@@ -72,6 +72,7 @@ async fn run(
                         content_type: None,
                         headers: &[],
                         condition: None,
+                        authorization: None,
                         want: Want { etag: true, location: false, body: false },
                     };
                     h2.send(call).await.map_err(|e| anyhow::anyhow!("{e:?}"))?.status

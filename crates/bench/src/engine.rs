@@ -32,6 +32,7 @@ use crate::report::{
 use crate::rx::{self, BoundUes, RxCall, RxSims};
 use crate::scenario::{EtagUse, Generators, GxEvent, GxOp, Mix, ProfileSet, RxOp, Scenario};
 use crate::sched::{Deck, Picker, Rng, Schedule, Weighted};
+use crate::security::{self, Security, TokenSlot};
 use crate::sim::RunningSim;
 use crate::stats::{self, AnswerCounts, AnswerKind, Latency, ProcStats, Second, SecondReport};
 use crate::template::{encode_query_into, Env, Pools, ReqCtx, Template};
@@ -64,6 +65,8 @@ pub struct RunConfig {
     /// Closed loop with this many requests outstanding (`--concurrency`, else
     /// `load.concurrency`); `None` is the open loop.
     pub concurrency: Option<usize>,
+    /// `--oauth2` / `--tls`: the kit's tokens and TLS client (crate::security).
+    pub security: Option<Arc<Security>>,
 }
 
 struct Prepared {
@@ -89,6 +92,8 @@ struct Prepared {
     recycle: Option<String>,
     etag: Option<EtagUse>,
     conns: Arc<H2Pool>,
+    /// The access token its requests carry (`--oauth2`, a service that needs one).
+    token: Option<Arc<TokenSlot>>,
     /// Profiles per answer, one per variant (one for a procedure without variants), for the
     /// procedures with `expect_profiles`.
     profile_counts: Vec<profile_count::Counts>,
@@ -328,6 +333,7 @@ impl Maker {
                         content_type: p.content_type.as_ref(),
                         headers: &p.headers,
                         condition,
+                        authorization: p.token.as_ref().map(|t| t.get()),
                         want,
                     })
                     .await;
@@ -469,11 +475,15 @@ fn keep_etag(etags: &Mutex<HashMap<String, HeaderValue>>, key: String, r: &Answe
     }
 }
 
-fn clients(n: usize, timeout_ms: u64) -> Result<Vec<SbiClient>> {
+fn clients(n: usize, timeout_ms: u64, sec: Option<&Security>) -> Result<Vec<SbiClient>> {
     let cfg = ClientConfig {
         request_timeout_ms: timeout_ms,
         user_agent: Some("fivecore-bench".into()),
         ..ClientConfig::default()
+    };
+    let cfg = match sec {
+        Some(sec) => sec.client_config(cfg),
+        None => cfg,
     };
     (0..n).map(|_| SbiClient::new(&cfg).context("building the SBI client")).collect()
 }
@@ -719,7 +729,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         sims.iter().map(|x| (x.name.clone(), x.base_url())).collect();
     let mut rng = Rng::new(s.generators.seed);
     let pools = Arc::new(Pools::default());
-    let pre_client = clients(1, s.load.timeout_ms)?.remove(0);
+    let sec = cfg.security.as_deref();
+    let pre_client = clients(1, s.load.timeout_ms, sec)?.remove(0);
     let subs_nf = s.preload.subscriptions.as_ref().and_then(|x| x.nf.clone());
     let subs_base = match &subs_nf {
         Some(nf) => url_of(nf).with_context(|| format!("no target for {nf}"))?,
@@ -813,13 +824,16 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             Some(c) => c.clone(),
             None => {
                 let timeout = Duration::from_millis(s.load.timeout_ms);
-                let c = Arc::new(H2Pool::growing(
-                    &base,
-                    s.load.connections,
-                    max_connections(&s.load, cfg.concurrency),
-                    timeout,
-                    s.load.reconnect,
-                )?);
+                let c = Arc::new(
+                    H2Pool::growing(
+                        &base,
+                        s.load.connections,
+                        max_connections(&s.load, cfg.concurrency),
+                        timeout,
+                        s.load.reconnect,
+                    )?
+                    .with_tls(sec.and_then(Security::tls)),
+                );
                 // Only NFs with HTTP procedures are connected to.
                 if s.procedures.iter().any(|q| {
                     q.rx.is_none()
@@ -834,6 +848,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             }
         };
         let weights: Vec<f64> = p.variants.iter().map(|v| v.weight).collect();
+        // Asked for before the load, outside the measured requests.
+        let token = match (sec, p.rx.is_none() && p.sh.is_none() && p.gx.is_none()) {
+            (Some(sec), true) => sec.slot_for(security::service_of(&p.path)).await?,
+            _ => None,
+        };
         prepared.push(Prepared {
             // An Rx or Sh procedure sends no HTTP request: its method is never used.
             method: match (p.rx, p.sh, p.gx) {
@@ -889,6 +908,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             recycle: p.recycle.clone(),
             etag: p.etag,
             conns,
+            token,
             profile_counts: match p.expect_profiles {
                 Some(_) => (0..p.variants.len().max(1)).map(|_| Default::default()).collect(),
                 None => Vec::new(),
@@ -928,19 +948,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             map.insert(format!("{udr_base}{path}"), tag);
         }
     }
-    let start = Instant::now() + Duration::from_millis(20);
-    let keep_alive_tps = keep_alive_rate(s, cfg.rate, preload_report.profiles);
-    let keep_alive_failed = Arc::new(AtomicU64::new(0));
-    let keep_alive = (keep_alive_tps > 0.0).then(|| {
-        let ids: Vec<String> = instances.values().flatten().cloned().collect();
-        let end = start + Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s);
-        let failed = keep_alive_failed.clone();
-        let (client, base) = (pre_client.clone(), base0.clone());
-        tokio::spawn(keep_alive_loop(client, base, ids, keep_alive_tps, end, failed))
-    });
-    preload_report.keep_alive_tps = keep_alive_tps;
     let http_pools: Vec<Arc<H2Pool>> = by_nf.values().cloned().collect();
-    let maker = Arc::new(Maker {
+    let mut maker = Maker {
         prepared,
         generators: s.generators.clone(),
         instances,
@@ -952,8 +961,25 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         gx: cfg.gx.clone(),
         bound_ues,
         shared: shared.clone(),
-        start,
+        start: Instant::now(),
+    };
+    if let Some(sec) = sec {
+        probe_security(&maker, s, sec, &base0, &mut rng).await?;
+    }
+    let token_keeper = cfg.security.as_ref().and_then(Security::keep_tokens);
+    let start = Instant::now() + Duration::from_millis(20);
+    let keep_alive_tps = keep_alive_rate(s, cfg.rate, preload_report.profiles);
+    let keep_alive_failed = Arc::new(AtomicU64::new(0));
+    let keep_alive = (keep_alive_tps > 0.0).then(|| {
+        let ids: Vec<String> = maker.instances.values().flatten().cloned().collect();
+        let end = start + Duration::from_secs_f64(cfg.warmup_s + cfg.duration_s);
+        let failed = keep_alive_failed.clone();
+        let (client, base) = (pre_client.clone(), base0.clone());
+        tokio::spawn(keep_alive_loop(client, base, ids, keep_alive_tps, end, failed))
     });
+    preload_report.keep_alive_tps = keep_alive_tps;
+    maker.start = start;
+    let maker = Arc::new(maker);
     // The cool-down (open loop only) follows the measured window.
     let cooldown_s = if cfg.concurrency.is_none() { s.load.cooldown_s.max(0.0) } else { 0.0 };
     let secs_total = (cfg.warmup_s + cfg.duration_s + cooldown_s).ceil() as usize;
@@ -967,7 +993,11 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
     // The NFs' latency histograms at the same two marks (crate::nf_latency).
     let nf_hists: Arc<Mutex<[Vec<nf_latency::Scrape>; 2]>> = Arc::default();
-    let scraper = SbiClient::new(&ClientConfig::default()).context("building the SBI client")?;
+    let scraper = SbiClient::new(&match sec {
+        Some(sec) => sec.client_config(ClientConfig::default()),
+        None => ClientConfig::default(),
+    })
+    .context("building the SBI client")?;
     let nf_urls: Vec<(String, String)> =
         cfg.targets.iter().map(|t| (t.nf.clone(), t.url.clone())).collect();
     let sim_counters = egress_counts(s, sims, cfg.rx.as_deref(), cfg.gx.as_deref())?;
@@ -1073,6 +1103,9 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
     };
     let Dispatched { total, max_out, slot_waits, late_sends, unsent, max_lag } = d;
     if let Some(k) = keep_alive {
+        k.abort();
+    }
+    if let Some(k) = token_keeper {
         k.abort();
     }
     preload_report.keep_alive_failed = keep_alive_failed.load(Ordering::Relaxed);
@@ -1347,6 +1380,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             Some(_) => "closed loop".into(),
         },
         concurrency: cfg.concurrency,
+        security: cfg.security.as_ref().map(|x| x.report()).unwrap_or_default(),
         connections: http_pools.iter().map(|p| p.active()).max().unwrap_or(0),
         duration_s: cfg.duration_s,
         warmup_s: cfg.warmup_s,
@@ -1438,6 +1472,65 @@ fn keep_alive_rate(s: &Scenario, rate: f64, profiles: usize) -> f64 {
 
 /// Sends `tps` heartbeats per second to the preloaded profiles `ids` in turn until `end`,
 /// outside the mix and unmeasured; counts those not answered 2xx.
+/// What the security modes promise, checked as a consumer meets it before the load: with
+/// `--oauth2` a request of the mix without a token is refused (401), else the run stops (its
+/// figures would not be those of token checking); with `--tls` a client without a certificate
+/// is refused and a new connection resumes its TLS session (both reported).
+async fn probe_security(
+    maker: &Maker,
+    s: &Scenario,
+    sec: &Security,
+    base0: &str,
+    rng: &mut Rng,
+) -> Result<()> {
+    if sec.modes().oauth2 {
+        // A procedure with a token that takes nothing from a pool (the request is refused before
+        // any handler, so it creates nothing either).
+        let pi = maker
+            .prepared
+            .iter()
+            .enumerate()
+            .position(|(i, p)| {
+                let q = &s.procedures[i];
+                p.token.is_some()
+                    && !q.path.contains("{take:")
+                    && !q.body.as_deref().unwrap_or("").contains("{take:")
+            })
+            .context("--oauth2: no procedure of the mix calls a service that needs a token")?;
+        let p = &maker.prepared[pi];
+        let Some(Work::Http { path, body, condition, .. }) = maker.make(pi, 0, rng)? else {
+            bail!("--oauth2: the probe request of {} was not made", s.procedures[pi].name);
+        };
+        let status = p
+            .conns
+            .pick()
+            .send(Call {
+                method: &p.method,
+                path,
+                body,
+                content_type: p.content_type.as_ref(),
+                headers: &p.headers,
+                condition,
+                authorization: None,
+                want: Want::default(),
+            })
+            .await
+            .map(|a| a.status)
+            .map_err(|e| anyhow::anyhow!("--oauth2: the request without a token: {e:?}"))?;
+        sec.record_no_token_probe(&s.procedures[pi].name, status);
+        if status != 401 {
+            bail!(
+                "--oauth2: {} without a token was answered {status}, not 401: the NF does not require tokens",
+                s.procedures[pi].name
+            );
+        }
+    }
+    if sec.modes().tls {
+        sec.probe_tls(base0).await?;
+    }
+    Ok(())
+}
+
 async fn keep_alive_loop(
     client: SbiClient,
     base: String,

@@ -11,20 +11,26 @@
 //! answer's body is drained and counted, never collected, and only the headers a procedure
 //! needs are kept. Its connections also take 1 MiB frames and read through a 256 KiB buffer
 //! (below), which an NF holding connections to many producers should not spend.
+//!
+//! With `--tls` (crate::security) the same connections run over TLS with the kit's client
+//! certificate (ALPN `h2`); a reconnect resumes the TLS session from rustls' cache.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use http::header::{
-    HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCATION, RETRY_AFTER, USER_AGENT,
+    HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, ETAG, LOCATION, RETRY_AFTER, USER_AGENT,
 };
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Method, Request, Uri};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+use crate::security::TlsClient;
 
 /// Large windows: the kit never wants flow control to pace the NF's answers.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -60,6 +66,8 @@ pub struct Call<'a> {
     /// Sent as given (a procedure's `headers`, e.g. `SOAPAction`).
     pub headers: &'a [(HeaderName, HeaderValue)],
     pub condition: Option<(&'static HeaderName, HeaderValue)>,
+    /// `Bearer <token>` (`--oauth2`).
+    pub authorization: Option<HeaderValue>,
     pub want: Want,
 }
 
@@ -94,6 +102,9 @@ pub enum Failure {
 pub struct H2Conn {
     addr: String,
     authority: Authority,
+    scheme: Scheme,
+    /// The TLS client of an `https://` NF.
+    tls: Option<Arc<TlsClient>>,
     timeout: Duration,
     /// The live connection and its generation (so a failure seen by many requests reopens it
     /// once).
@@ -126,17 +137,21 @@ impl H2Conn {
     /// reopened by the next.
     pub fn with_reconnect(base: &str, timeout: Duration, reconnect: bool) -> Result<Self> {
         let uri: Uri = base.parse().with_context(|| format!("target URL {base}"))?;
-        if uri.scheme() != Some(&Scheme::HTTP) {
-            bail!("target URL {base}: the kit speaks h2c (http://) only");
-        }
+        let scheme = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP || *s == Scheme::HTTPS => s.clone(),
+            _ => bail!("target URL {base}: the kit speaks h2c (http://) or, with --tls, https://"),
+        };
         let authority = uri.authority().cloned().with_context(|| format!("{base}: no host"))?;
         let addr = match authority.port_u16() {
             Some(_) => authority.as_str().to_string(),
+            None if scheme == Scheme::HTTPS => format!("{}:443", authority.host()),
             None => format!("{}:80", authority.host()),
         };
         Ok(Self {
             addr,
             authority,
+            scheme,
+            tls: None,
             timeout,
             current: Mutex::new(None),
             reopen: tokio::sync::Mutex::new(()),
@@ -145,6 +160,11 @@ impl H2Conn {
             outstanding: AtomicUsize::new(0),
             max_streams: AtomicUsize::new(usize::MAX),
         })
+    }
+
+    /// Speaks TLS through `tls` to an `https://` NF.
+    pub fn set_tls(&mut self, tls: Option<Arc<TlsClient>>) {
+        self.tls = tls;
     }
 
     /// Opens the connection now (so connection setup is not in the first request's latency).
@@ -168,19 +188,18 @@ impl H2Conn {
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;
         tcp.set_nodelay(true)?;
-        let (send, conn) = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .max_frame_size(MAX_FRAME_SIZE)
-            .handshake::<_, Bytes>(tokio::io::BufReader::with_capacity(READ_BUFFER, tcp))
-            .await
-            .with_context(|| format!("HTTP/2 handshake with {}", self.addr))?;
-        // The connection's I/O runs in its own task; it ends when every handle is dropped or
-        // the peer closes.
-        let io = tokio::spawn(async move {
-            let _ = conn.await;
-        })
-        .abort_handle();
+        let (send, io) = match (&self.tls, self.scheme == Scheme::HTTPS) {
+            (_, false) => handshake(tcp).await,
+            (Some(tls), true) => {
+                let stream = tls
+                    .connect(tcp, self.authority.host())
+                    .await
+                    .with_context(|| format!("TLS handshake with {}", self.addr))?;
+                handshake(stream).await
+            }
+            (None, true) => bail!("{}: an https:// NF needs --tls", self.addr),
+        }
+        .with_context(|| format!("HTTP/2 handshake with {}", self.addr))?;
         // The NF's SETTINGS (its stream limit, which the pool grows by) come right after the
         // handshake; wait for them (up to half a second on a busy machine) rather than guess.
         for _ in 0..500 {
@@ -245,7 +264,7 @@ impl H2Conn {
         let path =
             PathAndQuery::from_maybe_shared(call.path.clone()).map_err(|_| Failure::Transport)?;
         let uri = Uri::builder()
-            .scheme(Scheme::HTTP)
+            .scheme(self.scheme.clone())
             .authority(self.authority.clone())
             .path_and_query(path)
             .build()
@@ -267,6 +286,25 @@ impl H2Conn {
     }
 }
 
+/// The HTTP/2 handshake on `io` (TCP or TLS); the connection's I/O runs in a task of its own
+/// that ends when every handle is dropped or the peer closes (aborting it closes the socket).
+async fn handshake<T>(io: T) -> Result<(SendRequest<Bytes>, tokio::task::AbortHandle), h2::Error>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (send, conn) = h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME_SIZE)
+        .handshake::<_, Bytes>(tokio::io::BufReader::with_capacity(READ_BUFFER, io))
+        .await?;
+    let io = tokio::spawn(async move {
+        let _ = conn.await;
+    })
+    .abort_handle();
+    Ok((send, io))
+}
+
 async fn exchange_on(
     send: SendRequest<Bytes>,
     uri: Uri,
@@ -284,6 +322,9 @@ async fn exchange_on(
     }
     if let Some((name, value)) = call.condition {
         h.insert(name, value);
+    }
+    if let Some(value) = call.authorization {
+        h.insert(AUTHORIZATION, value);
     }
     let rsp = match call.body {
         Some(body) => {
@@ -355,6 +396,14 @@ impl H2Pool {
     }
 
     /// `connections` at first, at most `max` (connections are opened at their first request).
+    /// Speaks TLS through `tls` on every connection (an `https://` NF, `--tls`).
+    pub fn with_tls(mut self, tls: Option<Arc<TlsClient>>) -> Self {
+        for c in &mut self.conns {
+            c.set_tls(tls.clone());
+        }
+        self
+    }
+
     pub fn growing(
         base: &str,
         connections: usize,
@@ -474,6 +523,7 @@ mod tests {
             content_type: None,
             headers: &[],
             condition: Some((&http::header::IF_MATCH, HeaderValue::from_static("\"v6\""))),
+            authorization: None,
             want,
         }
     }

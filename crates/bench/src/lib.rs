@@ -19,6 +19,7 @@ pub mod report;
 pub mod rx;
 pub mod scenario;
 pub mod sched;
+pub mod security;
 pub mod sh;
 pub mod sim;
 mod sim_amf;
@@ -152,6 +153,15 @@ pub struct BenchArgs {
     /// in Prometheus text on http://ADDR/metrics while it lasts (deploy/grafana/fivecore-bench.json).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// The NFs the kit starts require OAuth2 access tokens; the kit registers as a consumer at
+    /// the NRF (the scenario's, or one it starts for tokens), asks it for a token per service
+    /// before the load and sends it with every request (docs/bench.md, "Access tokens and TLS").
+    #[arg(long)]
+    pub oauth2: bool,
+    /// The NFs the kit starts serve TLS only and require client certificates (a lab PKI made
+    /// with `fivecore cert`); the kit connects over TLS with its own certificate.
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// Runs `fivecore bench`: 0 when the success criteria are met, 1 when missed, 2 on a usage or
@@ -279,12 +289,20 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         });
     }
     check_nf_cpus(&args.nf_cpus, &scenario.nfs)?;
+    let modes = security::Modes { oauth2: args.oauth2, tls: args.tls };
+    if modes.any() && (!targets.is_empty() || args.up || scenario.dd.is_some()) {
+        bail!("--oauth2 and --tls configure the NFs the kit starts one per process: not with --target, --up or a Data Director scenario");
+    }
     if args.up && args.nf_cpus.iter().any(|e| e.contains('=')) {
         bail!("--up runs the NFs in one process: --nf-cpus takes a plain CPU list");
     }
     let exe = match &args.nf_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe()?,
+    };
+    let security = match modes.any() {
+        true => Some(Arc::new(security::Security::prepare(modes, &exe, &out)?)),
+        false => None,
     };
     // The generator's runtime threads are pinned with --gen-cpus; the main thread is not, so the
     // NFs it starts do not inherit the generator's CPUs.
@@ -391,6 +409,26 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             false => None,
         };
         let mut up = up;
+        // --oauth2 without an NRF in the scenario: one only to issue tokens, neither measured
+        // nor a target.
+        let mut issuer_url = None;
+        if let Some(sec) = security.as_ref().filter(|x| x.modes().oauth2) {
+            if !scenario.nfs.iter().any(|nf| nf == "nrf") {
+                let name = security::DEFAULT_ISSUER;
+                let config = nfproc::write_config(&out, name, Some(&sec.issuer_config()?))?;
+                let mut c = nfproc::spawn(
+                    &exe,
+                    name,
+                    (None, None),
+                    &out,
+                    config.as_deref(),
+                    nfproc::data_dir(name)?,
+                )?;
+                c.url = c.url.replacen("http://", &format!("{}://", sec.scheme()), 1);
+                issuer_url = Some(c.url.clone());
+                children.push(c);
+            }
+        }
         for nf in &scenario.nfs {
             if targets.iter().any(|t| &t.nf == nf) {
                 continue;
@@ -416,7 +454,17 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 }
             }
             // The bulk-load commands get the NF's own configuration: the same store.
-            let table = nf_config_file(&scenario, nf, &vars);
+            let mut table = nf_config_file(&scenario, nf, &vars);
+            if let Some(sec) = &security {
+                let exempt = security::non_3gpp_services(
+                    scenario
+                        .procedures
+                        .iter()
+                        .filter(|p| p.nf.as_ref().unwrap_or(&scenario.nfs[0]) == nf)
+                        .map(|p| p.path.as_str()),
+                );
+                sec.configure_nf(nf, table.get_or_insert_with(toml::Table::new), &exempt)?;
+            }
             if let (Some((_, _, merged)), Some(t)) = (up.as_mut(), table.as_ref()) {
                 merge_config(merged, t, nf)?;
             }
@@ -438,7 +486,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 settle_disk(progress).await?;
             }
             let Some(dir) = own_dir else { continue };
-            let c = nfproc::spawn(
+            let mut c = nfproc::spawn(
                 &exe,
                 nf,
                 (cpus_for(&args.nf_cpus, nf), args.nf_cpu_quota),
@@ -446,6 +494,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
                 config.as_deref(),
                 dir,
             )?;
+            if let Some(sec) = &security {
+                c.url = c.url.replacen("http://", &format!("{}://", sec.scheme()), 1);
+            }
             // The NFs after this one may name it in their configuration (a PCF's UDR).
             vars.insert(format!("{{nf:{nf}}}"), c.url.clone());
             targets.push(TargetReport {
@@ -458,7 +509,10 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             });
             children.push(c);
         }
-        let ready_client = sbi::client::SbiClient::new(&Default::default())?;
+        let ready_client = sbi::client::SbiClient::new(&match &security {
+            Some(sec) => sec.client_config(Default::default()),
+            None => Default::default(),
+        })?;
         // A UDR started on preloaded policy data subscriptions loads them all before it is
         // ready (a million take a while).
         // So does a BSF with the Rx proxy's binding index (ten million bindings: ~30 s).
@@ -491,6 +545,16 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         }
         for c in children.iter_mut().filter(|c| c.nf != "up") {
             nfproc::wait_ready(c, &ready_client, Duration::from_secs(ready_wait)).await?;
+        }
+        if let Some(sec) = security.as_ref().filter(|x| x.modes().oauth2) {
+            let (url, own) = match &issuer_url {
+                Some(u) => (u.clone(), true),
+                None => (
+                    targets.iter().find(|t| t.nf == "nrf").context("no NRF target")?.url.clone(),
+                    false,
+                ),
+            };
+            sec.start_consumer(&url, own).await?;
         }
         if let (Some(plan), None) = (&plan, &preloaded) {
             let url = targets.iter().find(|t| t.nf == plan.nf).context("bindings target")?;
@@ -528,6 +592,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             gx: gx.clone(),
             udr: udr_preloaded,
             concurrency,
+            security: security.clone(),
         };
         // On a runtime thread (pinned with --gen-cpus), not on this one.
         let report = match cfg.scenario.dd {
@@ -546,6 +611,9 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         }
         if let Some(gx) = gx {
             gx.shutdown().await;
+        }
+        if let Some(sec) = &security {
+            sec.shutdown().await;
         }
         report
     });
@@ -591,6 +659,7 @@ fn call_mix(cfg: &mut engine::RunConfig, sims: Vec<sim::RunningSim>) -> Option<d
         gx: cfg.gx.clone(),
         udr: cfg.udr.take(),
         concurrency: None,
+        security: cfg.security.clone(),
     };
     Some(Box::pin(engine::run(c, sims)))
 }
@@ -795,6 +864,7 @@ pub async fn run_against(
             gx: None,
             udr: None,
             concurrency: None,
+            security: None,
             scenario,
             rate,
             duration_s,
@@ -864,6 +934,7 @@ pub async fn run_against(
         gx: gx.clone(),
         udr: udr_preloaded,
         concurrency,
+        security: None,
     };
     let r = engine::run(cfg, sims).await;
     if let Some(rx) = rx {

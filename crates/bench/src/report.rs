@@ -30,6 +30,8 @@ pub struct Report {
     /// loop` (`concurrency` requests outstanding, latency from each actual send).
     pub load_mode: String,
     pub concurrency: Option<usize>,
+    /// `--oauth2` / `--tls`: the mode and what the kit checked of it (crate::security).
+    pub security: crate::security::SecurityReport,
     /// The most HTTP/2 connections open to one NF (the pool grows past the scenario's while
     /// every connection has all the streams the NF allows in use, unless fixed).
     pub connections: usize,
@@ -341,6 +343,46 @@ pub fn comparison(r: &Report) -> Vec<(String, String, String)> {
     rows
 }
 
+/// The security mode, in one line of the report's header.
+fn security_line(sec: &crate::security::SecurityReport) -> String {
+    let mut line = format!("- security: {}", sec.mode);
+    match sec.mode.as_str() {
+        "plain" => line.push_str(" (no access tokens, h2c)"),
+        _ => {
+            if let Some(id) = &sec.consumer_instance {
+                let tokens: Vec<String> = sec
+                    .tokens
+                    .iter()
+                    .map(|t| {
+                        format!("{} ({}, {} renewed)", t.service, t.target_nf_type, t.renewals)
+                    })
+                    .collect();
+                let _ = write!(
+                    line,
+                    "; the kit is {} {id}, tokens from {}: {}",
+                    sec.consumer_nf_type.as_deref().unwrap_or("?"),
+                    sec.token_issuer.as_deref().unwrap_or("?"),
+                    tokens.join(", ")
+                );
+                if let Some(p) = &sec.no_token_probe {
+                    let _ = write!(line, "; {} without a token: {}", p.procedure, p.status);
+                }
+            }
+            if sec.mode.contains("tls") {
+                let _ = write!(
+                    line,
+                    "; mutual TLS: {} full and {} resumed handshakes; a reconnect: {}; a client without a certificate: {}",
+                    sec.tls_full_handshakes,
+                    sec.tls_resumed_handshakes,
+                    sec.tls_reconnect_probe.as_deref().unwrap_or("?"),
+                    sec.tls_no_certificate_probe.as_deref().unwrap_or("?")
+                );
+            }
+        }
+    }
+    line
+}
+
 pub fn markdown(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# fivecore bench: {}\n\n{}\n", r.scenario, r.description);
@@ -360,6 +402,7 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(s, "- open loop: offered rate {:.2}/s (scale {:.4} of the reference) over up to {} HTTP/2 connections per NF, latency from each request's due time, {:.0} s measured after {:.0} s warm-up", r.rate, r.scale, r.connections, r.duration_s, r.warmup_s);
         }
     }
+    let _ = writeln!(s, "{}", security_line(&r.security));
     for t in &r.targets {
         let how = if t.started_by_kit {
             format!(
@@ -987,6 +1030,7 @@ mod tests {
             duration_s: 10.0,
             warmup_s: 2.0,
             load_mode: "open loop".into(),
+            security: Default::default(),
             concurrency: None,
             connections: 4,
             targets: Vec::new(),

@@ -559,6 +559,7 @@ mod tests {
             content_type: None,
             headers: &[],
             condition: None,
+            authorization: None,
             want: Want::default(),
         }
     }
@@ -627,6 +628,7 @@ mod tests {
             content_type: None,
             headers: &[],
             condition: None,
+            authorization: None,
             want: Want::default(),
         };
         let t = std::time::Instant::now();
@@ -655,6 +657,7 @@ mod tests {
                 content_type: None,
                 headers: &[],
                 condition: None,
+                authorization: None,
                 want: Want { location: true, body: true, ..Want::default() },
             })
             .await
@@ -674,6 +677,7 @@ mod tests {
             content_type: None,
             headers: &[],
             condition: None,
+            authorization: None,
             want: Want::default(),
         };
         assert_eq!(conn.send(del(path)).await.unwrap().status, 204);

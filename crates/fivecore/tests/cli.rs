@@ -925,6 +925,7 @@ fn cert_makes_a_lab_pki_for_mutual_tls() {
             ca_files: vec![format!("{pki}/ca.crt").into()],
             cert_file: with_cert.then(|| format!("{pki}/pcf.crt").into()),
             key_file: with_cert.then(|| format!("{pki}/pcf.key").into()),
+            ..Default::default()
         },
         ..Default::default()
     };

@@ -59,7 +59,7 @@ mod connect;
 mod pool;
 mod trace;
 
-use connect::{Connector, KeepAlive};
+use connect::{Connector, KeepAlive, TlsReload};
 use pool::Pool;
 
 use crate::layer::tap::{Exchange, MessageCopy, MessageTap, Peer, TriggerPoint};
@@ -139,7 +139,7 @@ pub struct ClientConfig {
 
 /// TLS settings for `https://` producers. There are no built-in root CAs: list the CAs that
 /// sign your producers' certificates.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsClientConfig {
     /// PEM files of the CA certificates trusted to sign producer certificates (each file may
@@ -153,6 +153,26 @@ pub struct TlsClientConfig {
     /// PEM file with the private key (PKCS#8, PKCS#1 or SEC1) of `cert_file`.
     #[serde(default)]
     pub key_file: Option<PathBuf>,
+    /// Seconds between checks of the files above, made when a connection is opened: a renewed
+    /// client certificate (or CA file) is used for the connections opened after it changed,
+    /// without a restart (open connections keep theirs). 0: read once. Default 10.
+    #[serde(default = "default_tls_reload_secs")]
+    pub reload_secs: u64,
+}
+
+impl Default for TlsClientConfig {
+    fn default() -> Self {
+        TlsClientConfig {
+            ca_files: Vec::new(),
+            cert_file: None,
+            key_file: None,
+            reload_secs: default_tls_reload_secs(),
+        }
+    }
+}
+
+fn default_tls_reload_secs() -> u64 {
+    10
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -546,7 +566,14 @@ impl SbiClientBuilder {
         let user_agent = HeaderValue::from_str(ua)
             .map_err(|_| ClientError::Config(format!("user_agent {ua:?} is not a header value")))?;
 
-        let tls = self.tls_config()?;
+        let source = TlsSource {
+            config: c.tls.clone(),
+            root_ca_pems: self.root_ca_pems.clone(),
+            identity_pem: self.identity_pem.clone(),
+        };
+        let tls = source.build()?;
+        let reload = (c.tls.reload_secs > 0 && !source.files().is_empty())
+            .then(|| TlsReload::new(source, Duration::from_secs(c.tls.reload_secs)));
 
         let keep_alive = (c.ping_interval_ms > 0).then(|| KeepAlive {
             interval: Duration::from_millis(c.ping_interval_ms),
@@ -554,6 +581,7 @@ impl SbiClientBuilder {
         });
         let connector = Connector::new(
             tls,
+            reload,
             Duration::from_millis(c.connect_timeout_ms),
             c.http2_initial_stream_window,
             c.http2_initial_connection_window,
@@ -575,9 +603,29 @@ impl SbiClientBuilder {
             }),
         })
     }
+}
 
-    fn tls_config(&self) -> Result<rustls::ClientConfig, ClientError> {
-        let tls = &self.config.tls;
+/// What a client's TLS configuration is made of: the files of `[client.tls]` and PEM given in
+/// memory ([`SbiClientBuilder`]); built again when the files change (`reload_secs`).
+#[derive(Debug, Clone)]
+pub(crate) struct TlsSource {
+    config: TlsClientConfig,
+    root_ca_pems: Vec<Vec<u8>>,
+    identity_pem: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl TlsSource {
+    /// The files read: CA files, and the certificate and key unless given in memory.
+    pub(crate) fn files(&self) -> Vec<PathBuf> {
+        let mut f = self.config.ca_files.clone();
+        if self.identity_pem.is_none() {
+            f.extend(self.config.cert_file.iter().chain(&self.config.key_file).cloned());
+        }
+        f
+    }
+
+    pub(crate) fn build(&self) -> Result<rustls::ClientConfig, ClientError> {
+        let tls = &self.config;
         let mut roots = rustls::RootCertStore::empty();
         let mut add_roots = |pem: &[u8], origin: &str| -> Result<(), ClientError> {
             let mut n = 0;

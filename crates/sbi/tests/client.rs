@@ -693,7 +693,9 @@ async fn mutual_tls_requires_client_certificate() {
         TlsClientConfig {
             ca_files: vec![ca.clone()],
             cert_file: Some(cert.clone()),
-            key_file: Some(key.clone())
+            key_file: Some(key.clone()),
+            // Not in the file: the default.
+            reload_secs: 10,
         }
     );
     let from_files = client(config);

@@ -168,6 +168,59 @@ async fn renewed_certificates_and_a_rotated_ca_are_used_without_restart() {
     srv.stop().await;
 }
 
+/// The SBI client re-reads its own certificate and key (`[client.tls] reload_secs`): a
+/// certificate the producer refuses, replaced on disk by one it trusts, is used for the next
+/// connection without building a new client; a client that reads its files once keeps the old.
+#[tokio::test]
+async fn a_renewed_client_certificate_is_used_without_restart() {
+    use sbi::client::{ClientConfig, SbiClient, TlsClientConfig};
+    let server = pki();
+    let stranger = pki();
+    let srv =
+        common::start(ServerConfig { tls: Some(tls_config(&server, true)), ..Default::default() })
+            .await;
+    let url = format!("https://localhost:{}/healthz/live", srv.addr.port());
+    let files = tempfile::tempdir().unwrap();
+    let (ca, cert, key) =
+        (files.path().join("ca.crt"), files.path().join("nf.crt"), files.path().join("nf.key"));
+    std::fs::write(&ca, &server.ca_pem).unwrap();
+    std::fs::write(&cert, &stranger.client_cert_pem).unwrap();
+    std::fs::write(&key, &stranger.client_key_pem).unwrap();
+    let client = |reload_secs| {
+        SbiClient::new(&ClientConfig {
+            tls: TlsClientConfig {
+                ca_files: vec![ca.clone()],
+                cert_file: Some(cert.clone()),
+                key_file: Some(key.clone()),
+                reload_secs,
+            },
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let (reloading, once) = (client(1), client(0));
+    assert!(reloading.get(&url).send().await.is_err(), "another CA's certificate is refused");
+    assert!(once.get(&url).send().await.is_err());
+
+    // The NF's certificate is renewed by its operator: key, then certificate.
+    std::fs::write(&key, &server.client_key_pem).unwrap();
+    std::fs::write(&cert, &server.client_cert_pem).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match reloading.get(&url).send().await {
+            Ok(r) => {
+                assert_eq!(r.status(), StatusCode::OK);
+                break;
+            }
+            Err(e) => assert!(std::time::Instant::now() < deadline, "not reloaded: {e}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    // The client that read its files once still presents the old certificate.
+    assert!(once.get(&url).send().await.is_err());
+    srv.stop().await;
+}
+
 /// A client certificate signed by a CA the server does not trust fails the handshake.
 #[tokio::test]
 async fn an_unknown_client_certificate_is_refused_at_the_handshake() {

@@ -718,6 +718,7 @@ mod tests {
             content_type: Some(&ct),
             headers: &[],
             condition: None,
+            authorization: None,
             want: Default::default(),
         };
         let mut b = BytesMut::new();

@@ -883,6 +883,7 @@ fn report(
         duration_s: cfg.duration_s,
         warmup_s: cfg.warmup_s,
         load_mode: "open loop".into(),
+        security: Default::default(),
         concurrency: None,
         connections: sources.iter().map(|x| x.connections()).sum(),
         targets: cfg.targets.clone(),

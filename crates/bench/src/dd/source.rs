@@ -459,6 +459,7 @@ impl Source {
                     content_type: Some(&self.content_type),
                     headers: &[],
                     condition: None,
+                    authorization: None,
                     want: Want::default(),
                 })
                 .await;

@@ -1,8 +1,9 @@
 //! Opening one HTTP/2 connection to a producer: TCP, TLS with ALPN `h2` for `https://`, the
 //! HTTP/2 handshake, and the task that drives the connection (I/O, keep-alive PINGs, idle close).
 
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use h2::client::Connection;
@@ -13,11 +14,13 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::pool::{ConnState, Live, Slot};
-use super::BoxError;
+use super::{BoxError, TlsSource};
 
 /// Everything needed to open a connection, shared by every slot of the pool.
 pub(super) struct Connector {
-    tls: TlsConnector,
+    /// The TLS configuration in force for new connections (`reload` replaces it).
+    tls: RwLock<TlsConnector>,
+    reload: Option<TlsReload>,
     connect_timeout: Duration,
     stream_window: u32,
     connection_window: u32,
@@ -34,17 +37,17 @@ pub(super) struct KeepAlive {
 
 impl Connector {
     pub(super) fn new(
-        mut tls: rustls::ClientConfig,
+        tls: rustls::ClientConfig,
+        reload: Option<TlsReload>,
         connect_timeout: Duration,
         stream_window: u32,
         connection_window: u32,
         keep_alive: Option<KeepAlive>,
         idle_timeout: Option<Duration>,
     ) -> Self {
-        // TS 29.500 §5.2.3: HTTP/2 over TLS is negotiated with ALPN.
-        tls.alpn_protocols = vec![b"h2".to_vec()];
         Self {
-            tls: TlsConnector::from(Arc::new(tls)),
+            tls: RwLock::new(tls_connector(tls)),
+            reload,
             connect_timeout,
             stream_window,
             connection_window,
@@ -75,7 +78,14 @@ impl Connector {
             let name = ServerName::try_from(
                 host.trim_start_matches('[').trim_end_matches(']').to_owned(),
             )?;
-            let tls = self.tls.connect(name, tcp).await?;
+            if let Some(config) = match &self.reload {
+                Some(r) => r.changed().await,
+                None => None,
+            } {
+                *self.tls.write().unwrap() = tls_connector(config);
+            }
+            let connector = self.tls.read().unwrap().clone();
+            let tls = connector.connect(name, tcp).await?;
             Ok(self.handshake(tls, slot).await?)
         })
         .await;
@@ -105,6 +115,78 @@ impl Connector {
         ));
         Ok(Live { send, state })
     }
+}
+
+fn tls_connector(mut config: rustls::ClientConfig) -> TlsConnector {
+    // TS 29.500 §5.2.3: HTTP/2 over TLS is negotiated with ALPN.
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    TlsConnector::from(Arc::new(config))
+}
+
+/// `[client.tls] reload_secs`: the client's certificate, key and CA files are checked (their
+/// modification time and size) when a connection is opened, at most once per `every`; a change
+/// builds a new TLS configuration for the connections opened from then on, as the server's
+/// `reload_secs` does for its port. A set that does not load (a certificate written before its
+/// key) keeps the one in force and is tried again at the next check.
+pub(crate) struct TlsReload {
+    source: Arc<TlsSource>,
+    files: Vec<PathBuf>,
+    every: Duration,
+    /// When the files were last checked, and what they were when last loaded.
+    state: Mutex<(Instant, Vec<Stamp>)>,
+}
+
+/// A file's modification time and size (`None`: it could not be read).
+type Stamp = Option<(SystemTime, u64)>;
+
+impl TlsReload {
+    /// Reads the files' stamps now (at start-up, with the configuration just built from them).
+    pub(crate) fn new(source: TlsSource, every: Duration) -> Self {
+        let files = source.files();
+        let stamps = files.iter().map(|f| stamp(std::fs::metadata(f).ok())).collect();
+        TlsReload {
+            source: Arc::new(source),
+            files,
+            every,
+            state: Mutex::new((Instant::now(), stamps)),
+        }
+    }
+
+    /// A new configuration when the files changed since they were loaded and the check is due.
+    async fn changed(&self) -> Option<rustls::ClientConfig> {
+        {
+            let mut st = self.state.lock().unwrap();
+            if st.0.elapsed() < self.every {
+                return None;
+            }
+            st.0 = Instant::now();
+        }
+        let mut now = Vec::with_capacity(self.files.len());
+        for f in &self.files {
+            now.push(stamp(tokio::fs::metadata(f).await.ok()));
+        }
+        if self.state.lock().unwrap().1 == now {
+            return None;
+        }
+        let source = self.source.clone();
+        match tokio::task::spawn_blocking(move || source.build()).await {
+            Ok(Ok(config)) => {
+                self.state.lock().unwrap().1 = now;
+                tracing::info!(files = ?self.files, "SBI client: TLS files changed, reloaded");
+                Some(config)
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "SBI client: changed TLS files do not load; keeping the previous ones");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+fn stamp(m: Option<std::fs::Metadata>) -> Stamp {
+    let m = m?;
+    Some((m.modified().ok()?, m.len()))
 }
 
 /// Drives one connection until the peer closes it, it fails, a PING goes unanswered, or it
