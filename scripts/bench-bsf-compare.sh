@@ -49,13 +49,18 @@ rss_mb() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status"; }
 
 # shellcheck source=scripts/bsf-requests.sh
 . "$(dirname "$0")/bsf-requests.sh"
+bsf_check_curl
 posts() { bsf_post "$1" "$CLIENT_CPU"; }
 
 phase() { # name requests command... : runs it, prints CPU per request and RSS
     local name=$1 n=$2 before after result
     shift 2
     before=$(ticks)
-    result=$("$@")
+    # A client that fails (set -e would end the script here without a word) says so.
+    if ! result=$("$@"); then
+        echo "$name: the client failed (answers: ${result:-none})" >&2
+        exit 1
+    fi
     after=$(ticks)
     awk -v name="$name" -v n="$n" -v t=$((after - before)) -v hz="$HZ" -v rss="$(rss_mb)" -v r="$result" \
         'BEGIN { printf "%-9s %8d requests  %7.2f s CPU  %7.1f us/request  RSS %s MB  (%s)\n",

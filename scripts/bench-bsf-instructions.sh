@@ -22,6 +22,7 @@ done
 [ "$N" -le "$PRELOAD" ] || { echo "N must not exceed PRELOAD" >&2; exit 1; }
 # shellcheck source=scripts/bsf-requests.sh
 . "$(dirname "$0")/bsf-requests.sh"
+bsf_check_curl
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 

@@ -2,6 +2,22 @@
 # bench-bsf-instructions.sh). Binding i: UE 10.x.y.z, a SUPI and GPSI of its own, DNN
 # "internet", S-NSSAI 1/000001, one of two PCFs (FQDN, SBI endpoint, Diameter identity).
 
+# curl before 8.0 breaks a reused h2c prior-knowledge connection: every request after a
+# connection's first fails with exit 16, "Error in the HTTP2 framing layer" (curl/curl#10634,
+# fixed by #10643 in 8.0; Debian 12 ships 7.88.1), whatever the server. The POSTs below reuse
+# their 64 connections, so refuse such a curl rather than measure a few requests.
+bsf_check_curl() {
+    local v
+    v=$(curl --version | awk 'NR == 1 { print $2 }')
+    case $v in
+    [0-7].*)
+        echo "curl $v reuses h2c prior-knowledge connections wrongly (curl/curl#10634):" \
+            "all but each connection's first POST would fail; install curl >= 8.0" >&2
+        return 1
+        ;;
+    esac
+}
+
 # FIRST COUNT BINDINGS_URL -> a curl config (-K) POSTing those bindings over h2c, each answer's
 # status on its own line of curl's standard output.
 bsf_bodies() {
