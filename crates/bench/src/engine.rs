@@ -692,22 +692,40 @@ fn usage(pids: &[u32]) -> Usage {
     Some((cpu, rss))
 }
 
-/// Open descriptors and threads of the NF processes.
-type FdsAndThreads = (Option<u64>, Option<u64>);
+/// What grows over a soak when something leaks, read from /proc at the end of each second:
+/// the NF processes' open descriptors, threads and resident memory by kind, summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Leaks {
+    fds: Option<u64>,
+    threads: Option<u64>,
+    /// Anonymous (heap, stacks) and file-backed (mapped files) resident memory, MiB.
+    rss_anon_mb: Option<f64>,
+    rss_file_mb: Option<f64>,
+}
 
-/// Open descriptors and threads of the NF processes, summed (None when any is unreadable).
-fn fds_and_threads(pids: &[u32]) -> FdsAndThreads {
+/// [`Leaks`] of the NF processes (a figure is None when any process's is unreadable).
+fn leaks_of(pids: &[u32]) -> Leaks {
     if pids.is_empty() {
-        return (None, None);
+        return Leaks::default();
     }
     let mut fds = Some(0);
     let mut threads = Some(0);
+    let mut split = Some((0u64, 0u64));
     for p in pids {
         let id = p.to_string();
         fds = fds.zip(sbi::observe::open_fds(&id)).map(|(a, b)| a + b);
         threads = threads.zip(ProcessUsage::read_pid(*p).map(|u| u.threads)).map(|(a, b)| a + b);
+        split = split
+            .zip(sbi::observe::RssSplit::read(&id))
+            .map(|((a, f), r)| (a + r.anon_bytes, f + r.file_bytes));
     }
-    (fds, threads)
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    Leaks {
+        fds,
+        threads,
+        rss_anon_mb: split.map(|(a, _)| mb(a)),
+        rss_file_mb: split.map(|(_, f)| mb(f)),
+    }
 }
 
 fn self_cpu() -> f64 {
@@ -986,8 +1004,8 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
 
     // Sampler: once a second, NF and generator CPU/RSS, and the progress line.
     let samples: Arc<Mutex<Vec<Sample>>> = Arc::new(Mutex::new(Vec::new()));
-    // With each sample: the NF processes' open descriptors and threads.
-    let leaks: Arc<Mutex<Vec<FdsAndThreads>>> = Arc::default();
+    // With each sample: the NF processes' open descriptors, threads and memory by kind.
+    let leaks: Arc<Mutex<Vec<Leaks>>> = Arc::default();
     // The NFs' histograms with each sample: their own latency per second on the chart.
     let tick_scrapes: Arc<Mutex<Vec<Vec<nf_latency::Scrape>>>> = Arc::default();
     let window: Arc<Mutex<[Option<Snapshot>; 2]>> = Arc::new(Mutex::new([None, None]));
@@ -1019,7 +1037,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
         let end = cfg.warmup_s + cfg.duration_s;
         tokio::spawn(async move {
             samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
-            leaks.lock().unwrap().push(fds_and_threads(&pids));
+            leaks.lock().unwrap().push(leaks_of(&pids));
             let first = scrape_each(&scraper, &nf_urls).await;
             // Once a second only the NFs that publish histograms: a target that does not must
             // not hold the sampler up.
@@ -1056,7 +1074,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
                     _ => tokio::time::sleep_until(tick_at).await,
                 }
                 samples.lock().unwrap().push((usage(&pids), self_cpu(), host::steal_seconds()));
-                leaks.lock().unwrap().push(fds_and_threads(&pids));
+                leaks.lock().unwrap().push(leaks_of(&pids));
                 let got = scrape_each(&scraper, &live).await;
                 tick_scrapes.lock().unwrap().push(got);
                 if progress {
@@ -1143,7 +1161,7 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             .get(i + 1)
             .map(|b| b.iter().filter_map(|x| Some((x.nf().to_owned(), x.alive_tasks()?))).collect())
             .unwrap_or_default();
-        let (nf_open_fds, nf_threads) = leaks.get(i + 1).copied().unwrap_or((None, None));
+        let leak = leaks.get(i + 1).copied().unwrap_or_default();
         if let (Some(a), Some(b)) = (tick_scrapes.get(i), tick_scrapes.get(i + 1)) {
             for end in b {
                 let Some(begin) = a.iter().find(|x| x.nf() == end.nf()) else { continue };
@@ -1170,8 +1188,10 @@ pub async fn run(cfg: RunConfig, sims: Vec<RunningSim>) -> Result<Report> {
             steal_pct,
             group_p99_ms,
             nf_own_p99_ms,
-            nf_open_fds,
-            nf_threads,
+            nf_open_fds: leak.fds,
+            nf_threads: leak.threads,
+            nf_rss_anon_mb: leak.rss_anon_mb,
+            nf_rss_file_mb: leak.rss_file_mb,
             nf_tasks,
         });
     }

@@ -999,8 +999,15 @@ pub fn html(r: &Report) -> String {
             ("generator CPU", "#8c564b", series(&|s| s.gen_cpu_pct)),
         ],
     );
-    let rss =
-        svg_line_chart("NF memory", "RSS MB", &[("NF RSS", "#17becf", series(&|s| s.nf_rss_mb))]);
+    let rss = svg_line_chart(
+        "NF memory",
+        "RSS MB",
+        &[
+            ("NF RSS", "#17becf", series(&|s| s.nf_rss_mb)),
+            ("anonymous", "#d62728", series(&|s| s.nf_rss_anon_mb)),
+            ("file-backed", "#7f7f7f", series(&|s| s.nf_rss_file_mb)),
+        ],
+    );
     let body = md_table_to_html(&markdown(r));
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fivecore bench {name}</title><style>\

@@ -24,6 +24,9 @@ pub struct Minute {
     pub max_p99_ms: f64,
     /// At the minute's last second.
     pub rss_mb: Option<f64>,
+    /// The RSS split: anonymous (heap, stacks) and file-backed (mapped files), MiB.
+    pub rss_anon_mb: Option<f64>,
+    pub rss_file_mb: Option<f64>,
     pub open_fds: Option<u64>,
     pub threads: Option<u64>,
     pub tasks: Option<u64>,
@@ -51,6 +54,8 @@ pub fn minutes(timeline: &[SecondReport]) -> Vec<Minute> {
                 success_pct,
                 max_p99_ms: secs.iter().map(|s| s.p99_ms).fold(0.0, f64::max),
                 rss_mb: last.nf_rss_mb,
+                rss_anon_mb: last.nf_rss_anon_mb,
+                rss_file_mb: last.nf_rss_file_mb,
                 open_fds: last.nf_open_fds,
                 threads: last.nf_threads,
                 // The NFs of one `fivecore up` report one runtime's count each: the largest.
@@ -80,17 +85,20 @@ pub fn markdown(timeline: &[SecondReport], s: &mut String) {
     if full < MIN_MINUTES {
         return;
     }
-    let _ = writeln!(s, "\n## Resources over time (per measured minute)\n\nThe NF processes' memory, open descriptors, OS threads and runtime tasks at the end of each minute: a figure that grows while the rate is steady is a leak. Growth compares the means of the first and last thirds of the minutes.\n\n| minute | achieved/s | success % | worst p99 ms | RSS MB | open fds | threads | tasks |\n|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(s, "\n## Resources over time (per measured minute)\n\nThe NF processes' memory, open descriptors, OS threads and runtime tasks at the end of each minute: a figure that grows while the rate is steady is a leak. RSS is split into anonymous memory (heap and stacks: where a leak shows) and file-backed pages (mapped files such as SQLite's memory map, which fill up to the map's size as the database is read and then stay). Growth compares the means of the first and last thirds of the minutes.\n\n| minute | achieved/s | success % | worst p99 ms | RSS MB | anon MB | file MB | open fds | threads | tasks |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     let o = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mb = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     for m in &rows {
         let _ = writeln!(
             s,
-            "| {} | {:.0} | {:.3} | {:.1} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {:.3} | {:.1} | {} | {} | {} | {} | {} | {} |",
             m.minute,
             m.achieved_per_s,
             m.success_pct,
             m.max_p99_ms,
-            m.rss_mb.map_or("-".to_string(), |v| format!("{v:.1}")),
+            mb(m.rss_mb),
+            mb(m.rss_anon_mb),
+            mb(m.rss_file_mb),
             o(m.open_fds),
             o(m.threads),
             o(m.tasks)
@@ -102,6 +110,8 @@ pub fn markdown(timeline: &[SecondReport], s: &mut String) {
     let _ = writeln!(s, "\n| figure | growth first → last third |\n|---|--:|");
     for (name, v) in [
         ("RSS", series(&|m| m.rss_mb)),
+        ("RSS anonymous", series(&|m| m.rss_anon_mb)),
+        ("RSS file-backed", series(&|m| m.rss_file_mb)),
         ("open fds", series(&|m| m.open_fds.map(|v| v as f64))),
         ("threads", series(&|m| m.threads.map(|v| v as f64))),
         ("runtime tasks", series(&|m| m.tasks.map(|v| v as f64))),
@@ -127,6 +137,8 @@ mod tests {
             errors: if t == 70 { 1 } else { 0 },
             p99_ms: t as f64 / 100.0,
             nf_rss_mb: Some(rss),
+            nf_rss_anon_mb: Some(rss - 20.0 + t as f64 / 60.0),
+            nf_rss_file_mb: Some(20.0 - t as f64 / 60.0),
             nf_open_fds: Some(fds),
             nf_threads: Some(8),
             nf_tasks: [("nrf".to_string(), tasks), ("bsf".to_string(), tasks)]
@@ -157,6 +169,11 @@ mod tests {
         assert!(s.contains("| 3 | 100 | 100.000 |"), "{s}");
         assert!(s.contains("| open fds | +33.3 % |"), "{s}");
         assert!(s.contains("| RSS | +0.0 % |"), "{s}");
+        // The split moves while the sum stays: anonymous up a minute's MB each minute.
+        let anon = m[0].rss_anon_mb.unwrap();
+        assert!((anon - (30.0 + 70.0 / 60.0)).abs() < 1e-9, "{anon}");
+        assert!(s.contains("| RSS anonymous | +"), "{s}");
+        assert!(s.contains("| RSS file-backed | -"), "{s}");
     }
 
     #[test]

@@ -279,6 +279,13 @@ pub struct SecondReport {
     pub nf_open_fds: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nf_threads: Option<u64>,
+    /// The NF processes' resident memory by kind at the end of the second, MiB: anonymous
+    /// (heap and stacks, where a leak shows) and file-backed (mapped files: SQLite's memory map
+    /// fills up to its size as pages are first read, then stays).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nf_rss_anon_mb: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nf_rss_file_mb: Option<f64>,
     /// Tasks alive on each NF's runtime (`tokio_alive_tasks` of its /metrics), by NF; the NFs
     /// of one `fivecore up` share one runtime and report the same number.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
