@@ -350,7 +350,7 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
         false => None,
     };
     let mut children = Vec::new();
-    let result = rt.block_on(async {
+    let run = async {
         let http_sims: Vec<_> =
             scenario.simulators.iter().filter(|x| !x.kind.is_diameter()).cloned().collect();
         let t = std::time::Instant::now();
@@ -616,6 +616,14 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
             sec.shutdown().await;
         }
         report
+    };
+    // Interrupted, the run is dropped and the NFs it started are stopped below, as after a
+    // finished run: a kit stopped by Ctrl-C or SIGTERM must not leave its `fivecore up` running.
+    let result = rt.block_on(async {
+        tokio::select! {
+            r = run => r,
+            signal = interrupted() => Err(anyhow::anyhow!("{signal} received: run abandoned, the NFs the kit started are stopped")),
+        }
     });
     for c in children.iter_mut() {
         c.stop();
@@ -629,6 +637,18 @@ fn run_inner(args: BenchArgs) -> Result<bool> {
     eprintln!("{}", summary(&report));
     eprintln!("report: {}", out.join("report.html").display());
     Ok(report.criteria_passed)
+}
+
+/// Completes on SIGINT or SIGTERM with the signal's name; never where neither can be watched.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        _ => std::future::pending().await,
+    }
 }
 
 /// The call mix that drives a Data Director scenario's real NFs (its procedures), if it has

@@ -343,7 +343,72 @@ fn bench_soak_mix_runs_against_one_fivecore_up() {
     assert!(last["nf_threads"].as_u64().unwrap() > 1, "{last}");
     let tasks = last["nf_tasks"].as_object().unwrap();
     assert_eq!(tasks.len(), 3, "{last}");
+    // The RSS split: anonymous and file-backed (the SQLite maps) add up to at most the RSS
+    // sampled beside them (shared memory is the rest).
+    let anon = last["nf_rss_anon_mb"].as_f64().expect("anonymous RSS read");
+    let file = last["nf_rss_file_mb"].as_f64().expect("file-backed RSS read");
+    assert!(anon > 1.0 && file > 1.0, "{last}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Ctrl-C or SIGTERM to the kit stops the NFs it started (here one `fivecore up`) before it
+/// exits: an interrupted soak must not leave the core running on the machine.
+#[test]
+fn a_signal_to_the_kit_stops_the_nfs_it_started() {
+    let out = std::env::temp_dir().join(format!("fivecore-bench-signal-{}", std::process::id()));
+    let mut kit = Command::new(env!("CARGO_BIN_EXE_fivecore"))
+        .args(["bench", "soak-nrf-bsf-udr", "--up", "--rate", "100", "--duration", "600"])
+        .args(["--bindings", "100", "--subscribers", "100", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let kit_pid = kit.id();
+    // `up` is the kit's child once it serves; the load runs from then on for 600 s.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let up = loop {
+        let up = children(kit_pid).into_iter().find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/cmdline")).is_ok_and(|l| l.contains("up\0"))
+        });
+        if let Some(up) = up.filter(|_| out.join("up.log").exists()) {
+            break up;
+        }
+        assert!(kit.try_wait().unwrap().is_none(), "the kit exited early");
+        assert!(Instant::now() < deadline, "no `fivecore up` started by the kit");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    let sent = Command::new("kill").args(["-INT", &kit_pid.to_string()]).status().unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = kit.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the kit did not exit after SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(kit.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SIGINT received"), "{stderr}");
+    // Stopped and reaped by the kit: no such process any more.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{up}")).exists(),
+        "`fivecore up` {up} left running"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The processes whose parent is `pid` (any of its threads).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|l| l.split_whitespace().filter_map(|x| x.parse().ok()).collect::<Vec<u32>>())
+        .collect()
 }
 
 /// The PCRF scenarios and the arguments of their smoke run (at most 50/s and 5 s: the machine
