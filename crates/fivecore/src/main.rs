@@ -26,6 +26,12 @@ use cli::{BsfCommand, Cli, Command, UdrCommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // First, while this is the only thread: SQLite's memory from mimalloc too (why in
+    // store::sqlite::alloc). Refused only if SQLite had been used already, which nothing before
+    // this line does.
+    if let Err(e) = store::sqlite::alloc::install() {
+        eprintln!("fivecore: SQLite keeps its own allocator: {e}");
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {

@@ -102,6 +102,16 @@ impl Collector for SqliteCollector {
             let g = ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX));
             g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)?;
         }
+        if let Some(bytes) = crate::sqlite::alloc::used_bytes() {
+            let g = ConstGauge::new(i64::try_from(bytes).unwrap_or(i64::MAX));
+            let help = "Memory SQLite holds in this process, every store together (page caches, statements, schemas)";
+            g.encode(encoder.encode_descriptor(
+                "store_sqlite_memory_bytes",
+                help,
+                None,
+                g.metric_type(),
+            )?)?;
+        }
         Ok(())
     }
 }

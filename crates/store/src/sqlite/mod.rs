@@ -1,6 +1,7 @@
 //! The embedded backend: SQLite in WAL mode behind one writer thread and a
 //! pool of reader threads.
 
+pub mod alloc;
 pub mod backup;
 mod checkpoint;
 mod document;
