@@ -196,7 +196,8 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
         }));
     dd.admin.load(&dd).await?;
     let (stop_follow_tx, stop_follow_rx) = tokio::sync::watch::channel(false);
-    let follow = follower.map(|r| tokio::spawn(admin::coherence::run(dd.clone(), r, stop_follow_rx)));
+    let follow =
+        follower.map(|r| tokio::spawn(admin::coherence::run(dd.clone(), r, stop_follow_rx)));
     let stopping = dd.clone();
     serving.on_stop(async move {
         // The change feed first (it would start what the next step stops), then the feeds (they

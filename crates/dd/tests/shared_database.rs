@@ -40,8 +40,10 @@ impl TestDd {
     /// A Data Director on the database at `url`, its log in a directory of its own.
     async fn start(url: &str) -> TestDd {
         let log = tempfile::tempdir().unwrap();
-        let sqlite =
-            store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(log.path().join("dd.db")) };
+        let sqlite = store::SqliteConfig {
+            readers: 1,
+            ..store::SqliteConfig::new(log.path().join("dd.db"))
+        };
         let run = dd::RunConfig {
             dd: dd::DdConfig::default(),
             sbi: sbi::ServerConfig::default(),
@@ -132,9 +134,8 @@ async fn consumer() -> (String, mpsc::UnboundedReceiver<(String, u64)>) {
                         return;
                     }
                     let c = Copy::decode(Bytes::from(buf)).unwrap();
-                    let n = serde_json::from_slice::<Value>(&c.body()).unwrap()["n"]
-                        .as_u64()
-                        .unwrap();
+                    let n =
+                        serde_json::from_slice::<Value>(&c.body()).unwrap()["n"].as_u64().unwrap();
                     let _ = tx.send((c.nf_type().to_owned(), n));
                 }
             });
@@ -212,7 +213,8 @@ async fn a_feed_made_edited_and_deleted_at_one_instance_runs_so_at_the_other() {
     let filter = json!({"name": "pcf-only", "filter": {"conditions": [{"nf_type": "PCF"}]}});
     let (s, v) = send("POST", format!("{}/dd-admin/v1/filters", a.base), Some(filter)).await;
     assert_eq!(s, 201, "{v}");
-    let feed = json!({"name": "f", "sink": tcp_sink(&addr1), "filter": "pcf-only", "start": "earliest"});
+    let feed =
+        json!({"name": "f", "sink": tcp_sink(&addr1), "filter": "pcf-only", "start": "earliest"});
     let (s, v) = send("POST", format!("{}/dd-admin/v1/feeds", a.base), Some(feed)).await;
     assert_eq!(s, 201, "{v}");
     took.push(("create", seen_within(&b, "feeds/f", |s, _| s == 200).await));
@@ -229,8 +231,10 @@ async fn a_feed_made_edited_and_deleted_at_one_instance_runs_so_at_the_other() {
     assert_eq!(s, 200, "{v}");
     took.push((
         "filter edit",
-        seen_within(&b, "filters/pcf-only", |_, v| v["filter"]["conditions"][0]["nf_type"] == "BSF")
-            .await,
+        seen_within(&b, "filters/pcf-only", |_, v| {
+            v["filter"]["conditions"][0]["nf_type"] == "BSF"
+        })
+        .await,
     ));
     ingest(&b, "PCF", 20..=21).await;
     ingest(&b, "BSF", 22..=23).await;
@@ -247,7 +251,10 @@ async fn a_feed_made_edited_and_deleted_at_one_instance_runs_so_at_the_other() {
             .await,
     ));
     ingest(&b, "PCF", 30..=32).await;
-    assert_eq!(receive(&mut rx2, 3).await.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [30, 31, 32]);
+    assert_eq!(
+        receive(&mut rx2, 3).await.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+        [30, 31, 32]
+    );
     nothing_more(&mut rx1).await;
 
     // Deleted at A: gone at B, which delivers no more.
@@ -331,7 +338,8 @@ async fn a_data_director_killed_after_acknowledged_admin_writes_loses_none_of_th
         let (base, slots) = (base.clone(), slots.clone());
         tasks.spawn(async move {
             let _slot = slots.acquire().await.unwrap();
-            let filter = json!({"name": format!("flt-{i}"), "filter": {"conditions": [{"nf_type": "PCF"}]}});
+            let filter =
+                json!({"name": format!("flt-{i}"), "filter": {"conditions": [{"nf_type": "PCF"}]}});
             let (s, v) = send("POST", format!("{base}/dd-admin/v1/filters"), Some(filter)).await;
             assert_eq!(s, 201, "{v}");
             let feed = json!({"name": format!("feed-{i}"), "sink": tcp_sink("127.0.0.1:9"),
@@ -341,7 +349,8 @@ async fn a_data_director_killed_after_acknowledged_admin_writes_loses_none_of_th
             // The last write before the kill for this feed: its start moved to earliest.
             let edited = json!({"name": format!("feed-{i}"), "sink": tcp_sink("127.0.0.1:9"),
                                 "filter": format!("flt-{i}"), "start": "earliest"});
-            let (s, v) = send("PUT", format!("{base}/dd-admin/v1/feeds/feed-{i}"), Some(edited)).await;
+            let (s, v) =
+                send("PUT", format!("{base}/dd-admin/v1/feeds/feed-{i}"), Some(edited)).await;
             assert_eq!(s, 200, "{v}");
         });
     }

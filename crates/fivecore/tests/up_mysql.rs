@@ -48,9 +48,13 @@ fn up_ports(child: &mut Child, stderr: &Path) -> BTreeMap<&'static str, u16> {
         if line.starts_with("Every SBI port") {
             return ports;
         }
-        for (name, nf) in
-            [("NRF", "nrf"), ("UDR", "udr"), ("BSF", "bsf"), ("PCF", "pcf"), ("Data Director", "dd")]
-        {
+        for (name, nf) in [
+            ("NRF", "nrf"),
+            ("UDR", "udr"),
+            ("BSF", "bsf"),
+            ("PCF", "pcf"),
+            ("Data Director", "dd"),
+        ] {
             if let Some(rest) = line.strip_prefix(name) {
                 if let Some(at) = rest.find("http://127.0.0.1:") {
                     let p = &rest[at + "http://127.0.0.1:".len()..];
@@ -62,7 +66,12 @@ fn up_ports(child: &mut Child, stderr: &Path) -> BTreeMap<&'static str, u16> {
     }
 }
 
-async fn send(c: &SbiClient, method: &str, url: &str, body: Option<&Value>) -> (u16, Value, String) {
+async fn send(
+    c: &SbiClient,
+    method: &str,
+    url: &str,
+    body: Option<&Value>,
+) -> (u16, Value, String) {
     let req = match method {
         "POST" => c.post(url),
         "PUT" => c.put(url),
@@ -156,11 +165,20 @@ fn up_runs_every_nf_on_mysql_and_a_sigkill_loses_nothing_acknowledged() {
         out.trim().parse().unwrap_or_else(|_| panic!("{sql}: {out}"))
     };
     let rows = [
-        ("NRF", format!("SELECT COUNT(*) FROM documents WHERE collection = 'nrf_profiles' AND id = '{AMF}'")),
+        (
+            "NRF",
+            format!(
+                "SELECT COUNT(*) FROM documents WHERE collection = 'nrf_profiles' AND id = '{AMF}'"
+            ),
+        ),
         ("BSF", format!("SELECT COUNT(*) FROM bsf_pcf_binding WHERE supi = '{SUPI}'")),
         ("UDR", format!("SELECT COUNT(*) FROM udr_policy_data WHERE id = '{SUPI}'")),
         ("PCF", format!("SELECT COUNT(*) FROM pcf_sm_policy WHERE supi = '{SUPI}'")),
-        ("DD", "SELECT COUNT(*) FROM documents WHERE collection = 'dd_feeds' AND id = 'up-feed'".to_owned()),
+        (
+            "DD",
+            "SELECT COUNT(*) FROM documents WHERE collection = 'dd_feeds' AND id = 'up-feed'"
+                .to_owned(),
+        ),
     ];
     for (nf, sql) in &rows {
         assert_eq!(count(sql), 1, "the {nf}'s row is not in MariaDB: {sql}");

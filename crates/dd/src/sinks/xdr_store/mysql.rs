@@ -78,7 +78,11 @@ fn insert_sql(rows: usize) -> String {
         "INSERT INTO dd_xdrs (id, start_ns, end_ns, supi, outcome, outcome_status, nf_types, doc) VALUES ",
     );
     for i in 0..rows {
-        sql.push_str(if i == 0 { "(?, ?, ?, ?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?, ?, ?, ?)" });
+        sql.push_str(if i == 0 {
+            "(?, ?, ?, ?, ?, ?, ?, ?)"
+        } else {
+            ", (?, ?, ?, ?, ?, ?, ?, ?)"
+        });
     }
     sql.push_str(
         " ON DUPLICATE KEY UPDATE start_ns = VALUES(start_ns), end_ns = VALUES(end_ns), \
@@ -94,7 +98,8 @@ impl XdrStore for MysqlXdrStore {
             if xdrs.is_empty() {
                 return Ok(0);
             }
-            let rows = std::sync::Arc::new(xdrs.iter().map(row).collect::<store::Result<Vec<_>>>()?);
+            let rows =
+                std::sync::Arc::new(xdrs.iter().map(row).collect::<store::Result<Vec<_>>>()?);
             let n = rows.len();
             self.db
                 .write(move |c| {
