@@ -83,8 +83,8 @@ pub fn log_dir(config: &RunConfig) -> PathBuf {
 
 /// The NF skeleton's steps for the Data Director: the store (admin configuration and xDRs, on
 /// the backend `[store] backend` names; on MySQL the other instances' admin changes followed)
-/// and the log open, the SBI port bound, the aggregation of every NF topic into MAIN started, and the feeds,
-/// filters and correlations the admin API configured before started again.
+/// and the log open, the SBI port bound, the aggregation of every NF topic into MAIN started,
+/// and the feeds, filters and correlations the admin API configured before started again.
 pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     config.dd.validate().map_err(DdError::Config)?;
     let mut sbi = config.sbi.clone();
