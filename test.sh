@@ -61,7 +61,8 @@ if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
 fi
 export FIVECORE_REQUIRE_SLAPD=1
 # MariaDB and Galera for the MySQL-protocol store's tests (crates/store/tests/{document,galera}.rs,
-# the BSF's, the NRF's, the UDR's and the PCF's tests on MySQL): testkit::mariadb starts its own servers; rsync is the
+# the BSF's, the NRF's, the UDR's, the PCF's and the Data Director's tests on MySQL, `fivecore up` on
+# MySQL in crates/fivecore/tests/up_mysql.rs): testkit::mariadb starts its own servers; rsync is the
 # Galera state transfer.
 if [ ! -x /usr/sbin/mariadbd ] || [ ! -f /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null 2>&1; then
     install_service_debs "the MySQL-protocol store tests" mariadb-server galera-4 rsync

@@ -38,7 +38,7 @@ use http::Method;
 use nf::{Serving, Skeleton, Spec};
 use sbi::client::ClientConfig;
 use sbi::{Router, ServerConfig};
-use store::SqliteConfig;
+use store::{AnyStore, SqliteConfig};
 
 pub use config::DdConfig;
 pub use context::Dd;
@@ -69,7 +69,7 @@ pub fn router(dd: Arc<Dd>) -> Router {
 
 /// A bound Data Director, its topics open and its pipeline running.
 pub struct Bound {
-    serving: Serving,
+    serving: Serving<AnyStore>,
     dd: Arc<Dd>,
 }
 
@@ -81,15 +81,16 @@ pub fn log_dir(config: &RunConfig) -> PathBuf {
     })
 }
 
-/// The NF skeleton's steps for the Data Director: the store (admin configuration) and the log
-/// open, the SBI port bound, the aggregation of every NF topic into MAIN started, and the feeds,
-/// filters and correlations the admin API configured before started again.
+/// The NF skeleton's steps for the Data Director: the store (admin configuration and xDRs, on
+/// the backend `[store] backend` names; on MySQL the other instances' admin changes followed)
+/// and the log open, the SBI port bound, the aggregation of every NF topic into MAIN started,
+/// and the feeds, filters and correlations the admin API configured before started again.
 pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     config.dd.validate().map_err(DdError::Config)?;
     let mut sbi = config.sbi.clone();
     // A batch of copies is one request: the server's body limit must let the largest through.
     sbi.max_body_bytes = sbi.max_body_bytes.max(config.dd.ingest.max_request_bytes);
-    let skeleton = Skeleton::open(Spec {
+    let skeleton = Skeleton::open_any(Spec {
         nf_type: "DD",
         instance_id: config.instance_id.clone(),
         sbi,
@@ -122,8 +123,13 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
     let feed_metrics = sinks::FeedMetrics::default();
     skeleton.observability().with_registry(|r| feed_metrics.register(r));
     let admin = admin::Admin::new(skeleton.store().clone());
-    let xdr_store: Arc<dyn sinks::xdr_store::XdrStore> =
-        Arc::new(sinks::xdr_store::SqliteXdrStore::on(skeleton.store().clone()).await?);
+    let xdr_store: Arc<dyn sinks::xdr_store::XdrStore> = match skeleton.store() {
+        AnyStore::Sqlite(s) => Arc::new(sinks::xdr_store::SqliteXdrStore::on(s.clone()).await?),
+        AnyStore::Mysql(m) => Arc::new(sinks::xdr_store::MysqlXdrStore::on(m.clone()).await?),
+    };
+    // Positioned before the admin objects load (below), so another instance's change made
+    // meanwhile is loaded or followed.
+    let follower = admin::coherence::prepare(skeleton.store()).await?;
     let dd = Arc::new(
         Dd::new(
             config.dd.clone(),
@@ -189,9 +195,17 @@ pub async fn bind(config: RunConfig) -> Result<Bound, DdError> {
             }
         }));
     dd.admin.load(&dd).await?;
+    let (stop_follow_tx, stop_follow_rx) = tokio::sync::watch::channel(false);
+    let follow =
+        follower.map(|r| tokio::spawn(admin::coherence::run(dd.clone(), r, stop_follow_rx)));
     let stopping = dd.clone();
     serving.on_stop(async move {
-        // Feeds first (they stop at a batch boundary, offsets committed), then aggregation.
+        // The change feed first (it would start what the next step stops), then the feeds (they
+        // stop at a batch boundary, offsets committed), then aggregation.
+        let _ = stop_follow_tx.send(true);
+        if let Some(f) = follow {
+            let _ = f.await;
+        }
         stopping.admin.stop().await;
         let _ = stop_tx.send(true);
         for t in tasks {

@@ -1,7 +1,10 @@
 //! The Data Director end to end over real sockets: copies POSTed to the ingest API reach a TCP
 //! feed created through the admin API, through the NF topics and MAIN on disk; bad batches are
 //! refused naming the frame; a consumer that is down gets everything when it is back; a restart
-//! keeps feeds, filters and offsets.
+//! keeps feeds, filters and offsets. The tests that keep admin objects or xDRs run on both
+//! store backends (`sqlite::` and `mariadb::`, a real MariaDB server).
+
+mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -31,10 +34,7 @@ impl TestDd {
             dd: config,
             sbi: sbi::ServerConfig::default(),
             client: ClientConfig::default(),
-            store: store::SqliteConfig {
-                readers: 1,
-                ..store::SqliteConfig::new(dir.join("dd.db"))
-            },
+            store: common::store_config(dir),
             instance_id: None,
         };
         let bound = dd::bind(run).await.expect("the Data Director starts");
@@ -249,9 +249,8 @@ async fn a_bad_batch_is_refused_naming_its_frame_and_nothing_of_it_is_kept() {
     dd.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_down_then_back_gets_everything_and_a_restart_keeps_feeds_and_offsets() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd");
     // A port nothing listens on yet: the consumer starts there later.
     let addr = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
@@ -290,9 +289,8 @@ async fn a_consumer_down_then_back_gets_everything_and_a_restart_keeps_feeds_and
     dd.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd");
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
     let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
 
@@ -341,9 +339,8 @@ async fn the_admin_api_refuses_what_it_cannot_run_naming_the_field() {
     dd.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_filtered_feed_beside_a_full_one_gets_its_share_and_a_used_filter_cannot_go() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd");
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
     let full = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let part = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -422,9 +419,8 @@ async fn a_filtered_feed_beside_a_full_one_gets_its_share_and_a_used_filter_cann
     dd.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_correlation_turns_a_request_and_its_answer_into_one_xdr_kept_across_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd");
     let dd = TestDd::start(dir.path(), dd::DdConfig::default()).await;
     let r = create(
         &dd.base,
@@ -478,3 +474,10 @@ async fn a_correlation_turns_a_request_and_its_answer_into_one_xdr_kept_across_a
     assert_eq!(r.status(), 204);
     dd.stop().await;
 }
+
+on_both_backends_mt!(
+    a_consumer_down_then_back_gets_everything_and_a_restart_keeps_feeds_and_offsets,
+    the_admin_api_refuses_what_it_cannot_run_naming_the_field,
+    a_filtered_feed_beside_a_full_one_gets_its_share_and_a_used_filter_cannot_go,
+    a_correlation_turns_a_request_and_its_answer_into_one_xdr_kept_across_a_restart,
+);

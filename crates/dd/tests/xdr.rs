@@ -1,15 +1,18 @@
 //! Correlation into xDRs, their storage, and the admin API's query and export over a real socket.
 //!
 //! Copies are built as the NFs' taps encode them (envelope v1) and pushed in MAIN order with
-//! their offsets; time is the copies' own (event time), so every window below is exact.
+//! their offsets; time is the copies' own (event time), so every window below is exact. The
+//! store and the admin API's tests run on both store backends (`sqlite::` and `mariadb::`).
+
+mod common;
 
 use std::sync::{Arc, LazyLock};
 
 use bytes::BytesMut;
 use dd::admin::xdrs::{self, XdrAdmin};
 use dd::sinks::xdr_store::{
-    retention_pass, run_retention, Cursor, OutcomeFilter, SqliteXdrStore, XdrQuery, XdrStore,
-    XdrStoreConfig,
+    retention_pass, run_retention, Cursor, MysqlXdrStore, OutcomeFilter, SqliteXdrStore, XdrQuery,
+    XdrStore, XdrStoreConfig,
 };
 use dd::transforms::correlate::{
     CloseReason, CorrelationConfig, CorrelationKey, Correlator, CorrelatorStats, Outcome, Xdr,
@@ -470,23 +473,20 @@ fn outcome_of(n: u64) -> Outcome {
     }
 }
 
-async fn open_store(dir: &std::path::Path) -> SqliteXdrStore {
-    let db = store::SqliteStore::open(store::SqliteConfig {
-        readers: 2,
-        ..store::SqliteConfig::new(dir.join("xdrs.db"))
-    })
-    .await
-    .unwrap();
-    SqliteXdrStore::on(db).await.unwrap()
+/// The xDR store of the backend `dir` names (see `common::store_config`).
+async fn open_store(dir: &std::path::Path) -> Arc<dyn XdrStore> {
+    match store::AnyStore::open(common::store_config(dir)).await.unwrap() {
+        store::AnyStore::Sqlite(db) => Arc::new(SqliteXdrStore::on(db).await.unwrap()),
+        store::AnyStore::Mysql(db) => Arc::new(MysqlXdrStore::on(db).await.unwrap()),
+    }
 }
 
 fn ids(xs: &[Xdr]) -> Vec<u64> {
     xs.iter().map(|x| u64::from_str_radix(&x.id, 16).unwrap()).collect()
 }
 
-#[tokio::test]
 async fn xdrs_are_queried_by_supi_time_outcome_and_nf_and_paged_by_cursor() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd_xdrs");
     let s = open_store(dir.path()).await;
     // Inserted out of start order: a query orders by start time.
     let all: Vec<Xdr> = (0..100)
@@ -560,9 +560,8 @@ async fn xdrs_are_queried_by_supi_time_outcome_and_nf_and_paged_by_cursor() {
         .is_empty());
 }
 
-#[tokio::test]
 async fn an_xdr_stored_again_replaces_the_first() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd_xdrs");
     let s = open_store(dir.path()).await;
     s.insert(vec![xdr(1, 0, Outcome::Incomplete, "PCF")]).await.unwrap();
     s.insert(vec![xdr(1, 0, Outcome::Success, "PCF"), xdr(2, 1, Outcome::Success, "PCF")])
@@ -573,26 +572,25 @@ async fn an_xdr_stored_again_replaces_the_first() {
     assert_eq!(page.xdrs[0].outcome, Outcome::Success);
 }
 
-#[tokio::test]
 async fn retention_deletes_the_xdrs_that_ended_before_the_cutoff() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = testkit::backends::state_dir("dd_xdrs");
     let s = open_store(dir.path()).await;
     s.insert((0..25).map(|n| xdr(n, n * 60, Outcome::Success, "PCF")).collect()).await.unwrap();
     let config =
         XdrStoreConfig { retention_secs: 600, delete_batch: 4, ..XdrStoreConfig::default() };
     // At T0 + 20 min with 10 min of retention, what ended before T0 + 10 min goes: the xDRs
     // that started at minutes 0 to 9 (each ends a second after it starts).
-    let deleted = retention_pass(&s, &config, T0 + 1_200_000_000_000).await.unwrap();
+    let deleted = retention_pass(&*s, &config, T0 + 1_200_000_000_000).await.unwrap();
     assert_eq!(deleted, 10, "in deletes of at most 4 rows");
     let left = s.query(XdrQuery { limit: 100, ..XdrQuery::default() }).await.unwrap();
     assert_eq!(ids(&left.xdrs), (10..25).collect::<Vec<_>>());
-    assert_eq!(retention_pass(&s, &config, T0 + 1_200_000_000_000).await.unwrap(), 0);
+    assert_eq!(retention_pass(&*s, &config, T0 + 1_200_000_000_000).await.unwrap(), 0);
 
     // The periodic pass, on the wall clock: every xDR above ended in 2026, long before now
     // less a day... unless this machine's clock is earlier, which the assertion would show.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     assert!(now.as_nanos() as u64 > T0 + 1_500_000_000_000 + 86_400_000_000_000, "clock before T0");
-    let store: Arc<dyn XdrStore> = Arc::new(s.clone());
+    let store: Arc<dyn XdrStore> = s.clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(run_retention(
         store,
@@ -634,10 +632,10 @@ struct Admin {
 
 impl Admin {
     async fn start(xdrs: Vec<Xdr>) -> Admin {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = testkit::backends::state_dir("dd_xdr_admin");
         let s = open_store(dir.path()).await;
         s.insert(xdrs).await.unwrap();
-        let router = xdrs::routes(sbi::Router::builder(Arc::new(State(Arc::new(s))))).build();
+        let router = xdrs::routes(sbi::Router::builder(Arc::new(State(s)))).build();
         let config =
             sbi::ServerConfig { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
         let server = sbi::SbiServer::bind(
@@ -668,7 +666,6 @@ fn client() -> SbiClient {
     SbiClient::new(&ClientConfig::default()).unwrap()
 }
 
-#[tokio::test]
 async fn the_query_answers_a_json_array_and_links_the_next_page() {
     let admin = Admin::start((0..40).map(|n| xdr(n, n, outcome_of(n), "PCF")).collect()).await;
     let c = client();
@@ -708,7 +705,6 @@ async fn the_query_answers_a_json_array_and_links_the_next_page() {
     admin.stop().await;
 }
 
-#[tokio::test]
 async fn bad_parameters_are_400_naming_each_one() {
     let admin = Admin::start(Vec::new()).await;
     let c = client();
@@ -798,7 +794,6 @@ async fn http1_get(
     (status, headers, body, chunks)
 }
 
-#[tokio::test]
 async fn export_streams_every_matching_xdr_as_json_lines_or_csv() {
     let all: Vec<Xdr> = (0..1_234).map(|n| xdr(n, n, outcome_of(n), "PCF")).collect();
     let admin = Admin::start(all.clone()).await;
@@ -879,3 +874,12 @@ async fn export_streams_every_matching_xdr_as_json_lines_or_csv() {
     assert_eq!(body, dd::transforms::correlate::xdr::CSV_HEADER.as_bytes());
     admin.stop().await;
 }
+
+testkit::on_both_backends!(
+    xdrs_are_queried_by_supi_time_outcome_and_nf_and_paged_by_cursor,
+    an_xdr_stored_again_replaces_the_first,
+    retention_deletes_the_xdrs_that_ended_before_the_cutoff,
+    the_query_answers_a_json_array_and_links_the_next_page,
+    bad_parameters_are_400_naming_each_one,
+    export_streams_every_matching_xdr_as_json_lines_or_csv,
+);

@@ -55,8 +55,8 @@ impl Config {
 }
 
 /// What `--check-config` checks for `nfs`: each NF's own section as the NF checks it at start,
-/// its message copy, the SBI server's rate limit, and the store backend (MySQL only where the NF
-/// supports it). One message per fault, naming its section.
+/// its message copy, the SBI server's rate limit, and the store backend (every NF runs on
+/// either). One message per fault, naming its section.
 pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
     use crate::nf::Nf;
     let mut faults = Vec::new();
@@ -65,12 +65,12 @@ pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
     }
     for &nf in nfs {
         let name = crate::nf::info(nf).name;
-        let (own, copy, mysql) = match nf {
-            Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy), true),
-            Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy), true),
-            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy), true),
-            Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy), true),
-            Nf::Dd => (config.dd.validate(), None, false),
+        let (own, copy) = match nf {
+            Nf::Nrf => (config.nrf.validate(), Some(&config.nrf.copy)),
+            Nf::Bsf => (config.bsf.validate(), Some(&config.bsf.copy)),
+            Nf::Udr => (config.udr.validate(), Some(&config.udr.copy)),
+            Nf::Pcf => (config.pcf.validate(), Some(&config.pcf.copy)),
+            Nf::Dd => (config.dd.validate(), None),
         };
         if let Err(e) = own {
             faults.push(format!("the {name}: {e}"));
@@ -79,7 +79,7 @@ pub fn check(config: &Config, nfs: &[crate::nf::Nf]) -> Vec<String> {
             let section = format!("{}.copy", name.to_ascii_lowercase());
             faults.push(format!("the {name}: {}", dd_client::config::describe(&section, &bad)));
         }
-        if let Err(e) = config.store.check(mysql) {
+        if let Err(e) = config.store.check(true) {
             faults.push(format!("the {name}: [store] {e}"));
         }
     }
@@ -212,15 +212,13 @@ mod tests {
     }
 
     #[test]
-    fn check_config_names_each_fault_and_refuses_mysql_where_the_nf_has_no_support() {
+    fn check_config_names_each_fault_and_takes_mysql_for_every_nf() {
         use crate::nf::Nf;
         let mysql = Config::parse(
             "[store]\nbackend = \"mysql\"\nurl = \"mysql://u:p@127.0.0.1:3306/fivecore\"",
         )
         .unwrap();
-        assert!(check(&mysql, &[Nf::Nrf, Nf::Bsf, Nf::Udr, Nf::Pcf]).is_empty());
-        let faults = check(&mysql, &[Nf::Dd]);
-        assert!(faults.len() == 1 && faults[0].contains("[store]"), "{faults:?}");
+        assert!(check(&mysql, &crate::nf::ALL.map(|i| i.nf)).is_empty());
         let no_url = Config::parse("[store]\nbackend = \"mysql\"").unwrap();
         assert!(check(&no_url, &[Nf::Bsf])[0].contains("url"));
         assert!(check(&Config::default(), &crate::nf::ALL.map(|i| i.nf)).is_empty());

@@ -749,17 +749,35 @@ fn the_helm_chart_lints_renders_and_its_configuration_is_what_fivecore_accepts()
         .collect();
     assert_eq!(ports, [7002, 3869]);
 
-    // MySQL: the NRF and BSF on the cluster (no PVC, the Secret's [store]), two replicas each;
-    // the others still on their PVCs; a ServiceMonitor per NF labelling its series.
+    // MySQL: every NF on the cluster (the Secret's [store]), two replicas each; no PVC but the
+    // Data Director's, for its message log alone (its own size); a ServiceMonitor per NF
+    // labelling its series.
     let docs = helm_template(&helm, &["ci/mysql-values.yaml"], &[]).unwrap();
-    check_rendered(&docs);
+    assert_eq!(check_rendered(&docs), ["nrf", "udr", "bsf", "pcf", "dd"]);
     for sts in of_kind(&docs, "StatefulSet") {
-        let on_mysql = ["fivecore-nrf", "fivecore-bsf"].contains(&name_of(sts));
-        assert_eq!(sts["spec"]["volumeClaimTemplates"].is_null(), on_mysql, "{}", name_of(sts));
-        if on_mysql {
-            assert_eq!(sts["spec"]["replicas"], 2);
+        let name = name_of(sts);
+        assert_eq!(sts["spec"]["replicas"], 2, "{name}");
+        let volumes = sts["spec"]["template"]["spec"]["volumes"].as_sequence().unwrap();
+        assert!(volumes.iter().any(|v| v["name"] == "store-secret"), "{name}");
+        let data_is_empty_dir =
+            volumes.iter().any(|v| v["name"] == "data" && v["emptyDir"].is_mapping());
+        if name == "fivecore-dd" {
+            let claim = &sts["spec"]["volumeClaimTemplates"][0];
+            assert_eq!(claim["metadata"]["name"], "data");
+            assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "10Gi");
+            assert!(!data_is_empty_dir);
+        } else {
+            assert!(sts["spec"]["volumeClaimTemplates"].is_null(), "{name}");
+            assert!(data_is_empty_dir, "{name}");
         }
     }
+    // The Kafka mode's Data Director keeps nothing on disk.
+    let docs =
+        helm_template(&helm, &["ci/mysql-values.yaml"], &["dd.log.volume=emptyDir"]).unwrap();
+    let dd =
+        of_kind(&docs, "StatefulSet").into_iter().find(|s| name_of(s) == "fivecore-dd").unwrap();
+    assert!(dd["spec"]["volumeClaimTemplates"].is_null());
+    let docs = helm_template(&helm, &["ci/mysql-values.yaml"], &[]).unwrap();
     let secret = of_kind(&docs, "Secret")[0]["stringData"]["store.toml"].as_str().unwrap();
     assert!(
         secret.contains("backend = \"mysql\"") && secret.contains("galera-2.galera:3306"),
@@ -783,10 +801,17 @@ fn the_helm_chart_lints_renders_and_its_configuration_is_what_fivecore_accepts()
         5
     );
 
-    // What must not pass: a second BSF on SQLite (each would keep its own bindings), and a
+    // What must not pass: a second replica of any NF on SQLite (each would keep its own state),
+    // several PCFs on MySQL not sharing the database, a log volume of no known kind, and a
     // setting fivecore does not know, which the NF's configuration check refuses.
-    let err = helm_template(&helm, &[], &["bsf.replicas=2"]).unwrap_err();
-    assert!(err.contains("bsf.replicas > 1 needs store.backend=mysql"), "{err}");
+    for nf in ["nrf", "udr", "bsf", "pcf", "dd"] {
+        let err = helm_template(&helm, &[], &[&format!("{nf}.replicas=2")]).unwrap_err();
+        assert!(err.contains(&format!("{nf}.replicas > 1 needs store.backend=mysql")), "{err}");
+    }
+    let err = helm_template(&helm, &["ci/mysql-values.yaml"], &["pcf.toml="]).unwrap_err();
+    assert!(err.contains("shared_database"), "{err}");
+    let err = helm_template(&helm, &[], &["dd.log.volume=hostPath"]).unwrap_err();
+    assert!(err.contains("dd.log.volume"), "{err}");
     let err = helm_template(&helm, &[], &["store.backend=mysql"]).unwrap_err();
     assert!(err.contains("store.mysql.existingSecret"), "{err}");
     let docs =

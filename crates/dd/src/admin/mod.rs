@@ -15,7 +15,13 @@
 //! "latest"|"earliest"}`; a filter `{"name", "filter": <filter config>}`; a correlation `{"name",
 //! "correlation": <correlation config>}` (docs/dd.md gives each config). Every refusal is a
 //! ProblemDetails whose `invalidParams` name the field by JSON pointer (`/sink/endpoints/0/address`).
+//!
+//! The store is the one `[store] backend` names: the SQLite file `dd.db`, or the MySQL-protocol
+//! database, where several Data Director instances share their admin objects: a change made
+//! through one instance's API runs on the others within about the change feed's poll
+//! ([`coherence`]).
 
+pub mod coherence;
 mod resource;
 pub mod xdrs;
 
@@ -28,7 +34,7 @@ use sbi::problem::cause;
 use sbi::router::RouterBuilder;
 use sbi::{empty_response, json_response, InvalidParam, ProblemDetails, Response, SbiRequest};
 use serde_json::{json, Value};
-use store::{DocumentData, DocumentStore, SqliteStore};
+use store::{AnyStore, DocumentData, DocumentStore};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -69,7 +75,7 @@ impl Running {
 
 /// What the admin API has configured, and what runs from it.
 pub struct Admin {
-    store: SqliteStore,
+    store: AnyStore,
     state: Mutex<State>,
     /// Serialises configuration changes: a change stops and starts tasks across awaits, and two
     /// changes interleaved could leave a feed running with a filter already replaced.
@@ -92,7 +98,7 @@ fn store_error(e: store::Error) -> ProblemDetails {
 }
 
 impl Admin {
-    pub fn new(store: SqliteStore) -> Admin {
+    pub fn new(store: AnyStore) -> Admin {
         Admin { store, state: Mutex::new(State::default()), changes: tokio::sync::Mutex::new(()) }
     }
 
@@ -130,6 +136,47 @@ impl Admin {
         for r in running {
             r.stop().await;
         }
+    }
+
+    /// Makes what the store holds now for `kind` `name` the one in force (another instance
+    /// changed it): started or replaced when stored and different from the one running, removed
+    /// when gone. Re-reading the key rather than trusting the change's order makes a change read
+    /// late or twice harmless. A configuration that does not build here is logged and left as it
+    /// was; only a store failure is an error (the caller tries again).
+    pub async fn refresh(&self, dd: &Arc<Dd>, kind: Kind, name: &str) -> Result<(), store::Error> {
+        let _guard = self.changes.lock().await;
+        match self.store.get(kind.collection(), name).await? {
+            Some(doc) => {
+                let Ok(body) = serde_json::from_slice::<Value>(&doc.body) else {
+                    tracing::error!(kind = kind.path(), %name, "stored configuration unreadable");
+                    return Ok(());
+                };
+                if self.in_force(kind, name).as_ref() == Some(&body) {
+                    return Ok(());
+                }
+                if let Err(p) = self.apply(dd, kind, name, body).await {
+                    tracing::error!(kind = kind.path(), %name, problem = ?p.invalid_params, detail = ?p.detail, "configuration changed by another instance not started");
+                }
+            }
+            None if self.exists(kind, name) => {
+                if let Err(p) = self.remove(kind, name).await {
+                    tracing::error!(kind = kind.path(), %name, detail = ?p.detail, "configuration removed by another instance still in force here");
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// The stored form of the `kind` named `name` in force here.
+    fn in_force(&self, kind: Kind, name: &str) -> Option<Value> {
+        let s = lock(&self.state);
+        let v = match kind {
+            Kind::Filter => s.filters.get(name).map(|(f, _)| serde_json::to_value(f)),
+            Kind::Feed => s.feeds.get(name).map(|(f, _)| serde_json::to_value(f)),
+            Kind::Correlation => s.correlations.get(name).map(|(c, _)| serde_json::to_value(c)),
+        };
+        v.and_then(Result::ok)
     }
 
     /// Validates `body` as a `kind` named `name` and makes it the one in force (not stored).
@@ -482,7 +529,7 @@ async fn replace(dd: Arc<Dd>, req: SbiRequest, kind: Kind) -> Result<Response, P
 }
 
 async fn save(
-    store: &SqliteStore,
+    store: &AnyStore,
     kind: Kind,
     name: &str,
     view: &Value,

@@ -33,6 +33,13 @@ impl Kind {
         }
     }
 
+    /// The kind whose store collection is `collection`.
+    pub fn of_collection(collection: &str) -> Option<Kind> {
+        [Kind::Filter, Kind::Feed, Kind::Correlation]
+            .into_iter()
+            .find(|k| k.collection() == collection)
+    }
+
     /// The path segment.
     pub fn path(self) -> &'static str {
         match self {

@@ -1,7 +1,8 @@
 //! The Data Director in its Kafka mode, end to end: two instances on one cluster share the
 //! ingest, the aggregation and a feed through their consumer groups; copies an NF writes to Kafka
 //! come in through a Kafka source; each copy reaches the feed's TCP consumer once, and a Kafka feed
-//! writes it to its topic.
+//! writes it to its topic. On one MariaDB database the instances share their admin objects too: a
+//! feed made at one is run by the other.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -35,7 +36,7 @@ async fn start(dir: &Path, kafka: &KafkaConfig, source: Option<&str>) -> Instanc
         dd: config,
         sbi: sbi::ServerConfig::default(),
         client: ClientConfig::default(),
-        store: store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("dd.db")) },
+        store: store_config(dir),
         instance_id: None,
     };
     let bound = dd::bind(run).await.expect("the Data Director starts in the Kafka mode");
@@ -45,6 +46,17 @@ async fn start(dir: &Path, kafka: &KafkaConfig, source: Option<&str>) -> Instanc
         let _ = rx.await;
     }));
     Instance { base, stop, task }
+}
+
+/// `dd.db` in `dir`, or the MariaDB database `dir` names (`testkit::backends::state_dir`).
+fn store_config(dir: &Path) -> store::SqliteConfig {
+    let sqlite = store::SqliteConfig { readers: 1, ..store::SqliteConfig::new(dir.join("dd.db")) };
+    match testkit::backends::mysql_url(dir) {
+        Some(url) => {
+            store::SqliteConfig { backend: store::Backend::Mysql, url: vec![url], ..sqlite }
+        }
+        None => sqlite,
+    }
 }
 
 impl Instance {
@@ -173,4 +185,60 @@ async fn two_instances_share_ingest_aggregation_and_a_feed_each_copy_delivered_o
     assert_eq!(got, n as usize, "the Kafka feed wrote every copy to its topic");
     out.close().await.unwrap();
     tokio::join!(a.stop(), b.stop());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_one_mariadb_database_a_feed_made_at_one_instance_is_run_by_the_other() {
+    let Some(broker) = testkit::kafka::broker() else { return };
+    if !testkit::backends::use_mariadb() {
+        return;
+    }
+    let mut kafka = super::config(broker, "mysqlmode.");
+    kafka.nf_partitions = 2;
+    kafka.main_partitions = 2;
+    let dir_a = testkit::backends::state_dir("dd_kafka");
+    let dir_b = tempfile::tempdir().unwrap();
+    let url = testkit::backends::mysql_url(dir_a.path()).unwrap();
+    std::fs::write(dir_b.path().join("mysql-url"), url).unwrap();
+    let (a, b) = tokio::join!(start(dir_a.path(), &kafka, None), start(dir_b.path(), &kafka, None));
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let mut rx = tcp_consumer(listener).await;
+    let feed = json!({"name": "shared", "sink": {"type": "tcp", "endpoints": [{"address": addr.to_string()}]}});
+    let r = post(&a.base, "/dd-admin/v1/feeds", feed).await;
+    assert_eq!(r.status(), 201, "{:?}", r.body());
+    let start = Instant::now();
+    loop {
+        let r = client().get(&format!("{}/dd-admin/v1/feeds/shared", b.base)).send().await.unwrap();
+        if r.status() == 200 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(1), "B does not show A's feed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A gone, B is the feed's group alone: what B takes is delivered only if B runs the feed it
+    // learnt of through the database.
+    a.stop().await;
+    let n = 500u64;
+    for k in (0..n).step_by(250) {
+        let r = client()
+            .post(&format!("{}/dd-ingest/v1/copies", b.base))
+            .header("content-type", dd::envelope::CONTENT_TYPE)
+            .body(batch(k, 250))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204, "{:?}", r.body());
+    }
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < n as usize && Instant::now() < deadline {
+        if let Ok(Some(s)) = tokio::time::timeout(Duration::from_secs(1), rx.recv()).await {
+            *seen.entry(s).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), n as usize, "B's feed delivers every copy B took");
+    assert!(seen.values().all(|c| *c == 1), "each once");
+    b.stop().await;
 }

@@ -29,9 +29,23 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version }}
 {{- end -}}
 
-{{/* Whether this NF keeps its state on the MySQL-protocol backend (only the NRF and BSF can). */}}
+{{/* Whether this NF keeps its state on the MySQL-protocol backend (every NF does when
+store.backend is mysql). */}}
 {{- define "fivecore.mysql" -}}
-{{- if and (eq .root.Values.store.backend "mysql") (has .nf (list "nrf" "bsf")) -}}true{{- end -}}
+{{- if eq .root.Values.store.backend "mysql" -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+Whether this NF's pods get a PVC (a volumeClaimTemplate `data`): on SQLite every NF, for its
+store; on MySQL only the Data Director in the embedded mode, for its message log alone (the copies
+its ingest API acknowledged and its feeds have not delivered yet, MAIN and the feeds' offsets:
+an emptyDir would lose them when the pod is rescheduled). With dd.log.volume=emptyDir (the Kafka
+mode, [dd.kafka] in dd.toml, where the log is Kafka's) it keeps nothing on disk either.
+*/}}
+{{- define "fivecore.pvc" -}}
+{{- if not (include "fivecore.mysql" .) -}}true
+{{- else if and (eq .nf "dd") (eq .root.Values.dd.log.volume "pvc") -}}true
+{{- end -}}
 {{- end -}}
 
 {{- define "fivecore.storeSecret" -}}

@@ -1,9 +1,11 @@
 //! The xDR store: the sink of a correlation, and what the admin API queries and exports.
 //!
 //! [`XdrStore`] is everything the correlation consumer, the retention pass and the admin
-//! handlers ask of it; no signature names an engine. [`sqlite`] is the one implementation today,
-//! on the shared embedded engine (`store::SqliteStore`: WAL, one writer thread with group commit,
-//! a reader pool), so no insert, query or delete runs on a tokio worker. The consumer inserts
+//! handlers ask of it; no signature names an engine. [`sqlite`] implements it on the shared
+//! embedded engine (`store::SqliteStore`: WAL, one writer thread with group commit, a reader
+//! pool), so no insert, query or delete runs on a tokio worker; [`mysql`] on the MySQL-protocol
+//! backend (`[store] backend = "mysql"`: async driver, the store's retries and failover), with
+//! the same rows and the same cursors. The consumer inserts
 //! the xDRs a MAIN batch closed with one call (one write job, one transaction) and commits its
 //! offset once that call returns.
 //!
@@ -12,6 +14,7 @@
 //! query continues after, so an export walks any number of xDRs holding one page in memory.
 
 pub mod config;
+pub mod mysql;
 pub mod sqlite;
 
 use std::fmt;
@@ -22,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use config::XdrStoreConfig;
+pub use mysql::MysqlXdrStore;
 pub use sqlite::SqliteXdrStore;
 
 use crate::transforms::correlate::xdr::{Outcome, Xdr};

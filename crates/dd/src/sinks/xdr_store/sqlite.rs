@@ -49,7 +49,7 @@ impl SqliteXdrStore {
 
 /// The SUPI as stored and queried: without `imsi-`, so an SBI copy's SUPI and a Diameter copy's
 /// IMSI find the same subscriber.
-fn supi_key(supi: &str) -> &str {
+pub(super) fn supi_key(supi: &str) -> &str {
     supi.strip_prefix("imsi-").unwrap_or(supi)
 }
 
