@@ -152,14 +152,7 @@ pub fn parse_line(line: u64, text: &[u8]) -> Result<Request, String> {
             headers.push((n, v));
         }
     }
-    Ok(Request {
-        line,
-        method,
-        path,
-        body: l.body.map(|_| buf),
-        content_type,
-        headers,
-    })
+    Ok(Request { line, method, path, body: l.body.map(|_| buf), content_type, headers })
 }
 
 /// Reads `path` line by line, handing each request to `each`; stops at the first line that is
@@ -239,7 +232,8 @@ impl Tally {
         for (status, n) in self.statuses() {
             s.push_str(&format!("{n} {status}; "));
         }
-        for (n, what) in [(self.timeout, "timeout"), (self.error, "error"), (self.not_sent, "not-sent")]
+        for (n, what) in
+            [(self.timeout, "timeout"), (self.error, "error"), (self.not_sent, "not-sent")]
         {
             if n > 0 {
                 s.push_str(&format!("{n} {what}; "));
@@ -305,17 +299,18 @@ async fn drive(
     // After a transport failure the connection is opened again before the next request, so
     // that a server gone for good stops the replay instead of failing every line.
     let mut reopen = false;
-    let record = |tally: &mut Tally, reopen: &mut bool, (line, r): (u64, Result<Answer, Failure>)| {
-        write_outcome(&shared.sink, line, &r);
-        match &r {
-            Ok(a) => tally.by_status[usize::from(a.status).min(999)] += 1,
-            Err(Failure::Timeout) => tally.timeout += 1,
-            Err(_) => {
-                tally.error += 1;
-                *reopen = true;
+    let record =
+        |tally: &mut Tally, reopen: &mut bool, (line, r): (u64, Result<Answer, Failure>)| {
+            write_outcome(&shared.sink, line, &r);
+            match &r {
+                Ok(a) => tally.by_status[usize::from(a.status).min(999)] += 1,
+                Err(Failure::Timeout) => tally.timeout += 1,
+                Err(_) => {
+                    tally.error += 1;
+                    *reopen = true;
+                }
             }
-        }
-    };
+        };
     while queue_open || !in_flight.is_empty() {
         let room = queue_open && in_flight.len() < window;
         tokio::select! {
@@ -524,7 +519,10 @@ mod tests {
         assert_eq!(r.headers.len(), 1);
         assert_eq!((r.headers[0].0.as_str(), r.headers[0].1.to_str().unwrap()), ("x-seq", "7"));
         let g = parse_line(1, br#"{"method":"GET","path":"/a?ipv4Addr=10.0.0.1"}"#).unwrap();
-        assert_eq!((g.body, g.content_type, &g.path[..]), (None, None, &b"/a?ipv4Addr=10.0.0.1"[..]));
+        assert_eq!(
+            (g.body, g.content_type, &g.path[..]),
+            (None, None, &b"/a?ipv4Addr=10.0.0.1"[..])
+        );
     }
 
     #[test]
@@ -538,8 +536,7 @@ mod tests {
         assert!(err(r#"{"method":"GET","path":"/a b"}"#).contains("not a valid URI path"));
         assert!(err(r#"{"method":"GET","path":"/","headers":{"connection":"x"}}"#)
             .contains("not sent over HTTP/2"));
-        assert!(err(r#"{"method":"GET","path":"/","headers":{"a b":"x"}}"#)
-            .contains("header name"));
+        assert!(err(r#"{"method":"GET","path":"/","headers":{"a b":"x"}}"#).contains("header name"));
     }
 
     #[test]

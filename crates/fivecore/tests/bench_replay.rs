@@ -28,10 +28,15 @@ struct Bsf {
 
 impl Bsf {
     fn start(data: &Path) -> Bsf {
+        Self::start_with(data, &[])
+    }
+
+    fn start_with(data: &Path, extra: &[&str]) -> Bsf {
         let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_fivecore"))
             .args(["bsf", "--listen", &addr.to_string(), "--data-dir"])
             .arg(data)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -81,7 +86,9 @@ fn replay_counts_a_bsfs_answers_by_status_and_writes_each_location() {
         r#"{"method":"GET","path":"/nbsf-management/v1/pcfBindings?ipv4Addr=10.9.0.3","headers":{"Accept":"application/json"}}"#
             .into(),
     );
-    lines.push(r#"{"method":"GET","path":"/nbsf-management/v1/pcfBindings?ipv4Addr=10.9.9.9"}"#.into());
+    lines.push(
+        r#"{"method":"GET","path":"/nbsf-management/v1/pcfBindings?ipv4Addr=10.9.9.9"}"#.into(),
+    );
     let file = dir.path().join("requests.jsonl");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let answers = dir.path().join("answers.txt");
@@ -108,7 +115,16 @@ fn replay_counts_a_bsfs_answers_by_status_and_writes_each_location() {
     let lines_and_status: Vec<(u64, &str)> = rows.iter().map(|r| (r.0, r.1.as_str())).collect();
     assert_eq!(
         lines_and_status,
-        [(1, "201"), (2, "201"), (3, "201"), (4, "201"), (5, "201"), (6, "400"), (8, "200"), (9, "204")]
+        [
+            (1, "201"),
+            (2, "201"),
+            (3, "201"),
+            (4, "201"),
+            (5, "201"),
+            (6, "400"),
+            (8, "200"),
+            (9, "204")
+        ]
     );
     let prefix = format!("{}/nbsf-management/v1/pcfBindings/", bsf.url());
     for (line, status, location) in &rows {
@@ -119,10 +135,13 @@ fn replay_counts_a_bsfs_answers_by_status_and_writes_each_location() {
     let (_, _, loc3) = &rows[2];
     let delete = format!(r#"{{"method":"DELETE","path":"{}"}}"#, &loc3[bsf.url().len()..]);
     let find = |i: u32| {
-        format!(r#"{{"method":"GET","path":"/nbsf-management/v1/pcfBindings?ipv4Addr=10.9.0.{i}"}}"#)
+        format!(
+            r#"{{"method":"GET","path":"/nbsf-management/v1/pcfBindings?ipv4Addr=10.9.0.{i}"}}"#
+        )
     };
     std::fs::write(&file, [delete, find(3), find(4)].join("\n")).unwrap();
-    let out = replay(&bsf.url(), &file, &["--concurrency", "1", "--answers", answers.to_str().unwrap()]);
+    let out =
+        replay(&bsf.url(), &file, &["--concurrency", "1", "--answers", answers.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&answers).unwrap(), "1 204 -\n2 204 -\n3 200 -\n");
 
@@ -187,7 +206,8 @@ fn closing_server(accepts: usize) -> SocketAddr {
                 if s.read_exact(&mut head).is_err() {
                     break;
                 }
-                let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+                let len =
+                    usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
                 let mut payload = vec![0u8; len];
                 if s.read_exact(&mut payload).is_err() || head[3] == 0x1 {
                     break;
@@ -218,4 +238,49 @@ fn a_server_that_closes_the_connection_makes_the_replay_fail() {
     assert!(stdout.starts_with("2 error; 1 not-sent; wall "), "{stdout}");
     assert!(stderr.contains("3 request(s) got no answer"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&answers).unwrap(), "1 error -\n2 error -\n");
+}
+
+fn fivecore(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fivecore")).args(args).output().unwrap();
+    assert!(out.status.success(), "fivecore {args:?}: {}", text(&out.stderr));
+}
+
+#[test]
+fn an_https_url_is_replayed_over_mutual_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    let pki_s = pki.to_str().unwrap();
+    fivecore(&["cert", "ca", "--out", pki_s]);
+    fivecore(&["cert", "nf", "--ca", pki_s, "--nf-type", "BSF"]);
+    fivecore(&["cert", "nf", "--ca", pki_s, "--nf-type", "PCF"]);
+    let config = dir.path().join("bsf.toml");
+    let f = |name: &str| pki.join(name).display().to_string();
+    std::fs::write(
+        &config,
+        format!(
+            "[sbi.tls]\ncert = {:?}\nkey = {:?}\nclient_ca = {:?}\n",
+            f("bsf.crt"),
+            f("bsf.key"),
+            f("ca.crt")
+        ),
+    )
+    .unwrap();
+    let bsf = Bsf::start_with(&dir.path().join("bsf"), &["--config", config.to_str().unwrap()]);
+    let file = dir.path().join("requests.jsonl");
+    std::fs::write(&file, [create(1), create(2)].join("\n")).unwrap();
+    let url = format!("https://{}", bsf.addr);
+    let (ca, cert, key) = (f("ca.crt"), f("pcf.crt"), f("pcf.key"));
+    let out =
+        replay(&url, &file, &["--ca", &ca, "--cert", &cert, "--key", &key, "--expect", "201"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("2 201; wall "), "{}", text(&out.stdout));
+    // The BSF requires a client certificate: without one it ends the connection (in TLS 1.3
+    // the client's side of the handshake completes first), so no request is answered.
+    let out = replay(&url, &file, &["--ca", &ca]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("2 error; wall "), "{}", text(&out.stdout));
+    // An https URL needs the CA to trust.
+    let out = replay(&url, &file, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("needs --ca"), "{}", text(&out.stderr));
 }
