@@ -15,8 +15,10 @@
 #   discover  GET pcfBindings?ipv4Addr=, each binding's address (every answer must be 200)
 #   replace   POST again of the same BINDINGS bindings (same UE address, DNN and S-NSSAI: the
 #             server replaces the existing binding)
-# The POSTs go through curl (one h2c connection, 64 streams: each body differs, which h2load
-# cannot send), the GETs through h2load (nghttp2-client, 4 connections x 16 streams).
+# The POSTs go through `fivecore bench replay` (the kit's HTTP/2 client, 4 connections x 16
+# streams: each body differs, which h2load cannot send), the GETs through h2load
+# (nghttp2-client, 4 connections x 16 streams). FIVECORE names the fivecore binary (default
+# target/release/fivecore); the client runs on CLIENT_CPU, so its build does not change the figures.
 #
 # fivecore:  cargo build --profile bench -p fivecore-bsf --bin bsf_server
 #            target/release/bsf_server 127.0.0.1:7002 "$(mktemp -d)" &
@@ -31,7 +33,7 @@ N=${3:-131072}
 GETS=${4:-$N}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-for t in curl h2load taskset awk; do
+for t in h2load taskset awk; do
     command -v $t >/dev/null || { echo "install $t (h2load: nghttp2-client)" >&2; exit 1; }
 done
 [ -r "/proc/$PID/stat" ] || { echo "no process $PID" >&2; exit 1; }
@@ -49,8 +51,8 @@ rss_mb() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$PID/status"; }
 
 # shellcheck source=scripts/bsf-requests.sh
 . "$(dirname "$0")/bsf-requests.sh"
-bsf_check_curl
-posts() { bsf_post "$1" "$CLIENT_CPU"; }
+bsf_check_fivecore
+posts() { bsf_post "$URL" "$1" "$CLIENT_CPU"; }
 
 phase() { # name requests command... : runs it, prints CPU per request and RSS
     local name=$1 n=$2 before after result
@@ -67,18 +69,21 @@ phase() { # name requests command... : runs it, prints CPU per request and RSS
                  name, n, t / hz, t / hz * 1e6 / n, rss, r }'
 }
 
-bsf_bodies 0 "$N" "$BINDINGS" >"$OUT/create.cfg"
+bsf_bodies 0 "$N" >"$OUT/create.jsonl"
 bsf_urls 0 "$GETS" "$BINDINGS" >"$OUT/get.txt"
 echo "server $PID on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU; RSS before: $(rss_mb) MB"
-phase create "$N" posts "$OUT/create.cfg"
+phase create "$N" posts "$OUT/create.jsonl"
 # h2load counts 2xx, and 204 (no binding) is one: the first and last bindings must be found.
 for u in "$(head -1 "$OUT/get.txt")" "$(tail -1 "$OUT/get.txt")"; do
-    code=$(curl -s --http2-prior-knowledge -o /dev/null -w '%{http_code}' "$u")
-    [ "$code" = 200 ] || { echo "$u answered $code, not 200" >&2; exit 1; }
-done
+    printf '{"method":"GET","path":"%s"}\n' "${u#"$URL"}"
+done >"$OUT/check.jsonl"
+if ! found=$("$FIVECORE" bench replay --url "$URL" --requests "$OUT/check.jsonl" --expect 200 2>/dev/null); then
+    echo "the first and last bindings were not both found (answers: ${found:-none})" >&2
+    exit 1
+fi
 gets() {
     taskset -c "$CLIENT_CPU" h2load -c 4 -m 16 -n "$GETS" -i "$OUT/get.txt" |
         awk '/^status codes:/ { sub(/^status codes: /, ""); print }'
 }
 phase discover "$GETS" gets
-phase replace "$N" posts "$OUT/create.cfg"
+phase replace "$N" posts "$OUT/create.jsonl"

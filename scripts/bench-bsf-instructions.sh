@@ -5,6 +5,8 @@
 #   create    POST of N new bindings
 #   discover  GET pcfBindings?ipv4Addr= of N preloaded bindings (h2load, 4 x 16 streams)
 #   replace   POST again of N preloaded bindings (same UE address, DNN, S-NSSAI: replaced)
+# The POSTs go through `fivecore bench replay` (4 connections x 16 streams), the binary FIVECORE
+# (default target/release/fivecore).
 # Each figure is the phase's instructions (every thread of the BSF) / N.
 #   scripts/bench-bsf-instructions.sh [BINARY] [N] [PRELOAD] [BSF-SECTION-AS-JSON]
 #   (defaults: target/release/bsf_server, 20000, 131072, none)
@@ -22,7 +24,7 @@ done
 [ "$N" -le "$PRELOAD" ] || { echo "N must not exceed PRELOAD" >&2; exit 1; }
 # shellcheck source=scripts/bsf-requests.sh
 . "$(dirname "$0")/bsf-requests.sh"
-bsf_check_curl
+bsf_check_fivecore
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
@@ -36,6 +38,14 @@ wait_ready() { # port pid
     return 1
 }
 
+# NAME ROOT REQUESTS: the POSTs, their answers on stderr; a request without an answer ends the run
+# (a phase's count would be wrong).
+posts() {
+    local r
+    r=$(bsf_post "$2" "$3") || { echo "$1: the client failed (answers: ${r:-none})" >&2; exit 1; }
+    echo "$1: $r" >&2
+}
+
 STORE=${STORE:-}
 if [ -z "$STORE" ] || [ ! -e "$STORE/bsf.db" ]; then
     STORE=${STORE:-$OUT/preloaded}
@@ -44,22 +54,23 @@ if [ -z "$STORE" ] || [ ! -e "$STORE/bsf.db" ]; then
     "$BIN" "127.0.0.1:$port" "$STORE" ${CONF:+"$CONF"} >"$OUT/preload.log" 2>&1 </dev/null &
     pid=$!
     wait_ready $port $pid
-    bsf_bodies 0 "$PRELOAD" "http://127.0.0.1:$port/nbsf-management/v1/pcfBindings" >"$OUT/preload.cfg"
-    echo "preload: $(bsf_post "$OUT/preload.cfg")" >&2
+    bsf_bodies 0 "$PRELOAD" >"$OUT/preload.jsonl"
+    posts preload "http://127.0.0.1:$port" "$OUT/preload.jsonl"
     kill -TERM $pid; wait $pid 2>/dev/null || true
 fi
 
 data="$OUT/data"
 cp -a "$STORE" "$data"
 port=$((30000 + RANDOM % 20000))
-url="http://127.0.0.1:$port/nbsf-management/v1/pcfBindings"
+root="http://127.0.0.1:$port"
+url="$root/nbsf-management/v1/pcfBindings"
 valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" "$BIN" "127.0.0.1:$port" "$data" ${CONF:+"$CONF"} \
     >"$OUT/bsf.log" 2>&1 </dev/null &
 pid=$!
 wait_ready $port $pid
-bsf_bodies "$PRELOAD" "$N" "$url" >"$OUT/create.cfg"
+bsf_bodies "$PRELOAD" "$N" >"$OUT/create.jsonl"
 bsf_urls 0 "$N" "$url" >"$OUT/get.txt"
-bsf_bodies 0 "$N" "$url" >"$OUT/replace.cfg"
+bsf_bodies 0 "$N" >"$OUT/replace.jsonl"
 
 dump() { # -> instructions since the last dump
     # Callgrind takes the command when the program runs, so a request wakes an idle BSF.
@@ -73,11 +84,11 @@ dump() { # -> instructions since the last dump
     awk '/^summary:|^totals:/ { print $2; exit }' "$f"
 }
 dump >/dev/null
-echo "create: $(bsf_post "$OUT/create.cfg")" >&2
+posts create "$root" "$OUT/create.jsonl"
 create=$(dump)
 h2load -c 4 -m 16 -n "$N" -i "$OUT/get.txt" | grep -E '^(requests|status codes):' >&2
 discover=$(dump)
-echo "replace: $(bsf_post "$OUT/replace.cfg")" >&2
+posts replace "$root" "$OUT/replace.jsonl"
 replace=$(dump)
 kill -TERM $pid; wait $pid 2>/dev/null || true
 echo "instructions per request ($BIN, $PRELOAD preloaded, $N each):" \

@@ -15,6 +15,7 @@ pub mod overload;
 pub mod pace;
 pub mod profile;
 pub mod profile_count;
+pub mod replay;
 pub mod report;
 pub mod rx;
 pub mod scenario;
@@ -47,9 +48,12 @@ use clap::Args;
 use crate::report::TargetReport;
 use crate::scenario::Scenario;
 
-/// Flags of `fivecore bench`.
+/// Flags of `fivecore bench`: a scenario run, or one of the kit's tools.
 #[derive(Args, Debug, Clone, Default)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Scenario name (see --list) or path to a scenario .toml file.
     pub scenario: Option<String>,
     /// List the scenarios, one line each.
@@ -164,6 +168,14 @@ pub struct BenchArgs {
     pub tls: bool,
 }
 
+/// The kit's tools besides the scenario runs.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum BenchCommand {
+    /// Send the requests of a JSON Lines file, each once, over HTTP/2 to any server, and count
+    /// the answers by status (docs/bench.md, "Replaying a request file").
+    Replay(replay::ReplayArgs),
+}
+
 /// Runs `fivecore bench`: 0 when the success criteria are met, 1 when missed, 2 on a usage or
 /// setup error.
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -189,6 +201,9 @@ pub fn list() -> Result<String> {
 }
 
 fn run_inner(args: BenchArgs) -> Result<bool> {
+    if let Some(BenchCommand::Replay(r)) = &args.command {
+        return replay::run(r);
+    }
     if args.list {
         // Not print!: it panics when stdout is a closed pipe (`fivecore bench --list | head`).
         let _ = std::io::Write::write_all(&mut std::io::stdout(), list()?.as_bytes());

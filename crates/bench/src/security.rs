@@ -176,6 +176,24 @@ impl TlsClient {
         })
     }
 
+    /// A client trusting the CA in `ca` (PEM), presenting `client` (certificate and key, PEM)
+    /// when given: `fivecore bench replay` against an https:// server.
+    pub fn from_files(ca: &Path, client: Option<(&Path, &Path)>) -> Result<TlsClient> {
+        let Some((cert, key)) = client else {
+            let mut config = rustls::ClientConfig::builder_with_provider(sbi::tls::provider())
+                .with_safe_default_protocol_versions()?
+                .with_root_certificates(sbi::tls::load_roots(ca)?)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            return Ok(TlsClient {
+                connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+                full: AtomicU64::new(0),
+                resumed: AtomicU64::new(0),
+            });
+        };
+        Self::new(ca, cert, key)
+    }
+
     /// The TLS handshake on `tcp` with `host` (an address or a DNS name), counted as full or
     /// resumed.
     pub async fn connect(
