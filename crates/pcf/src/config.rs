@@ -137,6 +137,10 @@ pub struct TdfPeer {
     pub realm: String,
     /// Where to connect.
     pub addr: std::net::SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[pcf.diameter.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl Default for SdConfig {
@@ -201,6 +205,10 @@ pub struct OcsPeer {
     pub realm: String,
     /// Where to connect.
     pub addr: std::net::SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[pcf.diameter.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl Default for SyConfig {
@@ -254,6 +262,11 @@ pub struct DiameterConfig {
     /// The wait before the first resend, ms, doubled before each next. Default 200.
     #[serde(default = "default_diameter_retry_backoff_ms")]
     pub retry_backoff_ms: u64,
+    /// Mutual TLS (`[pcf.diameter.tls]`, docs/security.md): a TLS listener beside or instead of
+    /// `listen`, and the certificate the PCF presents to the OCSs and TDFs it connects to with
+    /// `tls = true` (Gx, Rx, Sy and Sd share the PCF's one Diameter identity). Absent: no TLS.
+    #[serde(default)]
+    pub tls: Option<diameter::TlsConfig>,
 }
 
 fn default_diameter_retries() -> u32 {
@@ -298,6 +311,7 @@ impl Default for DiameterConfig {
             limits: nf::DiameterLimits::default(),
             retries: default_diameter_retries(),
             retry_backoff_ms: default_diameter_retry_backoff_ms(),
+            tls: None,
         }
     }
 }
@@ -608,6 +622,11 @@ impl PcfConfig {
                 );
             }
             d.limits.validate("pcf.diameter.limits")?;
+        }
+        let tls_peer = self.sy.enabled && self.sy.ocs.iter().any(|o| o.tls)
+            || self.sd.enabled && self.sd.tdf.iter().any(|t| t.tls);
+        if tls_peer && self.diameter.tls.is_none() {
+            return Err("[[pcf.sy.ocs]] or [[pcf.sd.tdf]] with tls = true needs [pcf.diameter.tls] (the PCF's certificate)".into());
         }
         if self.sy.enabled {
             let (d, sy) = (&self.diameter, &self.sy);
