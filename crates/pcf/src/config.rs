@@ -733,4 +733,25 @@ mod tests {
         assert!(no_tdf.validate().is_err());
         assert!(toml::from_str::<PcfConfig>("[sd]\nenabeld = true").is_err());
     }
+
+    #[test]
+    fn diameter_tls_section_and_tls_peers() {
+        let c: PcfConfig = toml::from_str(
+            "[diameter]\nenabled = true\n[diameter.tls]\ncert = \"p/pcf.crt\"\n\
+             key = \"p/pcf.key\"\nca = \"p/ca.crt\"\nlisten = \"127.0.0.1:5658\"\n\
+             [sy]\nenabled = true\n[[sy.ocs]]\nhost = \"ocs.example\"\nrealm = \"example\"\n\
+             addr = \"127.0.0.1:3872\"\ntls = true",
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        let tls = c.diameter.tls.clone().unwrap();
+        assert_eq!(tls.listen, Some("127.0.0.1:5658".parse().unwrap()));
+        assert!(tls.plain_listen && tls.check_peer_identity);
+        assert_eq!(tls.reload_secs, 10);
+        // A TLS peer without the PCF's certificate cannot be connected to.
+        let no_cert =
+            PcfConfig { diameter: DiameterConfig { tls: None, ..c.diameter.clone() }, ..c.clone() };
+        assert!(no_cert.validate().unwrap_err().contains("[pcf.diameter.tls]"));
+        assert!(toml::from_str::<PcfConfig>("[diameter.tls]\ncert = \"a\"\nkey = \"b\"").is_err());
+    }
 }
