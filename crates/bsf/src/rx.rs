@@ -161,10 +161,7 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
     nc.peers = cfg
         .peers
         .iter()
-        .map(|p| {
-            let t = if p.tls { Transport::Tls } else { Transport::Tcp };
-            PeerConfig::connect(&p.host, p.addr).transport(t)
-        })
+        .map(|p| PeerConfig::connect(&p.host, p.addr).transport(Transport::tls_if(p.tls)))
         .chain(cfg.accept.iter().map(PeerConfig::accept))
         .collect();
     // Rx requests not addressed to an open peer by Destination-Host are ours to route.

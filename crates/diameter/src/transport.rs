@@ -30,6 +30,17 @@ pub enum Transport {
     Tls,
 }
 
+impl Transport {
+    /// TLS when a peer's configuration says `tls = true`, else TCP.
+    pub fn tls_if(tls: bool) -> Transport {
+        if tls {
+            Transport::Tls
+        } else {
+            Transport::Tcp
+        }
+    }
+}
+
 /// An established connection, split for the reader and writer tasks.
 pub struct Stream {
     pub reader: BoxRead,

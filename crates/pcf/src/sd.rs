@@ -401,7 +401,7 @@ pub async fn start(pcf: Arc<Pcf>, d: &DiameterConfig) -> std::io::Result<Diamete
     nc.peers = cfg
         .tdf
         .iter()
-        .map(|t| PeerConfig::connect(&t.host, t.addr).transport(transport(t.tls)))
+        .map(|t| PeerConfig::connect(&t.host, t.addr).transport(Transport::tls_if(t.tls)))
         .collect();
     if let Some(tls) = &d.tls {
         // The PCF's certificate for its outbound TLS peers; Gx's node has the TLS listener.
@@ -780,13 +780,5 @@ mod tests {
         assert_eq!(gx_session_of("pcf.example;1;2;gx=pgw;9;9"), Some("pgw;9;9"));
         assert_eq!(gx_session_of("pcf.example;1;2"), None);
         assert_eq!(gx_session_of("pcf.example;1;2;gx="), None);
-    }
-}
-
-fn transport(tls: bool) -> Transport {
-    if tls {
-        Transport::Tls
-    } else {
-        Transport::Tcp
     }
 }

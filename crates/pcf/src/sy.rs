@@ -402,7 +402,7 @@ pub async fn start(pcf: Arc<Pcf>, d: &DiameterConfig) -> std::io::Result<Diamete
     nc.peers = cfg
         .ocs
         .iter()
-        .map(|o| PeerConfig::connect(&o.host, o.addr).transport(transport(o.tls)))
+        .map(|o| PeerConfig::connect(&o.host, o.addr).transport(Transport::tls_if(o.tls)))
         .collect();
     if let Some(tls) = &d.tls {
         // The PCF's certificate for its outbound TLS peers; Gx's node has the TLS listener.
@@ -557,12 +557,4 @@ pub(crate) fn encode_metrics(
         None,
         g.metric_type(),
     )?)
-}
-
-fn transport(tls: bool) -> Transport {
-    if tls {
-        Transport::Tls
-    } else {
-        Transport::Tcp
-    }
 }

@@ -125,10 +125,7 @@ pub async fn start(udr: Arc<Udr>) -> std::io::Result<ShServer> {
     nc.peers = cfg
         .peers
         .iter()
-        .map(|p| {
-            let t = if p.tls { Transport::Tls } else { Transport::Tcp };
-            PeerConfig::connect(&p.host, p.addr).transport(t)
-        })
+        .map(|p| PeerConfig::connect(&p.host, p.addr).transport(Transport::tls_if(p.tls)))
         .chain(cfg.accept.iter().map(PeerConfig::accept))
         .collect();
     nc.routes = cfg
