@@ -37,7 +37,8 @@ need_deb cc gcc          # rusqlite builds SQLite from source
 need_deb python3 python3 # scripts/check-deps.py reads Cargo's dependency graph
 need_deb openssl openssl # TLS tests write their own certificates with rcgen; openssl for debugging
 need_deb tshark tshark   # Wireshark's dissector checks our Diameter messages (crates/diameter/tests)
-need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs)
+need_deb freeDiameterd freediameter # Diameter interop peer and relay (crates/diameter/tests/freediameter.rs), TLS peer (crates/fivecore/tests/diameter_tls.rs)
+export FIVECORE_REQUIRE_FREEDIAMETER=1
 # Packages whose postinst starts a system service (slapd, MariaDB) through invoke-rc.d, which
 # a container without an init system may fail (failing the install): a policy-rc.d refusing
 # every start is put in place for the install unless one is there already. The tests start their

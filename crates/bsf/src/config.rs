@@ -110,6 +110,10 @@ pub struct RxConfig {
     /// The Diameter node's size and connection limits (`[bsf.rx.limits]`, docs/diameter.md).
     #[serde(default)]
     pub limits: nf::DiameterLimits,
+    /// Mutual TLS (`[bsf.rx.tls]`, docs/security.md): a TLS listener beside or instead of
+    /// `listen`, and the certificate presented to `peers` with `tls = true`. Absent: no TLS.
+    #[serde(default)]
+    pub tls: Option<diameter::TlsConfig>,
 }
 
 /// How the Rx side of the BSF reaches the PCF (TS 29.213 §7.3.1: a DRA is a proxy or a redirect
@@ -130,6 +134,10 @@ pub struct RxPeer {
     pub host: String,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[bsf.rx.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl Default for RxConfig {
@@ -149,6 +157,7 @@ impl Default for RxConfig {
             mode: RxMode::default(),
             binding_index: true,
             limits: nf::DiameterLimits::default(),
+            tls: None,
         }
     }
 }
@@ -264,6 +273,9 @@ impl BsfConfig {
                 return Err("bsf.rx: watchdog_secs must be at least 6 (RFC 3539)".into());
             }
             rx.limits.validate("bsf.rx.limits")?;
+            if rx.tls.is_none() && rx.peers.iter().any(|p| p.tls) {
+                return Err("bsf.rx: a peer with tls = true needs [bsf.rx.tls]".into());
+            }
         }
         Ok(())
     }

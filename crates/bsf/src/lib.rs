@@ -155,6 +155,7 @@ pub struct Bound {
     serving: Serving<::store::AnyStore>,
     bsf: Arc<Bsf>,
     rx_addr: Option<SocketAddr>,
+    rx_tls_addr: Option<SocketAddr>,
 }
 
 /// The NF skeleton's steps for the BSF: opens the store (applying the BSF's schema), loads the
@@ -220,10 +221,11 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
             let _ = loader.await;
         });
     }
-    let mut rx_addr = None;
+    let (mut rx_addr, mut rx_tls_addr) = (None, None);
     if config.bsf.rx.enabled {
         let (node, sweeper) = rx::start(bsf.clone(), &config.bsf.rx).await?.into_parts();
         rx_addr = node.local_addr();
+        rx_tls_addr = node.tls_local_addr();
         serving.on_stop(async move { sweeper.abort() });
         serving.diameter(node);
     }
@@ -242,7 +244,7 @@ pub async fn bind(config: RunConfig) -> Result<Bound, BsfError> {
             let _ = f.await;
         }
     });
-    Ok(Bound { serving, bsf, rx_addr })
+    Ok(Bound { serving, bsf, rx_addr, rx_tls_addr })
 }
 
 /// Loads the Rx proxy's UE address index from the store, then reports the BSF ready.
@@ -273,6 +275,11 @@ impl Bound {
     /// The Rx proxy's Diameter listening address, when `[bsf.rx]` is enabled.
     pub fn rx_local_addr(&self) -> Option<SocketAddr> {
         self.rx_addr
+    }
+
+    /// The Rx proxy's TLS listening address, when `[bsf.rx.tls] listen` is set.
+    pub fn rx_tls_local_addr(&self) -> Option<SocketAddr> {
+        self.rx_tls_addr
     }
 
     /// Serves until `shutdown`, with the audit running and the NRF registration kept; then

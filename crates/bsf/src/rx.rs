@@ -38,7 +38,7 @@ use diameter::dictionary::{base, rx};
 use diameter::header::FLAG_ERROR;
 use diameter::{
     builders::experimental_result, result_code as rc, ApplicationId, DiameterNode, Message,
-    NodeConfig, PeerConfig, Route, RouteAction, VENDOR_3GPP,
+    NodeConfig, PeerConfig, Route, RouteAction, Transport, VENDOR_3GPP,
 };
 
 use crate::config::{RxConfig, RxMode};
@@ -161,7 +161,7 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
     nc.peers = cfg
         .peers
         .iter()
-        .map(|p| PeerConfig::connect(&p.host, p.addr))
+        .map(|p| PeerConfig::connect(&p.host, p.addr).transport(Transport::tls_if(p.tls)))
         .chain(cfg.accept.iter().map(PeerConfig::accept))
         .collect();
     // Rx requests not addressed to an open peer by Destination-Host are ours to route.
@@ -171,6 +171,11 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
     cfg.limits
         .apply("bsf.rx.limits", &mut nc)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    if let Some(tls) = &cfg.tls {
+        nc.apply_tls(tls).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bsf.rx.tls: {e}"))
+        })?;
+    }
     // A proxy passes a retransmitted (T-flagged) request on; detecting duplicates is the PCF's
     // job (RFC 6733 §5.5.4). Caching every answer here would hold ~2M answers at the 54K mix.
     nc.duplicate_ttl = None;
@@ -211,6 +216,10 @@ pub async fn start(bsf: Arc<Bsf>, cfg: &RxConfig) -> std::io::Result<RxProxy> {
 impl RxProxy {
     pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
         self.node.local_addr()
+    }
+    /// The TLS listening address (`tls.listen`).
+    pub fn tls_local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.node.tls_local_addr()
     }
     pub fn node(&self) -> &DiameterNode {
         &self.node

@@ -13,7 +13,8 @@
 //! * [`DiameterNode`] (alias [`Stack`]) is a node with a local identity, a peer table, a realm
 //!   routing table ([`Route`], [`RouteAction`]), local application handlers and the client API
 //!   [`DiameterNode::request`]; it relays, proxies (with a [`NextHop`] hook) and redirects.
-//! * [`transport`] carries messages over TCP or TLS; [`peer`] holds the per-peer state machine
+//! * [`transport`] carries messages over TCP or TLS ([`tls`]: mutual TLS from the first byte,
+//!   the peer's certificate naming its Origin-Host, certificates re-read without a restart); [`peer`] holds the per-peer state machine
 //!   ([`PeerState`]), the CER/CEA capabilities and the pending-request table; a connection's
 //!   messages are encoded into one write buffer that its writer task flushes per wake-up.
 
@@ -32,6 +33,7 @@ mod outbox;
 pub mod peer;
 pub mod routing;
 pub mod tap;
+pub mod tls;
 pub mod transport;
 pub mod types;
 pub mod validate;
@@ -47,6 +49,7 @@ pub use node::{ApplicationId, DiameterNode, Handler, NodeBuilder, NodeConfig, Pe
 pub use peer::{Capabilities, PeerConfig, PeerState, RequestError};
 pub use routing::{NextHop, PeerName, Route, RouteAction};
 pub use tap::{DiameterTap, Direction, TappedMessage};
+pub use tls::{TlsConfig, TlsCredentials, TlsError};
 pub use transport::Transport;
 pub use types::{Address, DataType, Time};
 pub use validate::{validate, validate_avps};

@@ -36,7 +36,7 @@ pub struct AnswerLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RefusedLabels {
-    /// `awaiting_cer_limit` or `first_message_too_long`.
+    /// `awaiting_cer_limit`, `first_message_too_long`, `tls_handshake` or `peer_identity`.
     pub reason: &'static str,
 }
 
@@ -49,6 +49,11 @@ pub struct OversizeLabels {
 /// Why a connection was closed before its capabilities exchange.
 pub(crate) const AWAITING_CER_LIMIT: &str = "awaiting_cer_limit";
 pub(crate) const FIRST_MESSAGE_TOO_LONG: &str = "first_message_too_long";
+/// The TLS handshake failed (no client certificate, one of another CA, or a server certificate
+/// not naming the peer we connect to).
+pub(crate) const TLS_HANDSHAKE: &str = "tls_handshake";
+/// A TLS peer's certificate does not name the Origin-Host of its CER (answered 3010).
+pub(crate) const PEER_IDENTITY: &str = "peer_identity";
 
 type LatencyFamily = Family<CommandLabels, Histogram, fn() -> Histogram>;
 

@@ -21,11 +21,14 @@ use crate::fasthash::FastMap;
 use crate::header::{Header, FLAG_ERROR};
 use crate::ids::{random_u32, EndToEndIds};
 use crate::message::Message;
-use crate::metrics::{NodeMetrics, AWAITING_CER_LIMIT, FIRST_MESSAGE_TOO_LONG};
+use crate::metrics::{
+    NodeMetrics, AWAITING_CER_LIMIT, FIRST_MESSAGE_TOO_LONG, PEER_IDENTITY, TLS_HANDSHAKE,
+};
 use crate::outbox::{write_loop, Outbox};
 use crate::peer::{Capabilities, Conn, Peer, PeerConfig, PeerState, Pending, RequestError};
 use crate::routing::{uri_host, Route, RouteAction};
 use crate::tap::{DiameterTap, Direction, TapSlot};
+use crate::tls::{names_identity, TlsConfig, TlsCredentials, TlsError};
 use crate::transport::{self, FrameReader, Listener, ReadError, SizeLimits, Stream};
 use crate::validate::validate;
 
@@ -71,8 +74,17 @@ pub struct NodeConfig {
     pub host_ip_addresses: Vec<IpAddr>,
     /// Where to accept peers (port 0 picks one); `None`: client only.
     pub listen: Option<SocketAddr>,
-    /// TLS from the first byte on the listening socket.
-    pub listen_tls: Option<Arc<rustls::ServerConfig>>,
+    /// The TLS credentials of the TLS listener and of the outbound peers with
+    /// [`Transport::Tls`](crate::Transport::Tls) (crate::tls). `None`: no TLS.
+    pub tls: Option<Arc<TlsCredentials>>,
+    /// Where to accept peers with TLS from the first byte (RFC 6733 §2.1; port 0 picks one).
+    /// Needs `tls`. Beside `listen` (plain TCP), or alone when `listen` is `None`.
+    pub tls_listen: Option<SocketAddr>,
+    /// A peer on a TLS connection must present a certificate naming (DNS subjectAltName) the
+    /// Origin-Host of its CER, else the CER is answered 3010 DIAMETER_UNKNOWN_PEER and the
+    /// connection closed. (Outbound, the TLS client checks that the server certificate names
+    /// the configured peer host, and the CEA must come from that host, either way.)
+    pub check_peer_identity: bool,
     /// Advertised applications, besides those with a local handler.
     pub applications: Vec<ApplicationId>,
     /// Advertise the relay application (0xffffffff): a relay or proxy agent.
@@ -122,6 +134,18 @@ pub struct NodeConfig {
 }
 
 impl NodeConfig {
+    /// Takes an NF's TLS section (crate::tls::TlsConfig): its credentials, read now, its TLS
+    /// listener and identity check; `plain_listen = false` drops the plain listener.
+    pub fn apply_tls(&mut self, cfg: &TlsConfig) -> Result<(), TlsError> {
+        self.tls = Some(TlsCredentials::load(cfg)?);
+        self.tls_listen = cfg.listen;
+        self.check_peer_identity = cfg.check_peer_identity;
+        if !cfg.plain_listen {
+            self.listen = None;
+        }
+        Ok(())
+    }
+
     pub fn new(origin_host: impl Into<String>, origin_realm: impl Into<String>) -> NodeConfig {
         NodeConfig {
             origin_host: origin_host.into(),
@@ -131,7 +155,9 @@ impl NodeConfig {
             firmware_revision: 1,
             host_ip_addresses: Vec::new(),
             listen: None,
-            listen_tls: None,
+            tls: None,
+            tls_listen: None,
+            check_peer_identity: true,
             applications: Vec::new(),
             relay: false,
             peers: Vec::new(),
@@ -179,10 +205,21 @@ impl NodeBuilder {
     pub async fn start(self) -> std::io::Result<DiameterNode> {
         let NodeBuilder { cfg, handlers } = self;
         let listener = match cfg.listen {
-            Some(a) => Some(Listener::bind(a, cfg.listen_tls.clone()).await?),
+            Some(a) => Some(Listener::bind(a, None).await?),
             None => None,
         };
+        let tls_listener = match (cfg.tls_listen, &cfg.tls) {
+            (Some(a), Some(creds)) => Some(Listener::bind(a, Some(creds.clone())).await?),
+            (Some(_), None) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a TLS listen address needs TLS credentials",
+                ))
+            }
+            (None, _) => None,
+        };
         let local_addr = listener.as_ref().map(|l| l.local_addr()).transpose()?;
+        let tls_local_addr = tls_listener.as_ref().map(|l| l.local_addr()).transpose()?;
         let mut advertised: Vec<ApplicationId> = cfg.applications.clone();
         for id in handlers.keys() {
             if !advertised.iter().any(|a| a.id == *id) {
@@ -224,13 +261,21 @@ impl NodeBuilder {
             tap: Arc::default(),
             cfg,
         });
-        if let Some(l) = listener {
+        for l in [listener, tls_listener].into_iter().flatten() {
             tokio::spawn(accept_loop(inner.clone(), l));
+        }
+        if let Some(task) = inner.cfg.tls.as_ref().and_then(|t| t.spawn_reload()) {
+            // Ends with the node: stopped on shutdown.
+            let mut stop = inner.shutdown.subscribe();
+            tokio::spawn(async move {
+                is_set(&mut stop).await;
+                task.abort();
+            });
         }
         for p in inner.peers.read().unwrap().iter().filter(|p| p.is_outbound()) {
             tokio::spawn(run_outbound(inner.clone(), p.clone()));
         }
-        Ok(DiameterNode { inner, local_addr })
+        Ok(DiameterNode { inner, local_addr, tls_local_addr })
     }
 }
 
@@ -239,6 +284,7 @@ impl NodeBuilder {
 pub struct DiameterNode {
     inner: Arc<Inner>,
     local_addr: Option<SocketAddr>,
+    tls_local_addr: Option<SocketAddr>,
 }
 
 /// Another name for [`DiameterNode`].
@@ -281,6 +327,10 @@ impl DiameterNode {
     /// The listening address (after binding port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.local_addr
+    }
+    /// The TLS listening address (after binding port 0).
+    pub fn tls_local_addr(&self) -> Option<SocketAddr> {
+        self.tls_local_addr
     }
     pub fn origin_host(&self) -> &str {
         &self.inner.cfg.origin_host
@@ -1365,15 +1415,19 @@ async fn watchdog(node: Arc<Inner>, c: Arc<Conn>) {
 /// Responder side: first message must be a CER.
 async fn respond(node: Arc<Inner>, a: transport::Accepted, waiting: AwaitingCer) {
     let from = a.peer_addr();
+    let tls_conn = a.is_tls();
     let stream = match tokio::time::timeout(node.cfg.cer_timeout, a.handshake()).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             warn!(?from, error = %e, "handshake failed");
+            if tls_conn {
+                node.metrics.refused(TLS_HANDSHAKE);
+            }
             return;
         }
         Err(_) => return,
     };
-    let Stream { reader, writer, local, peer: remote, tls } = stream;
+    let Stream { reader, writer, local, peer: remote, tls, peer_cert } = stream;
     let mut fr = FrameReader::with_limits(reader, node.cer_limits.clone());
     let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
     let close = |out: &Outbox| out.close();
@@ -1443,6 +1497,19 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted, waiting: AwaitingCer)
         return;
     }
     let caps = Capabilities::from_message(&cer);
+    // The certificate vouches for the identity the CER claims, or nothing does: a peer of the
+    // CA must not pass for another (RFC 6733 §13.1 wants the peer authenticated; the Origin-Host
+    // is what routing and the peer table trust).
+    if tls
+        && node.cfg.check_peer_identity
+        && !peer_cert.as_ref().is_some_and(|c| names_identity(c, &caps.origin_host))
+    {
+        warn!(%remote, host = %caps.origin_host,
+              "TLS peer's certificate does not name its Origin-Host: 3010");
+        node.metrics.refused(PEER_IDENTITY);
+        send(cea_base(rc::DIAMETER_UNKNOWN_PEER)).await;
+        return;
+    }
     let peer = match node.find_peer(&caps.origin_host) {
         Some(p) => p,
         None if node.cfg.accept_unknown_peers && !caps.origin_host.is_empty() => {
@@ -1493,7 +1560,7 @@ async fn respond(node: Arc<Inner>, a: transport::Accepted, waiting: AwaitingCer)
 
 /// Initiator side: CER, CEA, open.
 async fn initiate(node: &Arc<Inner>, peer: &Arc<Peer>, s: Stream) -> Result<Arc<Conn>, String> {
-    let Stream { reader, writer, local, peer: remote, tls } = s;
+    let Stream { reader, writer, local, peer: remote, tls, .. } = s;
     let mut fr = FrameReader::with_limits(reader, node.cer_limits.clone());
     let (out, closed_tx) = spawn_writer(writer, node.cfg.write_queue_bytes);
     let cer = node.cer_or_cea(
@@ -1542,6 +1609,11 @@ async fn initiate(node: &Arc<Inner>, peer: &Arc<Peer>, s: Stream) -> Result<Arc<
     Ok(node.establish(peer.clone(), caps, true, remote, fr, out, closed_tx))
 }
 
+/// Whether a connect error is the TLS handshake's (a rustls error), not the TCP connect's.
+fn is_tls_error(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<rustls::Error>())
+}
+
 /// Connects to an outbound peer and keeps it connected, with exponential backoff.
 async fn run_outbound(node: Arc<Inner>, peer: Arc<Peer>) {
     let cfg = peer.config.clone().expect("outbound peer has a config");
@@ -1564,7 +1636,7 @@ async fn run_outbound(node: Arc<Inner>, peer: Arc<Peer>) {
             peer.set_state(PeerState::WaitConnAck);
             let r = tokio::time::timeout(
                 node.cfg.connect_timeout,
-                transport::connect(&cfg.transport, addr),
+                transport::connect(cfg.transport, addr, node.cfg.tls.as_deref(), &peer.host),
             )
             .await;
             match r {
@@ -1575,6 +1647,12 @@ async fn run_outbound(node: Arc<Inner>, peer: Arc<Peer>) {
                     }
                     Err(e) => warn!(peer = %peer.host, error = %e, "capabilities exchange failed"),
                 },
+                Ok(Err(e)) if is_tls_error(&e) => {
+                    // The peer's certificate is not of our CA or does not name it, or it
+                    // refused ours: as loud as a refused CER.
+                    warn!(peer = %peer.host, error = %e, "TLS handshake failed");
+                    node.metrics.refused(TLS_HANDSHAKE);
+                }
                 Ok(Err(e)) => debug!(peer = %peer.host, error = %e, "connect failed"),
                 Err(_) => debug!(peer = %peer.host, "connect timed out"),
             }

@@ -7,33 +7,36 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use rustls_pki_types::ServerName;
+use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::error::Error;
 use crate::header::{frame_len, Header, HEADER_LEN};
+use crate::tls::TlsCredentials;
 
 pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// How to reach an outbound peer.
-#[derive(Clone, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     /// Plain TCP (RFC 6733 port 3868).
     #[default]
     Tcp,
-    /// TLS from the first byte (RFC 6733 §2.1, port 5658) with the given client configuration
-    /// and the name the server certificate must carry.
-    Tls { config: Arc<rustls::ClientConfig>, server_name: ServerName<'static> },
+    /// TLS from the first byte (RFC 6733 §2.1, port 5658) with the node's credentials
+    /// (`NodeConfig::tls`); the server certificate must name the peer's Diameter identity.
+    Tls,
 }
 
-impl std::fmt::Debug for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Transport::Tcp => f.write_str("Tcp"),
-            Transport::Tls { server_name, .. } => write!(f, "Tls({server_name:?})"),
+impl Transport {
+    /// TLS when a peer's configuration says `tls = true`, else TCP.
+    pub fn tls_if(tls: bool) -> Transport {
+        if tls {
+            Transport::Tls
+        } else {
+            Transport::Tcp
         }
     }
 }
@@ -45,6 +48,8 @@ pub struct Stream {
     pub local: SocketAddr,
     pub peer: SocketAddr,
     pub tls: bool,
+    /// The peer's leaf certificate (TLS, verified by the handshake against the CA).
+    pub peer_cert: Option<CertificateDer<'static>>,
 }
 
 fn tcp_stream(tcp: TcpStream) -> io::Result<Stream> {
@@ -52,45 +57,77 @@ fn tcp_stream(tcp: TcpStream) -> io::Result<Stream> {
     let local = tcp.local_addr()?;
     let peer = tcp.peer_addr()?;
     let (r, w) = tcp.into_split();
-    Ok(Stream { reader: Box::new(r), writer: Box::new(w), local, peer, tls: false })
+    Ok(Stream {
+        reader: Box::new(r),
+        writer: Box::new(w),
+        local,
+        peer,
+        tls: false,
+        peer_cert: None,
+    })
 }
 
-/// Connects to `addr` over `transport`.
-pub async fn connect(transport: &Transport, addr: SocketAddr) -> io::Result<Stream> {
+fn leaf(certs: Option<&[CertificateDer<'_>]>) -> Option<CertificateDer<'static>> {
+    certs.and_then(|c| c.first()).map(|c| c.clone().into_owned())
+}
+
+/// Connects to `addr` over `transport`; with TLS, `host` (the peer's Diameter identity) is the
+/// name its certificate must carry.
+pub async fn connect(
+    transport: Transport,
+    addr: SocketAddr,
+    tls: Option<&TlsCredentials>,
+    host: &str,
+) -> io::Result<Stream> {
     let tcp = TcpStream::connect(addr).await?;
     match transport {
         Transport::Tcp => tcp_stream(tcp),
-        Transport::Tls { config, server_name } => {
+        Transport::Tls => {
+            let creds = tls.ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a TLS peer needs the node's TLS credentials",
+                )
+            })?;
+            let name = ServerName::try_from(host.to_owned())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             tcp.set_nodelay(true)?;
             let local = tcp.local_addr()?;
             let peer = tcp.peer_addr()?;
-            let tls = TlsConnector::from(config.clone()).connect(server_name.clone(), tcp).await?;
+            let tls = TlsConnector::from(creds.client_config()).connect(name, tcp).await?;
+            let peer_cert = leaf(tls.get_ref().1.peer_certificates());
             let (r, w) = tokio::io::split(tls);
-            Ok(Stream { reader: Box::new(r), writer: Box::new(w), local, peer, tls: true })
+            Ok(Stream {
+                reader: Box::new(r),
+                writer: Box::new(w),
+                local,
+                peer,
+                tls: true,
+                peer_cert,
+            })
         }
     }
 }
 
-/// A listening socket; TLS when a server configuration is given.
+/// A listening socket; TLS from the first byte when credentials are given.
 pub struct Listener {
     tcp: TcpListener,
-    tls: Option<TlsAcceptor>,
+    tls: Option<Arc<TlsCredentials>>,
 }
 
 impl Listener {
-    pub async fn bind(
-        addr: SocketAddr,
-        tls: Option<Arc<rustls::ServerConfig>>,
-    ) -> io::Result<Self> {
-        Ok(Listener { tcp: TcpListener::bind(addr).await?, tls: tls.map(TlsAcceptor::from) })
+    pub async fn bind(addr: SocketAddr, tls: Option<Arc<TlsCredentials>>) -> io::Result<Self> {
+        Ok(Listener { tcp: TcpListener::bind(addr).await?, tls })
     }
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.tcp.local_addr()
     }
     /// Accepts one TCP connection; [`Accepted::handshake`] finishes it (TLS) off the accept loop.
+    /// A TLS connection takes the server configuration in force at its accept.
     pub async fn accept(&self) -> io::Result<Accepted> {
         let (tcp, _) = self.tcp.accept().await?;
-        Ok(Accepted { tcp, tls: self.tls.clone() })
+        let tls = self.tls.as_ref().map(|c| TlsAcceptor::from(c.server_config()));
+        Ok(Accepted { tcp, tls })
     }
 }
 
@@ -104,6 +141,9 @@ impl Accepted {
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.tcp.peer_addr().ok()
     }
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
     pub async fn handshake(self) -> io::Result<Stream> {
         match self.tls {
             None => tcp_stream(self.tcp),
@@ -112,8 +152,16 @@ impl Accepted {
                 let local = self.tcp.local_addr()?;
                 let peer = self.tcp.peer_addr()?;
                 let tls = acceptor.accept(self.tcp).await?;
+                let peer_cert = leaf(tls.get_ref().1.peer_certificates());
                 let (r, w) = tokio::io::split(tls);
-                Ok(Stream { reader: Box::new(r), writer: Box::new(w), local, peer, tls: true })
+                Ok(Stream {
+                    reader: Box::new(r),
+                    writer: Box::new(w),
+                    local,
+                    peer,
+                    tls: true,
+                    peer_cert,
+                })
             }
         }
     }

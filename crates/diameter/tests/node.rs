@@ -500,47 +500,6 @@ async fn malformed_messages_are_answered_and_duplicates_detected() {
 }
 
 #[tokio::test]
-async fn tls_peers() {
-    use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
-    init_log();
-    let ck = rcgen::generate_simple_self_signed(vec!["pcrf.test".to_string()]).unwrap();
-    let cert = CertificateDer::from(ck.cert.der().to_vec());
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let server_tls = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.clone()], key)
-        .unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let client_tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-
-    let mut sc = server_cfg("pcrf.test", "test");
-    sc.listen_tls = Some(Arc::new(server_tls));
-    let s = rx_server(sc, Default::default()).await;
-    let mut cc = cfg("af.test", "af");
-    cc.peers = vec![PeerConfig::connect("pcrf.test", s.local_addr().unwrap()).transport(
-        diameter::Transport::Tls {
-            config: Arc::new(client_tls),
-            server_name: ServerName::try_from("pcrf.test").unwrap(),
-        },
-    )];
-    let c = DiameterNode::builder(cc).start().await.unwrap();
-    assert!(c.wait_open("pcrf.test", T).await);
-    let caps = c.peers()[0].capabilities.clone().unwrap();
-    assert!(caps.inband_security.is_empty(), "no Inband-Security-Id over TLS");
-    let a = c.request(str_req(&c, "test")).await.unwrap();
-    assert_eq!(a.result_code(), Some(2001));
-    assert!(c.disconnect("pcrf.test", 0).await);
-}
-
-#[tokio::test]
 async fn pending_requests_fail_over_with_t_bit() {
     init_log();
     let slow = DiameterNode::builder(server_cfg("pcrf1.s", "s"))

@@ -1,6 +1,7 @@
 //! `fivecore cert`: a lab PKI for mutual TLS (docs/security.md). `ca` makes a CA; `nf` makes an
 //! NF's certificate signed by it, with the NF instance id as a `urn:uuid:` URI in its
-//! subjectAltName (TS 33.310 §6.1.3c names NF certificates so), its DNS names and addresses,
+//! subjectAltName (TS 33.310 §6.1.3c names NF certificates so), its DNS names (for Diameter, the
+//! Origin-Host: crates/diameter/src/tls.rs) and addresses,
 //! and both TLS server and client use (an NF is a producer and a consumer on one certificate).
 //! Keys are ECDSA P-256. For production, an operator's PKI issues the certificates instead.
 
@@ -52,7 +53,8 @@ pub struct NfCertArgs {
     /// urn:uuid:<id>. Without it, a new one is made and printed.
     #[arg(long, value_name = "UUID")]
     pub instance_id: Option<String>,
-    /// DNS names the NF is reached by (repeat the flag). Default: localhost.
+    /// DNS names the NF is reached by (repeat the flag); for a Diameter node, its Diameter
+    /// identity (Origin-Host), which peers check the certificate names. Default: localhost.
     #[arg(long = "dns", value_name = "NAME")]
     pub dns: Vec<String>,
     /// IP addresses the NF is reached by (repeat the flag). Default: 127.0.0.1.

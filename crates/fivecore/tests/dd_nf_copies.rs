@@ -473,7 +473,11 @@ async fn each_nfs_copies_reach_the_data_directors_feeds_with_their_metadata() {
                 listen: "127.0.0.1:0".parse().unwrap(),
                 origin_host: BSF_HOST.into(),
                 origin_realm: BSF_REALM.into(),
-                peers: vec![bsf::config::RxPeer { host: PCF_HOST.into(), addr: pcf_diameter }],
+                peers: vec![bsf::config::RxPeer {
+                    host: PCF_HOST.into(),
+                    addr: pcf_diameter,
+                    tls: false,
+                }],
                 request_timeout_ms: 3000,
                 ..bsf::config::RxConfig::default()
             },

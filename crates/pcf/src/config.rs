@@ -137,6 +137,10 @@ pub struct TdfPeer {
     pub realm: String,
     /// Where to connect.
     pub addr: std::net::SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[pcf.diameter.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl Default for SdConfig {
@@ -201,6 +205,10 @@ pub struct OcsPeer {
     pub realm: String,
     /// Where to connect.
     pub addr: std::net::SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[pcf.diameter.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl Default for SyConfig {
@@ -254,6 +262,11 @@ pub struct DiameterConfig {
     /// The wait before the first resend, ms, doubled before each next. Default 200.
     #[serde(default = "default_diameter_retry_backoff_ms")]
     pub retry_backoff_ms: u64,
+    /// Mutual TLS (`[pcf.diameter.tls]`, docs/security.md): a TLS listener beside or instead of
+    /// `listen`, and the certificate the PCF presents to the OCSs and TDFs it connects to with
+    /// `tls = true` (Gx, Rx, Sy and Sd share the PCF's one Diameter identity). Absent: no TLS.
+    #[serde(default)]
+    pub tls: Option<diameter::TlsConfig>,
 }
 
 fn default_diameter_retries() -> u32 {
@@ -298,6 +311,7 @@ impl Default for DiameterConfig {
             limits: nf::DiameterLimits::default(),
             retries: default_diameter_retries(),
             retry_backoff_ms: default_diameter_retry_backoff_ms(),
+            tls: None,
         }
     }
 }
@@ -609,6 +623,11 @@ impl PcfConfig {
             }
             d.limits.validate("pcf.diameter.limits")?;
         }
+        let tls_peer = self.sy.enabled && self.sy.ocs.iter().any(|o| o.tls)
+            || self.sd.enabled && self.sd.tdf.iter().any(|t| t.tls);
+        if tls_peer && self.diameter.tls.is_none() {
+            return Err("[[pcf.sy.ocs]] or [[pcf.sd.tdf]] with tls = true needs [pcf.diameter.tls] (the PCF's certificate)".into());
+        }
         if self.sy.enabled {
             let (d, sy) = (&self.diameter, &self.sy);
             if sy.ocs.is_empty() {
@@ -713,5 +732,26 @@ mod tests {
         let no_tdf = PcfConfig { sd: SdConfig { enabled: true, ..SdConfig::default() }, ..c };
         assert!(no_tdf.validate().is_err());
         assert!(toml::from_str::<PcfConfig>("[sd]\nenabeld = true").is_err());
+    }
+
+    #[test]
+    fn diameter_tls_section_and_tls_peers() {
+        let c: PcfConfig = toml::from_str(
+            "[diameter]\nenabled = true\n[diameter.tls]\ncert = \"p/pcf.crt\"\n\
+             key = \"p/pcf.key\"\nca = \"p/ca.crt\"\nlisten = \"127.0.0.1:5658\"\n\
+             [sy]\nenabled = true\n[[sy.ocs]]\nhost = \"ocs.example\"\nrealm = \"example\"\n\
+             addr = \"127.0.0.1:3872\"\ntls = true",
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        let tls = c.diameter.tls.clone().unwrap();
+        assert_eq!(tls.listen, Some("127.0.0.1:5658".parse().unwrap()));
+        assert!(tls.plain_listen && tls.check_peer_identity);
+        assert_eq!(tls.reload_secs, 10);
+        // A TLS peer without the PCF's certificate cannot be connected to.
+        let no_cert =
+            PcfConfig { diameter: DiameterConfig { tls: None, ..c.diameter.clone() }, ..c.clone() };
+        assert!(no_cert.validate().unwrap_err().contains("[pcf.diameter.tls]"));
+        assert!(toml::from_str::<PcfConfig>("[diameter.tls]\ncert = \"a\"\nkey = \"b\"").is_err());
     }
 }

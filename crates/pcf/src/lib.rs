@@ -546,6 +546,11 @@ impl Bound {
         self.pcf.gx.get().and_then(|n| n.local_addr())
     }
 
+    /// Where Gx is served over TLS, when `[pcf.diameter.tls] listen` is set.
+    pub fn diameter_tls_addr(&self) -> Option<SocketAddr> {
+        self.pcf.gx.get().and_then(|n| n.tls_local_addr())
+    }
+
     pub fn pcf(&self) -> &Arc<Pcf> {
         &self.pcf
     }

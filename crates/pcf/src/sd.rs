@@ -41,7 +41,7 @@ use diameter::dictionary::{base, dcca, gx, nasreq, rx};
 use diameter::header::FLAG_ERROR;
 use diameter::{
     builders, result_code as rc, ApplicationId, Avp, CcRequestType, DiameterNode, Message,
-    NodeConfig, PeerConfig, Route, RouteAction,
+    NodeConfig, PeerConfig, Route, RouteAction, Transport,
 };
 use nf::NfError;
 use policy::Service;
@@ -398,7 +398,18 @@ pub async fn start(pcf: Arc<Pcf>, d: &DiameterConfig) -> std::io::Result<Diamete
     nc.listen = None;
     nc.applications = vec![ApplicationId::tgpp(gx::SD_APP_ID)];
     nc.accept_unknown_peers = false;
-    nc.peers = cfg.tdf.iter().map(|t| PeerConfig::connect(&t.host, t.addr)).collect();
+    nc.peers = cfg
+        .tdf
+        .iter()
+        .map(|t| PeerConfig::connect(&t.host, t.addr).transport(Transport::tls_if(t.tls)))
+        .collect();
+    if let Some(tls) = &d.tls {
+        // The PCF's certificate for its outbound TLS peers; Gx's node has the TLS listener.
+        nc.apply_tls(tls).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("pcf.diameter.tls: {e}"))
+        })?;
+        nc.tls_listen = None;
+    }
     let hosts: Vec<String> = cfg.tdf.iter().map(|t| t.host.clone()).collect();
     // A request for a TDF that is down (its Destination-Host) goes to the next one open.
     nc.routes = vec![Route::new("*", RouteAction::Relay(hosts)).application(gx::SD_APP_ID)];

@@ -30,7 +30,7 @@ use diameter::dictionary::{base, dcca, sy};
 use diameter::header::FLAG_ERROR;
 use diameter::{
     result_code as rc, ApplicationId, Avp, DiameterNode, Message, NodeConfig, PeerConfig, Route,
-    RouteAction,
+    RouteAction, Transport,
 };
 use serde_json::{Map, Value};
 
@@ -399,7 +399,18 @@ pub async fn start(pcf: Arc<Pcf>, d: &DiameterConfig) -> std::io::Result<Diamete
     nc.listen = None;
     nc.applications = vec![ApplicationId::tgpp(sy::APP_ID)];
     nc.accept_unknown_peers = false;
-    nc.peers = cfg.ocs.iter().map(|o| PeerConfig::connect(&o.host, o.addr)).collect();
+    nc.peers = cfg
+        .ocs
+        .iter()
+        .map(|o| PeerConfig::connect(&o.host, o.addr).transport(Transport::tls_if(o.tls)))
+        .collect();
+    if let Some(tls) = &d.tls {
+        // The PCF's certificate for its outbound TLS peers; Gx's node has the TLS listener.
+        nc.apply_tls(tls).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("pcf.diameter.tls: {e}"))
+        })?;
+        nc.tls_listen = None;
+    }
     let hosts: Vec<String> = cfg.ocs.iter().map(|o| o.host.clone()).collect();
     // A request for an OCS that is down (its Destination-Host) goes to the next one open.
     nc.routes = vec![Route::new("*", RouteAction::Relay(hosts)).application(sy::APP_ID)];

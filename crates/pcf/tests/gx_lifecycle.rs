@@ -160,7 +160,11 @@ async fn a_gx_session_is_bound_at_the_bsf_and_an_af_reaches_it_through_the_rx_pr
                 listen: "127.0.0.1:0".parse().unwrap(),
                 origin_host: BSF_HOST.into(),
                 origin_realm: PCF_REALM.into(),
-                peers: vec![bsf::config::RxPeer { host: PCF_HOST.into(), addr: pcf_diameter }],
+                peers: vec![bsf::config::RxPeer {
+                    host: PCF_HOST.into(),
+                    addr: pcf_diameter,
+                    tls: false,
+                }],
                 ..bsf::config::RxConfig::default()
             },
             ..bsf::BsfConfig::default()

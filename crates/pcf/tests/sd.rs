@@ -103,7 +103,7 @@ impl Tdf {
 fn sd_on(addr: SocketAddr) -> SdConfig {
     SdConfig {
         enabled: true,
-        tdf: vec![TdfPeer { host: TDF_HOST.into(), realm: TDF_REALM.into(), addr }],
+        tdf: vec![TdfPeer { host: TDF_HOST.into(), realm: TDF_REALM.into(), addr, tls: false }],
         request_timeout_ms: 1000,
         ..SdConfig::default()
     }

@@ -148,7 +148,12 @@ fn config(policy: PathBuf, ocs: SocketAddr, n7: bool) -> PcfConfig {
         sy: SyConfig {
             enabled: true,
             n7,
-            ocs: vec![OcsPeer { host: OCS_HOST.into(), realm: OCS_REALM.into(), addr: ocs }],
+            ocs: vec![OcsPeer {
+                host: OCS_HOST.into(),
+                realm: OCS_REALM.into(),
+                addr: ocs,
+                tls: false,
+            }],
             ..SyConfig::default()
         },
         ..PcfConfig::default()

@@ -54,17 +54,50 @@ impl Drop for FreeDiameter {
 
 /// Starts `bin` as [`HOST`] in [`REALM`], connecting (without TLS) to each `(host, addr)`.
 pub fn start(bin: &Path, connect_to: &[(&str, SocketAddr)]) -> FreeDiameter {
+    let peers: Vec<Peer> =
+        connect_to.iter().map(|(host, addr)| Peer { host, addr: *addr, tls: false }).collect();
+    start_with(bin, None, &peers)
+}
+
+/// A peer freeDiameterd connects to.
+pub struct Peer<'a> {
+    pub host: &'a str,
+    pub addr: SocketAddr,
+    /// TLS from the first byte (freeDiameter's RFC 6733 way, its `SecPort` kind of connection),
+    /// else `No_TLS`.
+    pub tls: bool,
+}
+
+/// freeDiameterd's TLS credentials (PEM files): `TLS_Cred` and `TLS_CA`. Its certificate
+/// should name [`HOST`] (a fivecore node checks that it names the Origin-Host of its CER).
+pub struct Credentials<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub ca: &'a Path,
+}
+
+/// Starts `bin` as [`HOST`] in [`REALM`] with `tls` credentials (a self-signed certificate
+/// when `None`), connecting to each peer.
+pub fn start_with(bin: &Path, tls: Option<&Credentials>, connect_to: &[Peer]) -> FreeDiameter {
     let dir = tempfile::tempdir().unwrap();
-    let ck = rcgen::generate_simple_self_signed(vec![HOST.to_string()]).unwrap();
-    std::fs::write(dir.path().join("cert.pem"), ck.cert.pem()).unwrap();
-    std::fs::write(dir.path().join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
+    let (cert, key, ca) = match tls {
+        Some(c) => (c.cert.to_owned(), c.key.to_owned(), c.ca.to_owned()),
+        None => {
+            let ck = rcgen::generate_simple_self_signed(vec![HOST.to_string()]).unwrap();
+            std::fs::write(dir.path().join("cert.pem"), ck.cert.pem()).unwrap();
+            std::fs::write(dir.path().join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
+            (dir.path().join("cert.pem"), dir.path().join("key.pem"), dir.path().join("cert.pem"))
+        }
+    };
     let mut conf = format!(
         "Identity = \"{HOST}\";\nRealm = \"{REALM}\";\nPort = {};\nSecPort = {};\n\
          ListenOn = \"127.0.0.1\";\nNo_SCTP;\nNo_IPv6;\nTcTimer = 1;\nTwTimer = 6;\n\
-         TLS_Cred = \"{d}/cert.pem\", \"{d}/key.pem\";\nTLS_CA = \"{d}/cert.pem\";\n",
+         TLS_Cred = \"{}\", \"{}\";\nTLS_CA = \"{}\";\n",
         free_port(),
         free_port(),
-        d = dir.path().display()
+        cert.display(),
+        key.display(),
+        ca.display()
     );
     if let Some(ext) = extension_dir() {
         for e in ["dict_nasreq.fdx", "dict_dcca.fdx", "dict_dcca_3gpp.fdx"] {
@@ -73,10 +106,12 @@ pub fn start(bin: &Path, connect_to: &[(&str, SocketAddr)]) -> FreeDiameter {
             }
         }
     }
-    for (host, addr) in connect_to {
+    for p in connect_to {
         conf += &format!(
-            "ConnectPeer = \"{host}\" {{ ConnectTo = \"127.0.0.1\"; Port = {}; No_TLS; }};\n",
-            addr.port()
+            "ConnectPeer = \"{}\" {{ ConnectTo = \"127.0.0.1\"; Port = {};{} }};\n",
+            p.host,
+            p.addr.port(),
+            if p.tls { "" } else { " No_TLS;" }
         );
     }
     std::fs::write(dir.path().join("fd.conf"), &conf).unwrap();

@@ -689,6 +689,7 @@ async fn a_pur_at_one_instance_notifies_an_as_subscribed_at_the_other_once() {
     config_a.sh.peers = vec![udr::sh::config::ShPeer {
         host: "as1.as.example".into(),
         addr: as1.node.local_addr().unwrap(),
+        tls: false,
     }];
     let a = TestUdr::start_as(dir.path(), config_a, Some(uuid::Uuid::new_v4().to_string())).await;
     // A loads B's subscription at start; a later one reaches it through the feed.

@@ -18,6 +18,8 @@ pub struct TestBsf {
     pub bsf: Arc<bsf::Bsf>,
     /// The Rx proxy's Diameter address when `[bsf.rx]` is enabled.
     pub rx: Option<SocketAddr>,
+    /// Its TLS address when `[bsf.rx.tls] listen` is set.
+    pub rx_tls: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), bsf::BsfError>>>,
 }
@@ -52,11 +54,12 @@ impl TestBsf {
         let base = format!("http://{}", bound.local_addr());
         let bsf = bound.bsf().clone();
         let rx_addr = bound.rx_local_addr();
+        let rx_tls = bound.rx_tls_local_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(bound.serve(async {
             let _ = rx.await;
         }));
-        TestBsf { base, bsf, rx: rx_addr, stop: Some(tx), task: Some(task) }
+        TestBsf { base, bsf, rx: rx_addr, rx_tls, stop: Some(tx), task: Some(task) }
     }
 
     /// Stops serving and waits until the store is closed.

@@ -61,6 +61,11 @@ pub async fn start(pcf: Arc<Pcf>, cfg: &DiameterConfig) -> std::io::Result<Diame
     cfg.limits
         .apply("pcf.diameter.limits", &mut nc)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    if let Some(tls) = &cfg.tls {
+        nc.apply_tls(tls).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("pcf.diameter.tls: {e}"))
+        })?;
+    }
     let p = pcf.clone();
     let node = DiameterNode::builder(nc)
         .handler(gx::APP_ID, move |req: Message| {
@@ -77,6 +82,7 @@ pub async fn start(pcf: Arc<Pcf>, cfg: &DiameterConfig) -> std::io::Result<Diame
         .start()
         .await?;
     let _ = pcf.gx.set(node.clone());
-    tracing::info!(addr = ?node.local_addr(), host = %cfg.origin_host, "PCF Gx and Rx listening");
+    tracing::info!(addr = ?node.local_addr(), tls_addr = ?node.tls_local_addr(),
+                   host = %cfg.origin_host, "PCF Gx and Rx listening");
     Ok(node)
 }

@@ -66,6 +66,10 @@ pub struct ShConfig {
     /// The Diameter node's size and connection limits (`[udr.sh.limits]`, docs/diameter.md).
     #[serde(default)]
     pub limits: nf::DiameterLimits,
+    /// Mutual TLS (`[udr.sh.tls]`, docs/security.md): a TLS listener beside or instead of
+    /// `listen`, and the certificate presented to `peers` with `tls = true`. Absent: no TLS.
+    #[serde(default)]
+    pub tls: Option<diameter::TlsConfig>,
 }
 
 /// An outbound Diameter peer.
@@ -74,6 +78,10 @@ pub struct ShConfig {
 pub struct ShPeer {
     pub host: String,
     pub addr: SocketAddr,
+    /// Connect with TLS from the first byte (its TLS port), presenting `[udr.sh.tls]`'s
+    /// certificate; its certificate must name `host`. Default false.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// A realm route: requests for `realm` go to one of `peers`.
@@ -115,6 +123,7 @@ impl Default for ShConfig {
             request_timeout_ms: default_request_timeout_ms(),
             watchdog_secs: default_watchdog_secs(),
             limits: nf::DiameterLimits::default(),
+            tls: None,
         }
     }
 }
@@ -123,6 +132,9 @@ impl ShConfig {
     /// Checks what serde cannot.
     pub fn validate(&self) -> Result<(), String> {
         self.limits.validate("udr.sh.limits")?;
+        if self.tls.is_none() && self.peers.iter().any(|p| p.tls) {
+            return Err("udr.sh: a peer with tls = true needs [udr.sh.tls]".into());
+        }
         if self.origin_host.is_empty() || self.origin_realm.is_empty() {
             return Err("udr.sh: origin_host and origin_realm must not be empty".into());
         }

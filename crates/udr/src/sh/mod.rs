@@ -35,7 +35,7 @@ use diameter::dictionary::{base, sh};
 use diameter::header::FLAG_ERROR;
 use diameter::{
     result_code as rc, ApplicationId, Avp, DiameterNode, Message, NodeConfig, PeerConfig, Route,
-    RouteAction, VENDOR_3GPP,
+    RouteAction, Transport, VENDOR_3GPP,
 };
 
 use tokio::sync::Semaphore;
@@ -100,6 +100,10 @@ impl ShServer {
     pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
         self.node.local_addr()
     }
+    /// The TLS listening address (`tls.listen`).
+    pub fn tls_local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.node.tls_local_addr()
+    }
     pub fn node(&self) -> &DiameterNode {
         &self.node
     }
@@ -121,7 +125,7 @@ pub async fn start(udr: Arc<Udr>) -> std::io::Result<ShServer> {
     nc.peers = cfg
         .peers
         .iter()
-        .map(|p| PeerConfig::connect(&p.host, p.addr))
+        .map(|p| PeerConfig::connect(&p.host, p.addr).transport(Transport::tls_if(p.tls)))
         .chain(cfg.accept.iter().map(PeerConfig::accept))
         .collect();
     nc.routes = cfg
@@ -131,6 +135,11 @@ pub async fn start(udr: Arc<Udr>) -> std::io::Result<ShServer> {
         .collect();
     nc.request_timeout = Duration::from_millis(cfg.request_timeout_ms);
     nc.watchdog_interval = Duration::from_secs(cfg.watchdog_secs);
+    if let Some(tls) = &cfg.tls {
+        nc.apply_tls(tls).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("udr.sh.tls: {e}"))
+        })?;
+    }
     cfg.limits
         .apply("udr.sh.limits", &mut nc)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
