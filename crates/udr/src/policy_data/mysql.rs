@@ -36,8 +36,8 @@ use super::ids::{Key, Kind};
 use super::notify;
 use super::provisioning;
 use super::store::{
-    EditOne, EditUe, Found, OutboxRow, PolicyDataStore, Refusal, Row, StoredSubscription,
-    UeWritten, Written,
+    check_preconditions, row_write, EditOne, EditUe, Found, OutboxRow, PolicyDataStore, Refusal,
+    Row, RowWrite, StoredSubscription, UeWritten, Written,
 };
 use super::subs_to_notify::{SubsIndex, Subscription};
 use crate::coherence::POLICY_SUBSCRIPTION;
@@ -193,35 +193,31 @@ async fn set(
     outbox: &mut Vec<(String, Vec<u8>)>,
 ) -> Tx<(Option<i64>, usize)> {
     let k = (key.kind.as_str(), key.id.as_str(), key.part.as_str());
-    let version = match (old, new) {
-        (None, None) => return Ok((None, 0)),
-        (Some(o), Some(n)) if o.json == n => return Ok((Some(o.version), 0)),
-        (Some(_), None) => {
+    let write = row_write(old, new);
+    match write {
+        RowWrite::Unchanged(v) => return Ok((v, 0)),
+        RowWrite::Delete => {
             c.exec_drop("DELETE FROM udr_policy_data WHERE kind = ? AND id = ? AND part = ?", k)
-                .await?;
-            None
+                .await?
         }
-        (Some(_), Some(n)) => {
-            let v = etag::next_version();
+        RowWrite::Update(v, n) => {
             c.exec_drop(
                 "UPDATE udr_policy_data SET version = ?, json_content = ?
                  WHERE kind = ? AND id = ? AND part = ?",
                 (v, n, k.0, k.1, k.2),
             )
-            .await?;
-            Some(v)
+            .await?
         }
-        (None, Some(n)) => {
-            let v = etag::next_version();
+        RowWrite::Insert(v, n) => {
             c.exec_drop(
                 "INSERT INTO udr_policy_data (kind, id, part, version, json_content)
                  VALUES (?, ?, ?, ?, ?)",
                 (k.0, k.1, k.2, v, n),
             )
-            .await?;
-            Some(v)
+            .await?
         }
-    };
+    }
+    let version = write.version();
     let notified = match subs {
         Some(s) => notify::record(
             &mut |id, item| {
@@ -381,9 +377,8 @@ impl PolicyDataStore for MysqlPolicyData {
                     let user_known = key.kind != Kind::Ue || ue_exists(c, &key.id).await?;
                     return Ok(Err(if user_known { Refusal::NoData } else { Refusal::NoUser }));
                 }
-                let current = old.as_ref().map(|o| etag::etag(o.version));
-                if !cond.write_allowed(current.as_deref()) {
-                    return Ok(Err(Refusal::Precondition(current)));
+                if let Err(r) = check_preconditions(cond, old.as_ref()) {
+                    return Ok(Err(r));
                 }
                 let seen = old.as_ref().map(|o| o.json.clone());
                 let new = match edit.apply(seen, |f| f(old.as_ref().map(|o| o.json.as_slice())))? {

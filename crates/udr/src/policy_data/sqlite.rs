@@ -30,8 +30,8 @@ use super::ids::{Key, Kind};
 use super::notify;
 use super::provisioning;
 use super::store::{
-    EditOne, EditUe, Found, OutboxRow, PolicyDataStore, Refusal, Row, StoredSubscription,
-    UeWritten, Written,
+    check_preconditions, row_write, EditOne, EditUe, Found, OutboxRow, PolicyDataStore, Refusal,
+    Row, RowWrite, StoredSubscription, UeWritten, Written,
 };
 use super::subs_to_notify::{SubsIndex, Subscription};
 use crate::StoreFuture;
@@ -264,24 +264,14 @@ fn set(
     rowid: Option<i64>,
     new: Option<&[u8]>,
 ) -> store::Result<(Option<i64>, usize)> {
-    let version = match (old, new) {
-        (None, None) => return Ok((None, 0)),
-        (Some(o), Some(n)) if o.json == n => return Ok((Some(o.version), 0)),
-        (Some(_), None) => {
-            delete_row(tx, key)?;
-            None
-        }
-        (Some(_), Some(n)) => {
-            let v = etag::next_version();
-            update_row(tx, key, rowid, v, n)?;
-            Some(v)
-        }
-        (None, Some(n)) => {
-            let v = etag::next_version();
-            insert_row(tx, key, v, n)?;
-            Some(v)
-        }
-    };
+    let write = row_write(old, new);
+    match write {
+        RowWrite::Unchanged(v) => return Ok((v, 0)),
+        RowWrite::Delete => delete_row(tx, key)?,
+        RowWrite::Update(v, n) => update_row(tx, key, rowid, v, n)?,
+        RowWrite::Insert(v, n) => insert_row(tx, key, v, n)?,
+    }
+    let version = write.version();
     let notified = match subs {
         Some(s) => notify::record(
             &mut |id, item| insert_outbox(tx, id, item),
@@ -366,9 +356,8 @@ async fn write_one(
             let user_known = key.kind != Kind::Ue || ue_exists(tx, &key.id)?;
             return Ok(Err(if user_known { Refusal::NoData } else { Refusal::NoUser }));
         }
-        let current = old.as_ref().map(|o| etag::etag(o.version));
-        if !cond.write_allowed(current.as_deref()) {
-            return Ok(Err(Refusal::Precondition(current)));
+        if let Err(r) = check_preconditions(&cond, old.as_ref()) {
+            return Ok(Err(r));
         }
         let new = match edit(old.as_ref().map(|o| o.json.as_slice())) {
             Ok(n) => n,

@@ -275,6 +275,126 @@ pub struct ProfileChanges {
     pub repository: Vec<RepoChange>,
 }
 
+/// The Service-Indications a PUR's `updates` name, each once, in the order they first appear:
+/// the stored sequence numbers [`pur_outcome`] needs, read (and locked) by the backend in this
+/// order.
+pub fn pur_service_indications(updates: &[RepoUpdate]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::with_capacity(updates.len());
+    for u in updates {
+        if !out.contains(&u.service_indication.as_str()) {
+            out.push(&u.service_indication);
+        }
+    }
+    out
+}
+
+/// Checks a PUR's repository updates against `stored` (each Service-Indication of
+/// [`pur_service_indications`] with its stored sequence number, None without data): all apply,
+/// their changes to write in order, or the first out of sync. Several updates of one
+/// Service-Indication in a PUR chain, each checked against the state the previous one leaves.
+/// Both store backends call it, so they only run the statements.
+pub fn pur_outcome(updates: &[RepoUpdate], stored: &[(&str, Option<u16>)]) -> PurOutcome {
+    let mut current: Vec<(&str, Option<u16>)> = stored.to_vec();
+    for u in updates {
+        let si = u.service_indication.as_str();
+        let slot = match current.iter_mut().find(|(s, _)| *s == si) {
+            Some(slot) => slot,
+            None => {
+                current.push((si, None));
+                current.last_mut().expect("just pushed")
+            }
+        };
+        let ok = match (slot.1, &u.data) {
+            (Some(n), _) => u.sequence_number == next_sequence(n),
+            (None, Some(_)) => u.sequence_number == 0,
+            (None, None) => false,
+        };
+        if !ok {
+            return PurOutcome::OutOfSync(u.service_indication.clone());
+        }
+        slot.1 = u.data.as_ref().map(|_| u.sequence_number);
+    }
+    PurOutcome::Applied(
+        updates
+            .iter()
+            .map(|u| RepoChange {
+                service_indication: u.service_indication.clone(),
+                sequence_number: u.sequence_number,
+                data: u.data.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// What replacing profile `old` with `new` changes: the flags for the notifications, and the
+/// repository data to write, each with its new sequence number (the successor of the stored
+/// one, 0 when new; `data` None: the Service-Indication is removed). Data that did not change
+/// is not rewritten. Both store backends call it, so they only run the statements.
+pub fn profile_changes(old: &ShProfile, new: &ShProfile) -> ProfileChanges {
+    let mut changes = ProfileChanges {
+        identities: old.public_identities != new.public_identities,
+        msisdns: old.msisdns != new.msisdns,
+        ims_user_state: old.ims_user_state != new.ims_user_state,
+        scscf_name: old.scscf_name != new.scscf_name,
+        repository: Vec::new(),
+    };
+    for r in &new.repository {
+        let before = old.repository.iter().find(|o| o.service_indication == r.service_indication);
+        if before.is_some_and(|b| b.service_data == r.service_data) {
+            continue;
+        }
+        changes.repository.push(RepoChange {
+            service_indication: r.service_indication.clone(),
+            sequence_number: before.map_or(0, |b| next_sequence(b.sequence_number)),
+            data: Some(r.service_data.clone()),
+        });
+    }
+    for o in &old.repository {
+        if !new.repository.iter().any(|r| r.service_indication == o.service_indication) {
+            changes.repository.push(RepoChange {
+                service_indication: o.service_indication.clone(),
+                sequence_number: next_sequence(o.sequence_number),
+                data: None,
+            });
+        }
+    }
+    changes
+}
+
+/// Where a bulk-loaded profile goes, given the profile each of its identities belongs to now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// None of its identities is known: a new profile.
+    Create,
+    /// It replaces the one profile its known identities belong to (named by one of them).
+    Replace(UserId),
+    /// Its identities belong to different profiles: refused, with why.
+    Refused(String),
+}
+
+/// The placement of a profile whose identities resolved to `owners` (identity, its profile id
+/// or None), in the profile's order. Both store backends call it.
+pub fn placement(owners: impl IntoIterator<Item = (UserId, Option<i64>)>) -> Placement {
+    let mut owner: Option<(i64, UserId)> = None;
+    for (id, pid) in owners {
+        match (pid, &owner) {
+            (None, _) => {}
+            (Some(pid), None) => owner = Some((pid, id)),
+            (Some(pid), Some((o, _))) if pid == *o => {}
+            (Some(_), Some(_)) => {
+                return Placement::Refused(format!(
+                    "{} belongs to another profile than its other identities",
+                    id.value()
+                ))
+            }
+        }
+    }
+    match owner {
+        Some((_, user)) => Placement::Replace(user),
+        None => Placement::Create,
+    }
+}
+
 /// A subscription to notifications (Sh-Subs-Notif) as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredSubscription {
@@ -411,6 +531,91 @@ mod tests {
             scscf_name: Some("sip:scscf1.ims.example".into()),
             repository: vec![],
         }
+    }
+
+    fn up(si: &str, seq: u16, data: Option<&str>) -> RepoUpdate {
+        RepoUpdate {
+            service_indication: si.into(),
+            sequence_number: seq,
+            data: data.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_pur_chain_is_checked_against_the_state_each_update_leaves() {
+        let chain = [up("a", 0, Some("<x/>")), up("b", 8, Some("<y/>")), up("a", 1, None)];
+        assert_eq!(pur_service_indications(&chain), ["a", "b"]);
+        // "a" new, "b" stored at 7, then "a" deleted at the successor of the 0 just written.
+        match pur_outcome(&chain, &[("a", None), ("b", Some(7))]) {
+            PurOutcome::Applied(c) => {
+                let got: Vec<_> =
+                    c.iter().map(|c| (c.service_indication.as_str(), c.sequence_number)).collect();
+                assert_eq!(got, [("a", 0), ("b", 8), ("a", 1)]);
+                assert_eq!(c[2].data, None);
+            }
+            o => panic!("{o:?}"),
+        }
+        // "b" stored at 8: its 8 is out of sync, nothing applies.
+        assert_eq!(
+            pur_outcome(&chain, &[("a", None), ("b", Some(8))]),
+            PurOutcome::OutOfSync("b".into())
+        );
+        // Deleting what does not exist, or new data not at 0; 65535 is followed by 1.
+        assert_eq!(
+            pur_outcome(&[up("a", 0, None)], &[("a", None)]),
+            PurOutcome::OutOfSync("a".into())
+        );
+        assert_eq!(
+            pur_outcome(&[up("a", 3, Some("<x/>"))], &[("a", None)]),
+            PurOutcome::OutOfSync("a".into())
+        );
+        assert!(matches!(
+            pur_outcome(&[up("a", 1, Some("<x/>"))], &[("a", Some(65535))]),
+            PurOutcome::Applied(_)
+        ));
+    }
+
+    #[test]
+    fn replacing_a_profile_rewrites_only_changed_repository_data_with_the_next_sequence() {
+        let repo = |si: &str, seq: u16, d: &str| RepositoryData {
+            service_indication: si.into(),
+            sequence_number: seq,
+            service_data: d.into(),
+        };
+        let mut old = profile();
+        old.repository =
+            vec![repo("same", 4, "<s/>"), repo("changed", 65535, "<c/>"), repo("gone", 9, "<g/>")];
+        let mut new = profile();
+        new.msisdns = vec!["33600000002".into()];
+        new.repository =
+            vec![repo("same", 0, "<s/>"), repo("changed", 0, "<c2/>"), repo("new", 5, "<n/>")];
+        let c = profile_changes(&old, &new);
+        assert_eq!(
+            (c.identities, c.msisdns, c.ims_user_state, c.scscf_name),
+            (false, true, false, false)
+        );
+        let got: Vec<_> = c
+            .repository
+            .iter()
+            .map(|r| (r.service_indication.as_str(), r.sequence_number, r.data.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [("changed", 1, Some("<c2/>")), ("new", 0, Some("<n/>")), ("gone", 10, None)]
+        );
+    }
+
+    #[test]
+    fn a_bulk_loaded_profile_is_created_replaces_its_one_owner_or_is_refused() {
+        let a = || UserId::Public("sip:a@ims.example".into());
+        let m = || UserId::Msisdn("336".into());
+        assert_eq!(placement([(a(), None), (m(), None)]), Placement::Create);
+        assert_eq!(placement([(a(), None), (m(), Some(3))]), Placement::Replace(m()));
+        assert_eq!(placement([(a(), Some(3)), (m(), Some(3))]), Placement::Replace(a()));
+        assert_eq!(
+            placement([(a(), Some(3)), (m(), Some(4))]),
+            Placement::Refused("336 belongs to another profile than its other identities".into())
+        );
     }
 
     #[test]

@@ -27,8 +27,9 @@ use store::{MysqlMigration, MysqlStore};
 use tokio::sync::mpsc as amp;
 
 use super::data::{
-    next_sequence, ProfileChanges, PurOutcome, RepoChange, RepoUpdate, RepositoryData, ShDataStore,
-    ShJob, ShLoaded, ShProfile, ShTx, StoredSubscription, UserId,
+    placement, profile_changes, pur_outcome, pur_service_indications, Placement, ProfileChanges,
+    PurOutcome, RepoUpdate, RepositoryData, ShDataStore, ShJob, ShLoaded, ShProfile, ShTx,
+    StoredSubscription, UserId,
 };
 use crate::coherence::SH_SUBSCRIPTIONS;
 use crate::StoreFuture;
@@ -367,46 +368,31 @@ async fn load(c: &mut Conn, pid: i64, services: Option<&[String]>) -> Tx<Option<
 }
 
 async fn apply_pur(c: &mut Conn, pid: i64, updates: &[RepoUpdate]) -> Tx<PurOutcome> {
-    let mut current: Vec<(String, Option<u16>)> = Vec::new();
-    for u in updates {
-        let now = match current.iter().find(|(si, _)| *si == u.service_indication) {
-            Some((_, s)) => *s,
-            None => {
-                let n: Option<i64> = c
-                    .exec_first(
-                        "SELECT sequence_number FROM udr_sh_repository
-                         WHERE profile_id = ? AND service_indication = ? FOR UPDATE",
-                        (pid, u.service_indication.as_str()),
-                    )
-                    .await?;
-                n.map(|n| n as u16)
-            }
-        };
-        let ok = match (now, &u.data) {
-            (Some(n), _) => u.sequence_number == next_sequence(n),
-            (None, Some(_)) => u.sequence_number == 0,
-            (None, None) => false,
-        };
-        if !ok {
-            return Ok(PurOutcome::OutOfSync(u.service_indication.clone()));
-        }
-        let after = u.data.as_ref().map(|_| u.sequence_number);
-        match current.iter_mut().find(|(si, _)| *si == u.service_indication) {
-            Some(slot) => slot.1 = after,
-            None => current.push((u.service_indication.clone(), after)),
-        }
-    }
-    let mut changes = Vec::with_capacity(updates.len());
-    for u in updates {
-        write_repository(c, pid, &u.service_indication, u.sequence_number, u.data.as_deref())
+    let mut stored = Vec::new();
+    for si in pur_service_indications(updates) {
+        let n: Option<i64> = c
+            .exec_first(
+                "SELECT sequence_number FROM udr_sh_repository
+                 WHERE profile_id = ? AND service_indication = ? FOR UPDATE",
+                (pid, si),
+            )
             .await?;
-        changes.push(RepoChange {
-            service_indication: u.service_indication.clone(),
-            sequence_number: u.sequence_number,
-            data: u.data.clone(),
-        });
+        stored.push((si, n.map(|n| n as u16)));
     }
-    Ok(PurOutcome::Applied(changes))
+    let outcome = pur_outcome(updates, &stored);
+    if let PurOutcome::Applied(changes) = &outcome {
+        for ch in changes {
+            write_repository(
+                c,
+                pid,
+                &ch.service_indication,
+                ch.sequence_number,
+                ch.data.as_deref(),
+            )
+            .await?;
+        }
+    }
+    Ok(outcome)
 }
 
 async fn write_repository(
@@ -484,35 +470,10 @@ async fn replace(c: &mut Conn, user: &UserId, new: &ShProfile) -> Tx<(i64, Profi
     .await?;
     c.exec_drop("DELETE FROM udr_sh_identity WHERE profile_id = ?", (pid,)).await?;
     insert_identities(c, pid, new).await?;
-    let mut changes = ProfileChanges {
-        identities: old.public_identities != new.public_identities,
-        msisdns: old.msisdns != new.msisdns,
-        ims_user_state: old.ims_user_state != new.ims_user_state,
-        scscf_name: old.scscf_name != new.scscf_name,
-        repository: Vec::new(),
-    };
-    for r in &new.repository {
-        let before = old.repository.iter().find(|o| o.service_indication == r.service_indication);
-        if before.is_some_and(|b| b.service_data == r.service_data) {
-            continue;
-        }
-        let seq = before.map_or(0, |b| next_sequence(b.sequence_number));
-        write_repository(c, pid, &r.service_indication, seq, Some(&r.service_data)).await?;
-        changes.repository.push(RepoChange {
-            service_indication: r.service_indication.clone(),
-            sequence_number: seq,
-            data: Some(r.service_data.clone()),
-        });
-    }
-    for o in &old.repository {
-        if !new.repository.iter().any(|r| r.service_indication == o.service_indication) {
-            write_repository(c, pid, &o.service_indication, 0, None).await?;
-            changes.repository.push(RepoChange {
-                service_indication: o.service_indication.clone(),
-                sequence_number: next_sequence(o.sequence_number),
-                data: None,
-            });
-        }
+    let changes = profile_changes(&old, new);
+    for ch in &changes.repository {
+        write_repository(c, pid, &ch.service_indication, ch.sequence_number, ch.data.as_deref())
+            .await?;
     }
     Ok((pid, changes))
 }
@@ -595,34 +556,22 @@ async fn put_profiles(
 ) -> Tx<ShLoaded> {
     let mut loaded = ShLoaded::default();
     for (tag, p) in rows {
-        let mut owner: Option<(i64, UserId)> = None;
-        let mut clash = None;
+        let mut owners = Vec::new();
         for id in p.identities() {
-            match (resolve(c, &id, true).await?, &owner) {
-                (None, _) => {}
-                (Some(pid), None) => owner = Some((pid, id)),
-                (Some(pid), Some((o, _))) if pid == *o => {}
-                (Some(_), Some(_)) => {
-                    clash = Some(id);
+            owners.push((resolve(c, &id, true).await?, id));
+        }
+        match placement(owners.into_iter().map(|(pid, id)| (id, pid))) {
+            Placement::Refused(why) => {
+                loaded.refused.push((*tag, why));
+                if stop_on_refused {
                     break;
                 }
             }
-        }
-        if let Some(id) = clash {
-            let why =
-                format!("{} belongs to another profile than its other identities", id.value());
-            loaded.refused.push((*tag, why));
-            if stop_on_refused {
-                break;
-            }
-            continue;
-        }
-        match owner {
-            Some((_, user)) => {
+            Placement::Replace(user) => {
                 replace(c, &user, p).await?;
                 loaded.replaced += 1;
             }
-            None => {
+            Placement::Create => {
                 create(c, p).await?;
                 loaded.new += 1;
             }

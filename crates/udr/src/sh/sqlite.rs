@@ -12,8 +12,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use store::{Migration, SqliteStore};
 
 use super::data::{
-    next_sequence, ProfileChanges, PurOutcome, RepoChange, RepoUpdate, RepositoryData, ShDataStore,
-    ShJob, ShLoaded, ShProfile, ShTx, StoredSubscription, UserId,
+    placement, profile_changes, pur_outcome, pur_service_indications, Placement, ProfileChanges,
+    PurOutcome, RepoUpdate, RepositoryData, ShDataStore, ShJob, ShLoaded, ShProfile, ShTx,
+    StoredSubscription, UserId,
 };
 use crate::StoreFuture;
 
@@ -141,34 +142,22 @@ fn put_profiles(
 ) -> store::Result<ShLoaded> {
     let mut loaded = ShLoaded::default();
     for (tag, p) in rows {
-        let mut owner: Option<(i64, UserId)> = None;
-        let mut clash = None;
-        for id in p.identities() {
-            match (resolve(tx, &id)?, &owner) {
-                (None, _) => {}
-                (Some(pid), None) => owner = Some((pid, id)),
-                (Some(pid), Some((o, _))) if pid == *o => {}
-                (Some(_), Some(_)) => {
-                    clash = Some(id);
+        let owners = p
+            .identities()
+            .map(|id| Ok((resolve(tx, &id)?, id)))
+            .collect::<store::Result<Vec<_>>>()?;
+        match placement(owners.into_iter().map(|(pid, id)| (id, pid))) {
+            Placement::Refused(why) => {
+                loaded.refused.push((*tag, why));
+                if stop_on_refused {
                     break;
                 }
             }
-        }
-        if let Some(id) = clash {
-            let why =
-                format!("{} belongs to another profile than its other identities", id.value());
-            loaded.refused.push((*tag, why));
-            if stop_on_refused {
-                break;
-            }
-            continue;
-        }
-        match owner {
-            Some((_, user)) => {
+            Placement::Replace(user) => {
                 replace(tx, &user, p)?;
                 loaded.replaced += 1;
             }
-            None => {
+            Placement::Create => {
                 create(tx, p)?;
                 loaded.new += 1;
             }
@@ -255,40 +244,18 @@ fn apply_pur(tx: &Connection, pid: i64, updates: &[RepoUpdate]) -> store::Result
         "SELECT sequence_number FROM udr_sh_repository
          WHERE profile_id = ?1 AND service_indication = ?2",
     )?;
-    // The state each Service-Indication will have, so several updates of one in a PUR chain.
-    let mut current: Vec<(String, Option<u16>)> = Vec::new();
-    for u in updates {
-        let now = match current.iter().find(|(si, _)| *si == u.service_indication) {
-            Some((_, s)) => *s,
-            None => get
-                .query_row(params![pid, u.service_indication], |r| r.get::<_, i64>(0))
-                .optional()?
-                .map(|n| n as u16),
-        };
-        let ok = match (now, &u.data) {
-            (Some(n), _) => u.sequence_number == next_sequence(n),
-            (None, Some(_)) => u.sequence_number == 0,
-            (None, None) => false,
-        };
-        if !ok {
-            return Ok(PurOutcome::OutOfSync(u.service_indication.clone()));
-        }
-        let after = u.data.as_ref().map(|_| u.sequence_number);
-        match current.iter_mut().find(|(si, _)| *si == u.service_indication) {
-            Some(slot) => slot.1 = after,
-            None => current.push((u.service_indication.clone(), after)),
+    let mut stored = Vec::new();
+    for si in pur_service_indications(updates) {
+        let n = get.query_row(params![pid, si], |r| r.get::<_, i64>(0)).optional()?;
+        stored.push((si, n.map(|n| n as u16)));
+    }
+    let outcome = pur_outcome(updates, &stored);
+    if let PurOutcome::Applied(changes) = &outcome {
+        for c in changes {
+            write_repository(tx, pid, &c.service_indication, c.sequence_number, c.data.as_deref())?;
         }
     }
-    let mut changes = Vec::with_capacity(updates.len());
-    for u in updates {
-        write_repository(tx, pid, &u.service_indication, u.sequence_number, u.data.as_deref())?;
-        changes.push(RepoChange {
-            service_indication: u.service_indication.clone(),
-            sequence_number: u.sequence_number,
-            data: u.data.clone(),
-        });
-    }
-    Ok(PurOutcome::Applied(changes))
+    Ok(outcome)
 }
 
 fn write_repository(
@@ -369,35 +336,9 @@ fn replace(
     ])?;
     tx.prepare_cached("DELETE FROM udr_sh_identity WHERE profile_id = ?1")?.execute([pid])?;
     insert_identities(tx, pid, new)?;
-    let mut changes = ProfileChanges {
-        identities: old.public_identities != new.public_identities,
-        msisdns: old.msisdns != new.msisdns,
-        ims_user_state: old.ims_user_state != new.ims_user_state,
-        scscf_name: old.scscf_name != new.scscf_name,
-        repository: Vec::new(),
-    };
-    for r in &new.repository {
-        let before = old.repository.iter().find(|o| o.service_indication == r.service_indication);
-        if before.is_some_and(|b| b.service_data == r.service_data) {
-            continue;
-        }
-        let seq = before.map_or(0, |b| next_sequence(b.sequence_number));
-        write_repository(tx, pid, &r.service_indication, seq, Some(&r.service_data))?;
-        changes.repository.push(RepoChange {
-            service_indication: r.service_indication.clone(),
-            sequence_number: seq,
-            data: Some(r.service_data.clone()),
-        });
-    }
-    for o in &old.repository {
-        if !new.repository.iter().any(|r| r.service_indication == o.service_indication) {
-            write_repository(tx, pid, &o.service_indication, 0, None)?;
-            changes.repository.push(RepoChange {
-                service_indication: o.service_indication.clone(),
-                sequence_number: next_sequence(o.sequence_number),
-                data: None,
-            });
-        }
+    let changes = profile_changes(&old, new);
+    for c in &changes.repository {
+        write_repository(tx, pid, &c.service_indication, c.sequence_number, c.data.as_deref())?;
     }
     Ok((pid, changes))
 }
