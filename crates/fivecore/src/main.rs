@@ -22,6 +22,7 @@ use cli::{BsfCommand, Cli, Command, UdrCommand};
 /// Every NF and the kit allocate per message (HTTP/2 frames, JSON, Diameter buffers) from
 /// several threads; glibc's malloc spent ~17 % of the kit generator's CPU in its bins and
 /// consolidation (perf, BENCHMARKS.md). mimalloc's per-thread free lists make that a few %.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
