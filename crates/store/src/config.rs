@@ -33,7 +33,10 @@ pub struct SqliteConfig {
     /// Default: 5000.
     pub busy_timeout_ms: u64,
 
-    /// The writer's page cache, in MiB. Default: 16.
+    /// The writer's page cache, in MiB. Default: 16. SQLite keeps every connection's cache
+    /// in one process-wide pool bounded by the sum of their sizes, and a connection at its own
+    /// size takes the pool's least recently used page: a busy writer can grow past this on the
+    /// budget of readers and idle stores (docs/store.md, "Memory").
     pub cache_size_mib: u64,
 
     /// Each reader's page cache, in MiB; the total is `readers *
