@@ -3,7 +3,11 @@
 # valgrind, six SMF profiles registered, then h2load sends N discoveries; prints
 # (instructions of N + 64 discoveries - instructions of 64) / N.
 #   scripts/bench-nrf-instructions.sh [BINARY] [N]   (defaults: target/release/fivecore, 20000)
+# ALLOWED='"SMF","NEF","AF","AMF"' gives each profile and its service that allowedNfTypes (the
+# requester, an AMF, is allowed), as the reference's PCF profiles restrict their services.
 set -euo pipefail
+ALLOWED=${ALLOWED:-}
+allowed() { [ -n "$ALLOWED" ] && printf '"allowedNfTypes":[%s],' "$ALLOWED" || true; }
 BIN=${1:-target/release/fivecore}
 N=${2:-20000}
 for t in valgrind h2load curl; do command -v $t >/dev/null || { echo "install $t" >&2; exit 1; }; done
@@ -19,7 +23,7 @@ run() { # requests -> instructions
         local id="5b1d7a6e-2c3f-4d4e-8f90-a1b2c3d4e5f$i"
         curl -sf -X PUT -H 'content-type: application/json' \
             "http://127.0.0.1:$port/nnrf-nfm/v1/nf-instances/$id" \
-            -d "{\"nfInstanceId\":\"$id\",\"nfType\":\"SMF\",\"nfStatus\":\"REGISTERED\",\"ipv4Addresses\":[\"10.0.0.$i\"],\"heartBeatTimer\":3600,\"nfServices\":[{\"serviceInstanceId\":\"s$i\",\"serviceName\":\"nsmf-pdusession\",\"versions\":[{\"apiVersionInUri\":\"v1\",\"apiFullVersion\":\"1.0.0\"}],\"scheme\":\"http\",\"nfServiceStatus\":\"REGISTERED\"}]}" >/dev/null
+            -d "{\"nfInstanceId\":\"$id\",$(allowed)\"nfType\":\"SMF\",\"nfStatus\":\"REGISTERED\",\"ipv4Addresses\":[\"10.0.0.$i\"],\"heartBeatTimer\":3600,\"nfServices\":[{$(allowed)\"serviceInstanceId\":\"s$i\",\"serviceName\":\"nsmf-pdusession\",\"versions\":[{\"apiVersionInUri\":\"v1\",\"apiFullVersion\":\"1.0.0\"}],\"scheme\":\"http\",\"nfServiceStatus\":\"REGISTERED\"}]}" >/dev/null
     done
     h2load -c 4 -m 16 -n "$n" \
         "http://127.0.0.1:$port/nnrf-disc/v1/nf-instances?target-nf-type=SMF&requester-nf-type=AMF" \

@@ -1,7 +1,8 @@
 //! Interop with Debian's freeDiameter (`freeDiameterd`, package `freediameter`): it connects to
 //! our node (CER/CEA, DWR/DWA, DPR/DPA) and relays between our client and our server.
-//! Prints "skipped" when freeDiameterd is not installed. freeDiameterd runs on 127.0.0.1 only
-//! and is stopped by PID; every wait has a timeout.
+//! Prints "skipped" when freeDiameterd is not installed (fails instead with
+//! FIVECORE_REQUIRE_FREEDIAMETER=1, as ./test.sh sets). freeDiameterd runs on 127.0.0.1 only and
+//! is stopped by PID; every wait has a timeout.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use diameter::{
 const T: Duration = Duration::from_secs(15);
 use testkit::freediameter::{HOST as FD_HOST, REALM as FD_REALM};
 
-use testkit::freediameter::{binary as fd_binary, start as start_fd};
+use testkit::freediameter::{binary_or_skip as fd_binary_or_skip, start as start_fd};
 
 fn our_cfg(host: &str, realm: &str) -> NodeConfig {
     let mut c = NodeConfig::new(host, realm);
@@ -27,10 +28,7 @@ fn our_cfg(host: &str, realm: &str) -> NodeConfig {
 
 #[tokio::test]
 async fn freediameter_peer_cer_dwr_dpr() {
-    let Some(bin) = fd_binary() else {
-        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
-        return;
-    };
+    let Some(bin) = fd_binary_or_skip() else { return };
     let mut cfg = our_cfg("ours.ourrealm", "ourrealm");
     cfg.watchdog_interval = Duration::from_millis(300);
     let node = DiameterNode::builder(cfg).start().await.unwrap();
@@ -52,10 +50,7 @@ async fn freediameter_peer_cer_dwr_dpr() {
 
 #[tokio::test]
 async fn freediameter_sends_dwr_and_we_answer() {
-    let Some(bin) = fd_binary() else {
-        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
-        return;
-    };
+    let Some(bin) = fd_binary_or_skip() else { return };
     // our Tw (30 s) is longer than freeDiameterd's (6 s ± 2 s), so it sends the DWRs
     let node = DiameterNode::builder(our_cfg("wd.ourrealm", "ourrealm")).start().await.unwrap();
     let _fd = start_fd(&bin, &[("wd.ourrealm", node.local_addr().unwrap())]);
@@ -77,10 +72,7 @@ async fn freediameter_sends_dwr_and_we_answer() {
 
 #[tokio::test]
 async fn client_reaches_server_through_freediameter_relay() {
-    let Some(bin) = fd_binary() else {
-        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
-        return;
-    };
+    let Some(bin) = fd_binary_or_skip() else { return };
     let scfg = our_cfg("pcrf.srealm", "srealm");
     let s = DiameterNode::builder(scfg)
         .handler(rx::APP_ID, |req: Message| async move {

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::models::nf_type_bit;
 use crate::nnrf_disc::{pattern, plmn_of, Snssai};
 
 /// A (mcc, mnc) pair, lower case.
@@ -11,7 +12,10 @@ pub type Plmn = (String, String);
 
 #[derive(Debug, Default, Clone)]
 pub struct Allowed {
-    pub nf_types: Option<Vec<String>>,
+    /// allowedNfTypes as bits of [`crate::models::NF_TYPES`]. A type outside that list is left
+    /// out: a requester's type is always one of them (discovery refuses others), so it could
+    /// never match; a list of only such types allows no one, as before.
+    pub nf_types: Option<u64>,
     pub plmns: Option<Vec<Plmn>>,
     /// allowedNfDomains: regular expressions on the requester's FQDN.
     pub domains: Option<Vec<regex::Regex>>,
@@ -21,7 +25,8 @@ pub struct Allowed {
 /// What discovery knows of the requester.
 #[derive(Debug, Clone, Copy)]
 pub struct Requester<'a> {
-    pub nf_type: &'a str,
+    /// `requester-nf-type` as its bit ([`nf_type_bit`]).
+    pub nf_type: u64,
     /// `requester-plmn-list`, else the NRF's own PLMNs; `None` when neither is known.
     pub plmns: Option<&'a [Plmn]>,
     pub fqdn: Option<&'a str>,
@@ -33,8 +38,9 @@ impl Allowed {
     pub fn of(v: &Value) -> Allowed {
         let list = |k: &str| v.get(k).and_then(Value::as_array);
         Allowed {
-            nf_types: list("allowedNfTypes")
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
+            nf_types: list("allowedNfTypes").map(|a| {
+                a.iter().filter_map(Value::as_str).filter_map(nf_type_bit).fold(0, |m, b| m | b)
+            }),
             plmns: list("allowedPlmns").map(|a| a.iter().filter_map(plmn_of).collect()),
             domains: list("allowedNfDomains")
                 .map(|a| a.iter().filter_map(|p| pattern(Some(p))).collect()),
@@ -57,7 +63,7 @@ impl Allowed {
         if self.is_open() {
             return true;
         }
-        if self.nf_types.as_ref().is_some_and(|a| !a.iter().any(|t| t == r.nf_type)) {
+        if self.nf_types.is_some_and(|a| a & r.nf_type == 0) {
             return false;
         }
         if let (Some(allowed), Some(mine)) = (&self.plmns, r.plmns) {
@@ -96,9 +102,11 @@ mod tests {
         let away = [("002".to_owned(), "02".to_owned())];
         let slice = [Snssai { sst: 1, sd: Some("000001".into()), wildcard_sd: None }];
         let other = [Snssai { sst: 2, sd: None, wildcard_sd: None }];
-        let r = Requester { nf_type: "AMF", plmns: None, fqdn: None, snssais: None };
+        let bit = |t| nf_type_bit(t).unwrap();
+        let r = Requester { nf_type: bit("AMF"), plmns: None, fqdn: None, snssais: None };
         assert!(a.allows(&r));
-        assert!(!a.allows(&Requester { nf_type: "PCF", ..r }));
+        assert!(a.allows(&Requester { nf_type: bit("SMF"), ..r }));
+        assert!(!a.allows(&Requester { nf_type: bit("PCF"), ..r }));
         assert!(a.allows(&Requester { plmns: Some(&home), ..r }));
         assert!(!a.allows(&Requester { plmns: Some(&away), ..r }));
         assert!(a.allows(&Requester { fqdn: Some("amf1.op.org"), ..r }));
@@ -106,5 +114,9 @@ mod tests {
         assert!(a.allows(&Requester { snssais: Some(&slice), ..r }));
         assert!(!a.allows(&Requester { snssais: Some(&other), ..r }));
         assert!(Allowed::of(&json!({})).is_open());
+        // Only types discovery would refuse: no requester may see it.
+        let none = Allowed::of(&json!({"allowedNfTypes": ["NOT_A_TYPE"]}));
+        assert!(!none.is_open());
+        assert!(!none.allows(&r));
     }
 }

@@ -81,6 +81,15 @@ pub fn is_nf_type(s: &str) -> bool {
     NF_TYPES.contains(&s)
 }
 
+const _: () = assert!(NF_TYPES.len() <= 64, "NF types are bits of a u64 (nf_type_bit)");
+
+/// `s` as one bit of a set of NF types (its index in [`NF_TYPES`]), or `None` for another
+/// string: discovery checks a requester's type against a profile's `allowedNfTypes` by one AND
+/// instead of comparing strings for every candidate profile and service.
+pub fn nf_type_bit(s: &str) -> Option<u64> {
+    NF_TYPES.iter().position(|t| *t == s).map(|i| 1u64 << i)
+}
+
 /// NFProfile (TS 29.510 §6.1.6.2.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

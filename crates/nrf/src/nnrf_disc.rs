@@ -685,7 +685,8 @@ impl<'q> Request<'q> {
     /// The requester as the allowed* attributes see it.
     fn requester(&self) -> Requester<'_> {
         Requester {
-            nf_type: self.requester,
+            // Checked by `Request::parse`: always one of NF_TYPES.
+            nf_type: models::nf_type_bit(self.requester).unwrap_or(0),
             plmns: self.requester_plmns.as_deref().or(self.serving),
             fqdn: self.requester_fqdn,
             snssais: self.requester_snssais.as_deref(),

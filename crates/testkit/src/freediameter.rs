@@ -1,7 +1,9 @@
 //! Debian's freeDiameter (`freeDiameterd`, package `freediameter`) as a real Diameter peer for
 //! interop tests: started on 127.0.0.1 only with its configuration in a temp dir, connecting to
 //! the peers it is given, and killed by its PID when dropped (its log is printed if the test
-//! panicked). Tests call [`binary`] first and skip when it is `None`.
+//! panicked). Tests call [`binary_or_skip`] first and skip when it is `None`; `./test.sh`
+//! installs freeDiameter and sets `FIVECORE_REQUIRE_FREEDIAMETER=1`, so there a missing
+//! `freeDiameterd` fails the test instead of skipping it.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -18,6 +20,20 @@ pub fn binary() -> Option<PathBuf> {
         .split(':')
         .map(|d| Path::new(d).join("freeDiameterd"))
         .find(|p| p.is_file())
+}
+
+/// [`binary`], or `None` after printing that the test is skipped; panics instead when
+/// `FIVECORE_REQUIRE_FREEDIAMETER=1` (the suite installed it: a skip would hide a broken set-up).
+pub fn binary_or_skip() -> Option<PathBuf> {
+    let bin = binary();
+    if bin.is_none() {
+        assert!(
+            std::env::var("FIVECORE_REQUIRE_FREEDIAMETER").as_deref() != Ok("1"),
+            "FIVECORE_REQUIRE_FREEDIAMETER=1 but freeDiameterd is not installed"
+        );
+        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
+    }
+    bin
 }
 
 fn extension_dir() -> Option<PathBuf> {

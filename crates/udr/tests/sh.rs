@@ -585,15 +585,14 @@ fn udr_now() -> u64 {
 
 // ---- freeDiameter ----
 
-use testkit::freediameter::{binary as fd_binary, start as start_fd, HOST as FD_HOST};
+use testkit::freediameter::{
+    binary_or_skip as fd_binary_or_skip, start as start_fd, HOST as FD_HOST,
+};
 
 /// An AS reaching the UDR only through freeDiameterd: Sh-Pull, Sh-Update with sequence numbers,
 /// Sh-Subs-Notif, and the PNR for another AS's update, all relayed by freeDiameter.
 async fn as_behind_freediameter() {
-    let Some(bin) = fd_binary() else {
-        println!("skipped: freeDiameterd not installed (Debian package freediameter)");
-        return;
-    };
+    let Some(bin) = fd_binary_or_skip() else { return };
     let dir = common::state_dir();
     let mut config = sh_config();
     // PNRs for the ASs' realm go through freeDiameterd.
