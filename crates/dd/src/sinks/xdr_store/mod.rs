@@ -120,6 +120,26 @@ pub struct XdrPage {
     pub next: Option<Cursor>,
 }
 
+impl XdrPage {
+    /// The page of `limit` xDRs from rows `(row, start, JSON document)` of a query asking for
+    /// `limit + 1` (one more tells whether there is a next page); the same on every backend.
+    pub fn from_rows<D: AsRef<[u8]>>(
+        rows: Vec<(i64, i64, D)>,
+        limit: usize,
+    ) -> store::Result<XdrPage> {
+        let more = rows.len() > limit;
+        let mut page = XdrPage::default();
+        for (row, start, doc) in rows.into_iter().take(limit) {
+            page.xdrs.push(serde_json::from_slice(doc.as_ref()).map_err(store::Error::backend)?);
+            page.next = Some(Cursor { start: start as u64, row });
+        }
+        if !more {
+            page.next = None;
+        }
+        Ok(page)
+    }
+}
+
 /// Deletes every xDR that ended more than `retention_secs` before `now_ns`, one delete of at
 /// most `delete_batch` rows at a time; returns how many.
 pub async fn retention_pass(

@@ -11,7 +11,7 @@ use store::mysql::mysql_async::prelude::Queryable;
 use store::mysql::mysql_async::{Params, Value as SqlValue};
 use store::{MysqlMigration, MysqlStore};
 
-use super::{Cursor, OutcomeFilter, StoreFuture, XdrPage, XdrQuery, XdrStore};
+use super::{OutcomeFilter, StoreFuture, XdrPage, XdrQuery, XdrStore};
 use crate::transforms::correlate::xdr::Xdr;
 
 pub const MIGRATIONS: &[MysqlMigration] = &[MysqlMigration::new(
@@ -168,16 +168,7 @@ impl XdrStore for MysqlXdrStore {
                     })
                 })
                 .await?;
-            let more = rows.len() > limit;
-            let mut page = XdrPage::default();
-            for (row, start, doc) in rows.into_iter().take(limit) {
-                page.xdrs.push(serde_json::from_slice(&doc).map_err(store::Error::backend)?);
-                page.next = Some(Cursor { start: start as u64, row });
-            }
-            if !more {
-                page.next = None;
-            }
-            Ok(page)
+            XdrPage::from_rows(rows, limit)
         })
     }
 

@@ -8,7 +8,7 @@
 use rusqlite::types::Value as SqlValue;
 use store::{Migration, SqliteStore};
 
-use super::{Cursor, OutcomeFilter, StoreFuture, XdrPage, XdrQuery, XdrStore};
+use super::{OutcomeFilter, StoreFuture, XdrPage, XdrQuery, XdrStore};
 use crate::transforms::correlate::xdr::Xdr;
 
 pub const MIGRATIONS: &[Migration] = &[Migration::new(
@@ -161,16 +161,7 @@ impl XdrStore for SqliteXdrStore {
                     Ok(rows)
                 })
                 .await?;
-            let more = rows.len() > limit;
-            let mut page = XdrPage::default();
-            for (row, start, doc) in rows.into_iter().take(limit) {
-                page.xdrs.push(serde_json::from_str(&doc).map_err(store::Error::backend)?);
-                page.next = Some(Cursor { start: start as u64, row });
-            }
-            if !more {
-                page.next = None;
-            }
-            Ok(page)
+            XdrPage::from_rows(rows, limit)
         })
     }
 
