@@ -537,6 +537,7 @@ fn dashboards_alerts_and_docs_name_only_metrics_the_real_nfs_expose() {
         ("bsf", "dd_copies_dropped"),
         ("bsf", "store_commit_duration_seconds"),
         ("bsf", "store_sqlite_memory_bytes"),
+        ("bsf", "store_sqlite_memory_limit_bytes"),
         ("nrf", "nf_ready"),
         ("bench", "bench_latency_seconds"),
     ] {

@@ -51,6 +51,13 @@ pub struct SqliteConfig {
     /// Default: 256.
     pub mmap_size_mib: u64,
 
+    /// The most memory SQLite may hold in this process, every store together, in MiB: beyond
+    /// it the page caches give back their least recently used pages instead of growing (SQLite's
+    /// soft heap limit). Process-wide: in `fivecore up` the one `[store]` section sets it for
+    /// every NF. 0: no limit but the page-cache pool's (the sum of every connection's cache
+    /// size, docs/store.md "Memory"). Default: 128.
+    pub memory_limit_mib: u64,
+
     /// Number of reader threads, each with its own read-only connection.
     /// Default: 4.
     pub readers: usize,
@@ -218,6 +225,7 @@ impl Default for SqliteConfig {
             cache_size_mib: default_cache_size_mib(),
             reader_cache_size_mib: default_reader_cache_size_mib(),
             mmap_size_mib: default_mmap_size_mib(),
+            memory_limit_mib: default_memory_limit_mib(),
             readers: default_readers(),
             max_batch: default_max_batch(),
             commit_delay_us: None,
@@ -318,6 +326,11 @@ impl SqliteConfig {
         cache_size_pragma(self.reader_cache_size_mib)
     }
 
+    /// SQLite's soft heap limit in bytes (0: none).
+    pub(crate) fn memory_limit_bytes(&self) -> i64 {
+        i64::try_from(self.memory_limit_mib.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)
+    }
+
     pub(crate) fn mmap_size_bytes(&self) -> i64 {
         let bytes = self.mmap_size_mib.saturating_mul(1024 * 1024);
         i64::try_from(bytes).unwrap_or(i64::MAX)
@@ -347,6 +360,12 @@ fn default_cache_size_mib() -> u64 {
 
 fn default_reader_cache_size_mib() -> u64 {
     16
+}
+
+/// Above what the soak mix's busiest writer (the UDR's, T4c over 250K subscribers) settles at
+/// in `fivecore up`, and below the 400 MiB the five stores' caches would otherwise allow.
+fn default_memory_limit_mib() -> u64 {
+    128
 }
 
 fn default_mmap_size_mib() -> u64 {

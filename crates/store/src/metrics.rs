@@ -112,6 +112,15 @@ impl Collector for SqliteCollector {
                 g.metric_type(),
             )?)?;
         }
+        let limit = crate::sqlite::alloc::soft_limit();
+        let g = ConstGauge::new(i64::try_from(limit).unwrap_or(i64::MAX));
+        let help = "SQLite's soft heap limit for this process ([store] memory_limit_mib; 0: none)";
+        g.encode(encoder.encode_descriptor(
+            "store_sqlite_memory_limit_bytes",
+            help,
+            None,
+            g.metric_type(),
+        )?)?;
         Ok(())
     }
 }

@@ -146,3 +146,16 @@ pub fn install() -> Result<(), String> {
 pub fn used_bytes() -> Option<u64> {
     INSTALLED.load(Ordering::Acquire).then(|| USED.load(Ordering::Relaxed).max(0) as u64)
 }
+
+/// Sets SQLite's soft heap limit for the whole process (0: none): past it, page caches recycle
+/// their least recently used pages instead of allocating. Any thread, any time.
+pub fn set_soft_limit(bytes: i64) {
+    // SAFETY: thread-safe in SQLite; a non-negative argument sets the limit.
+    unsafe { ffi::sqlite3_soft_heap_limit64(bytes.max(0)) };
+}
+
+/// SQLite's soft heap limit in bytes (0: none).
+pub fn soft_limit() -> u64 {
+    // SAFETY: a negative argument only reads the limit.
+    u64::try_from(unsafe { ffi::sqlite3_soft_heap_limit64(-1) }).unwrap_or(0)
+}

@@ -398,6 +398,7 @@ fn writer_main(
     checkpoints: Option<Arc<Checkpoints>>,
     ready: oneshot::Sender<Result<()>>,
 ) {
+    super::alloc::set_soft_limit(config.memory_limit_bytes());
     let conn = match open_writer(config) {
         Ok(conn) => conn,
         Err(err) => {
