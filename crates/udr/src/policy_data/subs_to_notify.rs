@@ -357,6 +357,13 @@ fn json_answer(status: StatusCode, json: Bytes) -> Response {
     resp
 }
 
+/// The request body as the subscription keeps it, in an allocation of its own: `req.body` is a
+/// slice of the HTTP/2 connection's read buffer, which a kept slice would hold whole (8 KiB or
+/// more for a ~250-byte subscription) for as long as the subscription lives.
+fn kept(body: &Bytes) -> Bytes {
+    Bytes::copy_from_slice(body)
+}
+
 fn request_body(req: &SbiRequest) -> Result<Value, ProblemDetails> {
     sbi_body::require_media_type(req.headers(), &[sbi_body::JSON])?;
     sbi_body::decode_json(&req.body)
@@ -368,7 +375,7 @@ pub async fn create_individual_policy_data_subscription(udr: Arc<Udr>, req: SbiR
     let pd = &udr.policy;
     let body = request_body(&req)?;
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
+    let sub = decode(&id, kept(&req.body), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
     let created =
         pd.store.create_subscription(pd.subs.clone(), sub, pd.config.max_subscriptions).await?;
@@ -394,7 +401,7 @@ pub async fn replace_individual_policy_data_subscription(udr: Arc<Udr>, req: Sbi
     let pd = &udr.policy;
     let id = req.param("subsId").to_owned();
     let body = request_body(&req)?;
-    let sub = decode(&id, req.body.clone(), body, now_ms(), pd.config.max_expiry_secs)?;
+    let sub = decode(&id, kept(&req.body), body, now_ms(), pd.config.max_expiry_secs)?;
     let json = sub.json.clone();
     if !pd.store.replace_subscription(pd.subs.clone(), sub).await? {
         return Err(not_found(&id).into());
