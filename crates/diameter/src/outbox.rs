@@ -18,6 +18,11 @@ use crate::transport::BoxWrite;
 /// Bytes the writer's buffers start with (each of the two).
 const INITIAL_CAPACITY: usize = 64 * 1024;
 
+/// A buffer that grew past this while a peer read slowly is given back once written: a
+/// backlog of the queue's limit (4 MiB by default) would otherwise stay allocated, twice, for
+/// the connection's life.
+const KEEP_CAPACITY: usize = 4 * INITIAL_CAPACITY;
+
 pub(crate) struct Outbox {
     state: Mutex<State>,
     /// The writer waits on it for bytes or the close.
@@ -108,6 +113,15 @@ impl Outbox {
     }
 }
 
+/// Empties a written buffer for the next swap, shrinking it back when a backlog grew it.
+fn recycle(out: &mut BytesMut) {
+    if out.capacity() > KEEP_CAPACITY {
+        *out = BytesMut::with_capacity(INITIAL_CAPACITY);
+    } else {
+        out.clear();
+    }
+}
+
 /// Resolves once the flag is true (or its sender is gone).
 async fn is_set(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await.map(|_| ());
@@ -133,7 +147,7 @@ pub(crate) async fn write_loop(
                 r = w.write_all(&out) => r,
                 _ = &mut closed => break,
             };
-            out.clear();
+            recycle(&mut out);
             if r.is_err() {
                 break;
             }
@@ -153,4 +167,24 @@ pub(crate) async fn write_loop(
     }
     ob.set_gone();
     let _ = tokio::time::timeout(Duration::from_millis(500), w.shutdown()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_grown_by_a_backlog_shrinks_once_written() {
+        let mut usual = BytesMut::with_capacity(INITIAL_CAPACITY);
+        usual.extend_from_slice(&[1; 1000]);
+        recycle(&mut usual);
+        assert!(usual.is_empty());
+        assert!(usual.capacity() >= INITIAL_CAPACITY, "kept for the next swap");
+
+        let mut backlog = BytesMut::with_capacity(INITIAL_CAPACITY);
+        backlog.extend_from_slice(&vec![2; 4 << 20]);
+        recycle(&mut backlog);
+        assert!(backlog.is_empty());
+        assert!(backlog.capacity() <= KEEP_CAPACITY, "{} bytes kept", backlog.capacity());
+    }
 }
