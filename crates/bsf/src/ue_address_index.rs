@@ -384,6 +384,22 @@ impl<K: Premix + Eq + Copy> Shard<K> {
     fn len(&self) -> usize {
         self.single.len()
     }
+
+    fn reserve_churn_room(&mut self) {
+        reserve_churn_room(&mut self.single);
+        reserve_churn_room(&mut self.multi);
+    }
+}
+
+/// Grows `map` to at most half full. A std `HashMap` does not reuse a removed key's room for a
+/// new key until it rehashes, and rehashes in place only when at most half full, else doubles:
+/// a table left more than half full by a bulk load doubles once under steady churn (after ~13
+/// replacements per entry, docs/BENCHMARKS.md "Session s31"), a step in the process's memory
+/// hours into a steady load. Taken at load, that memory is there from the start, and flat.
+fn reserve_churn_room<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, V, S>,
+) {
+    map.reserve(map.len());
 }
 
 struct Shards<K> {
@@ -400,6 +416,11 @@ impl<K: Premix + Eq + Copy> Shards<K> {
     }
     fn len(&self) -> usize {
         self.shards.iter().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).len()).sum()
+    }
+    fn reserve_churn_room(&self) {
+        for s in &self.shards {
+            s.write().unwrap_or_else(|e| e.into_inner()).reserve_churn_room();
+        }
     }
 }
 
@@ -434,6 +455,11 @@ impl Docs {
                     DocSlot::Shared(n) => DocSlot::Shared(n.saturating_add(1)),
                 }
             }
+        }
+    }
+    fn reserve_churn_room(&self) {
+        for s in &self.shards {
+            reserve_churn_room(&mut s.write().unwrap_or_else(|e| e.into_inner()));
         }
     }
     fn remove(&self, id: u64) {
@@ -586,8 +612,15 @@ impl UeAddressIndex {
         self.state.load(Ordering::Acquire) == READY
     }
 
-    /// The load is complete: lookups are answered from the index from now on.
+    /// The load is complete: lookups are answered from the index from now on. Its tables are
+    /// grown to at most half full first ([`reserve_churn_room`]).
     pub fn set_ready(&self) {
+        self.v4.reserve_churn_room();
+        self.v6.reserve_churn_room();
+        self.v6_long.reserve_churn_room();
+        if let Some(docs) = &self.docs {
+            docs.reserve_churn_room();
+        }
         *self.removed_while_loading.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let _ = self.state.compare_exchange(LOADING, READY, Ordering::AcqRel, Ordering::Acquire);
     }
@@ -981,6 +1014,42 @@ mod tests {
     }
 
     const LENGTHS: [u8; 6] = [128, 64, 60, 56, 48, 32];
+
+    fn v4_binding(ix: &UeAddressIndex, id: u32) -> Indexed {
+        let ip = Ipv4Addr::from(0x0A00_0000 + id);
+        let json = format!(r#"{{"ipv4Addr":"{ip}","pcfDiamHost":"p","pcfDiamRealm":"r"}}"#);
+        ix.indexed(&format!("b{id}"), json.as_bytes()).expect("a binding")
+    }
+
+    /// Every table's room (capacity), documents included.
+    fn room(ix: &UeAddressIndex) -> usize {
+        let v4: usize = ix.v4.shards.iter().map(|s| s.read().unwrap().single.capacity()).sum();
+        let docs = ix.docs.as_ref().unwrap();
+        v4 + docs.shards.iter().map(|s| s.read().unwrap().capacity()).sum::<usize>()
+    }
+
+    #[test]
+    fn a_loaded_index_does_not_grow_under_steady_churn() {
+        let ix = UeAddressIndex::with_documents();
+        let n = 20_000u32;
+        for id in 0..n {
+            ix.load_one(&v4_binding(&ix, id), 1);
+        }
+        ix.set_ready();
+        for s in &ix.v4.shards {
+            let s = s.read().unwrap();
+            assert!(s.single.capacity() >= 2 * s.single.len(), "a shard left more than half full");
+        }
+        let loaded = room(&ix);
+        // Twenty replacements per binding, a new key each time, the count steady: tables left
+        // more than half full double after ~13 (docs/BENCHMARKS.md, "Session s31").
+        for id in n..21 * n {
+            ix.remove(&v4_binding(&ix, id - n));
+            ix.insert(&v4_binding(&ix, id), 2);
+        }
+        assert_eq!(ix.len().0, n as usize);
+        assert!(room(&ix) <= loaded, "room {loaded} at load, {} after churn", room(&ix));
+    }
 
     #[test]
     fn not_ready_is_unknown_then_answers() {

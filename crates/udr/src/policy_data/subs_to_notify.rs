@@ -130,6 +130,16 @@ impl SubsIndex {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Grows the tables to at most half full after a bulk load: a std `HashMap` more than half
+    /// full doubles once under steady churn of new keys (subscription ids), hours into a steady
+    /// load (docs/BENCHMARKS.md "Session s31"); taken now, that memory is there from the start.
+    pub fn reserve_churn_room(&self) {
+        let mut g = self.write();
+        let (ids, paths) = (g.by_id.len(), g.by_path.len());
+        g.by_id.reserve(ids);
+        g.by_path.reserve(paths);
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<Subscription>> {
         self.read().by_id.get(id).cloned()
     }
@@ -454,6 +464,7 @@ pub async fn load(pd: &super::PolicyData) -> ::store::Result<usize> {
             }
         }
     }
+    pd.subs.reserve_churn_room();
     if !gone.is_empty() {
         tracing::info!(expired = gone.len(), "policy data subscriptions expired while stopped");
         pd.store.delete_subscriptions(None, gone).await?;
@@ -494,6 +505,38 @@ mod tests {
     fn sub(id: &str, v: Value) -> Subscription {
         let bytes = Bytes::from(serde_json::to_vec(&v).unwrap());
         decode(id, bytes, v, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn a_loaded_index_does_not_grow_under_steady_churn() {
+        let idx = SubsIndex::default();
+        let root = "http://udr/nudr-dr/v2/policy-data/ues/imsi-00101";
+        let one = |i: u32| {
+            let ue = format!("{root}{:010}/sm-data", i % 5000);
+            sub(
+                &format!("s{i}"),
+                json!({"notificationUri": "http://pcf/n", "monitoredResourceUris": [ue]}),
+            )
+        };
+        let n = 5000;
+        for i in 0..n {
+            idx.insert(one(i));
+        }
+        idx.reserve_churn_room();
+        let room = |idx: &SubsIndex| {
+            let g = idx.read();
+            (g.by_id.capacity(), g.by_path.capacity())
+        };
+        let loaded = room(&idx);
+        assert!(loaded.0 >= 2 * n as usize, "{loaded:?}");
+        // Twenty replacements per subscription, each with a new id: the count stays n.
+        for i in n..21 * n {
+            idx.remove(&format!("s{}", i - n));
+            idx.insert(one(i));
+        }
+        assert_eq!(idx.len(), n as usize);
+        let after = room(&idx);
+        assert!(after.0 <= loaded.0 && after.1 <= loaded.1, "{loaded:?} at load, {after:?} after");
     }
 
     #[test]
