@@ -22,9 +22,21 @@ use cli::{BsfCommand, Cli, Command, UdrCommand};
 /// Every NF and the kit allocate per message (HTTP/2 frames, JSON, Diameter buffers) from
 /// several threads; glibc's malloc spent ~17 % of the kit generator's CPU in its bins and
 /// consolidation (perf, BENCHMARKS.md). mimalloc's per-thread free lists make that a few %.
-#[cfg(not(feature = "system-allocator"))]
+#[cfg(not(any(feature = "system-allocator", feature = "heap-stats")))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+// Always compiled, so its test runs in every build; used by `--features heap-stats`.
+#[cfg_attr(not(feature = "heap-stats"), allow(dead_code))]
+mod heap_stats;
+
+#[cfg(all(feature = "heap-stats", not(feature = "system-allocator")))]
+#[global_allocator]
+static GLOBAL: heap_stats::Counting<mimalloc::MiMalloc> = heap_stats::Counting(mimalloc::MiMalloc);
+
+#[cfg(all(feature = "heap-stats", feature = "system-allocator"))]
+#[global_allocator]
+static GLOBAL: heap_stats::Counting<std::alloc::System> = heap_stats::Counting(std::alloc::System);
 
 fn main() -> ExitCode {
     // First, while this is the only thread: SQLite's memory from mimalloc too (why in
@@ -33,6 +45,8 @@ fn main() -> ExitCode {
     if let Err(e) = store::sqlite::alloc::install() {
         eprintln!("fivecore: SQLite keeps its own allocator: {e}");
     }
+    #[cfg(feature = "heap-stats")]
+    heap_stats::log_every(std::time::Duration::from_secs(60));
     let cli = Cli::parse();
     match cli.command {
         Command::Version => {
